@@ -1,0 +1,140 @@
+; C (M x N, f32) = A (M x K, bf16) @ B (K x N, bf16) on a core with 4 MXUs of 128x128 (v4, v5e, v5p).
+; bf16 products are exact; accumulation is f32 inside the MXU accumulator slots.
+;
+; Schedule (shapes: M % 256 == 0, N % 512 == 0, K % 128 == 0; A, B and two C tiles must fit VMEM):
+;  - Streaming: every input DMA is issued up front, in the order the compute needs the pieces
+;    (A in 256x128 pieces, B in 128x512 pieces), all signalling sem0; the compute waits on sem0
+;    one piece at a time, so it starts after the first two pieces land and overlaps the rest.
+;  - Output blocks of 256 x 512: MXU j owns columns j*128..j*128+127, accumulator slot r holds rows
+;    r*8..r*8+7. For each 128-deep K slice the four MXUs load their weights (double-buffered in the
+;    MXU, so the next slice's load overlaps this slice's matmuls) and 32 LHS tiles stream through.
+;  - C is multi-buffered in VMEM (CBUFS tiles, 2 by default): block i pops into buffer i % CBUFS
+;    and DMAs out on sem1 while the next blocks compute; before reusing a buffer a block waits
+;    for that buffer's previous write-back.
+.name matmul_bf16
+.default M, 1024
+.default N, 1024
+.default K, 1024
+.default CBUFS, 2                  ; C tiles in flight (2 = double-buffered)
+.arg a buffer
+.arg b buffer
+.arg c buffer
+.set CTILE, 256 * 512 * 4          ; bytes of one C block in VMEM (row stride 2048)
+
+  sarg s1, a
+  sarg s2, b
+  sarg s3, c
+  sli s7, 0                        ; VMEM: A at 0 (row-major, like HBM)
+  sli s8, M * K * 2                ; VMEM: B after A
+  sli s9, M * K * 2 + K * N * 2    ; VMEM: CBUFS C buffers after B
+  sli s11, K * 2                   ; A row stride
+  sli s12, N * 2                   ; B row stride
+  sli s17, N / 512
+  sli s18, M / 256
+  sli s19, K / 128
+  sli s28, 256                     ; A piece: 256 rows of 256 bytes
+  sli s29, 128                     ; B piece: 128 rows ...
+  sli s30, 1024                    ; ... of 1024 bytes
+
+; ---- issue every input DMA, in the order the compute below consumes them ----
+  sli s14, 0                       ; nb
+issue_nb:
+  sli s15, 0                       ; mb
+issue_mb:
+  sli s16, 0                       ; kt
+issue_kt:
+  bne s14, s0, issue_skip_a        ; A pieces are first needed when nb == 0
+  smuli s20, s15, 256
+  smul s20, s20, s11
+  smuli s21, s16, 256
+  sadd s20, s20, s21               ; offset of A[mb*256, kt*128]
+  sadd s22, s7, s20
+  sadd s23, s1, s20
+  dma.h2v dq0, sem0, s22, s23, s28, s28, s11, s11
+issue_skip_a:
+  bne s15, s0, issue_skip_b        ; B pieces are first needed when mb == 0
+  smuli s20, s16, 128
+  smul s20, s20, s12
+  smuli s21, s14, 1024
+  sadd s20, s20, s21               ; offset of B[kt*128, nb*512]
+  sadd s22, s8, s20
+  sadd s23, s2, s20
+  dma.h2v dq1, sem0, s22, s23, s29, s30, s12, s12
+issue_skip_b:
+  saddi s16, s16, 1
+  blt s16, s19, issue_kt
+  saddi s15, s15, 1
+  blt s15, s18, issue_mb
+  saddi s14, s14, 1
+  blt s14, s17, issue_nb
+
+; ---- compute, block by block ----
+  sli s14, 0                       ; nb
+  sli s24, 0                       ; block counter
+block_nb:
+  sli s15, 0                       ; mb
+block_mb:
+  sli s16, 0                       ; kt
+slice_kt:
+  bne s14, s0, have_a
+  sem.wait sem0, 1                 ; A[mb, kt] landed
+have_a:
+  bne s15, s0, have_b
+  sem.wait sem0, 1                 ; B[kt, nb] landed
+have_b:
+  smuli s20, s16, 128
+  smul s20, s20, s12
+  smuli s21, s14, 1024
+  sadd s20, s20, s21
+  sadd s20, s20, s8                ; weights of MXU 0: B[kt*128, nb*512]
+.rept 4, J
+  saddi s21, s20, J * 256
+  mxu.lw mxu[J], s21, N * 2
+.endr
+  smuli s22, s15, 256 * K * 2
+  smuli s21, s16, 256
+  sadd s22, s22, s21
+  sadd s22, s22, s7                ; LHS tile 0: A[mb*256, kt*128]
+.rept 32, R
+  vld.bf16 v[R % 8], m0, s22, 0, K * 2
+  mxu.mm mxu0, v[R % 8], R
+  mxu.mm mxu1, v[R % 8], R
+  mxu.mm mxu2, v[R % 8], R
+  mxu.mm mxu3, v[R % 8], R
+  saddi s22, s22, 8 * K * 2
+.endr
+  saddi s16, s16, 1
+  blt s16, s19, slice_kt
+
+  ; Block done: drain the accumulators into C buffer (block % CBUFS). Write-backs all go through
+  ; dq2 and land in issue order on sem1, so the k-th wait consumes block k's write-back: waiting
+  ; once per block from block CBUFS on frees exactly the buffer about to be reused.
+  sli s26, CBUFS
+  srem s25, s24, s26               ; buffer index
+  blt s24, s26, buffer_free
+  sem.wait sem1, 1
+buffer_free:
+  smuli s26, s25, CTILE
+  sadd s26, s26, s9
+  smov s27, s26
+.rept 32, R
+.rept 4, J
+  mxu.pop v[8 + (R * 4 + J) % 16], mxu[J], R
+  vst v[8 + (R * 4 + J) % 16], m0, s26, J * 512, 2048
+.endr
+  saddi s26, s26, 8 * 2048
+.endr
+  smuli s20, s15, 256 * N * 4
+  smuli s21, s14, 2048
+  sadd s20, s20, s21
+  sadd s20, s20, s3                ; C[mb*256, nb*512] in HBM
+  sli s21, 256
+  sli s22, 2048
+  sli s23, N * 4
+  dma.v2h dq2, sem1, s27, s20, s21, s22, s22, s23
+  saddi s24, s24, 1
+  saddi s15, s15, 1
+  blt s15, s18, block_mb
+  saddi s14, s14, 1
+  blt s14, s17, block_nb
+  halt

@@ -1,0 +1,63 @@
+// Functional (architectural) state of one TensorCore: registers, VMEM, MXU weights and
+// accumulators, program counter. No timing lives here; see timing_model.h.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "isa/opcode.h"
+
+namespace vtpu::sim {
+
+inline constexpr int kLanes = 128;
+inline constexpr int kSublanes = 8;
+inline constexpr int kVregElements = kLanes * kSublanes;
+
+using VReg = std::array<float, kVregElements>;  // 32-bit containers; int ops reinterpret the bits
+using MaskReg = std::array<uint8_t, kVregElements>;
+
+struct MxuState {
+  int dim = 128;
+  std::vector<float> weights;        // dim x dim, row-major W[k][n], bf16 values widened to f32
+  std::vector<int32_t> weights_i8;   // dim x dim int8 values widened
+  std::vector<float> acc;            // slots x 8 x dim
+  std::vector<int32_t> acc_i32;      // slots x 8 x dim
+  std::vector<uint8_t> slot_is_int;  // last accumulation mode of each slot
+};
+
+struct FreeDeleter {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+
+struct CoreState {
+  int core_index = 0;
+  std::array<int32_t, isa::kScalarRegs> sregs{};
+  std::array<VReg, isa::kVectorRegs> vregs{};
+  std::array<MaskReg, isa::kMaskRegs> masks{};
+  std::unique_ptr<uint8_t, FreeDeleter> vmem;  // calloc'ed: pages are only touched when used
+  uint64_t vmem_bytes = 0;
+  std::vector<uint8_t> vmem_written;           // one flag per 4-byte word, when uninitialised reads are checked
+  std::vector<MxuState> mxus;
+
+  CoreState(uint64_t vmem_size, int mxu_count, int mxu_dim, int acc_slots, bool track_init)
+      : vmem(static_cast<uint8_t*>(std::calloc(vmem_size, 1))), vmem_bytes(vmem_size) {
+    if (!vmem) throw std::bad_alloc();
+    if (track_init) vmem_written.assign(vmem_size / 4, 0);
+    masks[0].fill(1);
+    for (int i = 0; i < mxu_count; ++i) {
+      MxuState m;
+      m.dim = mxu_dim;
+      m.weights.assign(size_t(mxu_dim) * mxu_dim, 0.f);
+      m.weights_i8.assign(size_t(mxu_dim) * mxu_dim, 0);
+      m.acc.assign(size_t(acc_slots) * kSublanes * mxu_dim, 0.f);
+      m.acc_i32.assign(size_t(acc_slots) * kSublanes * mxu_dim, 0);
+      m.slot_is_int.assign(acc_slots, 0);
+      mxus.push_back(std::move(m));
+    }
+  }
+};
+
+}  // namespace vtpu::sim

@@ -1,0 +1,53 @@
+// The retargeting seam: everything above sim/ (the PyTorch bridge, tools) talks to a chip only
+// through this interface. SimDevice implements it with the simulator; a real chip's runtime would
+// be another implementation. Ownership: the caller owns allocations until free(); a LaunchId is
+// valid until its wait() returns.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "isa/program.h"
+#include "sim/chip_config.h"
+#include "sim/launch.h"
+
+namespace vtpu::sim {
+
+using LaunchId = uint64_t;
+
+struct MemoryStats {
+  uint64_t allocated_bytes = 0;
+  uint64_t peak_allocated_bytes = 0;
+  uint64_t capacity_bytes = 0;
+};
+
+struct DeviceCounters {
+  uint64_t launches = 0;
+  uint64_t cycles = 0;             // simulated cycles of all launches, back to back
+  uint64_t hbm_read_bytes = 0;
+  uint64_t hbm_write_bytes = 0;
+  uint64_t host_to_device_bytes = 0;
+  uint64_t device_to_host_bytes = 0;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const ChipConfig& chip() const = 0;
+  virtual bool supports(isa::Opcode opcode) const = 0;
+
+  virtual HbmAddress allocate(uint64_t bytes) = 0;  // throws OutOfMemoryError
+  virtual void free(HbmAddress address) = 0;
+  virtual void copy_to_device(HbmAddress dst, std::span<const uint8_t> src) = 0;
+  virtual void copy_to_host(std::span<uint8_t> dst, HbmAddress src) = 0;
+  virtual void copy_on_device(HbmAddress dst, HbmAddress src, uint64_t bytes) = 0;
+
+  virtual LaunchId launch(const isa::Program& program, std::span<const KernelArg> args) = 0;
+  virtual LaunchResult wait(LaunchId id) = 0;
+
+  virtual DeviceCounters counters() const = 0;
+  virtual MemoryStats memory_stats() const = 0;
+};
+
+}  // namespace vtpu::sim

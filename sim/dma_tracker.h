@@ -1,0 +1,67 @@
+// In-flight DMAs and semaphores of one core. A DMA's data is copied when it issues (functional
+// model), but until a sem.wait consumes its signal the program may not touch what it reads or
+// writes: such an access is a race the real chip would get wrong, so it is reported, not hidden.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+namespace vtpu::sim {
+
+// A 2-D strided byte region: `rows` runs of `row_bytes`, `stride` apart. Overlap tests are exact,
+// so DMAs into interleaved columns of one buffer (a tiled matrix) do not look like races.
+struct Region {
+  uint64_t base = 0, rows = 0, row_bytes = 0, stride = 0;
+  static Region range(uint64_t lo, uint64_t hi) { return {lo, hi > lo ? 1u : 0u, hi - lo, 0}; }
+  uint64_t lo() const { return base; }
+  uint64_t hi() const { return rows == 0 ? base : base + (rows - 1) * stride + row_bytes; }
+};
+bool overlaps(const Region& a, const Region& b);
+
+struct DmaRecord {
+  size_t pc = 0;                 // issuing instruction
+  bool to_vmem = true;           // h2v (true) or v2h
+  Region vmem, hbm;              // hbm in kernel-visible (virtual) addresses
+  int sem = 0;
+  uint64_t done_cycle = 0;
+  uint64_t sequence = 0;
+};
+
+struct WaitOutcome {
+  bool satisfied = false;
+  uint64_t ready_cycle = 0;  // when the consumed signals had all landed
+  int available = 0;         // signals that could ever arrive (for the deadlock message)
+};
+
+class DmaTracker {
+ public:
+  explicit DmaTracker(int semaphores) : signals_(semaphores) {}
+
+  // Each returns the in-flight DMA the access conflicts with, or nullptr.
+  const DmaRecord* vmem_read_conflict(const Region& r) const;   // with an inbound DMA
+  const DmaRecord* vmem_write_conflict(const Region& r) const;  // with any DMA using it
+  const DmaRecord* hbm_read_conflict(const Region& r) const;    // with an outbound DMA
+  const DmaRecord* hbm_write_conflict(const Region& r) const;   // with any DMA using it
+
+  void add(DmaRecord record);
+  void signal(int sem, int count, uint64_t cycle);
+  // Consumes `count` signals of `sem`, earliest-landing first; not satisfied = would deadlock.
+  WaitOutcome wait(int sem, int count);
+  uint64_t last_completion_cycle() const { return last_completion_; }
+  size_t in_flight() const { return in_flight_.size(); }
+
+ private:
+  struct Signal {
+    uint64_t cycle;
+    int count;
+    uint64_t dma_sequence;  // 0 for sem.signal
+  };
+  std::vector<std::deque<Signal>> signals_;  // per semaphore, ordered by landing cycle
+  std::vector<DmaRecord> in_flight_;
+  uint64_t next_sequence_ = 1;
+  uint64_t last_completion_ = 0;
+};
+
+}  // namespace vtpu::sim

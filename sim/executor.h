@@ -1,0 +1,20 @@
+// Runs a Program on the simulated chip: functional semantics and the timing model step together,
+// instruction by instruction, on each TensorCore that takes part (in parallel with oneTBB).
+#pragma once
+
+#include <span>
+
+#include "isa/program.h"
+#include "sim/chip_config.h"
+#include "sim/hbm.h"
+#include "sim/launch.h"
+#include "traces/trace_recorder.h"
+
+namespace vtpu::sim {
+
+// Throws SimError (or its subclasses) for anything the program does wrong; HBM keeps whatever the
+// program wrote before the error.
+LaunchResult execute(const isa::Program& program, std::span<const KernelArg> args, const ChipConfig& chip, Hbm& hbm,
+                     const SimOptions& options, traces::TraceRecorder* trace = nullptr);
+
+}  // namespace vtpu::sim

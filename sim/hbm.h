@@ -1,0 +1,49 @@
+// HBM: an address space of the chip's capacity with a first-fit allocator. Only allocated ranges
+// have host backing (a 192 GiB chip must not need 192 GiB of host memory). Every access is checked
+// against the allocation that contains it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+
+namespace vtpu::sim {
+
+using HbmAddress = uint64_t;
+
+class Hbm {
+ public:
+  // Addresses start at kBase so that 0 is never a valid buffer (a null pointer stays null).
+  static constexpr HbmAddress kBase = 0x1000;
+  static constexpr uint64_t kAlignment = 512;
+
+  explicit Hbm(uint64_t capacity_bytes);
+
+  HbmAddress allocate(uint64_t bytes);  // throws OutOfMemoryError with requested/free/total
+  void free(HbmAddress address);        // throws SimError for an address that is not an allocation start
+  uint64_t capacity_bytes() const { return capacity_; }
+  uint64_t allocated_bytes() const;
+  uint64_t peak_allocated_bytes() const;
+  void reset_peak() ;
+
+  // Host view of [address, address + bytes); throws SimError(OutOfBounds) naming `what` unless the
+  // whole range lies inside one live allocation.
+  std::span<uint8_t> view(HbmAddress address, uint64_t bytes, const std::string& what);
+
+ private:
+  struct Allocation {
+    uint64_t bytes;          // as requested
+    uint64_t reserved;       // rounded to kAlignment
+    std::unique_ptr<uint8_t, void (*)(void*)> data;  // calloc'ed: untouched pages cost no host memory
+  };
+  uint64_t capacity_;
+  uint64_t allocated_ = 0;   // reserved bytes in use
+  uint64_t peak_ = 0;
+  std::map<HbmAddress, Allocation> live_;
+  mutable std::mutex mutex_;
+};
+
+}  // namespace vtpu::sim

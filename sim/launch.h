@@ -1,0 +1,35 @@
+// What a launch takes (arguments, options) and gives back (cycles, per-unit counters, summary).
+// Shared by the executor and the Device interface.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/hbm.h"
+#include "traces/summary.h"
+
+namespace vtpu::sim {
+
+struct KernelArg {
+  enum class Kind { Buffer, Scalar } kind = Kind::Scalar;
+  HbmAddress address = 0;  // Buffer: device HBM address
+  uint64_t bytes = 0;      // Buffer: the range the kernel may touch
+  int32_t scalar = 0;      // Scalar
+
+  static KernelArg buffer(HbmAddress address, uint64_t bytes) { return {Kind::Buffer, address, bytes, 0}; }
+  static KernelArg value(int32_t v) { return {Kind::Scalar, 0, 0, v}; }
+};
+
+struct SimOptions {
+  bool check_uninitialized = false;  // error on reading VMEM that was never written
+  uint64_t max_instructions = 2'000'000'000;  // guards against runaway loops
+  int cores = 1;                     // TensorCores that run the program (each gets its own VMEM)
+};
+
+struct LaunchResult {
+  uint64_t cycles = 0;
+  traces::RunSummary summary;
+};
+
+}  // namespace vtpu::sim

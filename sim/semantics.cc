@@ -1,0 +1,506 @@
+// One case per opcode. Helpers keep each case to a line or two; the heavy cases (vector
+// load/store, MXU, DMA) have their own functions below the switch.
+#include "sim/semantics.h"
+
+#include <fmt/format.h>
+
+#include <Eigen/Core>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "isa/disassembler.h"
+#include "isa/verifier.h"
+#include "sim/bf16.h"
+#include "sim/sim_error.h"
+
+namespace vtpu::sim {
+namespace {
+
+using isa::Opcode;
+
+template <typename F>
+void map1(VReg& d, const VReg& a, F f) {
+  for (int i = 0; i < kVregElements; ++i) d[i] = f(a[i]);
+}
+template <typename F>
+void map2(VReg& d, const VReg& a, const VReg& b, F f) {
+  for (int i = 0; i < kVregElements; ++i) d[i] = f(a[i], b[i]);
+}
+template <typename F>
+void imap2(VReg& d, const VReg& a, const VReg& b, F f) {
+  for (int i = 0; i < kVregElements; ++i) {
+    d[i] = std::bit_cast<float>(f(std::bit_cast<int32_t>(a[i]), std::bit_cast<int32_t>(b[i])));
+  }
+}
+template <typename F>
+void compare(MaskReg& m, const VReg& a, const VReg& b, F f) {
+  for (int i = 0; i < kVregElements; ++i) m[i] = f(a[i], b[i]) ? 1 : 0;
+}
+
+float nan_max(float a, float b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b); }
+float nan_min(float a, float b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b); }
+
+// Pairwise (tree) sum, the order a hardware reduction tree uses.
+float tree_sum(float* values, int n) {
+  for (int width = n / 2; width >= 1; width /= 2) {
+    for (int i = 0; i < width; ++i) values[i] = values[i] + values[i + width];
+  }
+  return values[0];
+}
+
+int32_t f32_to_i32_trunc(float v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 2147483648.0f) return INT32_MAX;
+  if (v < -2147483648.0f) return INT32_MIN;
+  return static_cast<int32_t>(v);
+}
+
+// The 8 sublane rows of a vector access as a strided region, so tiles interleaved in VMEM do not
+// look dependent; falls back to the bounding range for odd strides.
+Region sublane_region(int64_t base, int64_t stride, int elem, uint64_t lo, uint64_t hi) {
+  if (stride >= kLanes * elem && base >= 0) {
+    return {static_cast<uint64_t>(base), kSublanes, uint64_t(kLanes) * elem, static_cast<uint64_t>(stride)};
+  }
+  return Region::range(lo, hi);
+}
+
+}  // namespace
+
+void Semantics::fail(SimErrorKind kind, const std::string& message) const {
+  throw SimError(kind, fmt::format("core {} instruction {} `{}`: {}", core_.core_index, pc_,
+                                   isa::format_instruction(*current_), message));
+}
+
+void Semantics::check_vmem(uint64_t lo, uint64_t hi, bool write) const {
+  check_vmem_region(Region::range(lo, hi), write);
+}
+
+void Semantics::check_vmem_region(const Region& region, bool write) const {
+  const uint64_t lo = region.lo(), hi = region.hi();
+  if (hi > core_.vmem_bytes || lo > hi) {
+    fail(SimErrorKind::OutOfBounds,
+         fmt::format("VMEM {} [{}, {}) outside VMEM [0, {})", write ? "write" : "read", lo, hi, core_.vmem_bytes));
+  }
+  const DmaRecord* conflict = write ? dmas_.vmem_write_conflict(region) : dmas_.vmem_read_conflict(region);
+  if (conflict) {
+    fail(SimErrorKind::Race,
+         fmt::format("VMEM {} [{}, {}) races the DMA issued by instruction {} (VMEM [{}, {}), sem{}) that has not "
+                     "been waited for",
+                     write ? "write" : "read", lo, hi, conflict->pc, conflict->vmem.lo(), conflict->vmem.hi(),
+                     conflict->sem));
+  }
+  if (!core_.vmem_written.empty() && region.rows > 1) {
+    for (uint64_t r = 0; r < region.rows; ++r) {
+      const uint64_t row = region.base + r * region.stride;
+      mark_or_check_init(row, row + region.row_bytes, write);
+    }
+    return;
+  }
+  mark_or_check_init(lo, hi, write);
+}
+
+void Semantics::mark_or_check_init(uint64_t lo, uint64_t hi, bool write) const {
+  if (!core_.vmem_written.empty()) {
+    if (write) {
+      for (uint64_t w = lo / 4; w < (hi + 3) / 4; ++w) core_.vmem_written[w] = 1;
+    } else {
+      for (uint64_t w = lo / 4; w < (hi + 3) / 4; ++w) {
+        if (!core_.vmem_written[w]) {
+          fail(SimErrorKind::Uninitialized, fmt::format("read of uninitialised VMEM at address {}", w * 4));
+        }
+      }
+    }
+  }
+}
+
+StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
+  current_ = &ins;
+  pc_ = pc;
+  StepOutcome out;
+  out.next_pc = pc + 1;
+  auto& s = core_.sregs;
+  auto& v = core_.vregs;
+  auto& m = core_.masks;
+  const auto& o = ins.operands;
+  const auto u32 = [](int32_t x) { return static_cast<uint32_t>(x); };
+  const auto wrap = [](uint32_t x) { return static_cast<int32_t>(x); };
+  const auto branch = [&](bool taken, int target) {
+    if (taken) {
+      out.next_pc = static_cast<size_t>(target);
+      out.branch_taken = true;
+    }
+  };
+  switch (ins.opcode) {
+    case Opcode::Sli: s[o[0]] = o[1]; break;
+    case Opcode::Smov: s[o[0]] = s[o[1]]; break;
+    case Opcode::Sadd: s[o[0]] = wrap(u32(s[o[1]]) + u32(s[o[2]])); break;
+    case Opcode::Saddi: s[o[0]] = wrap(u32(s[o[1]]) + u32(o[2])); break;
+    case Opcode::Ssub: s[o[0]] = wrap(u32(s[o[1]]) - u32(s[o[2]])); break;
+    case Opcode::Smul: s[o[0]] = wrap(u32(s[o[1]]) * u32(s[o[2]])); break;
+    case Opcode::Smuli: s[o[0]] = wrap(u32(s[o[1]]) * u32(o[2])); break;
+    case Opcode::Sdiv:
+    case Opcode::Srem: {
+      if (s[o[2]] == 0) fail(SimErrorKind::Arithmetic, "scalar division by zero");
+      const bool overflow = s[o[1]] == INT32_MIN && s[o[2]] == -1;
+      if (ins.opcode == Opcode::Sdiv) s[o[0]] = overflow ? INT32_MIN : s[o[1]] / s[o[2]];
+      else s[o[0]] = overflow ? 0 : s[o[1]] % s[o[2]];
+      break;
+    }
+    case Opcode::Sand: s[o[0]] = s[o[1]] & s[o[2]]; break;
+    case Opcode::Sor: s[o[0]] = s[o[1]] | s[o[2]]; break;
+    case Opcode::Sxor: s[o[0]] = s[o[1]] ^ s[o[2]]; break;
+    case Opcode::Sshli: s[o[0]] = wrap(u32(s[o[1]]) << o[2]); break;
+    case Opcode::Sshri: s[o[0]] = wrap(u32(s[o[1]]) >> o[2]); break;
+    case Opcode::Smin: s[o[0]] = std::min(s[o[1]], s[o[2]]); break;
+    case Opcode::Smax: s[o[0]] = std::max(s[o[1]], s[o[2]]); break;
+    case Opcode::Sslt: s[o[0]] = s[o[1]] < s[o[2]] ? 1 : 0; break;
+    case Opcode::Sarg:
+      if (o[1] >= static_cast<int>(args_.size())) fail(SimErrorKind::BadLaunch, "argument index out of range");
+      s[o[0]] = args_[o[1]];
+      break;
+    case Opcode::Score: s[o[0]] = core_.core_index; break;
+    case Opcode::Nop: break;
+    case Opcode::Blt: branch(s[o[0]] < s[o[1]], o[2]); break;
+    case Opcode::Bge: branch(s[o[0]] >= s[o[1]], o[2]); break;
+    case Opcode::Beq: branch(s[o[0]] == s[o[1]], o[2]); break;
+    case Opcode::Bne: branch(s[o[0]] != s[o[1]], o[2]); break;
+    case Opcode::Jmp: branch(true, o[0]); break;
+    case Opcode::Halt: out.halt = true; break;
+
+    case Opcode::Vadd: map2(v[o[0]], v[o[1]], v[o[2]], [](float a, float b) { return a + b; }); break;
+    case Opcode::Vsub: map2(v[o[0]], v[o[1]], v[o[2]], [](float a, float b) { return a - b; }); break;
+    case Opcode::Vmul: map2(v[o[0]], v[o[1]], v[o[2]], [](float a, float b) { return a * b; }); break;
+    case Opcode::Vdiv: map2(v[o[0]], v[o[1]], v[o[2]], [](float a, float b) { return a / b; }); break;
+    case Opcode::Vmax: map2(v[o[0]], v[o[1]], v[o[2]], nan_max); break;
+    case Opcode::Vmin: map2(v[o[0]], v[o[1]], v[o[2]], nan_min); break;
+    case Opcode::Vfma: {
+      VReg r;
+      for (int i = 0; i < kVregElements; ++i) r[i] = std::fma(v[o[1]][i], v[o[2]][i], v[o[3]][i]);
+      v[o[0]] = r;
+      break;
+    }
+    case Opcode::Vabs: map1(v[o[0]], v[o[1]], [](float a) { return std::fabs(a); }); break;
+    case Opcode::Vneg: map1(v[o[0]], v[o[1]], [](float a) { return -a; }); break;
+    case Opcode::Vmov: v[o[0]] = v[o[1]]; break;
+    case Opcode::Vbcast: v[o[0]].fill(std::bit_cast<float>(s[o[1]])); break;
+    case Opcode::Viadd: imap2(v[o[0]], v[o[1]], v[o[2]], [](int32_t a, int32_t b) {
+        return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b)); }); break;
+    case Opcode::Vimul: imap2(v[o[0]], v[o[1]], v[o[2]], [](int32_t a, int32_t b) {
+        return static_cast<int32_t>(static_cast<uint32_t>(a) * static_cast<uint32_t>(b)); }); break;
+    case Opcode::Viota:
+      for (int i = 0; i < kVregElements; ++i) v[o[0]][i] = std::bit_cast<float>(i);
+      break;
+    case Opcode::Vand: imap2(v[o[0]], v[o[1]], v[o[2]], [](int32_t a, int32_t b) { return a & b; }); break;
+    case Opcode::Vcmplt: compare(m[o[0]], v[o[1]], v[o[2]], [](float a, float b) { return a < b; }); break;
+    case Opcode::Vcmple: compare(m[o[0]], v[o[1]], v[o[2]], [](float a, float b) { return a <= b; }); break;
+    case Opcode::Vcmpeq: compare(m[o[0]], v[o[1]], v[o[2]], [](float a, float b) { return a == b; }); break;
+    case Opcode::Vcmpne: compare(m[o[0]], v[o[1]], v[o[2]], [](float a, float b) { return a != b; }); break;
+    case Opcode::Vicmplt: compare(m[o[0]], v[o[1]], v[o[2]], [](float a, float b) {
+        return std::bit_cast<int32_t>(a) < std::bit_cast<int32_t>(b); }); break;
+    case Opcode::Vmaskn:
+      for (int i = 0; i < kVregElements; ++i) m[o[0]][i] = i < s[o[1]] ? 1 : 0;
+      break;
+    case Opcode::Mand:
+      for (int i = 0; i < kVregElements; ++i) m[o[0]][i] = m[o[1]][i] & m[o[2]][i];
+      break;
+    case Opcode::Mnot:
+      for (int i = 0; i < kVregElements; ++i) m[o[0]][i] = !m[o[1]][i];
+      break;
+    case Opcode::Vsel: {
+      VReg r;
+      for (int i = 0; i < kVregElements; ++i) r[i] = m[o[1]][i] ? v[o[2]][i] : v[o[3]][i];
+      v[o[0]] = r;
+      break;
+    }
+    case Opcode::Vcvtbf: map1(v[o[0]], v[o[1]], round_to_bf16); break;
+    case Opcode::Vcvtf2i: map1(v[o[0]], v[o[1]], [](float a) { return std::bit_cast<float>(f32_to_i32_trunc(a)); }); break;
+    case Opcode::Vcvti2f: map1(v[o[0]], v[o[1]], [](float a) { return static_cast<float>(std::bit_cast<int32_t>(a)); }); break;
+    case Opcode::Vcvti8: map1(v[o[0]], v[o[1]], [](float a) {
+        return std::bit_cast<float>(std::clamp(std::bit_cast<int32_t>(a), -128, 127)); }); break;
+    case Opcode::Vexp: map1(v[o[0]], v[o[1]], [](float a) { return std::exp(a); }); break;
+    case Opcode::Vlog: map1(v[o[0]], v[o[1]], [](float a) { return std::log(a); }); break;
+    case Opcode::Vtanh: map1(v[o[0]], v[o[1]], [](float a) { return std::tanh(a); }); break;
+    case Opcode::Vrsqrt: map1(v[o[0]], v[o[1]], [](float a) { return 1.0f / std::sqrt(a); }); break;
+    case Opcode::Vrcp: map1(v[o[0]], v[o[1]], [](float a) { return 1.0f / a; }); break;
+
+    case Opcode::Vredsuml: case Opcode::Vredmaxl: case Opcode::Vredminl: {
+      VReg r;
+      for (int sl = 0; sl < kSublanes; ++sl) {
+        const float* row = &v[o[1]][sl * kLanes];
+        float value;
+        if (ins.opcode == Opcode::Vredsuml) {
+          float tmp[kLanes];
+          std::memcpy(tmp, row, sizeof tmp);
+          value = tree_sum(tmp, kLanes);
+        } else {
+          value = row[0];
+          for (int l = 1; l < kLanes; ++l) value = ins.opcode == Opcode::Vredmaxl ? nan_max(value, row[l]) : nan_min(value, row[l]);
+        }
+        std::fill(&r[sl * kLanes], &r[sl * kLanes] + kLanes, value);
+      }
+      v[o[0]] = r;
+      break;
+    }
+    case Opcode::Vredsums: case Opcode::Vredmaxs: {
+      VReg r;
+      for (int l = 0; l < kLanes; ++l) {
+        float col[kSublanes];
+        for (int sl = 0; sl < kSublanes; ++sl) col[sl] = v[o[1]][sl * kLanes + l];
+        float value = col[0];
+        if (ins.opcode == Opcode::Vredsums) value = tree_sum(col, kSublanes);
+        else for (int sl = 1; sl < kSublanes; ++sl) value = nan_max(value, col[sl]);
+        for (int sl = 0; sl < kSublanes; ++sl) r[sl * kLanes + l] = value;
+      }
+      v[o[0]] = r;
+      break;
+    }
+    case Opcode::Vbcastl: {
+      VReg r;
+      for (int sl = 0; sl < kSublanes; ++sl) std::fill(&r[sl * kLanes], &r[sl * kLanes] + kLanes, v[o[1]][sl * kLanes + o[2]]);
+      v[o[0]] = r;
+      break;
+    }
+    case Opcode::Vbcasts: {
+      VReg r;
+      for (int sl = 0; sl < kSublanes; ++sl) std::memcpy(&r[sl * kLanes], &v[o[1]][o[2] * kLanes], kLanes * sizeof(float));
+      v[o[0]] = r;
+      break;
+    }
+    case Opcode::Vtrans: {
+      // Row r of the 128x128 block lives in vreg base + r/8, sublane r%8.
+      std::array<VReg, isa::kVBlockRegs> r;
+      for (int row = 0; row < kLanes; ++row) {
+        for (int col = 0; col < kLanes; ++col) {
+          r[col / kSublanes][(col % kSublanes) * kLanes + row] = v[o[1] + row / kSublanes][(row % kSublanes) * kLanes + col];
+        }
+      }
+      for (int i = 0; i < isa::kVBlockRegs; ++i) v[o[0] + i] = r[i];
+      break;
+    }
+    case Opcode::Vld: case Opcode::Vldbf: case Opcode::Vldi8: vector_load(ins, out); break;
+    case Opcode::Vst: case Opcode::Vstbf: case Opcode::Vsti8: vector_store(ins, out); break;
+    case Opcode::Mxlw: case Opcode::Mxlwi8: mxu_load_weights(ins, out); break;
+    case Opcode::Mxmm: case Opcode::Mxmmi8: mxu_matmul(ins, out); break;
+    case Opcode::Mxpop: {
+      MxuState& mxu = core_.mxus.at(o[1]);
+      const int group = mxu.dim / kLanes;
+      const size_t slot_base = size_t(o[2]) * kSublanes * mxu.dim;
+      const bool is_int = mxu.slot_is_int[o[2]];
+      for (int g = 0; g < group; ++g) {
+        VReg& dst = v[o[0] + g];
+        for (int sl = 0; sl < kSublanes; ++sl) {
+          for (int l = 0; l < kLanes; ++l) {
+            const size_t idx = slot_base + size_t(sl) * mxu.dim + g * kLanes + l;
+            dst[sl * kLanes + l] = is_int ? std::bit_cast<float>(mxu.acc_i32[idx]) : mxu.acc[idx];
+          }
+        }
+      }
+      std::fill_n(mxu.acc.begin() + slot_base, kSublanes * mxu.dim, 0.f);
+      std::fill_n(mxu.acc_i32.begin() + slot_base, kSublanes * mxu.dim, 0);
+      mxu.slot_is_int[o[2]] = 0;
+      break;
+    }
+    case Opcode::Dmah2v: case Opcode::Dmav2h: dma(ins, out); break;
+    case Opcode::Semwait: case Opcode::Semsig: break;  // synchronisation is the executor's (needs time)
+  }
+  return out;
+}
+
+void Semantics::vector_load(const isa::Instruction& ins, StepOutcome& out) {
+  const auto& o = ins.operands;
+  const int elem = isa::vector_element_bytes(ins.opcode);
+  const MaskReg& mask = core_.masks[o[1]];
+  const int64_t base = int64_t{static_cast<uint32_t>(core_.sregs[o[2]])} + o[3];
+  const int64_t stride = o[4];
+  VReg r{};
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (int sl = 0; sl < kSublanes; ++sl) {
+    const int64_t row = base + sl * stride;
+    if (row % elem != 0) fail(SimErrorKind::Misaligned, fmt::format("address {} not aligned to {} bytes", row, elem));
+    // Only enabled lanes are accessed; find their span in this sublane.
+    int first = -1, last = -1;
+    for (int l = 0; l < kLanes; ++l) {
+      if (mask[sl * kLanes + l]) {
+        if (first < 0) first = l;
+        last = l;
+      }
+    }
+    if (first < 0) continue;
+    const int64_t row_lo = row + int64_t{first} * elem, row_hi = row + int64_t{last + 1} * elem;
+    if (row_lo < 0) fail(SimErrorKind::OutOfBounds, fmt::format("VMEM read at negative address {}", row_lo));
+    check_vmem(static_cast<uint64_t>(row_lo), static_cast<uint64_t>(row_hi), false);
+    lo = std::min<uint64_t>(lo, row_lo);
+    hi = std::max<uint64_t>(hi, row_hi);
+    const uint8_t* src = core_.vmem.get() + row;
+    float* dst = &r[sl * kLanes];
+    for (int l = first; l <= last; ++l) {
+      if (!mask[sl * kLanes + l]) continue;
+      if (elem == 4) {
+        std::memcpy(&dst[l], src + 4 * l, 4);
+      } else if (elem == 2) {
+        uint16_t bits;
+        std::memcpy(&bits, src + 2 * l, 2);
+        dst[l] = bf16_bits_to_f32(bits);
+      } else {
+        dst[l] = std::bit_cast<float>(int32_t{static_cast<int8_t>(src[l])});
+      }
+    }
+  }
+  core_.vregs[o[0]] = r;
+  if (hi > lo) out.vmem_read = sublane_region(base, stride, elem, lo, hi);
+}
+
+void Semantics::vector_store(const isa::Instruction& ins, StepOutcome& out) {
+  const auto& o = ins.operands;
+  const int elem = isa::vector_element_bytes(ins.opcode);
+  const MaskReg& mask = core_.masks[o[1]];
+  const VReg& value = core_.vregs[o[0]];
+  const int64_t base = int64_t{static_cast<uint32_t>(core_.sregs[o[2]])} + o[3];
+  const int64_t stride = o[4];
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (int sl = 0; sl < kSublanes; ++sl) {
+    const int64_t row = base + sl * stride;
+    if (row % elem != 0) fail(SimErrorKind::Misaligned, fmt::format("address {} not aligned to {} bytes", row, elem));
+    int first = -1, last = -1;
+    for (int l = 0; l < kLanes; ++l) {
+      if (mask[sl * kLanes + l]) {
+        if (first < 0) first = l;
+        last = l;
+      }
+    }
+    if (first < 0) continue;
+    const int64_t row_lo = row + int64_t{first} * elem, row_hi = row + int64_t{last + 1} * elem;
+    if (row_lo < 0) fail(SimErrorKind::OutOfBounds, fmt::format("VMEM write at negative address {}", row_lo));
+    check_vmem(static_cast<uint64_t>(row_lo), static_cast<uint64_t>(row_hi), true);
+    lo = std::min<uint64_t>(lo, row_lo);
+    hi = std::max<uint64_t>(hi, row_hi);
+    uint8_t* dst = core_.vmem.get() + row;
+    const float* src = &value[sl * kLanes];
+    for (int l = first; l <= last; ++l) {
+      if (!mask[sl * kLanes + l]) continue;
+      if (elem == 4) {
+        std::memcpy(dst + 4 * l, &src[l], 4);
+      } else if (elem == 2) {
+        const uint16_t bits = f32_to_bf16_bits(src[l]);
+        std::memcpy(dst + 2 * l, &bits, 2);
+      } else {
+        dst[l] = static_cast<uint8_t>(std::bit_cast<int32_t>(src[l]) & 0xff);
+      }
+    }
+  }
+  if (hi > lo) out.vmem_write = sublane_region(base, stride, elem, lo, hi);
+}
+
+void Semantics::mxu_load_weights(const isa::Instruction& ins, StepOutcome& out) {
+  const auto& o = ins.operands;
+  MxuState& mxu = core_.mxus.at(o[0]);
+  const bool int8 = ins.opcode == Opcode::Mxlwi8;
+  const int elem = int8 ? 1 : 2;
+  const int64_t base = static_cast<uint32_t>(core_.sregs[o[1]]);
+  const int64_t stride = o[2];
+  const int d = mxu.dim;
+  const int64_t last = base + int64_t{d - 1} * stride;
+  const int64_t lo = std::min(base, last), hi = std::max(base, last) + int64_t{d} * elem;
+  if (lo < 0) fail(SimErrorKind::OutOfBounds, fmt::format("VMEM read at negative address {}", lo));
+  if (base % elem != 0 || stride % elem != 0) fail(SimErrorKind::Misaligned, "weight rows must be aligned to the element size");
+  for (int k = 0; k < d; ++k) {
+    const uint64_t row = static_cast<uint64_t>(base + k * stride);
+    check_vmem(row, row + uint64_t(d) * elem, false);
+    const uint8_t* src = core_.vmem.get() + row;
+    for (int n = 0; n < d; ++n) {
+      if (int8) {
+        mxu.weights_i8[size_t(k) * d + n] = static_cast<int8_t>(src[n]);
+      } else {
+        uint16_t bits;
+        std::memcpy(&bits, src + 2 * n, 2);
+        mxu.weights[size_t(k) * d + n] = bf16_bits_to_f32(bits);
+      }
+    }
+  }
+  out.vmem_read = stride >= 0 ? Region{static_cast<uint64_t>(base), uint64_t(d), uint64_t(d) * elem, uint64_t(stride)}
+                              : Region::range(static_cast<uint64_t>(lo), static_cast<uint64_t>(hi));
+}
+
+void Semantics::mxu_matmul(const isa::Instruction& ins, StepOutcome& out) {
+  const auto& o = ins.operands;
+  MxuState& mxu = core_.mxus.at(o[0]);
+  const int d = mxu.dim;
+  const int group = d / kLanes;
+  const int slot = o[2];
+  using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using RowMajorI = Eigen::Matrix<int32_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const size_t slot_base = size_t(slot) * kSublanes * d;
+  if (ins.opcode == Opcode::Mxmm) {
+    // The MXU rounds its LHS to bf16 on entry; bf16 x bf16 products are exact in f32.
+    RowMajor lhs(kSublanes, d);
+    for (int g = 0; g < group; ++g) {
+      const VReg& src = core_.vregs[o[1] + g];
+      for (int sl = 0; sl < kSublanes; ++sl) {
+        for (int l = 0; l < kLanes; ++l) lhs(sl, g * kLanes + l) = round_to_bf16(src[sl * kLanes + l]);
+      }
+    }
+    if (mxu.slot_is_int[slot]) fail(SimErrorKind::BadLaunch, "f32 matmul into a slot holding int32 results (pop it first)");
+    Eigen::Map<const RowMajor> w(mxu.weights.data(), d, d);
+    Eigen::Map<RowMajor> acc(mxu.acc.data() + slot_base, kSublanes, d);
+    acc.noalias() += lhs * w;
+  } else {
+    RowMajorI lhs(kSublanes, d);
+    for (int g = 0; g < group; ++g) {
+      const VReg& src = core_.vregs[o[1] + g];
+      for (int sl = 0; sl < kSublanes; ++sl) {
+        for (int l = 0; l < kLanes; ++l) {
+          lhs(sl, g * kLanes + l) = static_cast<int8_t>(std::bit_cast<int32_t>(src[sl * kLanes + l]) & 0xff);
+        }
+      }
+    }
+    bool has_f32 = false;
+    for (int i = 0; i < kSublanes * d && !has_f32; ++i) has_f32 = mxu.acc[slot_base + i] != 0.f;
+    if (has_f32) fail(SimErrorKind::BadLaunch, "int8 matmul into a slot holding f32 results (pop it first)");
+    Eigen::Map<const RowMajorI> w(mxu.weights_i8.data(), d, d);
+    Eigen::Map<RowMajorI> acc(mxu.acc_i32.data() + slot_base, kSublanes, d);
+    acc.noalias() += lhs * w;
+    mxu.slot_is_int[slot] = 1;
+  }
+  out.macs = double(kSublanes) * d * d;
+}
+
+void Semantics::dma(const isa::Instruction& ins, StepOutcome& out) {
+  const auto& o = ins.operands;
+  const bool to_vmem = ins.opcode == Opcode::Dmah2v;
+  const auto& s = core_.sregs;
+  const int64_t vmem = static_cast<uint32_t>(s[o[2]]);
+  const int64_t hbm = static_cast<uint32_t>(s[o[3]]);
+  const int64_t rows = s[o[4]], row_bytes = s[o[5]], vstride = s[o[6]], hstride = s[o[7]];
+  if (rows < 0 || row_bytes < 0 || vstride < 0 || hstride < 0) {
+    fail(SimErrorKind::BadLaunch, fmt::format("DMA shape must be non-negative (rows {}, row_bytes {}, strides {}, {})",
+                                              rows, row_bytes, vstride, hstride));
+  }
+  const std::string what = fmt::format("core {} instruction {} `{}`", core_.core_index, pc_, isa::format_instruction(ins));
+  DmaRecord rec;
+  rec.pc = pc_;
+  rec.to_vmem = to_vmem;
+  rec.sem = o[1];
+  if (rows > 0 && row_bytes > 0) {
+    rec.vmem = {static_cast<uint64_t>(vmem), uint64_t(rows), uint64_t(row_bytes), uint64_t(vstride)};
+    rec.hbm = {static_cast<uint64_t>(hbm), uint64_t(rows), uint64_t(row_bytes), uint64_t(hstride)};
+    check_vmem_region(rec.vmem, to_vmem);
+    const DmaRecord* conflict = to_vmem ? dmas_.hbm_read_conflict(rec.hbm) : dmas_.hbm_write_conflict(rec.hbm);
+    if (conflict) {
+      fail(SimErrorKind::Race, fmt::format("HBM range [0x{:x}, 0x{:x}) races the DMA issued by instruction {} that has "
+                                           "not been waited for", rec.hbm.lo(), rec.hbm.hi(), conflict->pc));
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      auto h = window_.view(hbm_, hbm + r * hstride, row_bytes, what);
+      uint8_t* vm = core_.vmem.get() + vmem + r * vstride;
+      if (to_vmem) std::memcpy(vm, h.data(), row_bytes);
+      else std::memcpy(h.data(), vm, row_bytes);
+    }
+    (to_vmem ? out.vmem_write : out.vmem_read) = rec.vmem;
+  }
+  out.is_dma = true;
+  out.dma = rec;
+  out.dma_bytes = static_cast<uint64_t>(rows * row_bytes);
+}
+
+}  // namespace vtpu::sim

@@ -1,0 +1,61 @@
+// The functional meaning of every instruction: one case each in semantics.cc, kept apart from
+// timing so it reads as the living spec of the ISA. step() mutates CoreState (and HBM for DMAs)
+// and reports what timing and synchronisation need to know.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "isa/instruction.h"
+#include "sim/arg_window.h"
+#include "sim/chip_config.h"
+#include "sim/core_state.h"
+#include "sim/dma_tracker.h"
+#include "sim/launch.h"
+#include "sim/sim_error.h"
+
+namespace vtpu::sim {
+
+struct StepOutcome {
+  size_t next_pc = 0;
+  bool halt = false;
+  bool branch_taken = false;
+  Region vmem_read, vmem_write;    // what was touched, for timing hazards
+  bool is_dma = false;
+  DmaRecord dma;                   // done_cycle filled in by the timing model
+  uint64_t dma_bytes = 0;
+  double macs = 0;                 // MXU multiply-accumulates done
+};
+
+class Semantics {
+ public:
+  Semantics(CoreState& core, Hbm& hbm, const ArgWindow& window, const std::vector<int32_t>& arg_values,
+            const DmaTracker& dmas, const ChipConfig& chip, const SimOptions& options)
+      : core_(core), hbm_(hbm), window_(window), args_(arg_values), dmas_(dmas), chip_(chip), options_(options) {}
+
+  StepOutcome step(const isa::Instruction& ins, size_t pc);
+
+ private:
+  [[noreturn]] void fail(SimErrorKind kind, const std::string& message) const;
+  void check_vmem(uint64_t lo, uint64_t hi, bool write) const;
+  void check_vmem_region(const Region& region, bool write) const;
+  void mark_or_check_init(uint64_t lo, uint64_t hi, bool write) const;
+  void vector_load(const isa::Instruction& ins, StepOutcome& out);
+  void vector_store(const isa::Instruction& ins, StepOutcome& out);
+  void mxu_load_weights(const isa::Instruction& ins, StepOutcome& out);
+  void mxu_matmul(const isa::Instruction& ins, StepOutcome& out);
+  void dma(const isa::Instruction& ins, StepOutcome& out);
+
+  CoreState& core_;
+  Hbm& hbm_;
+  const ArgWindow& window_;
+  const std::vector<int32_t>& args_;
+  const DmaTracker& dmas_;
+  const ChipConfig& chip_;
+  const SimOptions& options_;
+  const isa::Instruction* current_ = nullptr;
+  size_t pc_ = 0;
+};
+
+}  // namespace vtpu::sim

@@ -1,0 +1,79 @@
+#include "sim/sim_device.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "sim/executor.h"
+#include "sim/sim_error.h"
+
+namespace vtpu::sim {
+
+SimDevice::SimDevice(ChipConfig chip, SimOptions options)
+    : chip_(std::move(chip)), options_(options), hbm_(chip_.hbm_bytes) {}
+
+HbmAddress SimDevice::allocate(uint64_t bytes) { return hbm_.allocate(bytes); }
+void SimDevice::free(HbmAddress address) { hbm_.free(address); }
+
+void SimDevice::copy_to_device(HbmAddress dst, std::span<const uint8_t> src) {
+  auto view = hbm_.view(dst, src.size(), "copy to device");
+  std::memcpy(view.data(), src.data(), src.size());
+  std::lock_guard lock(mutex_);
+  counters_.host_to_device_bytes += src.size();
+}
+
+void SimDevice::copy_to_host(std::span<uint8_t> dst, HbmAddress src) {
+  auto view = hbm_.view(src, dst.size(), "copy to host");
+  std::memcpy(dst.data(), view.data(), dst.size());
+  std::lock_guard lock(mutex_);
+  counters_.device_to_host_bytes += dst.size();
+}
+
+void SimDevice::copy_on_device(HbmAddress dst, HbmAddress src, uint64_t bytes) {
+  auto from = hbm_.view(src, bytes, "device copy source");
+  auto to = hbm_.view(dst, bytes, "device copy destination");
+  std::memmove(to.data(), from.data(), bytes);
+}
+
+LaunchId SimDevice::launch(const isa::Program& program, std::span<const KernelArg> args) {
+  std::lock_guard lock(mutex_);
+  if (trace_) trace_->set_time_offset(counters_.cycles);
+  LaunchResult result = execute(program, args, chip_, hbm_, options_, trace_);
+  ++counters_.launches;
+  counters_.cycles += result.cycles;
+  counters_.hbm_read_bytes += result.summary.hbm_read_bytes;
+  counters_.hbm_write_bytes += result.summary.hbm_write_bytes;
+  const LaunchId id = next_id_++;
+  finished_.emplace(id, std::move(result));
+  return id;
+}
+
+LaunchResult SimDevice::wait(LaunchId id) {
+  std::lock_guard lock(mutex_);
+  auto it = finished_.find(id);
+  if (it == finished_.end()) throw SimError(SimErrorKind::BadLaunch, fmt::format("unknown or already waited launch {}", id));
+  LaunchResult result = std::move(it->second);
+  finished_.erase(it);
+  return result;
+}
+
+DeviceCounters SimDevice::counters() const {
+  std::lock_guard lock(mutex_);
+  return counters_;
+}
+
+MemoryStats SimDevice::memory_stats() const {
+  return {hbm_.allocated_bytes(), hbm_.peak_allocated_bytes(), hbm_.capacity_bytes()};
+}
+
+void NullDevice::copy_to_device(HbmAddress dst, std::span<const uint8_t> src) {
+  std::memcpy(hbm_.view(dst, src.size(), "copy to device").data(), src.data(), src.size());
+}
+void NullDevice::copy_to_host(std::span<uint8_t> dst, HbmAddress src) {
+  std::memcpy(dst.data(), hbm_.view(src, dst.size(), "copy to host").data(), dst.size());
+}
+void NullDevice::copy_on_device(HbmAddress dst, HbmAddress src, uint64_t bytes) {
+  std::memmove(hbm_.view(dst, bytes, "device copy").data(), hbm_.view(src, bytes, "device copy").data(), bytes);
+}
+
+}  // namespace vtpu::sim

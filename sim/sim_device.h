@@ -1,0 +1,70 @@
+// Device backed by the simulator. Launches run synchronously inside launch() (the simulated
+// timeline is what is asynchronous); wait() hands back the result. An optional trace recorder
+// receives every launch, placed back to back on one timeline.
+#pragma once
+
+#include <map>
+#include <mutex>
+
+#include "sim/device.h"
+#include "sim/hbm.h"
+#include "traces/trace_recorder.h"
+
+namespace vtpu::sim {
+
+class SimDevice : public Device {
+ public:
+  explicit SimDevice(ChipConfig chip, SimOptions options = {});
+
+  const ChipConfig& chip() const override { return chip_; }
+  bool supports(isa::Opcode) const override { return true; }
+  HbmAddress allocate(uint64_t bytes) override;
+  void free(HbmAddress address) override;
+  void copy_to_device(HbmAddress dst, std::span<const uint8_t> src) override;
+  void copy_to_host(std::span<uint8_t> dst, HbmAddress src) override;
+  void copy_on_device(HbmAddress dst, HbmAddress src, uint64_t bytes) override;
+  LaunchId launch(const isa::Program& program, std::span<const KernelArg> args) override;
+  LaunchResult wait(LaunchId id) override;
+  DeviceCounters counters() const override;
+  MemoryStats memory_stats() const override;
+
+  void set_trace(traces::TraceRecorder* trace) { trace_ = trace; }
+  SimOptions& options() { return options_; }
+
+ private:
+  ChipConfig chip_;
+  SimOptions options_;
+  Hbm hbm_;
+  traces::TraceRecorder* trace_ = nullptr;
+  mutable std::mutex mutex_;
+  DeviceCounters counters_;
+  LaunchId next_id_ = 1;
+  std::map<LaunchId, LaunchResult> finished_;
+};
+
+// A Device that stores memory on the host and runs nothing: launches only count. For tests of
+// code above the seam that must not depend on the simulator.
+class NullDevice : public Device {
+ public:
+  explicit NullDevice(ChipConfig chip) : chip_(std::move(chip)), hbm_(chip_.hbm_bytes) {}
+  const ChipConfig& chip() const override { return chip_; }
+  bool supports(isa::Opcode) const override { return false; }
+  HbmAddress allocate(uint64_t bytes) override { return hbm_.allocate(bytes); }
+  void free(HbmAddress address) override { hbm_.free(address); }
+  void copy_to_device(HbmAddress dst, std::span<const uint8_t> src) override;
+  void copy_to_host(std::span<uint8_t> dst, HbmAddress src) override;
+  void copy_on_device(HbmAddress dst, HbmAddress src, uint64_t bytes) override;
+  LaunchId launch(const isa::Program&, std::span<const KernelArg>) override { return ++launches_; }
+  LaunchResult wait(LaunchId) override { return {}; }
+  DeviceCounters counters() const override { return {launches_, 0, 0, 0, 0, 0}; }
+  MemoryStats memory_stats() const override {
+    return {hbm_.allocated_bytes(), hbm_.peak_allocated_bytes(), hbm_.capacity_bytes()};
+  }
+
+ private:
+  ChipConfig chip_;
+  Hbm hbm_;
+  uint64_t launches_ = 0;
+};
+
+}  // namespace vtpu::sim

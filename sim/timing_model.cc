@@ -1,0 +1,310 @@
+#include "sim/timing_model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "isa/instruction_info.h"
+
+namespace vtpu::sim {
+namespace {
+
+using isa::OperandKind;
+using isa::Opcode;
+
+}  // namespace
+
+TimingModel::TimingModel(const ChipConfig& chip, double hbm_share, int core_index, traces::TraceRecorder* trace)
+    : chip_(chip),
+      hbm_bytes_per_cycle_(chip.hbm_bytes_per_cycle() * hbm_share),
+      hbm_latency_cycles_(static_cast<uint64_t>(std::llround(chip.hbm_latency_cycles()))),
+      trace_(trace),
+      process_(fmt::format("{} core{}", chip.name, core_index)),
+      sreg_ready_(isa::kScalarRegs, 0),
+      vreg_ready_(isa::kVectorRegs, 0),
+      mask_ready_(isa::kMaskRegs, 0),
+      acc_ready_(size_t(chip.mxu_per_core) * chip.mxu_acc_slots, 0),
+      vmem_page_ready_((chip.vmem_bytes >> kPageShift) + 1, 0) {
+  scalar_track_ = add_track("scalar");
+  for (int i = 0; i < chip.vpu_alus; ++i) vpu_tracks_.push_back(add_track(fmt::format("vpu{}", i)));
+  transc_track_ = add_track("transcendental");
+  xlane_track_ = add_track("cross-lane");
+  vld_track_ = add_track("vector-load");
+  vst_track_ = add_track("vector-store");
+  for (int i = 0; i < chip.mxu_per_core; ++i) {
+    mxu_tracks_.push_back(add_track(fmt::format("mxu{}", i)));
+    mxu_weight_tracks_.push_back(add_track(fmt::format("mxu{} weights", i)));
+  }
+  for (int i = 0; i < chip.dma_queues; ++i) dma_tracks_.push_back(add_track(fmt::format("dma{}", i)));
+  hbm_track_ = add_track("hbm");
+  mxus_.resize(chip.mxu_per_core);
+  if (trace_) hbm_counter_ = trace_->add_counter("HBM bandwidth (GB/s)", process_);
+}
+
+int TimingModel::add_track(const std::string& name) {
+  Track t;
+  t.name = name;
+  if (trace_) t.trace_id = trace_->add_track(name, process_);
+  tracks_.push_back(std::move(t));
+  return static_cast<int>(tracks_.size()) - 1;
+}
+
+void TimingModel::advance_issue_slot() {
+  if (issued_this_cycle_ >= chip_.issue_width) {
+    ++issue_;
+    issued_this_cycle_ = 0;
+  }
+  ++issued_this_cycle_;
+}
+
+// A unit's queue holds at most unit_queue_depth instructions that have not started; when full,
+// the front end waits for the oldest to start.
+uint64_t TimingModel::dispatch(Track& track) {
+  auto& q = track.recent_starts;
+  if (static_cast<int>(q.size()) >= chip_.unit_queue_depth) {
+    if (q.front() > issue_) {
+      issue_ = q.front();
+      issued_this_cycle_ = 1;
+    }
+    q.pop_front();
+  }
+  return issue_;
+}
+
+uint64_t TimingModel::operands_ready(const isa::Instruction& ins) const {
+  const auto& meta = isa::info(ins.opcode);
+  const int group = chip_.mxu_dim / kLanes;
+  uint64_t ready = 0;
+  for (int i = 0; i < meta.operand_count; ++i) {
+    const int r = ins.operands[i];
+    switch (meta.operands[i]) {
+      case OperandKind::SRegSrc: ready = std::max(ready, sreg_ready_[r]); break;
+      case OperandKind::VRegSrc: ready = std::max(ready, vreg_ready_[r]); break;
+      case OperandKind::VGroupSrc:
+        for (int g = 0; g < group && r + g < isa::kVectorRegs; ++g) ready = std::max(ready, vreg_ready_[r + g]);
+        break;
+      case OperandKind::VBlockSrc:
+        for (int g = 0; g < isa::kVBlockRegs && r + g < isa::kVectorRegs; ++g) ready = std::max(ready, vreg_ready_[r + g]);
+        break;
+      case OperandKind::MaskSrc: ready = std::max(ready, mask_ready_[r]); break;
+      default: break;
+    }
+  }
+  return ready;
+}
+
+void TimingModel::mark_written(const isa::Instruction& ins, uint64_t ready) {
+  const auto& meta = isa::info(ins.opcode);
+  const int group = chip_.mxu_dim / kLanes;
+  for (int i = 0; i < meta.operand_count; ++i) {
+    const int r = ins.operands[i];
+    switch (meta.operands[i]) {
+      case OperandKind::SRegDst: sreg_ready_[r] = ready; break;
+      case OperandKind::VRegDst: vreg_ready_[r] = ready; break;
+      case OperandKind::VGroupDst:
+        for (int g = 0; g < group && r + g < isa::kVectorRegs; ++g) vreg_ready_[r + g] = ready;
+        break;
+      case OperandKind::VBlockDst:
+        for (int g = 0; g < isa::kVBlockRegs && r + g < isa::kVectorRegs; ++g) vreg_ready_[r + g] = ready;
+        break;
+      case OperandKind::MaskDst: mask_ready_[r] = ready; break;
+      default: break;
+    }
+  }
+}
+
+// Visits the VMEM pages each row of the region touches (rows of a strided region can skip pages,
+// and a false dependency through a skipped page would serialise independent tiles).
+template <typename F>
+void TimingModel::for_each_page(const Region& region, F f) const {
+  const uint64_t last_page = vmem_page_ready_.size() - 1;
+  const bool contiguous = region.rows <= 1 || region.stride <= region.row_bytes;
+  const uint64_t rows = contiguous ? (region.rows ? 1 : 0) : region.rows;
+  for (uint64_t r = 0; r < rows; ++r) {
+    const uint64_t lo = contiguous ? region.lo() : region.base + r * region.stride;
+    const uint64_t hi = contiguous ? region.hi() : lo + region.row_bytes;
+    if (hi <= lo) continue;
+    for (uint64_t p = lo >> kPageShift; p <= std::min((hi - 1) >> kPageShift, last_page); ++p) f(p);
+  }
+}
+
+uint64_t TimingModel::vmem_ready(const Region& region) const {
+  uint64_t ready = 0;
+  for_each_page(region, [&](uint64_t p) { ready = std::max(ready, vmem_page_ready_[p]); });
+  return ready;
+}
+
+void TimingModel::vmem_written(const Region& region, uint64_t ready) {
+  for_each_page(region, [&](uint64_t p) { vmem_page_ready_[p] = std::max(vmem_page_ready_[p], ready); });
+}
+
+void TimingModel::record(Track& track, uint64_t start, uint64_t end, const isa::Instruction& ins) {
+  track.free_at = std::max(track.free_at, end);
+  track.busy_cycles += end - start;
+  ++track.instructions;
+  track.recent_starts.push_back(start);
+  if (trace_) trace_->slice(track.trace_id, start, end, isa::info(ins.opcode).mnemonic.data());
+}
+
+Scheduled TimingModel::schedule(const isa::Instruction& ins, const StepOutcome& outcome, uint64_t wait_ready) {
+  const auto& meta = isa::info(ins.opcode);
+  advance_issue_slot();
+  const uint64_t deps = operands_ready(ins);
+  Scheduled s;
+  switch (meta.unit) {
+    case isa::Unit::Scalar:
+    case isa::Unit::Branch:
+    case isa::Unit::Sync: {
+      // Executes in the front end: issue stalls until its operands (or signals) are there.
+      const uint64_t start = std::max({issue_, deps, meta.unit == isa::Unit::Sync ? wait_ready : 0});
+      if (start > issue_) {
+        issue_ = start;
+        issued_this_cycle_ = 1;
+      }
+      s = {start, start + 1, start + 1};
+      Track& t = tracks_[scalar_track_];
+      t.busy_cycles += 1;
+      ++t.instructions;
+      t.free_at = std::max(t.free_at, s.end);
+      if (trace_ && meta.unit == isa::Unit::Sync && ins.opcode == Opcode::Semwait) {
+        trace_->slice(t.trace_id, start, start + 1, meta.mnemonic.data());
+      }
+      mark_written(ins, s.ready);
+      if (outcome.branch_taken) {
+        issue_ += chip_.branch_taken_penalty_cycles;
+        issued_this_cycle_ = 0;
+      }
+      return s;
+    }
+    case isa::Unit::Vpu: {
+      // Earliest-free ALU.
+      int best = vpu_tracks_[0];
+      for (int id : vpu_tracks_) if (tracks_[id].free_at < tracks_[best].free_at) best = id;
+      Track& t = tracks_[best];
+      const uint64_t start = std::max({dispatch(t), deps, t.free_at});
+      s = {start, start + 1, start + chip_.vpu_latency_cycles};
+      record(t, s.start, s.end, ins);
+      break;
+    }
+    case isa::Unit::Transc: {
+      Track& t = tracks_[transc_track_];
+      const uint64_t start = std::max({dispatch(t), deps, t.free_at});
+      s = {start, start + uint64_t(chip_.transc_issue_cycles), start + chip_.transc_latency_cycles};
+      record(t, s.start, s.end, ins);
+      break;
+    }
+    case isa::Unit::Xlane: {
+      Track& t = tracks_[xlane_track_];
+      const uint64_t occupancy = uint64_t(chip_.xlane_issue_cycles) * (ins.opcode == Opcode::Vtrans ? isa::kVBlockRegs : 1);
+      const uint64_t start = std::max({dispatch(t), deps, t.free_at});
+      s = {start, start + occupancy, start + occupancy + chip_.xlane_latency_cycles};
+      record(t, s.start, s.end, ins);
+      break;
+    }
+    case isa::Unit::VLoad: {
+      Track& t = tracks_[vld_track_];
+      const uint64_t start = std::max({dispatch(t), deps, t.free_at, vmem_ready(outcome.vmem_read)});
+      s = {start, start + 1, start + chip_.vld_latency_cycles};
+      record(t, s.start, s.end, ins);
+      break;
+    }
+    case isa::Unit::VStore: {
+      Track& t = tracks_[vst_track_];
+      const uint64_t start = std::max({dispatch(t), deps, t.free_at});
+      s = {start, start + 1, start + chip_.vst_latency_cycles};
+      record(t, s.start, s.end, ins);
+      vmem_written(outcome.vmem_write, s.ready);
+      break;
+    }
+    case isa::Unit::Mxu: {
+      const int x = ins.opcode == Opcode::Mxpop ? ins.operands[1] : ins.operands[0];
+      MxuTiming& mt = mxus_[x];
+      if (ins.opcode == Opcode::Mxlw || ins.opcode == Opcode::Mxlwi8) {
+        // Loads the back buffer, which must be done serving matmuls issued before the last load.
+        Track& t = tracks_[mxu_weight_tracks_[x]];
+        const int back = 1 - mt.active;
+        const uint64_t start = std::max({dispatch(t), deps, t.free_at, mt.buffer_last_use[back],
+                                         vmem_ready(outcome.vmem_read)});
+        s = {start, start + uint64_t(chip_.mxu_weight_load_cycles), start + uint64_t(chip_.mxu_weight_load_cycles)};
+        record(t, s.start, s.end, ins);
+        mt.active = back;
+        mt.weights_ready = s.ready;
+      } else if (ins.opcode == Opcode::Mxpop) {
+        Track& t = tracks_[mxu_tracks_[x]];
+        const int group = chip_.mxu_dim / kLanes;
+        uint64_t& slot_ready = acc_ready_[size_t(x) * chip_.mxu_acc_slots + ins.operands[2]];
+        const uint64_t start = std::max({dispatch(t), deps, t.free_at, slot_ready});
+        const uint64_t occupancy = uint64_t(chip_.mxu_pop_cycles) * group;
+        s = {start, start + occupancy, start + occupancy};
+        record(t, s.start, s.end, ins);
+        slot_ready = s.end;  // a later matmul into this slot must wait for the pop
+      } else {
+        Track& t = tracks_[mxu_tracks_[x]];
+        uint64_t& slot_ready = acc_ready_[size_t(x) * chip_.mxu_acc_slots + ins.operands[2]];
+        // Accumulating into a slot pipelines behind the previous push; only pops wait for the fill.
+        const uint64_t start = std::max({dispatch(t), deps, t.free_at, mt.weights_ready});
+        s = {start, start + uint64_t(chip_.mxu_push_cycles), start + chip_.mxu_push_cycles + chip_.mxu_fill_cycles};
+        record(t, s.start, s.end, ins);
+        slot_ready = std::max(slot_ready, s.ready);
+        mt.buffer_last_use[mt.active] = std::max(mt.buffer_last_use[mt.active], s.end);
+      }
+      mark_written(ins, s.ready);
+      return s;
+    }
+    case isa::Unit::Dma: {
+      // The queue accepts the descriptor at dispatch; the transfer itself waits its turn on the
+      // core's HBM timeline (FIFO), so a queue's transfers never overlap and bandwidth is shared.
+      Track& q = tracks_[dma_tracks_[ins.operands[0]]];
+      const uint64_t accept = std::max({dispatch(q), deps, vmem_ready(outcome.vmem_read)});
+      const double transfer = double(outcome.dma_bytes) / hbm_bytes_per_cycle_;
+      const double hbm_start = std::max(double(accept), hbm_free_);
+      hbm_free_ = hbm_start + transfer;
+      const uint64_t hs = static_cast<uint64_t>(hbm_start);
+      const uint64_t hbm_end = static_cast<uint64_t>(std::ceil(hbm_free_));
+      const uint64_t done = hbm_end + hbm_latency_cycles_;
+      s = {accept, hbm_end, done};
+      q.free_at = std::max(q.free_at, hbm_end);
+      q.busy_cycles += hbm_end - hs;
+      ++q.instructions;
+      q.recent_starts.push_back(accept);
+      Track& h = tracks_[hbm_track_];
+      h.busy_cycles += hbm_end - hs;
+      ++h.instructions;
+      h.free_at = std::max(h.free_at, hbm_end);
+      if (trace_) {
+        trace_->slice(q.trace_id, hs, hbm_end, meta.mnemonic.data());
+        trace_->slice(h.trace_id, hs, hbm_end, ins.opcode == Opcode::Dmah2v ? "read" : "write");
+        trace_->sample(hbm_counter_, hs, hbm_bytes_per_cycle_ * chip_.clock_hz / 1e9);
+        trace_->sample(hbm_counter_, hbm_end, 0);
+      }
+      (ins.opcode == Opcode::Dmah2v ? hbm_read_bytes_ : hbm_write_bytes_) += outcome.dma_bytes;
+      vmem_written(outcome.vmem_write, done);
+      last_dma_done_ = std::max(last_dma_done_, done);
+      return s;
+    }
+  }
+  mark_written(ins, s.ready);
+  return s;
+}
+
+uint64_t TimingModel::finish_cycle() const {
+  uint64_t end = std::max<uint64_t>(issue_ + 1, last_dma_done_);
+  for (const auto& t : tracks_) end = std::max(end, t.free_at);
+  for (uint64_t r : vreg_ready_) end = std::max(end, r);
+  return end;
+}
+
+void TimingModel::add_unit_usage(std::vector<traces::UnitUsage>& units) const {
+  for (const auto& t : tracks_) {
+    const std::string name = process_ + " " + t.name;
+    auto it = std::find_if(units.begin(), units.end(), [&](const auto& u) { return u.name == name; });
+    if (it == units.end()) units.push_back({name, t.busy_cycles, t.instructions});
+    else {
+      it->busy_cycles += t.busy_cycles;
+      it->instructions += t.instructions;
+    }
+  }
+}
+
+}  // namespace vtpu::sim

@@ -1,0 +1,91 @@
+// The analytic timing model of one core, separate from functional state so either can be tested
+// alone. An in-order front end issues up to issue_width instructions per cycle; scalar, branch and
+// sync instructions execute at issue (stalling it), the rest are dispatched to per-unit queues and
+// start when their operands are ready and their unit is free. DMAs share the core's slice of HBM
+// bandwidth on one FIFO timeline, which is what makes the roofline bound hold by construction.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "isa/instruction.h"
+#include "sim/chip_config.h"
+#include "sim/semantics.h"
+#include "traces/summary.h"
+#include "traces/trace_recorder.h"
+
+namespace vtpu::sim {
+
+struct Scheduled {
+  uint64_t start = 0;
+  uint64_t end = 0;   // unit busy until
+  uint64_t ready = 0; // results visible
+};
+
+class TimingModel {
+ public:
+  // hbm_share: fraction of the chip's HBM bandwidth this core gets (1/cores when all cores run).
+  TimingModel(const ChipConfig& chip, double hbm_share, int core_index, traces::TraceRecorder* trace);
+
+  // `wait_ready` is the cycle a sem.wait's signals landed (ignored for other instructions).
+  Scheduled schedule(const isa::Instruction& ins, const StepOutcome& outcome, uint64_t wait_ready = 0);
+  uint64_t issue_cycle() const { return issue_; }
+  // The cycle by which every unit, queue and DMA has finished.
+  uint64_t finish_cycle() const;
+  void add_unit_usage(std::vector<traces::UnitUsage>& units) const;
+  uint64_t hbm_read_bytes() const { return hbm_read_bytes_; }
+  uint64_t hbm_write_bytes() const { return hbm_write_bytes_; }
+
+ private:
+  struct Track {
+    std::string name;
+    uint64_t free_at = 0;
+    uint64_t busy_cycles = 0;
+    uint64_t instructions = 0;
+    std::deque<uint64_t> recent_starts;  // for dispatch-queue back-pressure
+    int trace_id = -1;
+  };
+  struct MxuTiming {
+    uint64_t weights_ready = 0;
+    uint64_t buffer_last_use[2] = {0, 0};
+    int active = 0;
+  };
+
+  int add_track(const std::string& name);
+  void advance_issue_slot();
+  uint64_t dispatch(Track& track);
+  uint64_t operands_ready(const isa::Instruction& ins) const;
+  void mark_written(const isa::Instruction& ins, uint64_t ready);
+  uint64_t vmem_ready(const Region& region) const;
+  void vmem_written(const Region& region, uint64_t ready);
+  template <typename F>
+  void for_each_page(const Region& region, F f) const;
+  void record(Track& track, uint64_t start, uint64_t end, const isa::Instruction& ins);
+
+  const ChipConfig& chip_;
+  double hbm_bytes_per_cycle_;
+  uint64_t hbm_latency_cycles_;
+  traces::TraceRecorder* trace_;
+  std::string process_;
+
+  uint64_t issue_ = 0;
+  int issued_this_cycle_ = 0;
+  std::vector<Track> tracks_;
+  int scalar_track_, transc_track_, xlane_track_, vld_track_, vst_track_;
+  std::vector<int> vpu_tracks_, mxu_tracks_, mxu_weight_tracks_, dma_tracks_;
+  int hbm_track_;
+  std::vector<MxuTiming> mxus_;
+  double hbm_free_ = 0;  // fractional cycles: small DMAs must not round up to whole cycles each
+  uint64_t hbm_read_bytes_ = 0, hbm_write_bytes_ = 0;
+  uint64_t last_dma_done_ = 0;
+  int hbm_counter_ = -1;
+
+  // Readiness, in cycles, of scalar, vector and mask registers and MXU accumulator slots.
+  std::vector<uint64_t> sreg_ready_, vreg_ready_, mask_ready_, acc_ready_;
+  std::vector<uint64_t> vmem_page_ready_;
+  static constexpr int kPageShift = 8;  // 256-byte granules: the narrowest tile row (128 bf16)
+};
+
+}  // namespace vtpu::sim
