@@ -65,6 +65,18 @@ Region sublane_region(int64_t base, int64_t stride, int elem, uint64_t lo, uint6
   return Region::range(lo, hi);
 }
 
+// First and last lane of sublane `sl` that the mask enables ({-1, -1} when none).
+std::pair<int, int> enabled_lanes(const MaskReg& mask, int sl) {
+  int first = -1, last = -1;
+  for (int l = 0; l < kLanes; ++l) {
+    if (mask[sl * kLanes + l]) {
+      if (first < 0) first = l;
+      last = l;
+    }
+  }
+  return {first, last};
+}
+
 }  // namespace
 
 void Semantics::fail(SimErrorKind kind, const std::string& message) const {
@@ -318,14 +330,8 @@ void Semantics::vector_load(const isa::Instruction& ins, StepOutcome& out) {
   for (int sl = 0; sl < kSublanes; ++sl) {
     const int64_t row = base + sl * stride;
     if (row % elem != 0) fail(SimErrorKind::Misaligned, fmt::format("address {} not aligned to {} bytes", row, elem));
-    // Only enabled lanes are accessed; find their span in this sublane.
-    int first = -1, last = -1;
-    for (int l = 0; l < kLanes; ++l) {
-      if (mask[sl * kLanes + l]) {
-        if (first < 0) first = l;
-        last = l;
-      }
-    }
+    // Only enabled lanes are accessed.
+    const auto [first, last] = enabled_lanes(mask, sl);
     if (first < 0) continue;
     const int64_t row_lo = row + int64_t{first} * elem, row_hi = row + int64_t{last + 1} * elem;
     if (row_lo < 0) fail(SimErrorKind::OutOfBounds, fmt::format("VMEM read at negative address {}", row_lo));
@@ -362,13 +368,7 @@ void Semantics::vector_store(const isa::Instruction& ins, StepOutcome& out) {
   for (int sl = 0; sl < kSublanes; ++sl) {
     const int64_t row = base + sl * stride;
     if (row % elem != 0) fail(SimErrorKind::Misaligned, fmt::format("address {} not aligned to {} bytes", row, elem));
-    int first = -1, last = -1;
-    for (int l = 0; l < kLanes; ++l) {
-      if (mask[sl * kLanes + l]) {
-        if (first < 0) first = l;
-        last = l;
-      }
-    }
+    const auto [first, last] = enabled_lanes(mask, sl);
     if (first < 0) continue;
     const int64_t row_lo = row + int64_t{first} * elem, row_hi = row + int64_t{last + 1} * elem;
     if (row_lo < 0) fail(SimErrorKind::OutOfBounds, fmt::format("VMEM write at negative address {}", row_lo));
