@@ -2,9 +2,11 @@
 ; bf16 products are exact; accumulation is f32 inside the MXU accumulator slots.
 ;
 ; Schedule (shapes: M % 256 == 0, N % 512 == 0, K % 128 == 0; A, B and two C tiles must fit VMEM):
-;  - Streaming: every input DMA is issued up front, in the order the compute needs the pieces
-;    (A in 256x128 pieces, B in 128x512 pieces), all signalling sem0; the compute waits on sem0
-;    one piece at a time, so it starts after the first two pieces land and overlaps the rest.
+;  - Streaming: before block b computes, the input DMAs of block b+1 are issued (A in 256x128
+;    pieces, B in 128x512 pieces, each piece only the first time a block needs it), all
+;    signalling sem0 in the order the compute consumes them; the compute waits on sem0 one piece
+;    at a time. Issuing one block ahead, not everything up front, lets each block's C write-back
+;    take its turn on the FIFO HBM timeline instead of queueing behind all of A and B.
 ;  - Output blocks of 256 x 512: MXU j owns columns j*128..j*128+127, accumulator slot r holds rows
 ;    r*8..r*8+7. For each 128-deep K slice the four MXUs load their weights (double-buffered in the
 ;    MXU, so the next slice's load overlaps this slice's matmuls) and 32 LHS tiles stream through.
@@ -36,44 +38,45 @@
   sli s29, 128                     ; B piece: 128 rows ...
   sli s30, 1024                    ; ... of 1024 bytes
 
-; ---- issue every input DMA, in the order the compute below consumes them ----
-  sli s14, 0                       ; nb
-issue_nb:
-  sli s15, 0                       ; mb
-issue_mb:
-  sli s16, 0                       ; kt
+; ---- blocks in order nb-major; the inputs of block b+1 are issued before block b computes ----
+  sli s10, M / 256                 ; blocks per nb column
+  smul s31, s17, s18               ; blocks in all
+  sli s13, 0                       ; next block whose inputs are to be issued
+  sli s24, 0                       ; block being computed
+block:
+  saddi s20, s24, 2
+  smin s20, s20, s31               ; issue up to block s24 + 1
+issue_block:
+  bge s13, s20, issued
+  sdiv s4, s13, s10                ; its nb
+  srem s5, s13, s10                ; its mb
+  sli s6, 0                        ; kt
 issue_kt:
-  bne s14, s0, issue_skip_a        ; A pieces are first needed when nb == 0
-  smuli s20, s15, 256
-  smul s20, s20, s11
-  smuli s21, s16, 256
-  sadd s20, s20, s21               ; offset of A[mb*256, kt*128]
-  sadd s22, s7, s20
-  sadd s23, s1, s20
+  bne s4, s0, issue_skip_a         ; A pieces are first needed when nb == 0
+  smuli s21, s5, 256
+  smul s21, s21, s11
+  smuli s22, s6, 256
+  sadd s21, s21, s22               ; offset of A[mb*256, kt*128]
+  sadd s22, s7, s21
+  sadd s23, s1, s21
   dma.h2v dq0, sem0, s22, s23, s28, s28, s11, s11
 issue_skip_a:
-  bne s15, s0, issue_skip_b        ; B pieces are first needed when mb == 0
-  smuli s20, s16, 128
-  smul s20, s20, s12
-  smuli s21, s14, 1024
-  sadd s20, s20, s21               ; offset of B[kt*128, nb*512]
-  sadd s22, s8, s20
-  sadd s23, s2, s20
+  bne s5, s0, issue_skip_b         ; B pieces are first needed when mb == 0
+  smuli s21, s6, 128
+  smul s21, s21, s12
+  smuli s22, s4, 1024
+  sadd s21, s21, s22               ; offset of B[kt*128, nb*512]
+  sadd s22, s8, s21
+  sadd s23, s2, s21
   dma.h2v dq1, sem0, s22, s23, s29, s30, s12, s12
 issue_skip_b:
-  saddi s16, s16, 1
-  blt s16, s19, issue_kt
-  saddi s15, s15, 1
-  blt s15, s18, issue_mb
-  saddi s14, s14, 1
-  blt s14, s17, issue_nb
-
-; ---- compute, block by block ----
-  sli s14, 0                       ; nb
-  sli s24, 0                       ; block counter
-block_nb:
-  sli s15, 0                       ; mb
-block_mb:
+  saddi s6, s6, 1
+  blt s6, s19, issue_kt
+  saddi s13, s13, 1
+  jmp issue_block
+issued:
+  sdiv s14, s24, s10               ; nb of this block
+  srem s15, s24, s10               ; mb of this block
   sli s16, 0                       ; kt
 slice_kt:
   bne s14, s0, have_a
@@ -133,8 +136,5 @@ buffer_free:
   sli s23, N * 4
   dma.v2h dq2, sem1, s27, s20, s21, s22, s22, s23
   saddi s24, s24, 1
-  saddi s15, s15, 1
-  blt s15, s18, block_mb
-  saddi s14, s14, 1
-  blt s14, s17, block_nb
+  blt s24, s31, block
   halt
