@@ -1,4 +1,5 @@
-// Shared fixture: assemble a source, put host buffers in HBM, run it on a SimDevice, read back.
+// Shared fixture: assemble a source (or take a Program), put host buffers in HBM, run it on a
+// SimDevice, read every buffer back.
 #pragma once
 
 #include <cstring>
@@ -40,10 +41,9 @@ struct RunOutput {
   sim::LaunchResult result;
 };
 
-inline RunOutput run_program(const std::string& source, std::vector<Arg> args, const std::string& chip = "v5e",
-                             sim::SimOptions options = {}, const isa::Defines& defines = {}) {
+inline RunOutput run_program(const isa::Program& program, std::vector<Arg> args, const std::string& chip = "v5e",
+                             sim::SimOptions options = {}) {
   sim::SimDevice device(sim::load_chip(chip), options);
-  const isa::Program program = isa::assemble(source, "test", defines);
   std::vector<sim::KernelArg> kargs;
   std::vector<sim::HbmAddress> addrs;
   for (auto& a : args) {
@@ -68,6 +68,11 @@ inline RunOutput run_program(const std::string& source, std::vector<Arg> args, c
     out.buffers.push_back(std::move(b));
   }
   return out;
+}
+
+inline RunOutput run_program(const std::string& source, std::vector<Arg> args, const std::string& chip = "v5e",
+                             sim::SimOptions options = {}, const isa::Defines& defines = {}) {
+  return run_program(isa::assemble(source, "test", defines), std::move(args), chip, options);
 }
 
 }  // namespace vtpu::testing

@@ -1,0 +1,72 @@
+// Kernel generators write vtpu assembly through this: one instruction per line, unique labels,
+// declared arguments and scalar registers handed out by name. Text (not raw encodings) keeps
+// generated kernels readable with vtpu-dis and lets the assembler's checks catch generator bugs.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <bitset>
+#include <string>
+#include <string_view>
+
+#include "isa/opcode.h"
+#include "isa/program.h"
+
+namespace vtpu::kernels {
+
+class KernelError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A pool of register numbers [first, last]; take() throws KernelError naming `what` when empty.
+class RegisterPool {
+ public:
+  RegisterPool(std::string what, int first, int last);
+  int take();
+  void release(int reg);
+  // `count` consecutive registers starting at a multiple of `align` (MXU groups, 16-vreg blocks).
+  int take_run(int count, int align = 1);
+  void release_run(int first, int count);
+  int available() const { return static_cast<int>(free_.count()); }
+
+ private:
+  std::string what_;
+  std::bitset<64> free_;
+};
+
+class AsmWriter {
+ public:
+  explicit AsmWriter(std::string name);
+
+  // One instruction (or directive) line, formatted with fmt.
+  template <typename... A>
+  void line(fmt::format_string<A...> format, A&&... args) {
+    text_ += "  ";
+    text_ += fmt::format(format, std::forward<A>(args)...);
+    text_ += '\n';
+  }
+  void comment(std::string_view text);
+  // Declares the next kernel argument and returns its index (used with `sarg`).
+  int argument(std::string_view name, isa::ArgumentKind kind);
+  std::string new_label(std::string_view stem);
+  void place(const std::string& label);
+
+  // sd = 32-bit immediate; a float constant is written as its bit pattern.
+  void load_immediate(int sreg, int64_t value);
+  void load_float(int sreg, float value);
+
+  RegisterPool& sregs() { return sregs_; }
+  const std::string& text() const { return text_; }
+  isa::Program assemble() const;  // throws KernelError with the listing's line on failure
+
+ private:
+  std::string name_;
+  std::string header_;
+  std::string text_;
+  int arguments_ = 0;
+  int labels_ = 0;
+  RegisterPool sregs_;
+};
+
+}  // namespace vtpu::kernels

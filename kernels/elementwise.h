@@ -1,0 +1,46 @@
+// The fused elementwise kernel: any Expr over operands laid out on a 2-D [rows, cols] grid, one
+// VPU loop streaming 8x128 tiles through double-buffered VMEM blocks. Arbitrary broadcasting is
+// reduced to these four operand layouts by the planner (collapsing dims, or materialising the
+// rest with the strided copy kernel).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "isa/program.h"
+#include "kernels/dtype.h"
+#include "kernels/vector_expr.h"
+#include "sim/chip_config.h"
+
+namespace vtpu::kernels {
+
+enum class Layout : uint8_t {
+  Full,    // [rows, cols], row-major
+  Row,     // [cols]: the same row for every row (a bias)
+  Column,  // [rows]: one value per row, broadcast along cols
+  Scalar,  // one element
+};
+
+struct Operand {
+  DType dtype = DType::F32;
+  Layout layout = Layout::Full;
+};
+
+struct ElementwiseSpec {
+  int64_t rows = 1;
+  int64_t cols = 1;
+  std::vector<Operand> inputs;   // Input operand i of `expr` is inputs[i]
+  std::vector<DType> outputs;    // one [rows, cols] tensor per expr output
+  Expr expr;
+};
+
+// Kernel arguments: the input buffers in order, then the output buffers.
+isa::Program make_elementwise(const ElementwiseSpec& spec, const sim::ChipConfig& chip);
+
+// How a loaded element is held in a vreg (bf16 widens to f32, int8/bool widen to int32).
+ValueType register_type(DType dtype);
+// The vector load / store mnemonic for a dtype ("vld.bf16", ...).
+const char* load_mnemonic(DType dtype);
+const char* store_mnemonic(DType dtype);
+
+}  // namespace vtpu::kernels
