@@ -1,0 +1,729 @@
+// Schedule (one TensorCore):
+//  - Output blocks of BM rows x BN = (MXUs used) x D columns, enumerated batch-major, then by
+//    column block nb, then row block mb, so a B panel (all of K x BN) is prepared once per nb.
+//  - Each MXU owns D columns of the block; accumulator slot r holds rows 8r..8r+7. The block body
+//    is emitted twice: even blocks use slots [0, BM/8), odd blocks the next BM/8, so a block's
+//    drain never holds up the next block's first matmuls.
+//  - Inputs stream one block ahead on sem0 (dq0), one DMA per K slice of A and of B, consumed by
+//    waits in the same order inside the K loop. A stays resident in VMEM when it fits (it is then
+//    read from HBM once); otherwise its panel is double-buffered per block.
+//  - f32 or transposed B lands in a staging area and the VPU writes the bf16 weight parts
+//    (transposing 128x128 blocks through vtrans) into the panel the MXUs load from.
+//  - Padding rows/columns of A and B are never written, so they stay zero (VMEM starts zeroed):
+//    ragged K adds nothing, ragged M and N compute values that are never written back.
+#include "kernels/matmul.h"
+
+#include <algorithm>
+#include <array>
+
+#include "kernels/asm_writer.h"
+
+namespace vtpu::kernels {
+namespace {
+
+constexpr int kLanes = 128;
+constexpr int kSublanes = 8;
+constexpr int kSemInput = 0, kSemOutput = 2, kSemPrologue = 4;
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// (A part, B part) products for each pass count, largest terms first.
+std::vector<std::pair<int, int>> pass_pairs(int passes) {
+  if (passes == 1) return {{0, 0}};
+  if (passes == 3) return {{0, 0}, {0, 1}, {1, 0}};
+  if (passes == 6) return {{0, 0}, {0, 1}, {1, 0}, {0, 2}, {2, 0}, {1, 1}};
+  throw KernelError(fmt::format("matmul: {} passes is not 1, 3 or 6", passes));
+}
+
+struct EpilogueBuffer {
+  Operand operand;
+  int eb = 4;
+  int arg = 0;
+  uint64_t vmem[2] = {0, 0};
+  int preset_vreg = -1;
+  int cursor = -1;  // scalar register while draining
+};
+
+class MatmulBuilder {
+ public:
+  MatmulBuilder(const MatmulSpec& spec, const sim::ChipConfig& chip) : spec_(spec), chip_(chip), w_("matmul") {}
+
+  isa::Program build() {
+    validate();
+    plan();
+    emit();
+    return w_.assemble();
+  }
+
+ private:
+  void validate() {
+    const auto& s = spec_;
+    if (s.batch < 1 || s.m < 1 || s.n < 1 || s.k < 1) throw KernelError("matmul: every dimension must be at least 1");
+    for (DType t : {s.a_dtype, s.b_dtype}) {
+      if (t != DType::F32 && t != DType::BF16) {
+        throw KernelError(fmt::format("matmul: {} operands are not supported (f32 or bf16)", dtype_name(t)));
+      }
+    }
+    if (s.out_dtype != DType::F32 && s.out_dtype != DType::BF16) throw KernelError("matmul: the output is f32 or bf16");
+    if (s.epilogue && s.epilogue->outputs().size() != 1) throw KernelError("matmul: the epilogue has exactly one output");
+    if (s.epilogue && s.epilogue->operand_count() > 1 + static_cast<int>(s.epilogue_inputs.size())) {
+      throw KernelError("matmul: the epilogue reads an operand that has no input");
+    }
+    for (const auto& o : s.epilogue_inputs) {
+      if (!dtype_on_chip(o.dtype)) throw KernelError(fmt::format("matmul: {} epilogue input not supported", dtype_name(o.dtype)));
+    }
+    if (s.batch * s.m * std::max(s.n, s.k) >= (int64_t{1} << 31) || s.batch * s.k * s.n >= (int64_t{1} << 31)) {
+      throw KernelError("matmul: operands too large for one launch");
+    }
+    pairs_ = pass_pairs(s.passes);
+  }
+
+  void plan() {
+    const auto& s = spec_;
+    d_ = chip_.mxu_dim;
+    group_ = d_ / kLanes;
+    bn_ = std::min<int64_t>(int64_t{chip_.mxu_per_core} * d_, round_up(s.n, d_));
+    mxus_ = static_cast<int>(bn_ / d_);
+    bm_ = std::min<int64_t>({256, round_up(s.m, kSublanes), int64_t{chip_.mxu_acc_slots} / 2 * kSublanes});
+    k_pad_ = round_up(s.k, d_);
+    kt_ = k_pad_ / d_;
+    mb_ = (s.m + bm_ - 1) / bm_;
+    nb_ = (s.n + bn_ - 1) / bn_;
+    blocks_ = s.batch * nb_ * mb_;
+    eb_a_ = dtype_bytes(s.a_dtype);
+    eb_b_ = dtype_bytes(s.b_dtype);
+    eb_c_ = dtype_bytes(s.out_dtype);
+    a_parts_ = s.a_dtype == DType::F32 ? 1 + (s.passes >= 3) + (s.passes >= 6) : 1;
+    b_parts_ = s.b_dtype == DType::F32 ? 1 + (s.passes >= 3) + (s.passes >= 6) : 1;
+    std::erase_if(pairs_, [&](auto p) { return p.first >= a_parts_ || p.second >= b_parts_; });
+    staged_ = s.b_dtype != DType::BF16 || s.b_transposed;
+
+    uint64_t next = 0;
+    const auto place = [&](uint64_t bytes) {
+      const uint64_t at = next;
+      next += round_up(static_cast<int64_t>(bytes), 512);
+      return at;
+    };
+    const uint64_t vmem = chip_.vmem_bytes;
+    const uint64_t a_all = uint64_t(round_up(s.m, bm_)) * k_pad_ * eb_a_;
+    a_resident_ = s.batch == 1 && a_all <= vmem / 3;
+    a_panel_bytes_ = uint64_t(bm_) * k_pad_ * eb_a_;
+    a_vmem_[0] = place(a_resident_ ? a_all : a_panel_bytes_);
+    a_vmem_[1] = a_resident_ ? a_vmem_[0] : place(a_panel_bytes_);
+    part_bytes_ = uint64_t(k_pad_) * bn_ * 2;
+    panel_vmem_ = place(2 * b_parts_ * part_bytes_);
+    staging_bytes_ = s.b_transposed ? uint64_t(bn_) * k_pad_ * eb_b_ : uint64_t(k_pad_) * bn_ * eb_b_;
+    if (staged_) staging_vmem_ = place(2 * staging_bytes_);
+    c_tile_bytes_ = uint64_t(bm_) * bn_ * eb_c_;
+    c_vmem_[0] = place(c_tile_bytes_);
+    c_vmem_[1] = place(c_tile_bytes_);
+    a_arg_ = w_.argument("a", isa::ArgumentKind::Buffer);
+    b_arg_ = w_.argument("b", isa::ArgumentKind::Buffer);
+    for (size_t i = 0; i < s.epilogue_inputs.size(); ++i) {
+      EpilogueBuffer e;
+      e.operand = s.epilogue_inputs[i];
+      e.eb = dtype_bytes(e.operand.dtype);
+      e.arg = w_.argument(fmt::format("epilogue{}", i), isa::ArgumentKind::Buffer);
+      const uint64_t pad = uint64_t(kLanes) * e.eb;
+      switch (e.operand.layout) {
+        case Layout::Full: e.vmem[0] = place(uint64_t(bm_) * bn_ * e.eb); e.vmem[1] = place(uint64_t(bm_) * bn_ * e.eb); break;
+        case Layout::Row: e.vmem[0] = e.vmem[1] = place(uint64_t(round_up(s.n, bn_)) * e.eb + pad); break;
+        case Layout::Column: e.vmem[0] = e.vmem[1] = place(uint64_t(round_up(s.m, bm_)) * e.eb + pad); break;
+        case Layout::Scalar: e.vmem[0] = e.vmem[1] = place(pad); break;
+      }
+      epilogue_.push_back(e);
+    }
+    c_arg_ = w_.argument("c", isa::ArgumentKind::Buffer);
+    if (next > vmem) {
+      throw KernelError(fmt::format("matmul {}x{}x{}: needs {} bytes of VMEM, {} has {}", s.m, s.n, s.k, next, chip_.name, vmem));
+    }
+  }
+
+  // (bt, nb, mb) of the flat block index in `block`.
+  void decode(int block, int bt, int nb, int mb) {
+    auto& r = w_.sregs();
+    const int t = r.take();
+    w_.load_immediate(t, mb_);
+    w_.line("srem s{}, s{}, s{}", mb, block, t);
+    w_.line("sdiv s{}, s{}, s{}", bt, block, t);
+    w_.load_immediate(t, nb_);
+    w_.line("srem s{}, s{}, s{}", nb, bt, t);
+    w_.line("sdiv s{}, s{}, s{}", bt, bt, t);
+    r.release(t);
+  }
+
+  // Panels alternate between two buffers in the order they are used: (bt * NB + nb) & 1.
+  void panel_parity(int dst, int bt, int nb, int scratch) {
+    w_.line("smuli s{}, s{}, {}", dst, bt, nb_);
+    w_.line("sadd s{}, s{}, s{}", dst, dst, nb);
+    w_.line("sli s{}, 1", scratch);
+    w_.line("sand s{}, s{}, s{}", dst, dst, scratch);
+  }
+
+  // dst = min(cap, total - start): the valid extent of a ragged block.
+  void extent(int dst, int start, int64_t total, int64_t cap) {
+    const int t = w_.sregs().take();
+    w_.load_immediate(t, total);
+    w_.line("ssub s{}, s{}, s{}", dst, t, start);
+    w_.load_immediate(t, cap);
+    w_.line("smin s{}, s{}, s{}", dst, dst, t);
+    w_.sregs().release(t);
+  }
+
+  void dma(bool to_vmem, int sem, int vm, int hb, int rows, int row_bytes, int64_t vstride, int64_t hstride) {
+    auto& r = w_.sregs();
+    const int vs = r.take(), hs = r.take();
+    w_.load_immediate(vs, vstride);
+    w_.load_immediate(hs, hstride);
+    w_.line("{} dq{}, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", to_vmem ? "dma.h2v" : "dma.v2h", to_vmem ? 0 : 1, sem, vm,
+            hb, rows, row_bytes, vs, hs);
+    r.release(vs);
+    r.release(hs);
+  }
+
+  // Branches to `skip` unless A's panel for this block must be loaded (always, unless resident
+  // and already loaded by the first column block).
+  void skip_unless_a_needed(int nb, const std::string& skip) {
+    if (a_resident_) w_.line("bne s{}, s0, {}", nb, skip);
+  }
+
+  // The registers describing one block: its coordinates and valid extent.
+  struct BlockRegs {
+    int bt, nb, mb, row0, col0, rows, cols;
+  };
+
+  BlockRegs open_block(int block) {
+    auto& r = w_.sregs();
+    BlockRegs b{r.take(), r.take(), r.take(), r.take(), r.take(), r.take(), r.take()};
+    decode(block, b.bt, b.nb, b.mb);
+    w_.line("smuli s{}, s{}, {}", b.row0, b.mb, bm_);
+    w_.line("smuli s{}, s{}, {}", b.col0, b.nb, bn_);
+    extent(b.rows, b.row0, spec_.m, bm_);
+    extent(b.cols, b.col0, spec_.n, bn_);
+    return b;
+  }
+
+  void close_block(const BlockRegs& b) {
+    for (int x : {b.bt, b.nb, b.mb, b.row0, b.col0, b.rows, b.cols}) w_.sregs().release(x);
+  }
+
+  // Issues K slice s`kt` of block `b`'s inputs: B's piece (with the first row block of a panel),
+  // then A's piece (unless resident and loaded). B goes first because the weight load is the
+  // longer step before the first matmul. Waits in the K loop consume them in this order.
+  void issue_slice(const BlockRegs& b, int kt, int parity) {
+    auto& r = w_.sregs();
+    const int kd = r.take(), vm = r.take(), hb = r.take(), t = r.take();
+    const std::string skip_a = w_.new_label("issue_skip_a"), skip_b = w_.new_label("issue_skip_b");
+    w_.line("smuli s{}, s{}, {}", t, kt, d_);
+    extent(kd, t, spec_.k, d_);  // valid K of this slice
+    // slice kt of B's panel for column block nb, only with the first row block
+    w_.line("bne s{}, s0, {}", b.mb, skip_b);
+    w_.line("sarg s{}, {}", hb, b_arg_);
+    if (!spec_.b_shared) {
+      w_.line("smuli s{}, s{}, {}", t, b.bt, spec_.k * spec_.n * eb_b_);
+      w_.line("sadd s{}, s{}, s{}", hb, hb, t);
+    }
+    panel_parity(vm, b.bt, b.nb, t);
+    const uint64_t dst_base = staged_ ? staging_vmem_ : panel_vmem_;
+    const uint64_t dst_stride = staged_ ? staging_bytes_ : b_parts_ * part_bytes_;
+    w_.line("smuli s{}, s{}, {}", vm, vm, int64_t(dst_stride));
+    w_.line("saddi s{}, s{}, {}", vm, vm, dst_base);
+    if (spec_.b_transposed) {  // rows n of B^T [N, K], columns kt*D .. of each
+      w_.line("smuli s{}, s{}, {}", t, kt, d_ * eb_b_);
+      w_.line("sadd s{}, s{}, s{}", vm, vm, t);
+      w_.line("sadd s{}, s{}, s{}", hb, hb, t);
+      w_.line("smuli s{}, s{}, {}", t, b.col0, spec_.k * eb_b_);
+      w_.line("sadd s{}, s{}, s{}", hb, hb, t);
+      w_.line("smuli s{}, s{}, {}", t, kd, eb_b_);
+      dma(true, kSemInput, vm, hb, b.cols, t, k_pad_ * eb_b_, spec_.k * eb_b_);
+    } else {  // rows kt*D .. of B [K, N], columns col0 ..
+      w_.line("smuli s{}, s{}, {}", t, kt, d_ * bn_ * eb_b_);
+      w_.line("sadd s{}, s{}, s{}", vm, vm, t);
+      w_.line("smuli s{}, s{}, {}", t, kt, d_ * spec_.n * eb_b_);
+      w_.line("sadd s{}, s{}, s{}", hb, hb, t);
+      w_.line("smuli s{}, s{}, {}", t, b.col0, eb_b_);
+      w_.line("sadd s{}, s{}, s{}", hb, hb, t);
+      w_.line("smuli s{}, s{}, {}", t, b.cols, eb_b_);
+      dma(true, kSemInput, vm, hb, kd, t, bn_ * eb_b_, spec_.n * eb_b_);
+    }
+    w_.place(skip_b);
+    // A[bt, row0 .., kt*D ..] -> the A panel
+    skip_unless_a_needed(b.nb, skip_a);
+    if (a_resident_) {
+      w_.line("smuli s{}, s{}, {}", vm, b.mb, int64_t(a_panel_bytes_));
+      w_.line("saddi s{}, s{}, {}", vm, vm, a_vmem_[0]);
+    } else {
+      w_.load_immediate(vm, a_vmem_[parity]);
+    }
+    w_.line("smuli s{}, s{}, {}", t, kt, d_ * eb_a_);
+    w_.line("sadd s{}, s{}, s{}", vm, vm, t);
+    w_.line("sarg s{}, {}", hb, a_arg_);
+    w_.line("sadd s{}, s{}, s{}", hb, hb, t);
+    w_.line("smuli s{}, s{}, {}", t, b.bt, spec_.m * spec_.k * eb_a_);
+    w_.line("sadd s{}, s{}, s{}", hb, hb, t);
+    w_.line("smuli s{}, s{}, {}", t, b.row0, spec_.k * eb_a_);
+    w_.line("sadd s{}, s{}, s{}", hb, hb, t);
+    w_.line("smuli s{}, s{}, {}", t, kd, eb_a_);
+    dma(true, kSemInput, vm, hb, b.rows, t, k_pad_ * eb_a_, spec_.k * eb_a_);
+    w_.place(skip_a);
+    for (int x : {kd, vm, hb, t}) r.release(x);
+  }
+
+  // Full epilogue operands: block `b`'s [rows, cols] tile, after all its K slices.
+  void issue_epilogue_tiles(const BlockRegs& b, int parity) {
+    auto& r = w_.sregs();
+    const int vm = r.take(), hb = r.take(), t = r.take();
+    for (const auto& e : epilogue_) {
+      if (e.operand.layout != Layout::Full) continue;
+      w_.load_immediate(vm, e.vmem[parity]);
+      w_.line("sarg s{}, {}", hb, e.arg);
+      w_.line("smuli s{}, s{}, {}", t, b.bt, spec_.m * spec_.n * e.eb);
+      w_.line("sadd s{}, s{}, s{}", hb, hb, t);
+      w_.line("smuli s{}, s{}, {}", t, b.row0, spec_.n * e.eb);
+      w_.line("sadd s{}, s{}, s{}", hb, hb, t);
+      w_.line("smuli s{}, s{}, {}", t, b.col0, e.eb);
+      w_.line("sadd s{}, s{}, s{}", hb, hb, t);
+      w_.line("smuli s{}, s{}, {}", t, b.cols, e.eb);
+      dma(true, kSemInput, vm, hb, b.rows, t, bn_ * e.eb, spec_.n * e.eb);
+    }
+    for (int x : {vm, hb, t}) r.release(x);
+  }
+
+  // Block 0's inputs, before the loop; later blocks are issued one slice at a time from inside
+  // the previous block's K loop, where the MXU queues hide the scalar work.
+  void issue_first_block(int block) {
+    auto& r = w_.sregs();
+    const BlockRegs b = open_block(block);
+    const int kt = r.take(), nkt = r.take();
+    const std::string loop = w_.new_label("issue_k");
+    w_.load_immediate(nkt, kt_);
+    w_.line("sli s{}, 0", kt);
+    w_.place(loop);
+    issue_slice(b, kt, 0);
+    w_.line("saddi s{}, s{}, 1", kt, kt);
+    w_.line("blt s{}, s{}, {}", kt, nkt, loop);
+    issue_epilogue_tiles(b, 0);
+    r.release(kt);
+    r.release(nkt);
+    close_block(b);
+  }
+
+  // Row, Column and Scalar epilogue operands are loaded once, before the first block.
+  void load_broadcast_operands(RegisterPool& vregs) {
+    auto& r = w_.sregs();
+    int pending = 0;
+    for (auto& e : epilogue_) {
+      if (e.operand.layout == Layout::Full) continue;
+      const int vm = r.take(), hb = r.take(), one = r.take(), bytes = r.take();
+      const int64_t count = e.operand.layout == Layout::Row ? spec_.n : e.operand.layout == Layout::Column ? spec_.m : 1;
+      w_.load_immediate(vm, e.vmem[0]);
+      w_.line("sarg s{}, {}", hb, e.arg);
+      w_.load_immediate(one, 1);
+      w_.load_immediate(bytes, count * e.eb);
+      dma(true, kSemPrologue, vm, hb, one, bytes, count * e.eb, count * e.eb);
+      ++pending;
+      for (int x : {vm, hb, one, bytes}) r.release(x);
+    }
+    if (pending) w_.line("sem.wait sem{}, {}", kSemPrologue, pending);
+    for (auto& e : epilogue_) {
+      if (e.operand.layout != Layout::Scalar) continue;
+      const int vm = r.take(), one = r.take();
+      w_.load_immediate(vm, e.vmem[0]);
+      w_.load_immediate(one, 1);
+      e.preset_vreg = vregs.take();
+      w_.line("vmaskn m1, s{}", one);
+      w_.line("{} v{}, m1, s{}, 0, 0", load_mnemonic(e.operand.dtype), e.preset_vreg, vm);
+      w_.line("vbcast.sub v{}, v{}, 0", e.preset_vreg, e.preset_vreg);
+      w_.line("vbcast.lane v{}, v{}, 0", e.preset_vreg, e.preset_vreg);
+      r.release(vm);
+      r.release(one);
+    }
+  }
+
+  // Writes the bf16 parts of `x` (f32 in a vreg) to VMEM at s`addr` + offset (+ part_bytes per
+  // part), rows `stride` apart. Part 0 is x rounded, part 1 the rounding error rounded, part 2
+  // what is left after that.
+  void store_parts(int x, int addr, int64_t offset, int64_t stride, RegisterPool& vregs) {
+    const int rest = vregs.take(), hi = vregs.take(), at = w_.sregs().take();
+    w_.line("vmov v{}, v{}", rest, x);
+    for (int p = 0; p < b_parts_; ++p) {
+      w_.line("saddi s{}, s{}, {}", at, addr, offset + int64_t(p) * int64_t(part_bytes_));
+      w_.line("vst.bf16 v{}, m0, s{}, 0, {}", rest, at, stride);
+      if (p + 1 < b_parts_) {
+        w_.line("vcvt.bf16 v{}, v{}", hi, rest);
+        w_.line("vsub v{}, v{}, v{}", rest, rest, hi);
+      }
+    }
+    vregs.release(rest);
+    vregs.release(hi);
+    w_.sregs().release(at);
+  }
+
+  // Converts slice kt of the staged B panel into the bf16 weight parts. `panel` and `staging` hold
+  // this nb's buffers.
+  void convert_slice(int kt, int panel, int staging, RegisterPool& vregs) {
+    auto& r = w_.sregs();
+    const int src = r.take(), dst = r.take(), t = r.take(), i = r.take(), n = r.take();
+    const char* load = load_mnemonic(spec_.b_dtype);
+    if (!spec_.b_transposed) {
+      // rows kt*D .. +D of staging [Kpad, BN] -> the same rows of each part [Kpad, BN]
+      w_.line("smuli s{}, s{}, {}", t, kt, d_ * bn_ * eb_b_);
+      w_.line("sadd s{}, s{}, s{}", src, staging, t);
+      w_.line("smuli s{}, s{}, {}", t, kt, d_ * bn_ * 2);
+      w_.line("sadd s{}, s{}, s{}", dst, panel, t);
+      const std::string loop = w_.new_label("convert");
+      w_.line("sli s{}, 0", i);
+      w_.load_immediate(n, d_ / kSublanes);
+      w_.place(loop);
+      const int x = vregs.take();
+      for (int64_t c = 0; c < bn_ / kLanes; ++c) {
+        w_.line("{} v{}, m0, s{}, {}, {}", load, x, src, c * kLanes * eb_b_, bn_ * eb_b_);
+        store_parts(x, dst, c * kLanes * 2, bn_ * 2, vregs);
+      }
+      vregs.release(x);
+      w_.line("saddi s{}, s{}, {}", src, src, kSublanes * bn_ * eb_b_);
+      w_.line("saddi s{}, s{}, {}", dst, dst, kSublanes * bn_ * 2);
+      w_.line("saddi s{}, s{}, 1", i, i);
+      w_.line("blt s{}, s{}, {}", i, n, loop);
+    } else {
+      // staging [BN, Kpad]: each 128x128 block (n chunk c, k chunk q) is transposed in 16 vregs
+      const int block = vregs.take_run(16);
+      for (int64_t c = 0; c < bn_ / kLanes; ++c) {
+        for (int q = 0; q < group_; ++q) {
+          w_.line("smuli s{}, s{}, {}", t, kt, d_ * eb_b_);
+          w_.line("saddi s{}, s{}, {}", src, t, c * kLanes * k_pad_ * eb_b_ + q * kLanes * eb_b_);
+          w_.line("sadd s{}, s{}, s{}", src, src, staging);
+          for (int v = 0; v < 16; ++v) {
+            w_.line("{} v{}, m0, s{}, 0, {}", load, block + v, src, k_pad_ * eb_b_);
+            w_.line("saddi s{}, s{}, {}", src, src, kSublanes * k_pad_ * eb_b_);
+          }
+          w_.line("vtrans v{}, v{}", block, block);
+          w_.line("smuli s{}, s{}, {}", t, kt, d_ * bn_ * 2);
+          w_.line("saddi s{}, s{}, {}", dst, t, q * kLanes * bn_ * 2 + c * kLanes * 2);
+          w_.line("sadd s{}, s{}, s{}", dst, dst, panel);
+          for (int v = 0; v < 16; ++v) {
+            store_parts(block + v, dst, 0, bn_ * 2, vregs);
+            w_.line("saddi s{}, s{}, {}", dst, dst, kSublanes * bn_ * 2);
+          }
+        }
+      }
+      vregs.release_run(block, 16);
+    }
+    for (int x : {src, dst, t, i, n}) r.release(x);
+  }
+
+  // LHS part `part` of the 8 x D rows at s`addr` into the group starting at `g`.
+  void load_lhs(int g, int addr, int part, RegisterPool& vregs) {
+    for (int q = 0; q < group_; ++q) {
+      w_.line("{} v{}, m0, s{}, {}, {}", load_mnemonic(spec_.a_dtype), g + q, addr, q * kLanes * eb_a_, k_pad_ * eb_a_);
+      if (part == 0) continue;
+      const int hi = vregs.take();
+      for (int p = 0; p < part; ++p) {  // peel off `part` rounded leading parts
+        w_.line("vcvt.bf16 v{}, v{}", hi, g + q);
+        w_.line("vsub v{}, v{}, v{}", g + q, g + q, hi);
+      }
+      vregs.release(hi);
+    }
+  }
+
+  // Registers of a block being drained: its coordinates, the C row cursor and the epilogue
+  // operand cursors.
+  struct Drain {
+    int parity = 0;
+    int bt = -1, nb = -1, mb = -1, crow = -1, scratch = -1, acc = -1;
+    int slot0 = 0;
+  };
+
+  // Waits for what draining block s`block` (of `parity`) needs, and sets up its cursors.
+  Drain begin_drain(int block, int parity, RegisterPool& vregs) {
+    auto& r = w_.sregs();
+    Drain d;
+    d.parity = parity;
+    d.slot0 = parity * static_cast<int>(bm_ / kSublanes);
+    const std::string free = w_.new_label("c_free");
+    const int t = r.take();
+    w_.line("sli s{}, 2", t);
+    w_.line("blt s{}, s{}, {}", block, t, free);  // this C buffer's previous write-back has landed
+    w_.line("sem.wait sem{}, 1", kSemOutput + parity);
+    w_.place(free);
+    r.release(t);
+    d.bt = r.take();
+    d.nb = r.take();
+    d.mb = r.take();
+    decode(block, d.bt, d.nb, d.mb);
+    for (auto& e : epilogue_) {
+      if (e.operand.layout == Layout::Scalar) continue;
+      e.cursor = r.take();
+      if (e.operand.layout == Layout::Full) w_.load_immediate(e.cursor, e.vmem[parity]);
+      if (e.operand.layout == Layout::Row) w_.line("smuli s{}, s{}, {}", e.cursor, d.nb, bn_ * e.eb);
+      if (e.operand.layout == Layout::Column) w_.line("smuli s{}, s{}, {}", e.cursor, d.mb, bm_ * e.eb);
+      if (e.operand.layout != Layout::Full) w_.line("saddi s{}, s{}, {}", e.cursor, e.cursor, e.vmem[0]);
+    }
+    d.crow = r.take();
+    w_.load_immediate(d.crow, c_vmem_[parity]);
+    d.scratch = r.take();
+    d.acc = vregs.take_run(group_);
+    return d;
+  }
+
+  int full_epilogue_inputs() const {
+    int n = 0;
+    for (const auto& e : epilogue_) n += e.operand.layout == Layout::Full;
+    return n;
+  }
+
+  // Pops accumulator row tile `rt` of every MXU, applies the epilogue and stores it to C in VMEM.
+  void drain_row(Drain& d, int rt, RegisterPool& vregs, RegisterPool& masks) {
+    TileCodegen codegen(w_, vregs, masks, d.scratch);
+    Expr identity;
+    identity.add_output(identity.input(0, ValueType::F32));
+    const Expr& expr = spec_.epilogue ? *spec_.epilogue : identity;
+    for (int j = 0; j < mxus_; ++j) {
+      w_.line("mxu.pop v{}, mxu{}, {}", d.acc, j, d.slot0 + rt);
+      for (int q = 0; q < group_; ++q) {
+        const int64_t col = int64_t(j) * d_ + q * kLanes;  // column within the block
+        std::vector<std::pair<int, TileValue>> preset = {{0, {ValueType::F32, d.acc + q}}};
+        for (size_t i = 0; i < epilogue_.size(); ++i) {
+          if (epilogue_[i].preset_vreg >= 0) {
+            preset.push_back({static_cast<int>(i) + 1, {register_type(epilogue_[i].operand.dtype), epilogue_[i].preset_vreg}});
+          }
+        }
+        const auto load = [&](int operand, int vreg) {
+          const EpilogueBuffer& e = epilogue_.at(operand - 1);
+          const char* m = load_mnemonic(e.operand.dtype);
+          switch (e.operand.layout) {
+            case Layout::Full: w_.line("{} v{}, m0, s{}, {}, {}", m, vreg, e.cursor, col * e.eb, bn_ * e.eb); break;
+            case Layout::Row: w_.line("{} v{}, m0, s{}, {}, 0", m, vreg, e.cursor, col * e.eb); break;
+            case Layout::Column:
+              w_.line("{} v{}, m0, s{}, {}, {}", m, vreg, e.cursor, rt * kSublanes * e.eb, e.eb);
+              w_.line("vbcast.lane v{}, v{}, 0", vreg, vreg);
+              break;
+            case Layout::Scalar: break;
+          }
+        };
+        const auto out = codegen.emit(expr, load, preset);
+        const TileValue v = codegen.to_type(out[0], ValueType::F32, false);
+        w_.line("{} v{}, m0, s{}, {}, {}", store_mnemonic(spec_.out_dtype), v.reg, d.crow, col * eb_c_, bn_ * eb_c_);
+        if (v.reg != out[0].reg || v.type != out[0].type) codegen.release(v);
+        if (!(out[0].type == ValueType::F32 && out[0].reg == d.acc + q)) codegen.release(out[0]);
+      }
+    }
+    w_.line("saddi s{}, s{}, {}", d.crow, d.crow, kSublanes * bn_ * eb_c_);
+    for (auto& e : epilogue_) {
+      if (e.operand.layout == Layout::Full) w_.line("saddi s{}, s{}, {}", e.cursor, e.cursor, kSublanes * bn_ * e.eb);
+    }
+  }
+
+  // Writes rows [first, first + count) of the drained C tile back to HBM (clipped to the valid
+  // rows; nothing is issued when none are valid, so only the final drain may split its tile).
+  void write_back(int bt, int nb, int mb, int parity, int64_t first, int64_t count) {
+    auto& r = w_.sregs();
+    const int row0 = r.take(), col0 = r.take(), rows = r.take(), cols = r.take(), hb = r.take(), t = r.take();
+    const std::string skip = w_.new_label("no_rows");
+    w_.line("smuli s{}, s{}, {}", row0, mb, bm_);
+    w_.line("saddi s{}, s{}, {}", row0, row0, first);
+    w_.line("smuli s{}, s{}, {}", col0, nb, bn_);
+    extent(rows, row0, spec_.m, count);
+    w_.line("bge s0, s{}, {}", rows, skip);
+    extent(cols, col0, spec_.n, bn_);
+    w_.line("sarg s{}, {}", hb, c_arg_);
+    w_.line("smuli s{}, s{}, {}", t, bt, spec_.m * spec_.n * eb_c_);
+    w_.line("sadd s{}, s{}, s{}", hb, hb, t);
+    w_.line("smuli s{}, s{}, {}", t, row0, spec_.n * eb_c_);
+    w_.line("sadd s{}, s{}, s{}", hb, hb, t);
+    w_.line("smuli s{}, s{}, {}", t, col0, eb_c_);
+    w_.line("sadd s{}, s{}, s{}", hb, hb, t);
+    w_.line("smuli s{}, s{}, {}", t, cols, eb_c_);
+    w_.load_immediate(col0, c_vmem_[parity] + first * bn_ * eb_c_);
+    dma(false, kSemOutput + parity, col0, hb, rows, t, bn_ * eb_c_, spec_.n * eb_c_);
+    w_.place(skip);
+    for (int x : {row0, col0, rows, cols, hb, t}) r.release(x);
+  }
+
+  void release_drain(Drain& d, RegisterPool& vregs) {
+    auto& r = w_.sregs();
+    vregs.release_run(d.acc, group_);
+    for (int x : {d.scratch, d.bt, d.nb, d.mb, d.crow}) r.release(x);
+    for (auto& e : epilogue_) {
+      if (e.cursor >= 0) r.release(e.cursor);
+      e.cursor = -1;
+    }
+  }
+
+  // Everything a block's compute needs in registers.
+  struct Compute {
+    int block, next, nblocks, parity;
+    int bt, nb, mb, a_base, panel, staging, kt;
+  };
+
+  // One K slice: wait for its pieces (converting B's if staged), issue the same slice of the next
+  // block, load the weights and stream the LHS rows. With `drain`, the previous block's
+  // accumulator rows are popped between this slice's matmul rows (its slots were filled long
+  // before), so the MXUs never idle while a block drains.
+  void emit_slice(const Compute& c, Drain* drain, RegisterPool& vregs, RegisterPool& masks) {
+    auto& r = w_.sregs();
+    const std::string have_a = w_.new_label("have_a"), have_b = w_.new_label("have_b"),
+                      no_prefetch = w_.new_label("no_prefetch");
+    w_.line("bne s{}, s0, {}", c.mb, have_b);
+    w_.line("sem.wait sem{}, 1", kSemInput);
+    if (staged_) convert_slice(c.kt, c.panel, c.staging, vregs);
+    w_.place(have_b);
+    skip_unless_a_needed(c.nb, have_a);
+    w_.line("sem.wait sem{}, 1", kSemInput);
+    w_.place(have_a);
+    w_.line("bge s{}, s{}, {}", c.next, c.nblocks, no_prefetch);
+    {
+      const BlockRegs ahead = open_block(c.next);
+      issue_slice(ahead, c.kt, 1 - c.parity);
+      close_block(ahead);
+    }
+    w_.place(no_prefetch);
+    const int row = r.take(), wt = r.take(), t = r.take();
+    const int slot0 = c.parity * static_cast<int>(bm_ / kSublanes);
+    int last_b_part = -1;
+    for (size_t pass = 0; pass < pairs_.size(); ++pass) {
+      const auto [a_part, b_part] = pairs_[pass];
+      if (b_part != last_b_part) {
+        w_.line("smuli s{}, s{}, {}", wt, c.kt, d_ * bn_ * 2);
+        w_.line("sadd s{}, s{}, s{}", wt, wt, c.panel);
+        for (int j = 0; j < mxus_; ++j) {
+          w_.line("saddi s{}, s{}, {}", t, wt, int64_t(b_part) * int64_t(part_bytes_) + int64_t(j) * d_ * 2);
+          w_.line("mxu.lw mxu{}, s{}, {}", j, t, bn_ * 2);
+        }
+        last_b_part = b_part;
+      }
+      w_.line("smuli s{}, s{}, {}", row, c.kt, d_ * eb_a_);
+      w_.line("sadd s{}, s{}, s{}", row, row, c.a_base);
+      for (int rt = 0; rt < bm_ / kSublanes; ++rt) {
+        const int g = vregs.take_run(group_);
+        load_lhs(g, row, a_part, vregs);
+        for (int j = 0; j < mxus_; ++j) w_.line("mxu.mm mxu{}, v{}, {}", j, g, slot0 + rt);
+        vregs.release_run(g, group_);
+        w_.line("saddi s{}, s{}, {}", row, row, kSublanes * k_pad_ * eb_a_);
+        // Two drain rows per matmul row: the drain finishes in the first half of the slice, so
+        // by its end the front end is a full queue ahead again and the next weight load hides.
+        for (int dr = 2 * rt; drain && pass == 0 && dr < 2 * rt + 2 && dr < bm_ / kSublanes; ++dr) {
+          drain_row(*drain, dr, vregs, masks);
+        }
+      }
+    }
+    for (int x : {row, wt, t}) r.release(x);
+  }
+
+  void compute_block(int block, int next, int nblocks, int parity, RegisterPool& vregs, RegisterPool& masks) {
+    auto& r = w_.sregs();
+    Compute c{block, next, nblocks, parity, r.take(), r.take(), r.take(), r.take(), r.take(), staged_ ? r.take() : -1, r.take()};
+    decode(block, c.bt, c.nb, c.mb);
+    const int t = r.take();
+    if (a_resident_) {
+      w_.line("smuli s{}, s{}, {}", c.a_base, c.mb, int64_t(a_panel_bytes_));
+      w_.line("saddi s{}, s{}, {}", c.a_base, c.a_base, a_vmem_[0]);
+    } else {
+      w_.load_immediate(c.a_base, a_vmem_[parity]);
+    }
+    panel_parity(c.panel, c.bt, c.nb, t);
+    if (staged_) {
+      w_.line("smuli s{}, s{}, {}", c.staging, c.panel, int64_t(staging_bytes_));
+      w_.line("saddi s{}, s{}, {}", c.staging, c.staging, staging_vmem_);
+    }
+    w_.line("smuli s{}, s{}, {}", c.panel, c.panel, int64_t(b_parts_ * part_bytes_));
+    w_.line("saddi s{}, s{}, {}", c.panel, c.panel, panel_vmem_);
+    r.release(t);
+    const std::string loop = w_.new_label("k_slice"), after = w_.new_label("k_done");
+    w_.line("sli s{}, 0", c.kt);
+    w_.line("beq s{}, s0, {}", block, loop);  // block 0 has no predecessor to drain
+    {
+      // Slice 0 with the previous block's drain folded in. Its Full epilogue tiles were issued
+      // before this block's slices, so they are waited for first.
+      if (full_epilogue_inputs()) w_.line("sem.wait sem{}, {}", kSemInput, full_epilogue_inputs());
+      const int prev = r.take();
+      w_.line("saddi s{}, s{}, -1", prev, block);
+      Drain d = begin_drain(prev, 1 - parity, vregs);
+      r.release(prev);
+      emit_slice(c, &d, vregs, masks);
+      write_back(d.bt, d.nb, d.mb, d.parity, 0, bm_);  // its first row is always valid: one signal per block
+      release_drain(d, vregs);
+      w_.line("sli s{}, 1", c.kt);
+      const int nkt = r.take();
+      w_.load_immediate(nkt, kt_);
+      w_.line("bge s{}, s{}, {}", c.kt, nkt, after);
+      r.release(nkt);
+    }
+    w_.place(loop);
+    emit_slice(c, nullptr, vregs, masks);
+    const int nkt = r.take();
+    w_.load_immediate(nkt, kt_);
+    w_.line("saddi s{}, s{}, 1", c.kt, c.kt);
+    w_.line("blt s{}, s{}, {}", c.kt, nkt, loop);
+    r.release(nkt);
+    w_.place(after);
+    const std::string no_prefetch = w_.new_label("no_prefetch");
+    w_.line("bge s{}, s{}, {}", next, nblocks, no_prefetch);
+    {
+      const BlockRegs ahead = open_block(next);
+      issue_epilogue_tiles(ahead, 1 - parity);
+      close_block(ahead);
+    }
+    w_.place(no_prefetch);
+    for (int x : {c.bt, c.nb, c.mb, c.a_base, c.panel, c.kt}) r.release(x);
+    if (c.staging >= 0) r.release(c.staging);
+  }
+
+  void emit() {
+    auto& r = w_.sregs();
+    RegisterPool vregs("vector registers", 0, 31), masks("mask registers", 1, 7);
+    load_broadcast_operands(vregs);
+    const int block = r.take(), next = r.take(), nblocks = r.take();
+    w_.load_immediate(nblocks, blocks_);
+    w_.line("sli s{}, 0", block);
+    issue_first_block(block);
+    const std::string top = w_.new_label("block"), done = w_.new_label("done");
+    w_.place(top);
+    for (int parity = 0; parity < 2; ++parity) {
+      w_.line("saddi s{}, s{}, 1", next, block);
+      compute_block(block, next, nblocks, parity, vregs, masks);
+      w_.line("smov s{}, s{}", block, next);
+      w_.line("bge s{}, s{}, {}", block, nblocks, done);
+    }
+    w_.line("jmp {}", top);
+    w_.place(done);
+    // The last block is drained after the loop; its parity is known here.
+    if (full_epilogue_inputs()) w_.line("sem.wait sem{}, {}", kSemInput, full_epilogue_inputs());
+    w_.line("saddi s{}, s{}, -1", block, block);
+    Drain d = begin_drain(block, static_cast<int>((blocks_ - 1) % 2), vregs);
+    // Written back in quarters as they drain: only this tile's write-back is left exposed.
+    const int64_t tiles = bm_ / kSublanes, quarter = std::max<int64_t>(1, tiles / 4);
+    for (int64_t first = 0; first < tiles; first += quarter) {
+      for (int64_t rt = first; rt < std::min(tiles, first + quarter); ++rt) drain_row(d, static_cast<int>(rt), vregs, masks);
+      write_back(d.bt, d.nb, d.mb, d.parity, first * kSublanes, std::min(tiles - first, quarter) * kSublanes);
+    }
+    release_drain(d, vregs);
+  }
+
+  const MatmulSpec& spec_;
+  const sim::ChipConfig& chip_;
+  AsmWriter w_;
+  std::vector<std::pair<int, int>> pairs_;
+  std::vector<EpilogueBuffer> epilogue_;
+  int64_t d_ = 128, bn_ = 0, bm_ = 0, k_pad_ = 0, kt_ = 0, mb_ = 0, nb_ = 0, blocks_ = 0;
+  int group_ = 1, mxus_ = 1, eb_a_ = 2, eb_b_ = 2, eb_c_ = 4, a_parts_ = 1, b_parts_ = 1;
+  bool staged_ = false, a_resident_ = false;
+  uint64_t a_vmem_[2] = {0, 0}, c_vmem_[2] = {0, 0}, panel_vmem_ = 0, staging_vmem_ = 0;
+  uint64_t a_panel_bytes_ = 0, part_bytes_ = 0, staging_bytes_ = 0, c_tile_bytes_ = 0;
+  int a_arg_ = 0, b_arg_ = 0, c_arg_ = 0;
+};
+
+}  // namespace
+
+int passes_for_precision(std::string_view precision) {
+  if (precision == "highest") return 6;
+  if (precision == "high") return 3;
+  if (precision == "medium") return 1;
+  throw KernelError(fmt::format("unknown float32 matmul precision '{}' (highest, high or medium)", precision));
+}
+
+isa::Program make_matmul(const MatmulSpec& spec, const sim::ChipConfig& chip) {
+  return MatmulBuilder(spec, chip).build();
+}
+
+}  // namespace vtpu::kernels

@@ -1,0 +1,40 @@
+// The matmul generator: C[b] = epilogue(A[b] @ B[b]) for any M, N, K (ragged edges padded with
+// zeros in VMEM), bf16 or f32 operands, B optionally given transposed ([N, K], a Linear weight)
+// or shared across the batch, and f32 inputs split into bf16 parts for multi-pass precision.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "isa/program.h"
+#include "kernels/elementwise.h"
+#include "kernels/vector_expr.h"
+#include "sim/chip_config.h"
+
+namespace vtpu::kernels {
+
+// MXU passes for f32 operands, as torch.set_float32_matmul_precision names them: 'medium' = 1
+// (bf16 inputs), 'high' = 3 (hi*hi + hi*lo + lo*hi), 'highest' = 6 (three-way split, the terms
+// above 2^-24 relative). bf16 operands always take one pass.
+int passes_for_precision(std::string_view precision);
+
+struct MatmulSpec {
+  int64_t batch = 1;
+  int64_t m = 0, n = 0, k = 0;
+  DType a_dtype = DType::BF16;  // A is [batch, M, K] row-major
+  DType b_dtype = DType::BF16;  // B is [batch, K, N], or [batch, N, K] when b_transposed
+  DType out_dtype = DType::F32; // C is [batch, M, N]
+  bool b_transposed = false;
+  bool b_shared = false;        // one B for every batch entry (a weight)
+  int passes = 1;
+  // Epilogue: Input 0 of `epilogue` is the f32 accumulator; Input i >= 1 is epilogue_inputs[i-1]
+  // (Full = [batch, M, N], Row = [N], Column = [M], Scalar). Without one, C = A @ B.
+  std::vector<Operand> epilogue_inputs;
+  std::optional<Expr> epilogue;
+};
+
+// Kernel arguments: A, B, the epilogue inputs in order, C.
+isa::Program make_matmul(const MatmulSpec& spec, const sim::ChipConfig& chip);
+
+}  // namespace vtpu::kernels
