@@ -1,0 +1,51 @@
+// Generated matmuls (kernels/matmul) on v5e and v6e, 512^3 to 4096x4096x1024 in bf16: simulated
+// time against the closed-form roofline bound and the achieved fraction of peak, as a Markdown
+// table (docs/matmul_roofline.md is this program's output). Targets: never below the bound;
+// within 15% of it for the large shapes.
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "kernels/matmul.h"
+#include "kernels/roofline.h"
+#include "sim/sim_device.h"
+
+using namespace vtpu;
+
+int main() {
+  struct Shape {
+    int64_t m, n, k;
+  };
+  const Shape shapes[] = {{512, 512, 512}, {1024, 1024, 1024}, {2048, 2048, 1024}, {2048, 2048, 2048},
+                          {4096, 4096, 1024}};
+  fmt::print("| chip | M x N x K | simulated us | bound us | bound by | simulated / bound | % of peak FLOP/s | host s |\n");
+  fmt::print("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
+  bool ok = true;
+  for (const char* chip_name : {"v5e", "v6e"}) {
+    for (const auto& s : shapes) {
+      sim::SimDevice device(sim::load_chip(chip_name));
+      const auto& chip = device.chip();
+      kernels::MatmulSpec spec;
+      spec.m = s.m;
+      spec.n = s.n;
+      spec.k = s.k;
+      const auto program = kernels::make_matmul(spec, chip);
+      const uint64_t a_bytes = s.m * s.k * 2, b_bytes = s.k * s.n * 2, c_bytes = s.m * s.n * 4;
+      const auto a = device.allocate(a_bytes), b = device.allocate(b_bytes), c = device.allocate(c_bytes);
+      const sim::KernelArg args[] = {sim::KernelArg::buffer(a, a_bytes), sim::KernelArg::buffer(b, b_bytes),
+                                     sim::KernelArg::buffer(c, c_bytes)};
+      const auto t0 = std::chrono::steady_clock::now();
+      const auto result = device.wait(device.launch(program, args));
+      const double host_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const auto bound = kernels::matmul_bound(chip, 1, s.m, s.n, s.k, kernels::DType::BF16, kernels::DType::BF16,
+                                               kernels::DType::F32);
+      const double simulated = result.summary.seconds(), ratio = simulated / bound.seconds();
+      ok &= ratio >= 1.0;
+      fmt::print("| {} | {}x{}x{} | {:.2f} | {:.2f} | {} | {:.3f} | {:.1f} | {:.2f} |\n", chip_name, s.m, s.n, s.k,
+                 simulated * 1e6, bound.seconds() * 1e6, bound.compute_s >= bound.memory_s ? "compute" : "memory", ratio,
+                 100.0 * result.summary.achieved_flops() / chip.model_peak_flops(1), host_s);
+    }
+  }
+  if (!ok) fmt::print("\nERROR: a simulated time is below its roofline bound\n");
+  return ok ? 0 : 1;
+}
