@@ -1,0 +1,217 @@
+// Blocks of BR rows x BC cols in row-major block order. The loop body is emitted twice (buffer
+// set 0 and 1), because semaphores are immediates: set s waits on sem s for its inputs and on
+// sem 2+s for the write-back of the block that used the set before. Block b+1's inputs are issued
+// before block b computes, so DMA overlaps compute. Padding lanes and sublanes of a ragged block
+// compute garbage that is never written back (only the valid region is DMA'd out).
+#include "kernels/block_stream.h"
+
+#include <algorithm>
+
+namespace vtpu::kernels {
+namespace {
+
+constexpr int kLanes = 128;
+constexpr int kSublanes = 8;
+constexpr int kSemInput = 0, kSemOutput = 2, kSemPrologue = 4;
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+}  // namespace
+
+BlockStream::BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows, int64_t cols,
+                         std::vector<StreamOperand> operands, int64_t max_block_cols, uint64_t budget_bytes,
+                         int64_t extra_row_bytes)
+    : w_(w), rows_(rows), cols_(cols), operands_(std::move(operands)) {
+  if (rows < 1 || cols < 1) throw KernelError("empty tensors need no kernel");
+  if (rows * cols >= (int64_t{1} << 31)) throw KernelError("tensor too large for one launch");
+  bc_ = std::min(cols, max_block_cols);
+  bc_pad_ = round_up(bc_, kLanes);
+  int64_t bytes_per_row = extra_row_bytes;
+  for (const auto& o : operands_) {
+    if (!dtype_on_chip(o.dtype)) throw KernelError(fmt::format("{} is not supported on the chip", dtype_name(o.dtype)));
+    if (o.layout == Layout::Full) bytes_per_row += bc_pad_ * dtype_bytes(o.dtype);
+    if (o.output && o.layout != Layout::Full && o.layout != Layout::Column) throw KernelError("outputs are Full or Column");
+  }
+  br_ = std::max<int64_t>(kSublanes, int64_t(budget_bytes) / std::max<int64_t>(bytes_per_row, 1) / kSublanes * kSublanes);
+  br_ = std::min(br_, round_up(rows, kSublanes));
+  col_blocks_ = (cols + bc_ - 1) / bc_;
+  blocks_ = ((rows + br_ - 1) / br_) * col_blocks_;
+  for (const auto& o : operands_) {
+    if (o.output && o.layout == Layout::Column && col_blocks_ != 1) throw KernelError("a Column output needs whole rows per block");
+  }
+
+  uint64_t next = 0;
+  const auto place = [&](uint64_t bytes) {
+    const uint64_t at = next;
+    next += round_up(static_cast<int64_t>(bytes), 512);
+    return at;
+  };
+  for (size_t i = 0; i < operands_.size(); ++i) {
+    const auto& o = operands_[i];
+    const int eb = dtype_bytes(o.dtype);
+    Buffer b;
+    b.arg = w_.argument(fmt::format("{}{}", o.output ? "out" : "in", i), isa::ArgumentKind::Buffer);
+    const int64_t pad = int64_t{kLanes} * eb;  // room for a full-width read past the end
+    uint64_t bytes = 0;
+    switch (o.layout) {
+      case Layout::Full: bytes = br_ * bc_pad_ * eb; break;
+      case Layout::Row: bytes = bc_pad_ * eb; break;
+      case Layout::Column: bytes = br_ * eb + pad; break;
+      case Layout::Scalar: bytes = pad; break;
+    }
+    b.row_stride = bc_pad_ * eb;
+    b.vmem[0] = place(bytes);
+    b.vmem[1] = o.layout == Layout::Scalar ? b.vmem[0] : place(bytes);
+    buffers_.push_back(b);
+  }
+  for (int set = 0; set < 2; ++set) extra_[set] = extra_row_bytes ? place(br_ * extra_row_bytes) : next;
+  vmem_end_ = next;
+  if (next > chip.vmem_bytes) throw KernelError(fmt::format("needs {} bytes of VMEM, {} has {}", next, chip.name, chip.vmem_bytes));
+}
+
+int BlockStream::streamed_inputs() const {
+  int n = 0;
+  for (const auto& o : operands_) n += !o.output && o.layout != Layout::Scalar;
+  return n;
+}
+
+int BlockStream::outputs() const {
+  int n = 0;
+  for (const auto& o : operands_) n += o.output;
+  return n;
+}
+
+void BlockStream::block_extent(int block_reg, const BlockExtent& e) {
+  auto& s = w_.sregs();
+  const int t = s.take();
+  w_.load_immediate(t, col_blocks_);
+  w_.line("sdiv s{}, s{}, s{}", e.row0, block_reg, t);
+  w_.line("srem s{}, s{}, s{}", e.col0, block_reg, t);
+  w_.line("smuli s{}, s{}, {}", e.row0, e.row0, br_);
+  w_.line("smuli s{}, s{}, {}", e.col0, e.col0, bc_);
+  w_.load_immediate(t, rows_);
+  w_.line("ssub s{}, s{}, s{}", e.rows, t, e.row0);
+  w_.load_immediate(t, br_);
+  w_.line("smin s{}, s{}, s{}", e.rows, e.rows, t);
+  w_.load_immediate(t, cols_);
+  w_.line("ssub s{}, s{}, s{}", e.cols, t, e.col0);
+  w_.load_immediate(t, bc_);
+  w_.line("smin s{}, s{}, s{}", e.cols, e.cols, t);
+  s.release(t);
+}
+
+void BlockStream::block_dma(size_t operand, int set, int sem, const BlockExtent& e) {
+  const auto& o = operands_[operand];
+  const Buffer& b = buffers_[operand];
+  const int eb = dtype_bytes(o.dtype);
+  auto& s = w_.sregs();
+  const int vm = s.take(), hb = s.take(), rows = s.take(), row_bytes = s.take(), vstride = s.take(), hstride = s.take();
+  w_.load_immediate(vm, b.vmem[set]);
+  w_.line("sarg s{}, {}", hb, b.arg);
+  if (o.layout == Layout::Full) {
+    w_.load_immediate(rows, cols_);  // hbm offset = (row0 * cols + col0) * eb
+    w_.line("smul s{}, s{}, s{}", rows, rows, e.row0);
+    w_.line("sadd s{}, s{}, s{}", rows, rows, e.col0);
+    w_.line("smuli s{}, s{}, {}", rows, rows, eb);
+    w_.line("sadd s{}, s{}, s{}", hb, hb, rows);
+    w_.line("smov s{}, s{}", rows, e.rows);
+    w_.line("smuli s{}, s{}, {}", row_bytes, e.cols, eb);
+    w_.load_immediate(vstride, b.row_stride);
+    w_.load_immediate(hstride, cols_ * eb);
+  } else {
+    const int offset = o.layout == Layout::Row ? e.col0 : e.row0;
+    const int count = o.layout == Layout::Row ? e.cols : e.rows;
+    w_.line("smuli s{}, s{}, {}", rows, offset, eb);
+    w_.line("sadd s{}, s{}, s{}", hb, hb, rows);
+    w_.load_immediate(rows, 1);
+    w_.line("smuli s{}, s{}, {}", row_bytes, count, eb);
+    w_.line("smov s{}, s{}", vstride, row_bytes);
+    w_.line("smov s{}, s{}", hstride, row_bytes);
+  }
+  w_.line("{} dq{}, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", o.output ? "dma.v2h" : "dma.h2v", o.output ? 1 : 0, sem, vm, hb,
+          rows, row_bytes, vstride, hstride);
+  for (int r : {vm, hb, rows, row_bytes, vstride, hstride}) s.release(r);
+}
+
+void BlockStream::issue_inputs(int block_reg, int set) {
+  auto& s = w_.sregs();
+  const BlockExtent e{s.take(), s.take(), s.take(), s.take()};
+  block_extent(block_reg, e);
+  for (size_t i = 0; i < operands_.size(); ++i) {
+    if (!operands_[i].output && operands_[i].layout != Layout::Scalar) block_dma(i, set, kSemInput + set, e);
+  }
+  for (int r : {e.row0, e.col0, e.rows, e.cols}) s.release(r);
+}
+
+void BlockStream::load_scalars(RegisterPool& vregs) {
+  auto& s = w_.sregs();
+  for (size_t i = 0; i < operands_.size(); ++i) {
+    if (operands_[i].output || operands_[i].layout != Layout::Scalar) continue;
+    Buffer& b = buffers_[i];
+    const int eb = dtype_bytes(operands_[i].dtype);
+    const int vm = s.take(), hb = s.take(), one = s.take(), bytes = s.take();
+    w_.load_immediate(vm, b.vmem[0]);
+    w_.line("sarg s{}, {}", hb, b.arg);
+    w_.load_immediate(one, 1);
+    w_.load_immediate(bytes, eb);
+    w_.line("dma.h2v dq0, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", kSemPrologue, vm, hb, one, bytes, bytes, bytes);
+    w_.line("sem.wait sem{}, 1", kSemPrologue);
+    b.scalar_vreg = vregs.take();
+    w_.line("vmaskn m1, s{}", one);  // lane 0 of sublane 0 only: nothing past the element is read
+    w_.line("{} v{}, m1, s{}, 0, 0", load_mnemonic(operands_[i].dtype), b.scalar_vreg, vm);
+    w_.line("vbcast.sub v{}, v{}, 0", b.scalar_vreg, b.scalar_vreg);
+    w_.line("vbcast.lane v{}, v{}, 0", b.scalar_vreg, b.scalar_vreg);
+    for (int r : {vm, hb, one, bytes}) s.release(r);
+  }
+}
+
+void BlockStream::emit(RegisterPool& vregs, const std::function<void(int, const BlockExtent&)>& compute) {
+  auto& s = w_.sregs();
+  load_scalars(vregs);
+  const int block = s.take(), next = s.take(), nblocks = s.take(), two = s.take();
+  w_.load_immediate(nblocks, blocks_);
+  w_.load_immediate(two, 2);
+  w_.line("sli s{}, 0", block);
+  issue_inputs(block, 0);
+  const std::string top = w_.new_label("block"), done = w_.new_label("done");
+  w_.place(top);
+  for (int set = 0; set < 2; ++set) {
+    const std::string no_prefetch = w_.new_label("no_prefetch"), out_free = w_.new_label("out_free");
+    w_.line("saddi s{}, s{}, 1", next, block);
+    w_.line("bge s{}, s{}, {}", next, nblocks, no_prefetch);
+    issue_inputs(next, 1 - set);
+    w_.place(no_prefetch);
+    if (streamed_inputs() > 0) w_.line("sem.wait sem{}, {}", kSemInput + set, streamed_inputs());
+    w_.line("blt s{}, s{}, {}", block, two, out_free);  // the set's previous write-back must have landed
+    w_.line("sem.wait sem{}, {}", kSemOutput + set, outputs());
+    w_.place(out_free);
+    const BlockExtent e{s.take(), s.take(), s.take(), s.take()};
+    block_extent(block, e);
+    compute(set, e);
+    for (size_t i = 0; i < operands_.size(); ++i) {
+      if (operands_[i].output) block_dma(i, set, kSemOutput + set, e);
+    }
+    for (int r : {e.row0, e.col0, e.rows, e.cols}) s.release(r);
+    w_.line("smov s{}, s{}", block, next);
+    w_.line("bge s{}, s{}, {}", block, nblocks, done);
+  }
+  w_.line("jmp {}", top);
+  w_.place(done);
+  for (int r : {block, next, nblocks, two}) s.release(r);
+}
+
+void load_tile(AsmWriter& w, const BlockStream& stream, size_t i, int vreg, int cursor, int column_cursor) {
+  const auto& o = stream.operand(i);
+  const char* m = load_mnemonic(o.dtype);
+  switch (o.layout) {
+    case Layout::Full: w.line("{} v{}, m0, s{}, 0, {}", m, vreg, cursor, stream.row_stride(i)); break;
+    case Layout::Row: w.line("{} v{}, m0, s{}, 0, 0", m, vreg, cursor); break;
+    case Layout::Column:
+      w.line("{} v{}, m0, s{}, 0, {}", m, vreg, column_cursor, stream.element_bytes(i));
+      w.line("vbcast.lane v{}, v{}, 0", vreg, vreg);
+      break;
+    case Layout::Scalar: throw KernelError("scalar operands live in a register, they are not loaded per tile");
+  }
+}
+
+}  // namespace vtpu::kernels

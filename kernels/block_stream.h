@@ -1,0 +1,81 @@
+// Streams a [rows, cols] grid through VMEM in double-buffered blocks: the skeleton shared by the
+// elementwise and row-wise kernels. It owns argument declaration, VMEM placement, the DMAs in and
+// out, the semaphores and the two-parity block loop; the caller emits each block's compute.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernels/asm_writer.h"
+#include "kernels/dtype.h"
+#include "kernels/elementwise.h"
+#include "kernels/vector_expr.h"
+#include "sim/chip_config.h"
+
+namespace vtpu::kernels {
+
+struct StreamOperand {
+  DType dtype = DType::F32;
+  Layout layout = Layout::Full;  // outputs: Full ([rows, cols]) or Column ([rows], row kernels)
+  bool output = false;
+};
+
+// Registers holding the current block's origin and valid extent.
+struct BlockExtent {
+  int row0, col0, rows, cols;
+};
+
+class BlockStream {
+ public:
+  // `max_block_cols`: widest block (the full row for row-wise kernels). `budget_bytes`: VMEM per
+  // buffer set for the Full operands; `extra_row_bytes` per block row is reserved for the caller.
+  BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows, int64_t cols, std::vector<StreamOperand> operands,
+              int64_t max_block_cols, uint64_t budget_bytes, int64_t extra_row_bytes = 0);
+
+  // Emits the block loop. `compute(set, extent)` emits one block's work; inputs of that set have
+  // landed and outputs of that set may be written. Scalar inputs are loaded once into vregs first.
+  void emit(RegisterPool& vregs, const std::function<void(int set, const BlockExtent&)>& compute);
+
+  uint64_t vmem(size_t operand, int set) const { return buffers_.at(operand).vmem[set]; }
+  int64_t row_stride(size_t operand) const { return buffers_.at(operand).row_stride; }
+  int element_bytes(size_t operand) const { return dtype_bytes(operands_.at(operand).dtype); }
+  const StreamOperand& operand(size_t i) const { return operands_.at(i); }
+  size_t operand_count() const { return operands_.size(); }
+  int scalar_vreg(size_t operand) const { return buffers_.at(operand).scalar_vreg; }
+  int64_t block_rows() const { return br_; }
+  int64_t block_cols_padded() const { return bc_pad_; }
+  uint64_t vmem_end() const { return vmem_end_; }  // first free VMEM byte after the buffers
+  // VMEM the caller asked for with extra_row_bytes, per set.
+  uint64_t extra(int set) const { return extra_[set]; }
+
+ private:
+  struct Buffer {
+    int arg = 0;
+    uint64_t vmem[2] = {0, 0};
+    int64_t row_stride = 0;
+    int scalar_vreg = -1;
+  };
+  void block_extent(int block_reg, const BlockExtent& e);
+  void block_dma(size_t operand, int set, int sem, const BlockExtent& e);
+  void issue_inputs(int block_reg, int set);
+  void load_scalars(RegisterPool& vregs);
+  int streamed_inputs() const;
+  int outputs() const;
+
+  AsmWriter& w_;
+  int64_t rows_, cols_;
+  std::vector<StreamOperand> operands_;
+  std::vector<Buffer> buffers_;
+  int64_t br_ = 0, bc_ = 0, bc_pad_ = 0, col_blocks_ = 0, blocks_ = 0;
+  uint64_t extra_[2] = {0, 0};
+  uint64_t vmem_end_ = 0;
+};
+
+// Loads operand `i` of `stream` for the 8x128 tile at the given cursors into `vreg`: Full from
+// s`cursor` (rows row_stride apart), Row from s`cursor` (one row for all sublanes), Column from
+// s`column_cursor` (one value per sublane, broadcast along lanes). Scalars are never loaded.
+void load_tile(AsmWriter& w, const BlockStream& stream, size_t i, int vreg, int cursor, int column_cursor);
+
+}  // namespace vtpu::kernels
