@@ -1,0 +1,39 @@
+// Row-wise kernels over [rows, cols] (the last axis): reductions (sum, mean, max, min, var),
+// softmax, log_softmax, layer_norm and rms_norm. Each row's values come from an elementwise
+// prologue over the inputs (so softmax(x * scale + mask) or sum(x * x) is one kernel).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "isa/program.h"
+#include "kernels/elementwise.h"
+#include "kernels/vector_expr.h"
+#include "sim/chip_config.h"
+
+namespace vtpu::kernels {
+
+enum class RowOp : uint8_t { Sum, Mean, Max, Min, Var, Softmax, LogSoftmax, LayerNorm, RmsNorm };
+
+std::string_view row_op_name(RowOp op);
+// Reductions write [rows]; the others write [rows, cols].
+bool row_op_reduces(RowOp op);
+
+struct RowwiseSpec {
+  int64_t rows = 1;
+  int64_t cols = 1;
+  RowOp op = RowOp::Sum;
+  std::vector<Operand> inputs;     // operands of the prologue
+  std::optional<Expr> prologue;    // one output: the value per element; default: input 0
+  DType out_dtype = DType::F32;
+  double eps = 1e-5;               // LayerNorm, RmsNorm
+  int64_t correction = 1;          // Var divides by cols - correction (torch's unbiased default)
+  bool has_weight = false;         // LayerNorm, RmsNorm: a [cols] weight ...
+  bool has_bias = false;           // ... and a [cols] bias (LayerNorm)
+};
+
+// Kernel arguments: the prologue inputs, then weight and bias if present, then the output.
+isa::Program make_rowwise(const RowwiseSpec& spec, const sim::ChipConfig& chip);
+
+}  // namespace vtpu::kernels

@@ -1,0 +1,197 @@
+// Row-wise kernels (reductions along the last axis, softmax, norms) against double-precision
+// host references, over ragged row lengths, with prologues and bf16 outputs.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "kernels/rowwise.h"
+#include "sim/bf16.h"
+#include "support/numerics.h"
+#include "support/run_program.h"
+
+using namespace vtpu;
+using kernels::DType;
+using kernels::ExprOp;
+using kernels::Layout;
+using kernels::RowOp;
+using kernels::ValueType;
+
+namespace {
+
+kernels::RowwiseSpec row_spec(int64_t rows, int64_t cols, RowOp op) {
+  kernels::RowwiseSpec s;
+  s.rows = rows;
+  s.cols = cols;
+  s.op = op;
+  s.inputs = {{DType::F32, Layout::Full}};
+  return s;
+}
+
+std::vector<float> run(const kernels::RowwiseSpec& spec, const std::vector<std::vector<float>>& inputs) {
+  std::vector<testing::Arg> args;
+  for (const auto& in : inputs) args.push_back(testing::Arg::buf(testing::HostBuffer::of(in)));
+  const size_t n = kernels::row_op_reduces(spec.op) ? spec.rows : spec.rows * spec.cols;
+  const int eb = spec.out_dtype == DType::BF16 ? 2 : 4;
+  args.push_back(testing::Arg::buf(testing::HostBuffer{std::vector<uint8_t>(n * eb)}));
+  auto out = testing::run_program(kernels::make_rowwise(spec, sim::load_chip("v5e")), args);
+  if (spec.out_dtype == DType::F32) return out.buffers.back().as<float>();
+  std::vector<float> v;
+  for (uint16_t b : out.buffers.back().as<uint16_t>()) v.push_back(sim::bf16_bits_to_f32(b));
+  return v;
+}
+
+// Per-row reference of a reduction over x.
+std::vector<double> reduce_rows(const std::vector<float>& x, int64_t rows, int64_t cols, RowOp op, int64_t correction = 1) {
+  std::vector<double> out(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = &x[r * cols];
+    double sum = 0, mx = -INFINITY, mn = INFINITY;
+    bool nan = false;
+    for (int64_t c = 0; c < cols; ++c) {
+      sum += row[c];
+      nan |= std::isnan(row[c]);
+      mx = std::max<double>(mx, row[c]);
+      mn = std::min<double>(mn, row[c]);
+    }
+    const double mean = sum / cols;
+    double sq = 0;
+    for (int64_t c = 0; c < cols; ++c) sq += (row[c] - mean) * (row[c] - mean);
+    switch (op) {
+      case RowOp::Sum: out[r] = sum; break;
+      case RowOp::Mean: out[r] = mean; break;
+      case RowOp::Max: out[r] = nan ? NAN : mx; break;
+      case RowOp::Min: out[r] = nan ? NAN : mn; break;
+      case RowOp::Var: out[r] = sq / double(cols - correction); break;
+      default: break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE("kernels") {
+  TEST_CASE("row reductions over ragged row lengths") {
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {7, 129}, {33, 1000}, {300, 128}, {9, 5000}}) {
+      for (RowOp op : {RowOp::Sum, RowOp::Mean, RowOp::Max, RowOp::Min, RowOp::Var}) {
+        if (op == RowOp::Var && cols == 1) continue;
+        CAPTURE(rows);
+        CAPTURE(cols);
+        CAPTURE(kernels::row_op_name(op));
+        const auto x = testing::random_floats(rows * cols, 41);
+        const auto got = run(row_spec(rows, cols, op), {x});
+        // f32 sums of n terms in tree order: within n * 2^-24 * sum|x| (|x| <= 3 here).
+        const double atol = (op == RowOp::Max || op == RowOp::Min) ? 0 : 3.0 * cols * std::ldexp(1.0, -23) + 1e-6;
+        VTPU_CHECK_CLOSE(got, reduce_rows(x, rows, cols, op), atol, 1e-6);
+      }
+    }
+  }
+
+  TEST_CASE("max propagates NaN; var with correction 0") {
+    auto x = testing::random_floats(3 * 200, 42);
+    x[250] = NAN;
+    const auto mx = run(row_spec(3, 200, RowOp::Max), {x});
+    CHECK(!std::isnan(mx[0]));
+    CHECK(std::isnan(mx[1]));
+    auto spec = row_spec(3, 200, RowOp::Var);
+    spec.correction = 0;
+    x[250] = 0.5f;
+    VTPU_CHECK_CLOSE(run(spec, {x}), reduce_rows(x, 3, 200, RowOp::Var, 0), 1e-5, 1e-5);
+  }
+
+  TEST_CASE("sum with a prologue: sum((a - b)^2) in one kernel") {
+    const int64_t rows = 10, cols = 300;
+    auto spec = row_spec(rows, cols, RowOp::Sum);
+    spec.inputs = {{DType::F32, Layout::Full}, {DType::BF16, Layout::Full}};
+    kernels::Expr e;
+    const int d = e.binary(ExprOp::Sub, e.input(0, ValueType::F32), e.input(1, ValueType::F32));
+    e.add_output(e.unary(ExprOp::Square, d));
+    spec.prologue = e;
+    const auto a = testing::random_floats(rows * cols, 43), bf = testing::random_floats(rows * cols, 44);
+    std::vector<uint16_t> b(bf.size());
+    std::vector<double> want(rows, 0);
+    for (size_t i = 0; i < bf.size(); ++i) {
+      b[i] = sim::f32_to_bf16_bits(bf[i]);
+      const double diff = a[i] - sim::bf16_bits_to_f32(b[i]);
+      want[i / cols] += diff * diff;
+    }
+    auto out = testing::run_program(kernels::make_rowwise(spec, sim::load_chip("v5e")),
+                                    {testing::Arg::buf(testing::HostBuffer::of(a)), testing::Arg::buf(testing::HostBuffer::of(b)),
+                                     testing::Arg::buf(testing::HostBuffer::of(std::vector<float>(rows)))});
+    VTPU_CHECK_CLOSE(out.buffers[2].as<float>(), want, 1e-4, 1e-5);
+  }
+
+  TEST_CASE("softmax and log_softmax of x * scale + mask (attention scores)") {
+    const int64_t rows = 20, cols = 300;
+    for (RowOp op : {RowOp::Softmax, RowOp::LogSoftmax}) {
+      CAPTURE(kernels::row_op_name(op));
+      auto spec = row_spec(rows, cols, op);
+      spec.inputs = {{DType::F32, Layout::Full}, {DType::F32, Layout::Full}, {DType::F32, Layout::Scalar}};
+      kernels::Expr e;
+      e.add_output(e.binary(ExprOp::Add, e.binary(ExprOp::Mul, e.input(0, ValueType::F32), e.input(2, ValueType::F32)),
+                            e.input(1, ValueType::F32)));
+      spec.prologue = e;
+      const auto x = testing::random_floats(rows * cols, 45, -10, 10);
+      std::vector<float> mask(rows * cols, 0.f);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = r + 1; c < cols; ++c) mask[r * cols + c] = -std::numeric_limits<float>::infinity();
+      }
+      const std::vector<float> scale = {0.125f};
+      const auto got = run(spec, {x, mask, scale});
+      std::vector<double> want(rows * cols);
+      for (int64_t r = 0; r < rows; ++r) {
+        double m = -INFINITY, s = 0;
+        for (int64_t c = 0; c < cols; ++c) m = std::max(m, double(x[r * cols + c]) * 0.125 + mask[r * cols + c]);
+        for (int64_t c = 0; c < cols; ++c) s += std::exp(double(x[r * cols + c]) * 0.125 + mask[r * cols + c] - m);
+        for (int64_t c = 0; c < cols; ++c) {
+          const double z = double(x[r * cols + c]) * 0.125 + mask[r * cols + c] - m;
+          want[r * cols + c] = op == RowOp::Softmax ? std::exp(z) / s : z - std::log(s);
+        }
+      }
+      VTPU_CHECK_CLOSE(got, want, 1e-6, 1e-5);
+    }
+  }
+
+  TEST_CASE("layer_norm with weight and bias, rms_norm with weight, bf16 out") {
+    const int64_t rows = 17, cols = 200;
+    const auto x = testing::random_floats(rows * cols, 46, -4, 6);
+    const auto w = testing::random_floats(cols, 47), b = testing::random_floats(cols, 48);
+    for (RowOp op : {RowOp::LayerNorm, RowOp::RmsNorm}) {
+      for (DType out : {DType::F32, DType::BF16}) {
+        CAPTURE(kernels::row_op_name(op));
+        CAPTURE(kernels::dtype_name(out));
+        auto spec = row_spec(rows, cols, op);
+        spec.has_weight = true;
+        spec.has_bias = op == RowOp::LayerNorm;
+        spec.out_dtype = out;
+        spec.eps = 1e-5;
+        std::vector<std::vector<float>> inputs = {x, w};
+        if (spec.has_bias) inputs.push_back(b);
+        const auto got = run(spec, inputs);
+        std::vector<double> want(rows * cols);
+        for (int64_t r = 0; r < rows; ++r) {
+          double mean = 0, sq = 0;
+          for (int64_t c = 0; c < cols; ++c) mean += x[r * cols + c];
+          mean /= cols;
+          const double center = op == RowOp::LayerNorm ? mean : 0;
+          for (int64_t c = 0; c < cols; ++c) sq += (x[r * cols + c] - center) * (x[r * cols + c] - center);
+          const double inv = 1 / std::sqrt(sq / cols + 1e-5);
+          for (int64_t c = 0; c < cols; ++c) {
+            want[r * cols + c] = (x[r * cols + c] - center) * inv * w[c] + (spec.has_bias ? b[c] : 0);
+          }
+        }
+        VTPU_CHECK_CLOSE(got, want, 1e-5, out == DType::BF16 ? 1.0 / 256 : 1e-5);
+      }
+    }
+  }
+
+  TEST_CASE("row kernel errors") {
+    auto spec = row_spec(2, 2, RowOp::Sum);
+    spec.has_weight = true;
+    CHECK_THROWS_WITH_AS(kernels::make_rowwise(spec, sim::load_chip("v5e")), doctest::Contains("layer_norm"),
+                         kernels::KernelError);
+    spec = row_spec(2, 1 << 20, RowOp::Softmax);
+    CHECK_THROWS_WITH_AS(kernels::make_rowwise(spec, sim::load_chip("v5e")), doctest::Contains("exceed"), kernels::KernelError);
+  }
+}
