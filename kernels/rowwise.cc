@@ -30,8 +30,8 @@ class RowwiseBuilder {
     validate();
     std::vector<StreamOperand> operands;
     for (const auto& in : spec_.inputs) operands.push_back({in.dtype, in.layout, false});
-    if (spec_.has_weight) weight_ = add(operands, {DType::F32, Layout::Row, false});
-    if (spec_.has_bias) bias_ = add(operands, {DType::F32, Layout::Row, false});
+    if (spec_.has_weight) weight_ = add(operands, {spec_.weight_dtype, Layout::Row, false});
+    if (spec_.has_bias) bias_ = add(operands, {spec_.weight_dtype, Layout::Row, false});
     out_ = add(operands, {spec_.out_dtype, row_op_reduces(spec_.op) ? Layout::Column : Layout::Full, true});
     const int64_t cols_pad = (spec_.cols + kLanes - 1) / kLanes * kLanes;
     stream_.emplace(w_, chip_, spec_.rows, spec_.cols, operands, spec_.cols, kBlockBudgetBytes, cols_pad * 4);

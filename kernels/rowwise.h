@@ -31,6 +31,7 @@ struct RowwiseSpec {
   int64_t correction = 1;          // Var divides by cols - correction (torch's unbiased default)
   bool has_weight = false;         // LayerNorm, RmsNorm: a [cols] weight ...
   bool has_bias = false;           // ... and a [cols] bias (LayerNorm)
+  DType weight_dtype = DType::F32; // of weight and bias
 };
 
 // Kernel arguments: the prologue inputs, then weight and bias if present, then the output.

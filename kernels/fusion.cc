@@ -1,0 +1,208 @@
+// Greedy grouping in node order. Invariant: a group only reads values of groups with a lower
+// index, so group order is a valid execution order. A node may therefore join only the group of
+// its latest producer, and only when it fits that group's kind and shape.
+#include "kernels/fusion.h"
+
+#include <algorithm>
+#include <map>
+
+#include "kernels/asm_writer.h"
+
+namespace vtpu::kernels {
+namespace {
+
+constexpr size_t kMaxElementwiseOperands = 10;
+
+class GreedyPlanner {
+ public:
+  GreedyPlanner(const Graph& g, FusionStrategy s) : g_(g), strategy_(s), consumers_(g.consumer_counts()) {}
+
+  std::vector<KernelGroup> run() {
+    group_of_.assign(g_.nodes().size(), -1);
+    for (int id = 0; id < static_cast<int>(g_.nodes().size()); ++id) {
+      const Node& n = g_.node(id);
+      switch (n.kind) {
+        case NodeKind::Input: break;
+        case NodeKind::MatMul: open(KernelGroup::Kind::MatMul, id); break;
+        case NodeKind::Row:
+          if (strategy_ == FusionStrategy::None || !absorb_prologue(id)) open(KernelGroup::Kind::Row, id);
+          break;
+        case NodeKind::Elementwise:
+          if (strategy_ == FusionStrategy::None || !join(id)) open(KernelGroup::Kind::Elementwise, id);
+          break;
+      }
+    }
+    std::vector<KernelGroup> out;
+    for (auto& grp : groups_) {
+      if (grp.nodes.empty()) continue;
+      finish(grp);
+      out.push_back(std::move(grp));
+    }
+    return out;
+  }
+
+ private:
+  void open(KernelGroup::Kind kind, int id) {
+    KernelGroup grp;
+    grp.kind = kind;
+    grp.nodes = {id};
+    group_of_[id] = static_cast<int>(groups_.size());
+    groups_.push_back(std::move(grp));
+  }
+
+  int latest_producer_group(int id) const {
+    int latest = -1;
+    for (int in : g_.node(id).inputs) latest = std::max(latest, group_of_[in]);
+    return latest;
+  }
+
+  // Values of `grp` (plus node `extra`) read or written outside it, as far as is known now.
+  size_t operand_count(const KernelGroup& grp, int extra) const {
+    std::vector<int> members = grp.nodes;
+    members.push_back(extra);
+    std::vector<int> reads;
+    size_t writes = 0;
+    for (int m : members) {
+      for (int in : g_.node(m).inputs) {
+        if (std::find(members.begin(), members.end(), in) == members.end() &&
+            std::find(reads.begin(), reads.end(), in) == reads.end()) {
+          reads.push_back(in);
+        }
+      }
+      int inside = 0;
+      for (int other : members) {
+        for (int in : g_.node(other).inputs) inside += in == m;
+      }
+      writes += consumers_[m] > inside || g_.is_output(m);
+    }
+    return reads.size() + writes;
+  }
+
+  bool layouts_fit(int id, const std::vector<int64_t>& out_shape, bool allow_column) const {
+    for (int in : g_.node(id).inputs) {
+      try {
+        const Layout l = broadcast_layout(g_.node(in).type.shape, out_shape);
+        if (l == Layout::Column && !allow_column) return false;
+      } catch (const KernelError&) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  bool join(int id) {
+    const Node& n = g_.node(id);
+    const int gi = latest_producer_group(id);
+    if (gi < 0) return false;
+    KernelGroup& grp = groups_[gi];
+    const Node& head = g_.node(grp.nodes.back());
+    if (grp.kind == KernelGroup::Kind::Row) return false;
+    if (head.type.shape != n.type.shape) return false;
+    if (grp.kind == KernelGroup::Kind::MatMul) {
+      if (n.type.dtype != DType::F32 && n.type.dtype != DType::BF16) return false;  // the MXU path writes floats
+      // Only the matmul's (or its epilogue's) latest value, read by nobody else, can flow on.
+      const int tail = grp.nodes.back();
+      if (std::find(n.inputs.begin(), n.inputs.end(), tail) == n.inputs.end()) return false;
+      if (consumers_[tail] != 1 || g_.is_output(tail)) return false;
+      const bool batched_b = g_.node(g_.node(grp.nodes.front()).inputs[1]).type.shape.size() > 2;
+      if (!layouts_fit(id, n.type.shape, !batched_b)) return false;
+    } else {
+      if (!layouts_fit(id, n.type.shape, true)) return false;
+      if (operand_count(grp, id) > kMaxElementwiseOperands) return false;
+    }
+    grp.nodes.push_back(id);
+    group_of_[id] = gi;
+    return true;
+  }
+
+  // An elementwise group whose only use is this row op's input becomes its prologue.
+  bool absorb_prologue(int id) {
+    const Node& n = g_.node(id);
+    const int x = n.inputs[0];
+    const int gi = group_of_[x];
+    if (gi < 0 || groups_[gi].kind != KernelGroup::Kind::Elementwise) return false;
+    KernelGroup& grp = groups_[gi];
+    for (size_t i = 1; i < n.inputs.size(); ++i) {
+      if (group_of_[n.inputs[i]] >= gi) return false;
+    }
+    for (int m : grp.nodes) {
+      int inside = 0;
+      for (int other : grp.nodes) {
+        for (int in : g_.node(other).inputs) inside += in == m;
+      }
+      const int outside = consumers_[m] - inside;
+      if (g_.is_output(m)) return false;
+      if (m == x ? outside != 1 : outside != 0) return false;
+      if (g_.node(m).type.shape != g_.node(x).type.shape) return false;
+    }
+    grp.kind = KernelGroup::Kind::Row;
+    grp.nodes.push_back(id);
+    group_of_[id] = gi;
+    return true;
+  }
+
+  void finish(KernelGroup& grp) const {
+    for (int m : grp.nodes) {
+      for (int in : g_.node(m).inputs) {
+        const bool inside = std::find(grp.nodes.begin(), grp.nodes.end(), in) != grp.nodes.end();
+        if (!inside && std::find(grp.inputs.begin(), grp.inputs.end(), in) == grp.inputs.end()) grp.inputs.push_back(in);
+      }
+    }
+    for (int m : grp.nodes) {
+      int inside = 0;
+      for (int other : grp.nodes) {
+        for (int in : g_.node(other).inputs) inside += in == m;
+      }
+      if (consumers_[m] > inside || g_.is_output(m)) grp.outputs.push_back(m);
+    }
+    if (grp.outputs.empty()) grp.outputs.push_back(grp.nodes.back());  // dead code still runs if asked to
+  }
+
+  const Graph& g_;
+  FusionStrategy strategy_;
+  std::vector<int> consumers_;
+  std::vector<int> group_of_;
+  std::vector<KernelGroup> groups_;
+};
+
+}  // namespace
+
+FusionStrategy fusion_strategy_from_name(std::string_view name) {
+  if (name == "none") return FusionStrategy::None;
+  if (name == "greedy") return FusionStrategy::Greedy;
+  throw KernelError(fmt::format("unknown fusion strategy '{}' (none, greedy)", name));
+}
+
+std::string_view fusion_strategy_name(FusionStrategy s) { return s == FusionStrategy::None ? "none" : "greedy"; }
+
+std::pair<int64_t, int64_t> rows_cols(const std::vector<int64_t>& shape) {
+  if (shape.empty()) return {1, 1};
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < shape.size(); ++i) rows *= shape[i];
+  return {rows, shape.back()};
+}
+
+Layout broadcast_layout(const std::vector<int64_t>& shape, const std::vector<int64_t>& out) {
+  // Drop leading 1s: they never change the flattened order.
+  std::vector<int64_t> s(shape.begin(), shape.end());
+  while (!s.empty() && s.front() == 1 && s.size() > 0) s.erase(s.begin());
+  std::vector<int64_t> o(out.begin(), out.end());
+  while (o.size() > s.size() && !o.empty() && o.front() == 1) o.erase(o.begin());
+  int64_t numel = 1;
+  for (int64_t d : s) numel *= d;
+  if (numel == 1) return Layout::Scalar;
+  if (s == o) return Layout::Full;
+  if (!out.empty() && s.size() == 1 && s[0] == out.back()) return Layout::Row;
+  // [..., 1] matching every leading dim of out: one value per row
+  if (!out.empty() && !s.empty() && s.back() == 1) {
+    std::vector<int64_t> lead(s.begin(), s.end() - 1), out_lead(out.begin(), out.end() - 1);
+    while (!out_lead.empty() && out_lead.front() == 1 && out_lead.size() > lead.size()) out_lead.erase(out_lead.begin());
+    if (lead == out_lead) return Layout::Column;
+  }
+  throw KernelError(fmt::format("broadcasting {} to {} is not a layout kernels stream (needs a materialising copy)",
+                                to_string({shape, DType::F32}).substr(3), to_string({out, DType::F32}).substr(3)));
+}
+
+std::vector<KernelGroup> plan_fusion(const Graph& graph, FusionStrategy strategy) { return GreedyPlanner(graph, strategy).run(); }
+
+}  // namespace vtpu::kernels

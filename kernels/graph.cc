@@ -1,0 +1,208 @@
+#include "kernels/graph.h"
+
+#include <algorithm>
+
+#include "kernels/asm_writer.h"
+
+namespace vtpu::kernels {
+namespace {
+
+bool is_comparison(ExprOp op) {
+  return op == ExprOp::Lt || op == ExprOp::Le || op == ExprOp::Gt || op == ExprOp::Ge || op == ExprOp::Eq ||
+         op == ExprOp::Ne;
+}
+
+bool is_integer(DType t) { return t == DType::I8 || t == DType::I32 || t == DType::I64 || t == DType::Bool; }
+
+// torch's promotion for the dtypes the chip holds: float beats int beats bool; f32 beats bf16.
+DType promote(DType a, DType b) {
+  if (a == b) return a;
+  if (dtype_is_float(a) && dtype_is_float(b)) return DType::F32;
+  if (dtype_is_float(a)) return a;
+  if (dtype_is_float(b)) return b;
+  if (a == DType::Bool) return b;
+  if (b == DType::Bool) return a;
+  return dtype_bytes(a) >= dtype_bytes(b) ? a : b;
+}
+
+// Ops whose result is float even for integer inputs (torch: true division, transcendental ops).
+bool float_result(ExprOp op) {
+  return !(op == ExprOp::Neg || op == ExprOp::Abs || op == ExprOp::Relu || op == ExprOp::Square || op == ExprOp::Add ||
+           op == ExprOp::Sub || op == ExprOp::Mul || op == ExprOp::Max || op == ExprOp::Min || op == ExprOp::Not ||
+           op == ExprOp::And || op == ExprOp::Or || is_comparison(op));
+}
+
+DType result_dtype(ExprOp op, DType in) {
+  if (is_comparison(op) || op == ExprOp::Not || op == ExprOp::And || op == ExprOp::Or) return DType::Bool;
+  if (float_result(op) && is_integer(in)) return DType::F32;
+  if (in == DType::Bool && (op == ExprOp::Add || op == ExprOp::Mul || op == ExprOp::Sub)) return DType::I32;
+  return in;
+}
+
+}  // namespace
+
+int64_t TensorType::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string to_string(const TensorType& t) {
+  std::string s = std::string(dtype_name(t.dtype)) + "[";
+  for (size_t i = 0; i < t.shape.size(); ++i) s += (i ? "," : "") + std::to_string(t.shape[i]);
+  return s + "]";
+}
+
+std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  const size_t n = std::max(a.size(), b.size());
+  std::vector<int64_t> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1) {
+      throw KernelError(fmt::format("shapes {} and {} do not broadcast", to_string({a, DType::F32}).substr(3),
+                                    to_string({b, DType::F32}).substr(3)));
+    }
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+int Graph::add(Node node) {
+  if (!dtype_on_chip(node.type.dtype)) {
+    throw KernelError(fmt::format("{}: {} tensors are not supported on the chip", node.label, dtype_name(node.type.dtype)));
+  }
+  for (int in : node.inputs) {
+    if (in < 0 || in >= static_cast<int>(nodes_.size())) throw KernelError(fmt::format("{}: unknown input value {}", node.label, in));
+  }
+  nodes_.push_back(std::move(node));
+  return static_cast<int>(nodes_.size()) - 1;
+}
+
+int Graph::input(TensorType type, std::string label) {
+  Node n;
+  n.kind = NodeKind::Input;
+  n.type = std::move(type);
+  n.label = std::move(label);
+  return add(std::move(n));
+}
+
+int Graph::unary(ExprOp op, int x, std::string label) {
+  Node n;
+  n.kind = NodeKind::Elementwise;
+  n.expr_op = op;
+  n.inputs = {x};
+  n.type = {node(x).type.shape, result_dtype(op, node(x).type.dtype)};
+  n.label = label.empty() ? std::string(expr_op_name(op)) : std::move(label);
+  return add(std::move(n));
+}
+
+int Graph::binary(ExprOp op, int a, int b, std::string label) {
+  Node n;
+  n.kind = NodeKind::Elementwise;
+  n.expr_op = op;
+  n.inputs = {a, b};
+  n.label = label.empty() ? std::string(expr_op_name(op)) : std::move(label);
+  n.type = {broadcast_shapes(node(a).type.shape, node(b).type.shape),
+            result_dtype(op, promote(node(a).type.dtype, node(b).type.dtype))};
+  return add(std::move(n));
+}
+
+int Graph::binary_scalar(ExprOp op, int a, double scalar, bool scalar_first, std::string label) {
+  Node n;
+  n.kind = NodeKind::Elementwise;
+  n.expr_op = op;
+  n.inputs = {a};
+  n.scalar_operand = true;
+  n.scalar = scalar;
+  n.scalar_first = scalar_first;
+  n.label = label.empty() ? std::string(expr_op_name(op)) : std::move(label);
+  // A Python float scalar makes an int tensor's result float; it never widens a float tensor.
+  const DType in = node(a).type.dtype;
+  const bool float_scalar = scalar != static_cast<double>(static_cast<int64_t>(scalar));
+  n.type = {node(a).type.shape, result_dtype(op, float_scalar && is_integer(in) ? DType::F32 : in)};
+  return add(std::move(n));
+}
+
+int Graph::where(int condition, int a, int b, std::string label) {
+  Node n;
+  n.kind = NodeKind::Elementwise;
+  n.expr_op = ExprOp::Where;
+  n.inputs = {condition, a, b};
+  n.label = label.empty() ? "where" : std::move(label);
+  n.type = {broadcast_shapes(node(condition).type.shape, broadcast_shapes(node(a).type.shape, node(b).type.shape)),
+            promote(node(a).type.dtype, node(b).type.dtype)};
+  return add(std::move(n));
+}
+
+int Graph::cast(int x, DType dtype, std::string label) {
+  Node n;
+  n.kind = NodeKind::Elementwise;
+  n.expr_op = ExprOp::ToF32;  // the planner casts to n.type.dtype on store
+  n.inputs = {x};
+  n.type = {node(x).type.shape, dtype};
+  n.label = label.empty() ? fmt::format("to_{}", dtype_name(dtype)) : std::move(label);
+  return add(std::move(n));
+}
+
+int Graph::matmul(int a, int b, bool transpose_b, int passes, std::string label) {
+  const auto& ta = node(a).type;
+  const auto& tb = node(b).type;
+  if (ta.shape.size() < 2 || tb.shape.size() < 2) throw KernelError(fmt::format("{}: operands need at least 2 dims", label));
+  const int64_t k = ta.shape.back();
+  const int64_t kb = transpose_b ? tb.shape.back() : tb.shape[tb.shape.size() - 2];
+  const int64_t nn = transpose_b ? tb.shape[tb.shape.size() - 2] : tb.shape.back();
+  if (k != kb) throw KernelError(fmt::format("{}: {} @ {}{}: inner dimensions differ", label, to_string(ta), to_string(tb), transpose_b ? "^T" : ""));
+  if (tb.shape.size() > 2) {
+    // batched B must match A's batch dims exactly (no broadcasting of batch dims yet)
+    if (tb.shape.size() != ta.shape.size() ||
+        !std::equal(ta.shape.begin(), ta.shape.end() - 2, tb.shape.begin())) {
+      throw KernelError(fmt::format("{}: batch dims of {} and {} differ", label, to_string(ta), to_string(tb)));
+    }
+  }
+  Node n;
+  n.kind = NodeKind::MatMul;
+  n.inputs = {a, b};
+  n.transpose_b = transpose_b;
+  n.passes = passes;
+  n.label = std::move(label);
+  auto shape = ta.shape;
+  shape.back() = nn;
+  const DType out = (ta.dtype == DType::BF16 && tb.dtype == DType::BF16) ? DType::BF16 : DType::F32;
+  n.type = {shape, out};
+  return add(std::move(n));
+}
+
+int Graph::row(RowOp op, int x, int weight, int bias, double eps, std::string label) {
+  Node n;
+  n.kind = NodeKind::Row;
+  n.row_op = op;
+  n.inputs = {x};
+  if (weight >= 0) n.inputs.push_back(weight);
+  if (bias >= 0) n.inputs.push_back(bias);
+  n.eps = eps;
+  n.label = label.empty() ? std::string(row_op_name(op)) : std::move(label);
+  auto shape = node(x).type.shape;
+  if (shape.empty()) throw KernelError(fmt::format("{}: needs at least one dim", n.label));
+  if (row_op_reduces(op)) shape.pop_back();
+  const DType in = node(x).type.dtype;
+  n.type = {shape, in == DType::BF16 ? DType::BF16 : DType::F32};
+  return add(std::move(n));
+}
+
+void Graph::mark_output(int value) {
+  node(value);  // range check
+  outputs_.push_back(value);
+}
+
+bool Graph::is_output(int id) const { return std::find(outputs_.begin(), outputs_.end(), id) != outputs_.end(); }
+
+std::vector<int> Graph::consumer_counts() const {
+  std::vector<int> counts(nodes_.size(), 0);
+  for (const auto& n : nodes_) {
+    for (int in : n.inputs) ++counts[in];
+  }
+  return counts;
+}
+
+}  // namespace vtpu::kernels

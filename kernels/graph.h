@@ -1,0 +1,82 @@
+// The op graph the bridge fills and the planner lowers: values are dense row-major tensors
+// (views are materialised before they get here), nodes are ops with attributes. Broadcasting
+// follows torch's rules, checked when a node is added.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/dtype.h"
+#include "kernels/rowwise.h"
+#include "kernels/vector_expr.h"
+
+namespace vtpu::kernels {
+
+struct TensorType {
+  std::vector<int64_t> shape;
+  DType dtype = DType::F32;
+  int64_t numel() const;
+  bool operator==(const TensorType&) const = default;
+};
+
+std::string to_string(const TensorType& t);
+
+enum class NodeKind : uint8_t {
+  Input,        // a tensor handed to the graph (HBM, owned by the caller)
+  Elementwise,  // expr_op over 1-3 inputs (broadcast), optionally with a scalar operand
+  MatMul,       // [..., M, K] @ [K, N] or [..., K, N] (or B^T given as [N, K])
+  Row,          // row_op over the last axis
+};
+
+struct Node {
+  NodeKind kind = NodeKind::Input;
+  std::vector<int> inputs;  // value ids (a node's id is its output value's id)
+  TensorType type;
+  std::string label;        // what the user called it (an aten op name), for reports
+  // Elementwise
+  ExprOp expr_op = ExprOp::Add;
+  bool scalar_operand = false;  // inputs[0] (op) scalar
+  double scalar = 0;
+  bool scalar_first = false;    // scalar (op) inputs[0], for sub/div/pow with the scalar on the left
+  // MatMul
+  bool transpose_b = false;
+  int passes = 1;
+  // Row
+  RowOp row_op = RowOp::Sum;
+  double eps = 1e-5;
+  int64_t correction = 1;
+};
+
+class Graph {
+ public:
+  int input(TensorType type, std::string label = "input");
+  // Elementwise over tensors with broadcasting; the result dtype follows torch's promotion
+  // (comparisons give bool, float ops on ints give f32).
+  int unary(ExprOp op, int x, std::string label = "");
+  int binary(ExprOp op, int a, int b, std::string label = "");
+  int binary_scalar(ExprOp op, int a, double scalar, bool scalar_first = false, std::string label = "");
+  int where(int condition, int a, int b, std::string label = "");
+  int cast(int x, DType dtype, std::string label = "");
+  int matmul(int a, int b, bool transpose_b = false, int passes = 1, std::string label = "matmul");
+  // Reductions keep no dim: [..., n] -> [...]. Norms take optional [n] weight and bias (-1: none).
+  int row(RowOp op, int x, int weight = -1, int bias = -1, double eps = 1e-5, std::string label = "");
+  void mark_output(int value);
+
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const Node& node(int id) const { return nodes_.at(id); }
+  const std::vector<int>& outputs() const { return outputs_; }
+  bool is_output(int id) const;
+  // Number of nodes reading each value (a value read twice by one node counts twice).
+  std::vector<int> consumer_counts() const;
+
+ private:
+  int add(Node node);
+  std::vector<Node> nodes_;
+  std::vector<int> outputs_;
+};
+
+// torch broadcasting of two shapes; throws KernelError naming both when they do not broadcast.
+std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+
+}  // namespace vtpu::kernels

@@ -1,0 +1,284 @@
+// Lowering of fusion groups: each group's nodes become one Expr (elementwise ops, in order, with
+// bf16 results rounded like torch rounds them) inside the kernel spec of the group's kind.
+#include "kernels/plan.h"
+
+#include <algorithm>
+#include <climits>
+
+#include "kernels/asm_writer.h"
+#include "kernels/elementwise.h"
+#include "kernels/matmul.h"
+#include "kernels/rowwise.h"
+
+namespace vtpu::kernels {
+namespace {
+
+bool is_integer(DType t) { return t == DType::I8 || t == DType::I32 || t == DType::I64 || t == DType::Bool; }
+
+// Builds the Expr of a group's elementwise nodes. External values become Input operands in
+// first-use order (`operands`); `preset` maps values already defined (a matmul's accumulator).
+class ExprBuilder {
+ public:
+  ExprBuilder(const Graph& g, Expr& e, int first_operand) : g_(g), e_(e), next_operand_(first_operand) {}
+
+  void define(int value, int expr_node) { ids_[value] = expr_node; }
+  const std::vector<int>& operands() const { return operands_; }
+
+  int value(int v) {
+    auto it = ids_.find(v);
+    if (it != ids_.end()) return it->second;
+    operands_.push_back(v);
+    const int id = e_.input(next_operand_++, register_type(g_.node(v).type.dtype));
+    ids_[v] = id;
+    return id;
+  }
+
+  void node(int id) {
+    const Node& n = g_.node(id);
+    int out;
+    if (n.expr_op == ExprOp::Where) {
+      out = e_.where(value(n.inputs[0]), value(n.inputs[1]), value(n.inputs[2]));
+    } else if (n.expr_op == ExprOp::ToF32) {  // Graph::cast
+      const int x = value(n.inputs[0]);
+      if (n.type.dtype == DType::Bool) out = e_.cast(x, ValueType::Mask);
+      else if (is_integer(n.type.dtype)) out = e_.cast(x, ValueType::I32);
+      else out = e_.cast(x, ValueType::F32);
+    } else if (n.scalar_operand) {
+      const bool int_scalar = is_integer(g_.node(n.inputs[0]).type.dtype) && n.scalar == double(int64_t(n.scalar));
+      const int c = e_.constant(n.scalar, int_scalar ? ValueType::I32 : ValueType::F32);
+      const int x = value(n.inputs[0]);
+      out = n.scalar_first ? e_.binary(n.expr_op, c, x) : e_.binary(n.expr_op, x, c);
+    } else if (n.inputs.size() == 1) {
+      out = e_.unary(n.expr_op, value(n.inputs[0]));
+    } else {
+      out = e_.binary(n.expr_op, value(n.inputs[0]), value(n.inputs[1]));
+    }
+    if (n.type.dtype == DType::BF16) out = e_.unary(ExprOp::RoundBf16, out);  // torch rounds each bf16 result
+    ids_[id] = out;
+  }
+
+ private:
+  const Graph& g_;
+  Expr& e_;
+  int next_operand_;
+  std::map<int, int> ids_;
+  std::vector<int> operands_;
+};
+
+std::string layout_name(Layout l) {
+  switch (l) {
+    case Layout::Full: return "full";
+    case Layout::Row: return "row";
+    case Layout::Column: return "col";
+    case Layout::Scalar: return "scalar";
+  }
+  return "?";
+}
+
+std::string operand_key(const std::vector<Operand>& ops) {
+  std::string s;
+  for (const auto& o : ops) s += fmt::format("{}/{},", dtype_name(o.dtype), layout_name(o.layout));
+  return s;
+}
+
+std::vector<Operand> operands_for(const Graph& g, const std::vector<int>& values, const std::vector<int64_t>& out_shape) {
+  std::vector<Operand> ops;
+  for (int v : values) ops.push_back({g.node(v).type.dtype, broadcast_layout(g.node(v).type.shape, out_shape)});
+  return ops;
+}
+
+std::string label_of(const Graph& g, const KernelGroup& grp) {
+  std::string s;
+  for (int n : grp.nodes) s += (s.empty() ? "" : "+") + g.node(n).label;
+  return s;
+}
+
+Launch lower_elementwise(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
+  ElementwiseSpec spec;
+  const auto& shape = g.node(grp.nodes.back()).type.shape;
+  std::tie(spec.rows, spec.cols) = rows_cols(shape);
+  ExprBuilder b(g, spec.expr, 0);
+  for (int n : grp.nodes) b.node(n);
+  for (int o : grp.outputs) {
+    spec.expr.add_output(b.value(o));
+    spec.outputs.push_back(g.node(o).type.dtype);
+  }
+  spec.inputs = operands_for(g, b.operands(), shape);
+  Launch l;
+  l.args = b.operands();
+  l.args.insert(l.args.end(), grp.outputs.begin(), grp.outputs.end());
+  std::string key = fmt::format("ew|{}x{}|{}|", spec.rows, spec.cols, operand_key(spec.inputs));
+  for (DType t : spec.outputs) key += fmt::format("{},", dtype_name(t));
+  key += "|" + spec.expr.signature() + "|" + chip.name;
+  l.program = cache.get_or_build(key, [&] { return make_elementwise(spec, chip); }, &l.cache_hit);
+  return l;
+}
+
+Launch lower_matmul(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
+  const Node& mm = g.node(grp.nodes.front());
+  const auto& ta = g.node(mm.inputs[0]).type;
+  const auto& tb = g.node(mm.inputs[1]).type;
+  MatmulSpec spec;
+  spec.k = ta.shape.back();
+  spec.n = mm.type.shape.back();
+  if (tb.shape.size() == 2) {  // one weight for every row of A: a single (batch x M) x K problem
+    spec.m = ta.numel() / spec.k;
+    spec.b_shared = true;
+  } else {
+    spec.m = ta.shape[ta.shape.size() - 2];
+    spec.batch = ta.numel() / (spec.m * spec.k);
+  }
+  spec.a_dtype = ta.dtype;
+  spec.b_dtype = tb.dtype;
+  spec.b_transposed = mm.transpose_b;
+  spec.passes = (ta.dtype == DType::F32 || tb.dtype == DType::F32) ? mm.passes : 1;
+  const int last = grp.nodes.back();
+  spec.out_dtype = g.node(last).type.dtype;
+  Launch l;
+  l.args = {mm.inputs[0], mm.inputs[1]};
+  if (grp.nodes.size() > 1) {
+    Expr e;
+    ExprBuilder b(g, e, 1);
+    int acc = e.input(0, ValueType::F32);
+    if (mm.type.dtype == DType::BF16) acc = e.unary(ExprOp::RoundBf16, acc);
+    b.define(grp.nodes.front(), acc);
+    for (size_t i = 1; i < grp.nodes.size(); ++i) b.node(grp.nodes[i]);
+    e.add_output(b.value(last));
+    spec.epilogue = e;
+    spec.epilogue_inputs = operands_for(g, b.operands(), g.node(last).type.shape);
+    l.args.insert(l.args.end(), b.operands().begin(), b.operands().end());
+  }
+  l.args.push_back(last);
+  const std::string key = fmt::format("mm|{}x{}x{}x{}|{}{}{}|t{}s{}p{}|{}|{}|{}", spec.batch, spec.m, spec.n, spec.k,
+                                      dtype_name(spec.a_dtype), dtype_name(spec.b_dtype), dtype_name(spec.out_dtype),
+                                      spec.b_transposed, spec.b_shared, spec.passes, operand_key(spec.epilogue_inputs),
+                                      spec.epilogue ? spec.epilogue->signature() : "", chip.name);
+  l.program = cache.get_or_build(key, [&] { return make_matmul(spec, chip); }, &l.cache_hit);
+  return l;
+}
+
+Launch lower_row(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
+  const Node& r = g.node(grp.nodes.back());
+  const int x = r.inputs[0];
+  RowwiseSpec spec;
+  spec.op = r.row_op;
+  spec.eps = r.eps;
+  spec.correction = r.correction;
+  std::tie(spec.rows, spec.cols) = rows_cols(g.node(x).type.shape);
+  spec.out_dtype = r.type.dtype;
+  Expr e;
+  ExprBuilder b(g, e, 0);
+  for (size_t i = 0; i + 1 < grp.nodes.size(); ++i) b.node(grp.nodes[i]);
+  e.add_output(b.value(x));
+  spec.prologue = e;
+  spec.inputs = operands_for(g, b.operands(), g.node(x).type.shape);
+  Launch l;
+  l.args = b.operands();
+  if (r.inputs.size() > 1) {
+    spec.has_weight = true;
+    spec.weight_dtype = g.node(r.inputs[1]).type.dtype;
+    l.args.push_back(r.inputs[1]);
+  }
+  if (r.inputs.size() > 2) {
+    spec.has_bias = true;
+    if (g.node(r.inputs[2]).type.dtype != spec.weight_dtype) throw KernelError(fmt::format("{}: weight and bias dtypes differ", r.label));
+    l.args.push_back(r.inputs[2]);
+  }
+  l.args.push_back(grp.nodes.back());
+  const std::string key = fmt::format("row|{}|{}x{}|{}|{}|{}|{}|{}{}{}|{}|{}", row_op_name(spec.op), spec.rows, spec.cols,
+                                      operand_key(spec.inputs), dtype_name(spec.out_dtype), spec.eps, spec.correction,
+                                      spec.has_weight, spec.has_bias, dtype_name(spec.weight_dtype), e.signature(), chip.name);
+  l.program = cache.get_or_build(key, [&] { return make_rowwise(spec, chip); }, &l.cache_hit);
+  return l;
+}
+
+}  // namespace
+
+std::shared_ptr<const isa::Program> ProgramCache::get_or_build(const std::string& key,
+                                                               const std::function<isa::Program()>& build, bool* hit) {
+  {
+    std::lock_guard lock(mutex_);
+    auto it = programs_.find(key);
+    if (it != programs_.end()) {
+      ++hits_;
+      if (hit) *hit = true;
+      return it->second;
+    }
+  }
+  auto program = std::make_shared<const isa::Program>(build());  // built outside the lock
+  std::lock_guard lock(mutex_);
+  ++misses_;
+  if (hit) *hit = false;
+  return programs_.emplace(key, std::move(program)).first->second;
+}
+
+uint64_t ProgramCache::hits() const {
+  std::lock_guard lock(mutex_);
+  return hits_;
+}
+uint64_t ProgramCache::misses() const {
+  std::lock_guard lock(mutex_);
+  return misses_;
+}
+size_t ProgramCache::size() const {
+  std::lock_guard lock(mutex_);
+  return programs_.size();
+}
+void ProgramCache::clear() {
+  std::lock_guard lock(mutex_);
+  programs_.clear();
+  hits_ = misses_ = 0;
+}
+
+Plan make_plan(const Graph& graph, FusionStrategy strategy, const sim::ChipConfig& chip, ProgramCache& cache) {
+  Plan plan;
+  plan.strategy = strategy;
+  plan.outputs = graph.outputs();
+  for (int id = 0; id < static_cast<int>(graph.nodes().size()); ++id) {
+    if (graph.node(id).kind == NodeKind::Input) plan.inputs.push_back(id);
+  }
+  for (const auto& grp : plan_fusion(graph, strategy)) {
+    Launch l;
+    switch (grp.kind) {
+      case KernelGroup::Kind::Elementwise: l = lower_elementwise(graph, grp, chip, cache); break;
+      case KernelGroup::Kind::MatMul: l = lower_matmul(graph, grp, chip, cache); break;
+      case KernelGroup::Kind::Row: l = lower_row(graph, grp, chip, cache); break;
+    }
+    l.label = label_of(graph, grp);
+    plan.launches.push_back(std::move(l));
+  }
+  // Lifetimes of everything a launch writes; graph inputs stay in the caller's buffers.
+  std::map<int, ValueLifetime> life;
+  for (int step = 0; step < static_cast<int>(plan.launches.size()); ++step) {
+    for (int v : plan.launches[step].args) {
+      const TensorType& t = graph.node(v).type;
+      plan.value_bytes[v] = uint64_t(t.numel()) * dtype_bytes(t.dtype);
+      if (graph.node(v).kind == NodeKind::Input) continue;
+      auto [it, fresh] = life.try_emplace(v, ValueLifetime{v, plan.value_bytes[v], step, step});
+      if (!fresh) it->second.last_step = step;
+    }
+  }
+  for (int o : plan.outputs) {
+    if (life.count(o)) life[o].last_step = INT_MAX;
+  }
+  std::vector<ValueLifetime> values;
+  for (auto& [v, l] : life) values.push_back(l);
+  plan.memory = plan_memory(values);
+  return plan;
+}
+
+std::string graph_signature(const Graph& graph) {
+  std::string s;
+  for (const auto& n : graph.nodes()) {
+    s += fmt::format("{}:{}:{}:{}:{}:{}", static_cast<int>(n.kind), to_string(n.type), static_cast<int>(n.expr_op),
+                     static_cast<int>(n.row_op), n.transpose_b, n.passes);
+    if (n.scalar_operand) s += fmt::format(":s{}{}", n.scalar, n.scalar_first ? "f" : "");
+    if (n.kind == NodeKind::Row) s += fmt::format(":e{}c{}", n.eps, n.correction);
+    for (int in : n.inputs) s += fmt::format(",{}", in);
+    s += ';';
+  }
+  for (int o : graph.outputs()) s += fmt::format("o{}", o);
+  return s;
+}
+
+}  // namespace vtpu::kernels

@@ -1,0 +1,60 @@
+// From a graph to what runs: fusion groups lowered to programs (through the program cache),
+// the launch list with each argument's value, and the memory plan. A Plan is a pure description;
+// torch_bridge's runtime executes it on a sim::Device.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "isa/program.h"
+#include "kernels/fusion.h"
+#include "kernels/graph.h"
+#include "kernels/memory_plan.h"
+#include "sim/chip_config.h"
+
+namespace vtpu::kernels {
+
+// Programs keyed by a stable signature of the kernel spec and chip. Thread-safe.
+class ProgramCache {
+ public:
+  std::shared_ptr<const isa::Program> get_or_build(const std::string& key, const std::function<isa::Program()>& build,
+                                                   bool* hit = nullptr);
+  uint64_t hits() const;
+  uint64_t misses() const;
+  size_t size() const;
+  void clear();
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const isa::Program>> programs_;
+  uint64_t hits_ = 0, misses_ = 0;
+};
+
+struct Launch {
+  std::shared_ptr<const isa::Program> program;
+  std::vector<int> args;  // the value bound to each kernel argument
+  std::string label;      // the fused nodes, e.g. "matmul+add+gelu"
+  bool cache_hit = false;
+};
+
+struct Plan {
+  std::vector<Launch> launches;
+  MemoryPlan memory;                       // arena offsets of every materialised non-input value
+  std::map<int, uint64_t> value_bytes;     // bytes of every value a launch touches
+  std::vector<int> inputs, outputs;
+  FusionStrategy strategy = FusionStrategy::Greedy;
+};
+
+Plan make_plan(const Graph& graph, FusionStrategy strategy, const sim::ChipConfig& chip, ProgramCache& cache);
+
+// A stable text signature of a graph's structure (ops, attributes, shapes, dtypes), for caching
+// whole plans.
+std::string graph_signature(const Graph& graph);
+
+}  // namespace vtpu::kernels

@@ -1,0 +1,173 @@
+// Graph -> fusion groups -> plan -> run on the simulator: the groups each strategy forms, the
+// memory planner's reuse, the program cache, and whole graphs against host references under both
+// strategies (they must agree with each other and with the reference).
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "kernels/fusion.h"
+#include "kernels/plan.h"
+#include "sim/sim_device.h"
+#include "support/numerics.h"
+#include "torch_bridge/runtime/plan_runner.h"
+
+using namespace vtpu;
+using kernels::DType;
+using kernels::ExprOp;
+using kernels::FusionStrategy;
+using kernels::RowOp;
+
+namespace {
+
+// y = gelu(x @ w1^T + b1) @ w2^T + b2 + x: a transformer MLP block, weights as nn.Linear holds them.
+struct Mlp {
+  kernels::Graph g;
+  int x, w1, b1, w2, b2, y;
+  Mlp(int64_t tokens, int64_t d, int64_t hidden) {
+    x = g.input({{tokens, d}, DType::F32}, "x");
+    w1 = g.input({{hidden, d}, DType::F32}, "w1");
+    b1 = g.input({{hidden}, DType::F32}, "b1");
+    w2 = g.input({{d, hidden}, DType::F32}, "w2");
+    b2 = g.input({{d}, DType::F32}, "b2");
+    const int h = g.unary(ExprOp::GeluErf, g.binary(ExprOp::Add, g.matmul(x, w1, true, 6), b1));
+    y = g.binary(ExprOp::Add, g.binary(ExprOp::Add, g.matmul(h, w2, true, 6), b2), x);
+    g.mark_output(y);
+  }
+};
+
+struct Bound {
+  int value;
+  std::vector<float> data;
+};
+
+// Runs `plan` with the given input data; returns the first output and the run's counters.
+std::vector<float> execute(const kernels::Graph& g, const kernels::Plan& plan, const std::vector<Bound>& inputs,
+                           bridge::PlanRun* run = nullptr) {
+  sim::SimDevice device(sim::load_chip("v5e"));
+  std::map<int, sim::HbmAddress> bound;
+  for (const auto& in : inputs) {
+    const auto addr = device.allocate(in.data.size() * 4);
+    device.copy_to_device(addr, {reinterpret_cast<const uint8_t*>(in.data.data()), in.data.size() * 4});
+    bound[in.value] = addr;
+  }
+  bridge::PlanExecution exec(device, plan, bound);
+  if (run) *run = exec.run();
+  const int out = g.outputs().at(0);
+  std::vector<float> result(g.node(out).type.numel());
+  device.copy_to_host({reinterpret_cast<uint8_t*>(result.data()), result.size() * 4}, exec.address(out));
+  return result;
+}
+
+double gelu(double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }
+
+}  // namespace
+
+TEST_SUITE("kernels") {
+  TEST_CASE("fusion groups: none is one kernel per op, greedy fuses matmul epilogues") {
+    Mlp mlp(16, 32, 64);
+    const auto none = kernels::plan_fusion(mlp.g, FusionStrategy::None);
+    const auto greedy = kernels::plan_fusion(mlp.g, FusionStrategy::Greedy);
+    CHECK(none.size() == 6);
+    REQUIRE(greedy.size() == 2);
+    CHECK(greedy[0].kind == kernels::KernelGroup::Kind::MatMul);
+    CHECK(greedy[0].nodes.size() == 3);  // matmul, +b1, gelu
+    CHECK(greedy[0].outputs.size() == 1);
+    CHECK(greedy[1].nodes.size() == 3);  // matmul, +b2, +x
+    CHECK(std::find(greedy[1].inputs.begin(), greedy[1].inputs.end(), mlp.x) != greedy[1].inputs.end());
+  }
+
+  TEST_CASE("fusion: an intermediate read twice stays materialised; a row op absorbs its prologue") {
+    kernels::Graph g;
+    const int a = g.input({{8, 300}, DType::F32});
+    const int b = g.input({{8, 300}, DType::F32});
+    const int s = g.binary(ExprOp::Add, a, b);
+    const int e = g.unary(ExprOp::Exp, s);
+    const int n = g.row(RowOp::Softmax, g.binary_scalar(ExprOp::Mul, s, 0.5));  // s read by exp and by the scale
+    const int out = g.binary(ExprOp::Add, n, e);
+    g.mark_output(out);
+    const auto groups = kernels::plan_fusion(g, FusionStrategy::Greedy);
+    // {add, exp, mul} cannot become the softmax prologue (exp's value is read after it), so:
+    // elementwise {add, exp, mul} -> softmax -> elementwise {add}
+    REQUIRE(groups.size() == 3);
+    CHECK(groups[0].outputs.size() == 2);  // exp (read by the final add) and mul (read by softmax)
+    CHECK(groups[1].kind == kernels::KernelGroup::Kind::Row);
+
+    kernels::Graph h;
+    const int x = h.input({{8, 300}, DType::F32});
+    const int y = h.input({{8, 300}, DType::F32});
+    const int w = h.input({{300}, DType::F32});
+    h.mark_output(h.row(RowOp::LayerNorm, h.binary(ExprOp::Add, x, y), w));
+    const auto fused = kernels::plan_fusion(h, FusionStrategy::Greedy);
+    REQUIRE(fused.size() == 1);
+    CHECK(fused[0].kind == kernels::KernelGroup::Kind::Row);
+    CHECK(fused[0].nodes.size() == 2);
+  }
+
+  TEST_CASE("memory planner: reuse after the last reader, never overlapping live values") {
+    // a(0..1) b(1..2) c(2..3) d(3..inf): a and c can share, b and d can share.
+    const auto plan = kernels::plan_memory({{0, 1000, 0, 1}, {1, 1000, 1, 2}, {2, 1000, 2, 3}, {3, 1000, 3, INT32_MAX}});
+    CHECK(plan.arena_bytes == 2 * 1024);
+    CHECK(plan.total_bytes == 4 * 1024);
+    CHECK(plan.offset.at(0) != plan.offset.at(1));
+    CHECK(plan.offset.at(1) != plan.offset.at(2));
+    CHECK(plan.offset.at(2) != plan.offset.at(3));
+  }
+
+  TEST_CASE("MLP block under none and greedy matches a double reference; greedy moves fewer bytes") {
+    const int64_t t = 24, d = 40, hdim = 136;
+    Mlp mlp(t, d, hdim);
+    const auto x = testing::random_floats(t * d, 51), w1 = testing::random_floats(hdim * d, 52, -0.3f, 0.3f),
+               b1 = testing::random_floats(hdim, 53), w2 = testing::random_floats(d * hdim, 54, -0.3f, 0.3f),
+               b2 = testing::random_floats(d, 55);
+    std::vector<double> want(t * d);
+    for (int64_t i = 0; i < t; ++i) {
+      std::vector<double> h(hdim);
+      for (int64_t j = 0; j < hdim; ++j) {
+        double acc = b1[j];
+        for (int64_t k = 0; k < d; ++k) acc += double(x[i * d + k]) * w1[j * d + k];
+        h[j] = gelu(acc);
+      }
+      for (int64_t j = 0; j < d; ++j) {
+        double acc = b2[j] + x[i * d + j];
+        for (int64_t k = 0; k < hdim; ++k) acc += h[k] * w2[j * hdim + k];
+        want[i * d + j] = acc;
+      }
+    }
+    const std::vector<Bound> inputs = {{mlp.x, x}, {mlp.w1, w1}, {mlp.b1, b1}, {mlp.w2, w2}, {mlp.b2, b2}};
+    kernels::ProgramCache cache;
+    const auto& chip = sim::load_chip("v5e");
+    bridge::PlanRun none_run, greedy_run;
+    const auto none_plan = kernels::make_plan(mlp.g, FusionStrategy::None, chip, cache);
+    const auto greedy_plan = kernels::make_plan(mlp.g, FusionStrategy::Greedy, chip, cache);
+    const auto y_none = execute(mlp.g, none_plan, inputs, &none_run);
+    const auto y_greedy = execute(mlp.g, greedy_plan, inputs, &greedy_run);
+    // 6-pass f32 matmuls and a 1.5e-7 erf: f32-level agreement with the double reference.
+    VTPU_CHECK_CLOSE(y_none, want, 1e-4, 1e-4);
+    VTPU_CHECK_CLOSE(y_greedy, want, 1e-4, 1e-4);
+    CHECK(none_run.launches == 6);
+    CHECK(greedy_run.launches == 2);
+    MESSAGE("MLP: none ", none_run.hbm_read_bytes + none_run.hbm_write_bytes, " B / ", none_run.seconds * 1e6,
+            " us; greedy ", greedy_run.hbm_read_bytes + greedy_run.hbm_write_bytes, " B / ", greedy_run.seconds * 1e6, " us");
+    CHECK(greedy_run.hbm_read_bytes + greedy_run.hbm_write_bytes < none_run.hbm_read_bytes + none_run.hbm_write_bytes);
+    CHECK(greedy_run.seconds < none_run.seconds);
+    CHECK(greedy_plan.memory.arena_bytes < none_plan.memory.arena_bytes);
+    // Planning the same graph again hits the cache for every kernel.
+    const uint64_t hits = cache.hits();
+    const auto again = kernels::make_plan(mlp.g, FusionStrategy::Greedy, chip, cache);
+    CHECK(cache.hits() == hits + again.launches.size());
+    for (const auto& l : again.launches) CHECK(l.cache_hit);
+    CHECK(kernels::graph_signature(mlp.g) == kernels::graph_signature(Mlp(t, d, hdim).g));
+    CHECK(kernels::graph_signature(mlp.g) != kernels::graph_signature(Mlp(t, d, hdim + 1).g));
+  }
+
+  TEST_CASE("graph errors: shapes that do not broadcast, matmul inner dims, unknown strategy") {
+    kernels::Graph g;
+    const int a = g.input({{3, 4}, DType::F32});
+    const int b = g.input({{5, 4}, DType::F32});
+    CHECK_THROWS_WITH_AS(g.binary(ExprOp::Add, a, b), doctest::Contains("do not broadcast"), kernels::KernelError);
+    CHECK_THROWS_WITH_AS(g.matmul(a, b), doctest::Contains("inner dimensions differ"), kernels::KernelError);
+    CHECK_THROWS_WITH_AS(kernels::fusion_strategy_from_name("aggressive"), doctest::Contains("none, greedy"),
+                         kernels::KernelError);
+    CHECK_THROWS_WITH_AS(g.input({{2}, DType::I64}), doctest::Contains("i64 tensors are not supported"), kernels::KernelError);
+  }
+}
