@@ -29,11 +29,21 @@ BlockStream::BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows
   int64_t bytes_per_row = extra_row_bytes;
   for (const auto& o : operands_) {
     if (!dtype_on_chip(o.dtype)) throw KernelError(fmt::format("{} is not supported on the chip", dtype_name(o.dtype)));
-    if (o.layout == Layout::Full) bytes_per_row += bc_pad_ * dtype_bytes(o.dtype);
+    if (is_rowwise_stored(o.layout)) bytes_per_row += bc_pad_ * dtype_bytes(o.dtype);
     if (o.output && o.layout != Layout::Full && o.layout != Layout::Column) throw KernelError("outputs are Full or Column");
   }
   br_ = std::max<int64_t>(kSublanes, int64_t(budget_bytes) / std::max<int64_t>(bytes_per_row, 1) / kSublanes * kSublanes);
   br_ = std::min(br_, round_up(rows, kSublanes));
+  // A block must not cross a Periodic operand's period, so one DMA fetches its rows: BR divides
+  // every period (periods are multiples of 8).
+  for (const auto& o : operands_) {
+    if (o.layout != Layout::Periodic) continue;
+    if (o.period_rows <= 0 || o.period_rows % kSublanes != 0 || rows % o.period_rows != 0) {
+      throw KernelError(fmt::format("a periodic operand of {} rows over {} rows needs a period that is a multiple of 8 "
+                                    "dividing the rows", o.period_rows, rows));
+    }
+    while (o.period_rows % br_ != 0) br_ -= kSublanes;
+  }
   col_blocks_ = (cols + bc_ - 1) / bc_;
   blocks_ = ((rows + br_ - 1) / br_) * col_blocks_;
   for (const auto& o : operands_) {
@@ -54,7 +64,7 @@ BlockStream::BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows
     const int64_t pad = int64_t{kLanes} * eb;  // room for a full-width read past the end
     uint64_t bytes = 0;
     switch (o.layout) {
-      case Layout::Full: bytes = br_ * bc_pad_ * eb; break;
+      case Layout::Full: case Layout::Periodic: bytes = br_ * bc_pad_ * eb; break;
       case Layout::Row: bytes = bc_pad_ * eb; break;
       case Layout::Column: bytes = br_ * eb + pad; break;
       case Layout::Scalar: bytes = pad; break;
@@ -108,9 +118,15 @@ void BlockStream::block_dma(size_t operand, int set, int sem, const BlockExtent&
   const int vm = s.take(), hb = s.take(), rows = s.take(), row_bytes = s.take(), vstride = s.take(), hstride = s.take();
   w_.load_immediate(vm, b.vmem[set]);
   w_.line("sarg s{}, {}", hb, b.arg);
-  if (o.layout == Layout::Full) {
-    w_.load_immediate(rows, cols_);  // hbm offset = (row0 * cols + col0) * eb
-    w_.line("smul s{}, s{}, s{}", rows, rows, e.row0);
+  if (is_rowwise_stored(o.layout)) {
+    w_.load_immediate(rows, cols_);  // hbm offset = (row0 * cols + col0) * eb, row0 taken mod the period
+    if (o.layout == Layout::Periodic) {
+      w_.load_immediate(row_bytes, o.period_rows);
+      w_.line("srem s{}, s{}, s{}", row_bytes, e.row0, row_bytes);
+      w_.line("smul s{}, s{}, s{}", rows, rows, row_bytes);
+    } else {
+      w_.line("smul s{}, s{}, s{}", rows, rows, e.row0);
+    }
     w_.line("sadd s{}, s{}, s{}", rows, rows, e.col0);
     w_.line("smuli s{}, s{}, {}", rows, rows, eb);
     w_.line("sadd s{}, s{}, s{}", hb, hb, rows);
@@ -204,7 +220,7 @@ void load_tile(AsmWriter& w, const BlockStream& stream, size_t i, int vreg, int 
   const auto& o = stream.operand(i);
   const char* m = load_mnemonic(o.dtype);
   switch (o.layout) {
-    case Layout::Full: w.line("{} v{}, m0, s{}, 0, {}", m, vreg, cursor, stream.row_stride(i)); break;
+    case Layout::Full: case Layout::Periodic: w.line("{} v{}, m0, s{}, 0, {}", m, vreg, cursor, stream.row_stride(i)); break;
     case Layout::Row: w.line("{} v{}, m0, s{}, 0, 0", m, vreg, cursor); break;
     case Layout::Column:
       w.line("{} v{}, m0, s{}, 0, {}", m, vreg, column_cursor, stream.element_bytes(i));

@@ -20,6 +20,7 @@ struct StreamOperand {
   DType dtype = DType::F32;
   Layout layout = Layout::Full;  // outputs: Full ([rows, cols]) or Column ([rows], row kernels)
   bool output = false;
+  int64_t period_rows = 0;       // Periodic inputs
 };
 
 // Registers holding the current block's origin and valid extent.

@@ -43,7 +43,7 @@ isa::Program make_elementwise(const ElementwiseSpec& spec, const sim::ChipConfig
   validate(spec);
   AsmWriter w("elementwise");
   std::vector<StreamOperand> operands;
-  for (const auto& in : spec.inputs) operands.push_back({in.dtype, in.layout, false});
+  for (const auto& in : spec.inputs) operands.push_back({in.dtype, in.layout, false, in.period_rows});
   for (DType out : spec.outputs) operands.push_back({out, Layout::Full, true});
   BlockStream stream(w, chip, spec.rows, spec.cols, operands, kMaxBlockCols, kBlockBudgetBytes);
   RegisterPool vregs("vector registers", 0, 31), masks("mask registers", 1, 7);
@@ -96,7 +96,7 @@ isa::Program make_elementwise(const ElementwiseSpec& spec, const sim::ChipConfig
     w.line("saddi s{}, s{}, 1", c, c);
     w.line("blt s{}, s{}, {}", c, chunks, chunk_loop);
     for (size_t i = 0; i < operands.size(); ++i) {
-      if (operands[i].layout == Layout::Full) w.line("saddi s{}, s{}, {}", rowbase[i], rowbase[i], kSublanes * stream.row_stride(i));
+      if (is_rowwise_stored(operands[i].layout)) w.line("saddi s{}, s{}, {}", rowbase[i], rowbase[i], kSublanes * stream.row_stride(i));
       if (operands[i].layout == Layout::Column) w.line("saddi s{}, s{}, {}", rowbase[i], rowbase[i], kSublanes * stream.element_bytes(i));
     }
     w.line("saddi s{}, s{}, 1", g, g);

@@ -19,11 +19,16 @@ enum class Layout : uint8_t {
   Row,     // [cols]: the same row for every row (a bias)
   Column,  // [rows]: one value per row, broadcast along cols
   Scalar,  // one element
+  Periodic,  // [period_rows, cols] repeated along rows (a [S, S] mask over [heads, S, S] scores)
 };
+
+// Full and Periodic operands are stored row by row like the output.
+inline bool is_rowwise_stored(Layout l) { return l == Layout::Full || l == Layout::Periodic; }
 
 struct Operand {
   DType dtype = DType::F32;
   Layout layout = Layout::Full;
+  int64_t period_rows = 0;  // Periodic only
 };
 
 struct ElementwiseSpec {

@@ -78,11 +78,13 @@ class GreedyPlanner {
     return reads.size() + writes;
   }
 
-  bool layouts_fit(int id, const std::vector<int64_t>& out_shape, bool allow_column) const {
+  // Matmul epilogues stream Full, Row, Scalar and (unbatched) Column operands only.
+  bool layouts_fit(int id, const std::vector<int64_t>& out_shape, bool matmul, bool allow_column) const {
     for (int in : g_.node(id).inputs) {
       try {
         const Layout l = broadcast_layout(g_.node(in).type.shape, out_shape);
         if (l == Layout::Column && !allow_column) return false;
+        if (l == Layout::Periodic && matmul) return false;
       } catch (const KernelError&) {
         return false;
       }
@@ -105,9 +107,9 @@ class GreedyPlanner {
       if (std::find(n.inputs.begin(), n.inputs.end(), tail) == n.inputs.end()) return false;
       if (consumers_[tail] != 1 || g_.is_output(tail)) return false;
       const bool batched_b = g_.node(g_.node(grp.nodes.front()).inputs[1]).type.shape.size() > 2;
-      if (!layouts_fit(id, n.type.shape, !batched_b)) return false;
+      if (!layouts_fit(id, n.type.shape, true, !batched_b)) return false;
     } else {
-      if (!layouts_fit(id, n.type.shape, true)) return false;
+      if (!layouts_fit(id, n.type.shape, false, true)) return false;
       if (operand_count(grp, id) > kMaxElementwiseOperands) return false;
     }
     grp.nodes.push_back(id);
@@ -193,6 +195,8 @@ Layout broadcast_layout(const std::vector<int64_t>& shape, const std::vector<int
   if (numel == 1) return Layout::Scalar;
   if (s == o) return Layout::Full;
   if (!out.empty() && s.size() == 1 && s[0] == out.back()) return Layout::Row;
+  // the trailing dims of out, repeated along the leading ones (rows stay a multiple of the period)
+  if (s.size() >= 2 && s.size() < o.size() && std::equal(s.begin(), s.end(), o.end() - s.size())) return Layout::Periodic;
   // [..., 1] matching every leading dim of out: one value per row
   if (!out.empty() && !s.empty() && s.back() == 1) {
     std::vector<int64_t> lead(s.begin(), s.end() - 1), out_lead(out.begin(), out.end() - 1);

@@ -130,6 +130,7 @@ class MatmulBuilder {
         case Layout::Row: e.vmem[0] = e.vmem[1] = place(uint64_t(round_up(s.n, bn_)) * e.eb + pad); break;
         case Layout::Column: e.vmem[0] = e.vmem[1] = place(uint64_t(round_up(s.m, bm_)) * e.eb + pad); break;
         case Layout::Scalar: e.vmem[0] = e.vmem[1] = place(pad); break;
+        case Layout::Periodic: throw KernelError("matmul: periodic epilogue operands are not supported (materialise them)");
       }
       epilogue_.push_back(e);
     }
@@ -498,7 +499,7 @@ class MatmulBuilder {
               w_.line("{} v{}, m0, s{}, {}, {}", m, vreg, e.cursor, rt * kSublanes * e.eb, e.eb);
               w_.line("vbcast.lane v{}, v{}, 0", vreg, vreg);
               break;
-            case Layout::Scalar: break;
+            case Layout::Scalar: case Layout::Periodic: break;
           }
         };
         const auto out = codegen.emit(expr, load, preset);

@@ -71,19 +71,24 @@ std::string layout_name(Layout l) {
     case Layout::Row: return "row";
     case Layout::Column: return "col";
     case Layout::Scalar: return "scalar";
+    case Layout::Periodic: return "periodic";
   }
   return "?";
 }
 
 std::string operand_key(const std::vector<Operand>& ops) {
   std::string s;
-  for (const auto& o : ops) s += fmt::format("{}/{},", dtype_name(o.dtype), layout_name(o.layout));
+  for (const auto& o : ops) s += fmt::format("{}/{}/{},", dtype_name(o.dtype), layout_name(o.layout), o.period_rows);
   return s;
 }
 
 std::vector<Operand> operands_for(const Graph& g, const std::vector<int>& values, const std::vector<int64_t>& out_shape) {
   std::vector<Operand> ops;
-  for (int v : values) ops.push_back({g.node(v).type.dtype, broadcast_layout(g.node(v).type.shape, out_shape)});
+  for (int v : values) {
+    const auto& t = g.node(v).type;
+    const Layout l = broadcast_layout(t.shape, out_shape);
+    ops.push_back({t.dtype, l, l == Layout::Periodic ? t.numel() / t.shape.back() : 0});
+  }
   return ops;
 }
 

@@ -29,7 +29,7 @@ class RowwiseBuilder {
   isa::Program build() {
     validate();
     std::vector<StreamOperand> operands;
-    for (const auto& in : spec_.inputs) operands.push_back({in.dtype, in.layout, false});
+    for (const auto& in : spec_.inputs) operands.push_back({in.dtype, in.layout, false, in.period_rows});
     if (spec_.has_weight) weight_ = add(operands, {spec_.weight_dtype, Layout::Row, false});
     if (spec_.has_bias) bias_ = add(operands, {spec_.weight_dtype, Layout::Row, false});
     out_ = add(operands, {spec_.out_dtype, row_op_reduces(spec_.op) ? Layout::Column : Layout::Full, true});
@@ -107,7 +107,7 @@ class RowwiseBuilder {
     c.operand.assign(stream_->operand_count(), -1);
     for (size_t i = 0; i < stream_->operand_count(); ++i) {
       const Layout l = stream_->operand(i).layout;
-      if (l == Layout::Full || l == Layout::Row) {
+      if (is_rowwise_stored(l) || l == Layout::Row) {
         c.operand[i] = s.take();
         w_.line("smov s{}, s{}", c.operand[i], rowbase_[i]);
       }
@@ -346,7 +346,7 @@ class RowwiseBuilder {
     group();
     for (size_t i = 0; i < stream_->operand_count(); ++i) {
       const Layout l = stream_->operand(i).layout;
-      if (l == Layout::Full) w_.line("saddi s{}, s{}, {}", rowbase_[i], rowbase_[i], kSublanes * stream_->row_stride(i));
+      if (is_rowwise_stored(l)) w_.line("saddi s{}, s{}, {}", rowbase_[i], rowbase_[i], kSublanes * stream_->row_stride(i));
       if (l == Layout::Column) w_.line("saddi s{}, s{}, {}", rowbase_[i], rowbase_[i], kSublanes * stream_->element_bytes(i));
     }
     w_.line("saddi s{}, s{}, {}", scratch_base_, scratch_base_, kSublanes * scratch_stride());

@@ -160,6 +160,49 @@ TEST_SUITE("kernels") {
     CHECK(kernels::graph_signature(mlp.g) != kernels::graph_signature(Mlp(t, d, hdim + 1).g));
   }
 
+  TEST_CASE("attention block with a [S, S] causal mask broadcast over heads (periodic layout)") {
+    const int64_t heads = 3, seq = 24, dim = 20;
+    kernels::Graph g;
+    const int q = g.input({{heads, seq, dim}, DType::F32});
+    const int k = g.input({{heads, seq, dim}, DType::F32});
+    const int v = g.input({{heads, seq, dim}, DType::F32});
+    const int mask = g.input({{seq, seq}, DType::F32});
+    const int scores = g.binary(ExprOp::Add, g.binary_scalar(ExprOp::Mul, g.matmul(q, k, true, 6), 0.25), mask);
+    g.mark_output(g.matmul(g.row(RowOp::Softmax, scores), v, false, 6));
+    const auto qd = testing::random_floats(heads * seq * dim, 61), kd = testing::random_floats(heads * seq * dim, 62),
+               vd = testing::random_floats(heads * seq * dim, 63);
+    std::vector<float> md(seq * seq, 0.f);
+    for (int64_t i = 0; i < seq; ++i) {
+      for (int64_t j = i + 1; j < seq; ++j) md[i * seq + j] = -INFINITY;
+    }
+    std::vector<double> want(heads * seq * dim, 0.0);
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t i = 0; i < seq; ++i) {
+        std::vector<double> p(seq);
+        double m = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < seq; ++j) {
+          double dot = 0;
+          for (int64_t c = 0; c < dim; ++c) dot += double(qd[(h * seq + i) * dim + c]) * kd[(h * seq + j) * dim + c];
+          p[j] = dot * 0.25 + md[i * seq + j];
+          m = std::max(m, p[j]);
+        }
+        for (auto& x : p) sum += (x = std::exp(x - m));
+        for (int64_t c = 0; c < dim; ++c) {
+          double acc = 0;
+          for (int64_t j = 0; j < seq; ++j) acc += p[j] / sum * vd[(h * seq + j) * dim + c];
+          want[(h * seq + i) * dim + c] = acc;
+        }
+      }
+    }
+    kernels::ProgramCache cache;
+    for (auto s : {FusionStrategy::None, FusionStrategy::Greedy}) {
+      CAPTURE(kernels::fusion_strategy_name(s));
+      const auto plan = kernels::make_plan(g, s, sim::load_chip("v5e"), cache);
+      const auto out = execute(g, plan, {{q, qd}, {k, kd}, {v, vd}, {mask, md}});
+      VTPU_CHECK_CLOSE(out, want, 1e-5, 1e-4);
+    }
+  }
+
   TEST_CASE("graph errors: shapes that do not broadcast, matmul inner dims, unknown strategy") {
     kernels::Graph g;
     const int a = g.input({{3, 4}, DType::F32});
