@@ -263,9 +263,9 @@ Plan make_plan(const Graph& graph, FusionStrategy strategy, const sim::ChipConfi
       if (!fresh) it->second.last_step = step;
     }
   }
-  for (int o : plan.outputs) {
-    if (life.count(o)) life[o].last_step = INT_MAX;
-  }
+  // Graph outputs are written straight into buffers the caller binds (tensors that outlive the
+  // plan); only intermediates take arena space.
+  for (int o : plan.outputs) life.erase(o);
   std::vector<ValueLifetime> values;
   for (auto& [v, l] : life) values.push_back(l);
   plan.memory = plan_memory(values);

@@ -45,7 +45,7 @@ struct Launch {
 
 struct Plan {
   std::vector<Launch> launches;
-  MemoryPlan memory;                       // arena offsets of every materialised non-input value
+  MemoryPlan memory;                       // arena offsets of the materialised intermediates
   std::map<int, uint64_t> value_bytes;     // bytes of every value a launch touches
   std::vector<int> inputs, outputs;
   FusionStrategy strategy = FusionStrategy::Greedy;

@@ -50,10 +50,11 @@ std::vector<float> execute(const kernels::Graph& g, const kernels::Plan& plan, c
     device.copy_to_device(addr, {reinterpret_cast<const uint8_t*>(in.data.data()), in.data.size() * 4});
     bound[in.value] = addr;
   }
-  bridge::PlanExecution exec(device, plan, bound);
-  if (run) *run = exec.run();
   const int out = g.outputs().at(0);
   std::vector<float> result(g.node(out).type.numel());
+  bound[out] = device.allocate(result.size() * 4);
+  bridge::PlanExecution exec(device, plan, bound);
+  if (run) *run = exec.run();
   device.copy_to_host({reinterpret_cast<uint8_t*>(result.data()), result.size() * 4}, exec.address(out));
   return result;
 }

@@ -6,10 +6,12 @@
 
 namespace vtpu::bridge {
 
-PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, const std::map<int, sim::HbmAddress>& inputs)
-    : device_(device), plan_(plan), inputs_(inputs) {
-  for (int v : plan.inputs) {
-    if (plan.value_bytes.count(v) && !inputs_.count(v)) throw std::invalid_argument(fmt::format("plan input value {} is not bound", v));
+PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, const std::map<int, sim::HbmAddress>& bound)
+    : device_(device), plan_(plan), inputs_(bound) {
+  for (const auto& values : {plan.inputs, plan.outputs}) {
+    for (int v : values) {
+      if (plan.value_bytes.count(v) && !inputs_.count(v)) throw std::invalid_argument(fmt::format("plan value {} is not bound", v));
+    }
   }
   if (plan.memory.arena_bytes > 0) {
     arena_ = device.allocate(plan.memory.arena_bytes);

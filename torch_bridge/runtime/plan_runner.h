@@ -17,21 +17,23 @@ struct PlanRun {
   double seconds = 0;
   uint64_t hbm_read_bytes = 0;
   uint64_t hbm_write_bytes = 0;
-  uint64_t arena_bytes = 0;      // HBM the plan's own values took
+  uint64_t arena_bytes = 0;      // HBM the plan's intermediates took
+  uint64_t peak_hbm_bytes = 0;   // filled by callers that know the device's peak
   size_t launches = 0;
 };
 
 // Owns the arena of one plan execution; outputs stay readable until it is destroyed.
 class PlanExecution {
  public:
-  // `inputs` binds every graph input value to a device buffer the caller owns.
-  PlanExecution(sim::Device& device, const kernels::Plan& plan, const std::map<int, sim::HbmAddress>& inputs);
+  // `bound` gives a device buffer, owned by the caller, for every graph input and output; the
+  // plan's intermediates go to an arena owned by this object.
+  PlanExecution(sim::Device& device, const kernels::Plan& plan, const std::map<int, sim::HbmAddress>& bound);
   ~PlanExecution();
   PlanExecution(const PlanExecution&) = delete;
   PlanExecution& operator=(const PlanExecution&) = delete;
 
   const PlanRun& run() const { return run_; }
-  sim::HbmAddress address(int value) const;  // an input's or a materialised value's buffer
+  sim::HbmAddress address(int value) const;  // a bound value's or an intermediate's buffer
   uint64_t bytes(int value) const { return plan_.value_bytes.at(value); }
 
  private:
