@@ -15,11 +15,25 @@ constexpr size_t kMaxElementwiseOperands = 10;
 
 class GreedyPlanner {
  public:
-  GreedyPlanner(const Graph& g, FusionStrategy s) : g_(g), strategy_(s), consumers_(g.consumer_counts()) {}
+  GreedyPlanner(const Graph& g, FusionStrategy s) : g_(g), strategy_(s) {
+    // Only nodes an output depends on run (dead code from deferred ops whose results died).
+    live_.assign(g.nodes().size(), 0);
+    for (int o : g.outputs()) live_[o] = 1;
+    for (size_t i = g.nodes().size(); i-- > 0;) {
+      if (!live_[i]) continue;
+      for (int in : g.node(static_cast<int>(i)).inputs) live_[in] = 1;
+    }
+    consumers_.assign(g.nodes().size(), 0);
+    for (size_t i = 0; i < g.nodes().size(); ++i) {
+      if (!live_[i]) continue;
+      for (int in : g.node(static_cast<int>(i)).inputs) ++consumers_[in];
+    }
+  }
 
   std::vector<KernelGroup> run() {
     group_of_.assign(g_.nodes().size(), -1);
     for (int id = 0; id < static_cast<int>(g_.nodes().size()); ++id) {
+      if (!live_[id]) continue;
       const Node& n = g_.node(id);
       switch (n.kind) {
         case NodeKind::Input: break;
@@ -162,6 +176,7 @@ class GreedyPlanner {
 
   const Graph& g_;
   FusionStrategy strategy_;
+  std::vector<char> live_;
   std::vector<int> consumers_;
   std::vector<int> group_of_;
   std::vector<KernelGroup> groups_;

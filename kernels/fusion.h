@@ -28,7 +28,7 @@ struct KernelGroup {
   std::vector<int> outputs;  // values the group writes to HBM
 };
 
-// Groups in an order that respects every dependency.
+// Groups in an order that respects every dependency. Nodes no graph output depends on are dropped.
 std::vector<KernelGroup> plan_fusion(const Graph& graph, FusionStrategy strategy);
 
 // How a tensor of `shape` is read when broadcast to `out` flattened to [rows, cols]; throws

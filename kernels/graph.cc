@@ -173,8 +173,19 @@ int Graph::matmul(int a, int b, bool transpose_b, int passes, std::string label)
   return add(std::move(n));
 }
 
-int Graph::row(RowOp op, int x, int weight, int bias, double eps, std::string label) {
+int Graph::full(TensorType type, double value, std::string label) {
   Node n;
+  n.kind = NodeKind::Elementwise;
+  n.expr_op = ExprOp::Constant;
+  n.scalar = value;
+  n.type = std::move(type);
+  n.label = std::move(label);
+  return add(std::move(n));
+}
+
+int Graph::row(RowOp op, int x, int weight, int bias, double eps, std::string label, int64_t correction) {
+  Node n;
+  n.correction = correction;
   n.kind = NodeKind::Row;
   n.row_op = op;
   n.inputs = {x};

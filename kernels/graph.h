@@ -60,7 +60,10 @@ class Graph {
   int cast(int x, DType dtype, std::string label = "");
   int matmul(int a, int b, bool transpose_b = false, int passes = 1, std::string label = "matmul");
   // Reductions keep no dim: [..., n] -> [...]. Norms take optional [n] weight and bias (-1: none).
-  int row(RowOp op, int x, int weight = -1, int bias = -1, double eps = 1e-5, std::string label = "");
+  int row(RowOp op, int x, int weight = -1, int bias = -1, double eps = 1e-5, std::string label = "",
+          int64_t correction = 1);
+  // A tensor of `type` with every element `value` (zeros, ones, full).
+  int full(TensorType type, double value, std::string label = "full");
   void mark_output(int value);
 
   const std::vector<Node>& nodes() const { return nodes_; }

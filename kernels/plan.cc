@@ -36,7 +36,11 @@ class ExprBuilder {
   void node(int id) {
     const Node& n = g_.node(id);
     int out;
-    if (n.expr_op == ExprOp::Where) {
+    if (n.expr_op == ExprOp::Constant) {  // Graph::full
+      const bool int_type = is_integer(n.type.dtype);
+      out = e_.constant(n.scalar, int_type ? ValueType::I32 : ValueType::F32);
+      if (n.type.dtype == DType::Bool) out = e_.cast(out, ValueType::Mask);
+    } else if (n.expr_op == ExprOp::Where) {
       out = e_.where(value(n.inputs[0]), value(n.inputs[1]), value(n.inputs[2]));
     } else if (n.expr_op == ExprOp::ToF32) {  // Graph::cast
       const int x = value(n.inputs[0]);
@@ -277,7 +281,7 @@ std::string graph_signature(const Graph& graph) {
   for (const auto& n : graph.nodes()) {
     s += fmt::format("{}:{}:{}:{}:{}:{}", static_cast<int>(n.kind), to_string(n.type), static_cast<int>(n.expr_op),
                      static_cast<int>(n.row_op), n.transpose_b, n.passes);
-    if (n.scalar_operand) s += fmt::format(":s{}{}", n.scalar, n.scalar_first ? "f" : "");
+    if (n.scalar_operand || n.expr_op == ExprOp::Constant) s += fmt::format(":s{}{}", n.scalar, n.scalar_first ? "f" : "");
     if (n.kind == NodeKind::Row) s += fmt::format(":e{}c{}", n.eps, n.correction);
     for (int in : n.inputs) s += fmt::format(",{}", in);
     s += ';';

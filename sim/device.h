@@ -5,12 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 
 #include "isa/program.h"
 #include "sim/chip_config.h"
 #include "sim/launch.h"
+#include "traces/trace_recorder.h"
 
 namespace vtpu::sim {
 
@@ -48,6 +50,13 @@ class Device {
 
   virtual DeviceCounters counters() const = 0;
   virtual MemoryStats memory_stats() const = 0;
+  virtual void reset_peak_memory() = 0;  // peak_allocated_bytes restarts from what is allocated now
+  // Launches from now on are recorded into `trace` (nullptr: stop); the caller owns it. Devices
+  // that cannot trace ignore it.
+  virtual void set_trace(traces::TraceRecorder* trace) { (void)trace; }
 };
+
+// The simulator behind the interface, for code above the seam that must not name SimDevice.
+std::unique_ptr<Device> make_sim_device(ChipConfig chip);
 
 }  // namespace vtpu::sim

@@ -76,4 +76,11 @@ void NullDevice::copy_on_device(HbmAddress dst, HbmAddress src, uint64_t bytes) 
   std::memmove(hbm_.view(dst, bytes, "device copy").data(), hbm_.view(src, bytes, "device copy").data(), bytes);
 }
 
+void SimDevice::reset_peak_memory() {
+  std::lock_guard lock(mutex_);
+  hbm_.reset_peak();
+}
+
+std::unique_ptr<Device> make_sim_device(ChipConfig chip) { return std::make_unique<SimDevice>(std::move(chip)); }
+
 }  // namespace vtpu::sim

@@ -27,8 +27,9 @@ class SimDevice : public Device {
   LaunchResult wait(LaunchId id) override;
   DeviceCounters counters() const override;
   MemoryStats memory_stats() const override;
+  void reset_peak_memory() override;
 
-  void set_trace(traces::TraceRecorder* trace) { trace_ = trace; }
+  void set_trace(traces::TraceRecorder* trace) override { trace_ = trace; }
   SimOptions& options() { return options_; }
 
  private:
@@ -60,6 +61,7 @@ class NullDevice : public Device {
   MemoryStats memory_stats() const override {
     return {hbm_.allocated_bytes(), hbm_.peak_allocated_bytes(), hbm_.capacity_bytes()};
   }
+  void reset_peak_memory() override { hbm_.reset_peak(); }
 
  private:
   ChipConfig chip_;

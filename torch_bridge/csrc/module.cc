@@ -1,0 +1,106 @@
+// The Python module vtpu._C: device management, modes, counters, tracing. The Python package
+// (torch_bridge/python/vtpu) turns these into torch.tpu and vtpu.* functions.
+#include <torch/extension.h>
+
+#include "torch_bridge/csrc/recorder.h"
+#include "torch_bridge/csrc/runtime.h"
+
+namespace vtpu::bridge {
+
+void register_hooks();
+int current_device_index();
+void set_current_device_index(int index);
+
+namespace {
+
+void synchronize(int device) {
+  auto& rt = Runtime::get();
+  if (device >= 0) {
+    Recorder::of(device).flush();
+    return;
+  }
+  for (int d = 0; d < rt.device_count(); ++d) Recorder::of(d).flush();
+}
+
+py::dict stats() {
+  auto& rt = Runtime::get();
+  std::lock_guard lock(rt.mutex());
+  const Stats& s = rt.stats();
+  py::dict d;
+  d["mode"] = mode_name(rt.mode());
+  d["chip"] = rt.chip_name();
+  d["kernels_launched"] = s.kernels_launched;
+  d["simulated_cycles"] = s.simulated_cycles;
+  d["simulated_seconds"] = s.simulated_seconds;
+  d["hbm_read_bytes"] = s.hbm_read_bytes;
+  d["hbm_write_bytes"] = s.hbm_write_bytes;
+  d["host_to_device_bytes"] = s.host_to_device_bytes;
+  d["device_to_host_bytes"] = s.device_to_host_bytes;
+  d["ops_recorded"] = s.ops_recorded;
+  d["ops_fused_away"] = s.ops_fused_away;
+  d["ops_dead"] = s.ops_dead;
+  d["flushes"] = s.flushes;
+  d["host_relayouts"] = s.host_relayouts;
+  d["cpu_fallback_ops"] = s.cpu_fallback_ops;
+  d["cpu_fallbacks"] = s.fallback_counts;
+  d["cache_hits"] = rt.cache().hits();
+  d["cache_misses"] = rt.cache().misses();
+  d["cached_programs"] = rt.cache().size();
+  py::list memory;
+  for (int i = 0; i < rt.device_count(); ++i) {
+    const auto m = rt.device(i).memory_stats();
+    py::dict md;
+    md["allocated_bytes"] = m.allocated_bytes;
+    md["peak_allocated_bytes"] = m.peak_allocated_bytes;
+    md["capacity_bytes"] = m.capacity_bytes;
+    memory.append(md);
+  }
+  d["memory"] = memory;
+  return d;
+}
+
+}  // namespace
+}  // namespace vtpu::bridge
+
+PYBIND11_MODULE(_C, m) {
+  using namespace vtpu::bridge;
+  m.doc() = "vtpu: the simulated TPU behind torch device 'tpu'";
+  register_hooks();
+  m.def("device_count", [] { return Runtime::get().device_count(); });
+  m.def("current_device", &current_device_index);
+  m.def("set_device", &set_current_device_index);
+  m.def("synchronize", &synchronize, py::arg("device") = -1);
+  m.def("set_mode", [](const std::string& mode) { Runtime::get().set_mode(mode_from_name(mode)); });
+  m.def("get_mode", [] { return mode_name(Runtime::get().mode()); });
+  m.def("set_fusion", [](const std::string& s) {
+    synchronize(-1);
+    Runtime::get().set_fusion(vtpu::kernels::fusion_strategy_from_name(s));
+  });
+  m.def("get_fusion", [] { return std::string(vtpu::kernels::fusion_strategy_name(Runtime::get().fusion())); });
+  m.def("set_cpu_fallback", [](bool allowed) { Runtime::get().set_cpu_fallback(allowed); });
+  m.def("cpu_fallback_allowed", [] { return Runtime::get().cpu_fallback_allowed(); });
+  m.def("chip_name", [] { return Runtime::get().chip_name(); });
+  m.def("stats", &stats);
+  m.def("reset_stats", [] { Runtime::get().reset_stats(); });
+  m.def("reset_peak_memory_stats", [](int device) { Runtime::get().device(device).reset_peak_memory(); });
+  m.def("manual_seed", [](int device, uint64_t seed) {
+    auto gen = at::globalContext().defaultGenerator(c10::Device(c10::DeviceType::PrivateUse1, device));
+    std::lock_guard lock(gen.mutex());
+    gen.set_current_seed(seed);
+  });
+  m.def("initial_seed", [](int device) {
+    return at::globalContext().defaultGenerator(c10::Device(c10::DeviceType::PrivateUse1, device)).current_seed();
+  });
+  m.def("get_rng_state", [](int device) {
+    auto gen = at::globalContext().defaultGenerator(c10::Device(c10::DeviceType::PrivateUse1, device));
+    std::lock_guard lock(gen.mutex());
+    return gen.get_state();
+  });
+  m.def("set_rng_state", [](int device, const at::Tensor& state) {
+    auto gen = at::globalContext().defaultGenerator(c10::Device(c10::DeviceType::PrivateUse1, device));
+    std::lock_guard lock(gen.mutex());
+    gen.set_state(state);
+  });
+  m.def("start_trace", [] { Runtime::get().start_trace(); });
+  m.def("stop_trace", [](const std::string& path) { Runtime::get().stop_trace(path); });
+}

@@ -1,0 +1,343 @@
+// aten ops lowered to the chip: each records graph nodes (see ops_support.h). Ops reach here
+// through torch's dispatcher after autograd; composite ops (linear, matmul, layer_norm, ...)
+// arrive already decomposed into these.
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include "kernels/matmul.h"
+#include "torch_bridge/csrc/ops_support.h"
+#include "torch_bridge/csrc/recorder.h"
+#include "torch_bridge/csrc/runtime.h"
+
+namespace vtpu::bridge {
+namespace {
+
+using kernels::ExprOp;
+using kernels::Graph;
+using kernels::RowOp;
+
+at::Tensor unary(const char* op, ExprOp e, const at::Tensor& self, const CpuFn& cpu) {
+  const auto dtype = at::isIntegralType(self.scalar_type(), true) && e != ExprOp::Neg && e != ExprOp::Abs && e != ExprOp::Relu
+                         ? at::kFloat
+                         : self.scalar_type();
+  return record(op, {self}, dtype, [&](Graph& g, const std::vector<int>& v) { return g.unary(e, v[0]); }, cpu);
+}
+
+// self (op) other, where other may be a wrapped Python number; alpha scales other (add/sub).
+at::Tensor binary(const char* op, ExprOp e, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha,
+                  const CpuFn& cpu, bool comparison = false) {
+  const auto dtype = comparison ? at::kBool : at::result_type(self, other);
+  const bool true_div = e == ExprOp::Div && at::isIntegralType(dtype, true);
+  const auto result = true_div ? at::kFloat : dtype;
+  const double a = alpha.toDouble();
+  if (is_cpu_scalar(other)) {
+    const double s = other.item().toDouble() * a;
+    return record(op, {self}, result, [&](Graph& g, const std::vector<int>& v) { return g.binary_scalar(e, v[0], s); }, cpu);
+  }
+  if (is_cpu_scalar(self)) {
+    const double s = self.item().toDouble();
+    return record(op, {other}, result, [&](Graph& g, const std::vector<int>& v) {
+      const int o = a == 1.0 ? v[0] : g.binary_scalar(ExprOp::Mul, v[0], a);
+      return g.binary_scalar(e, o, s, /*scalar_first=*/true);
+    }, cpu);
+  }
+  return record(op, {self, other}, result, [&](Graph& g, const std::vector<int>& v) {
+    const int o = a == 1.0 ? v[1] : g.binary_scalar(ExprOp::Mul, v[1], a);
+    return g.binary(e, v[0], o);
+  }, cpu);
+}
+
+// In-place: compute, then write the result into self's buffer (renamed if pending work reads it).
+at::Tensor& inplace(at::Tensor& self, const at::Tensor& result) {
+  self.copy_(result);
+  return self;
+}
+
+#define VTPU_UNARY(name, expr, aten_call)                                                              \
+  at::Tensor tpu_##name(const at::Tensor& self) {                                                            \
+    return unary(#name, expr, self, [](const std::vector<at::Tensor>& c) { return aten_call(c[0]); }); \
+  }
+VTPU_UNARY(neg, ExprOp::Neg, at::neg)
+VTPU_UNARY(exp, ExprOp::Exp, at::exp)
+VTPU_UNARY(log, ExprOp::Log, at::log)
+VTPU_UNARY(tanh, ExprOp::Tanh, at::tanh)
+VTPU_UNARY(sigmoid, ExprOp::Sigmoid, at::sigmoid)
+VTPU_UNARY(relu, ExprOp::Relu, at::relu)
+VTPU_UNARY(silu, ExprOp::Silu, at::silu)
+VTPU_UNARY(sqrt, ExprOp::Sqrt, at::sqrt)
+VTPU_UNARY(rsqrt, ExprOp::Rsqrt, at::rsqrt)
+VTPU_UNARY(abs, ExprOp::Abs, at::abs)
+VTPU_UNARY(reciprocal, ExprOp::Reciprocal, at::reciprocal)
+#undef VTPU_UNARY
+
+at::Tensor tpu_gelu(const at::Tensor& self, c10::string_view approximate) {
+  const bool tanh = approximate == "tanh";
+  const std::string approx(approximate);
+  return unary("gelu", tanh ? ExprOp::GeluTanh : ExprOp::GeluErf, self,
+               [approx](const std::vector<at::Tensor>& c) { return at::gelu(c[0], approx); });
+}
+
+#define VTPU_BINARY(name, expr, aten_call)                                                                  \
+  at::Tensor tpu_##name(const at::Tensor& self, const at::Tensor& other) {                                        \
+    return binary(#name, expr, self, other, 1, [](const std::vector<at::Tensor>& c) { return aten_call(c[0], c[1]); }); \
+  }
+VTPU_BINARY(mul, ExprOp::Mul, at::mul)
+VTPU_BINARY(div, ExprOp::Div, at::div)
+VTPU_BINARY(maximum, ExprOp::Max, at::maximum)
+VTPU_BINARY(minimum, ExprOp::Min, at::minimum)
+VTPU_BINARY(pow_tensor, ExprOp::Pow, at::pow)
+#undef VTPU_BINARY
+
+#define VTPU_COMPARE(name, expr, aten_call)                                                                            \
+  at::Tensor tpu_##name(const at::Tensor& self, const at::Tensor& other) {                                                   \
+    return binary(#name, expr, self, other, 1, [](const std::vector<at::Tensor>& c) { return aten_call(c[0], c[1]); }, true); \
+  }                                                                                                                    \
+  at::Tensor tpu_##name##_scalar(const at::Tensor& self, const at::Scalar& other) {                                    \
+    return tpu_##name(self, at::scalar_tensor(other, at::kDouble));                                                          \
+  }
+VTPU_COMPARE(eq, ExprOp::Eq, at::eq)
+VTPU_COMPARE(ne, ExprOp::Ne, at::ne)
+VTPU_COMPARE(lt, ExprOp::Lt, at::lt)
+VTPU_COMPARE(le, ExprOp::Le, at::le)
+VTPU_COMPARE(gt, ExprOp::Gt, at::gt)
+VTPU_COMPARE(ge, ExprOp::Ge, at::ge)
+#undef VTPU_COMPARE
+
+at::Tensor tpu_add(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  const double a = alpha.toDouble();
+  return binary("add", ExprOp::Add, self, other, alpha,
+                [a](const std::vector<at::Tensor>& c) { return at::add(c[0], c[1], a); });
+}
+at::Tensor tpu_sub(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  const double a = alpha.toDouble();
+  return binary("sub", ExprOp::Sub, self, other, alpha,
+                [a](const std::vector<at::Tensor>& c) { return at::sub(c[0], c[1], a); });
+}
+at::Tensor& tpu_add_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) { return inplace(self, tpu_add(self, other, alpha)); }
+at::Tensor& tpu_sub_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) { return inplace(self, tpu_sub(self, other, alpha)); }
+at::Tensor& tpu_mul_(at::Tensor& self, const at::Tensor& other) { return inplace(self, tpu_mul(self, other)); }
+at::Tensor& tpu_div_(at::Tensor& self, const at::Tensor& other) { return inplace(self, tpu_div(self, other)); }
+
+at::Tensor tpu_pow_scalar(const at::Tensor& self, const at::Scalar& exponent) {
+  return tpu_pow_tensor(self, at::scalar_tensor(exponent, at::kDouble));
+}
+
+at::Tensor tpu_clamp(const at::Tensor& self, const std::optional<at::Scalar>& lo, const std::optional<at::Scalar>& hi) {
+  const auto lo_v = lo ? std::optional<double>(lo->toDouble()) : std::nullopt;
+  const auto hi_v = hi ? std::optional<double>(hi->toDouble()) : std::nullopt;
+  return record("clamp", {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    int x = v[0];
+    if (lo_v) x = g.binary_scalar(ExprOp::Max, x, *lo_v);
+    if (hi_v) x = g.binary_scalar(ExprOp::Min, x, *hi_v);
+    return x;
+  }, [lo, hi](const std::vector<at::Tensor>& c) { return at::clamp(c[0], lo, hi); });
+}
+
+at::Tensor tpu_where(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other) {
+  const auto dtype = at::result_type(self, other);
+  const auto cpu = [](const std::vector<at::Tensor>& c) { return at::where(c[0], c[1], c[2]); };
+  if (is_cpu_scalar(other) || is_cpu_scalar(self)) {  // scalars become device tensors of one element
+    const auto dev = condition.device();
+    return tpu_where(condition, is_cpu_scalar(self) ? self.to(dev, dtype) : self, is_cpu_scalar(other) ? other.to(dev, dtype) : other);
+  }
+  return record("where", {condition, self, other}, dtype,
+                [&](Graph& g, const std::vector<int>& v) { return g.where(v[0], v[1], v[2]); }, cpu);
+}
+
+at::Tensor tpu_masked_fill(const at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
+  return tpu_where(mask, at::scalar_tensor(value, self.scalar_type()), self);
+}
+
+// torch.zeros / ones / full: a constant kernel writing self, which is never read (so a fresh
+// tensor stays without HBM until the flush).
+at::Tensor& tpu_fill_(at::Tensor& self, const at::Scalar& value) {
+  fill_on_chip(self, value.toDouble());
+  return self;
+}
+at::Tensor& tpu_zero_(at::Tensor& self) { return fill_(self, 0); }
+
+// A [.., K, N] operand that is the transpose of a dense [.., N, K] tensor (a weight's .t(),
+// k.transpose(-1, -2)): the matmul reads the dense tensor with transpose_b.
+bool is_transposed_dense(const at::Tensor& b) {
+  const int64_t d = b.dim();
+  if (d < 2 || b.size(d - 1) == 1 || b.size(d - 2) == 1) return false;
+  return b.stride(d - 2) == 1 && b.stride(d - 1) == b.size(d - 2) && b.transpose(-1, -2).is_contiguous();
+}
+
+at::Tensor matmul_op(const char* op, const at::Tensor& a, const at::Tensor& b, const CpuFn& cpu) {
+  const bool transposed = is_transposed_dense(b);
+  const at::Tensor b_arg = transposed ? b.transpose(-1, -2) : b;
+  const int passes = kernels::passes_for_precision(Runtime::get().matmul_precision());
+  const auto dtype = at::result_type(a, b);
+  return record(op, {a, b_arg}, dtype, [&](Graph& g, const std::vector<int>& v) {
+    return g.matmul(v[0], v[1], transposed, passes, op);
+  }, cpu);
+}
+
+at::Tensor tpu_mm(const at::Tensor& a, const at::Tensor& b) {
+  return matmul_op("mm", a, b, [](const std::vector<at::Tensor>& c) { return at::mm(c[0], c[1]); });
+}
+at::Tensor tpu_bmm(const at::Tensor& a, const at::Tensor& b) {
+  return matmul_op("bmm", a, b, [](const std::vector<at::Tensor>& c) { return at::bmm(c[0], c[1]); });
+}
+at::Tensor tpu_addmm(const at::Tensor& bias, const at::Tensor& a, const at::Tensor& b, const at::Scalar& beta, const at::Scalar& alpha) {
+  at::Tensor product = tpu_mm(a, b);
+  if (alpha.toDouble() != 1.0) product = tpu_mul(product, at::scalar_tensor(alpha, at::kDouble));
+  return tpu_add(product, bias, beta);  // beta scales the bias: (product) + beta * bias
+}
+
+bool last_dim(int64_t dim, int64_t ndim) { return dim == -1 || dim == ndim - 1; }
+
+at::Tensor row_op(const char* op, RowOp r, const at::Tensor& self, const CpuFn& cpu, c10::ScalarType dtype,
+                  std::vector<int64_t> out_shape = {}) {
+  at::Tensor out = record(op, {self}, dtype, [&](Graph& g, const std::vector<int>& v) { return g.row(r, v[0]); }, cpu);
+  return out_shape.empty() ? out : out.view(out_shape);
+}
+
+at::Tensor tpu_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
+  const auto cpu = [dim, half_to_float](const std::vector<at::Tensor>& c) { return at::_softmax(c[0], dim, half_to_float); };
+  if (!last_dim(dim, self.dim())) return run_on_cpu("_softmax", {self}, cpu, "softmax over a dim other than the last");
+  return row_op("_softmax", RowOp::Softmax, self, cpu, half_to_float ? at::kFloat : self.scalar_type());
+}
+at::Tensor tpu_log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
+  const auto cpu = [dim, half_to_float](const std::vector<at::Tensor>& c) { return at::_log_softmax(c[0], dim, half_to_float); };
+  if (!last_dim(dim, self.dim())) return run_on_cpu("_log_softmax", {self}, cpu, "log_softmax over a dim other than the last");
+  return row_op("_log_softmax", RowOp::LogSoftmax, self, cpu, half_to_float ? at::kFloat : self.scalar_type());
+}
+
+// sum / mean / amax over the last dim only (other dims: CPU fallback for now).
+at::Tensor reduce_last(const char* op, RowOp r, const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim,
+                       const CpuFn& cpu) {
+  const bool last = dims && dims->size() == 1 && last_dim((*dims)[0], self.dim()) && self.dim() >= 1;
+  if (!last) return run_on_cpu(op, {self}, cpu, "a reduction over dims other than the last one");
+  std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end());
+  shape.back() = 1;
+  if (!keepdim) shape.pop_back();
+  const auto dtype = at::isIntegralType(self.scalar_type(), true) ? at::kFloat : self.scalar_type();
+  if (at::isIntegralType(self.scalar_type(), true) && r == RowOp::Sum) {
+    return run_on_cpu(op, {self}, cpu, "integer sums (the row kernels accumulate in f32)");
+  }
+  return row_op(op, r, self, cpu, dtype, shape);
+}
+
+at::Tensor tpu_sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, std::optional<c10::ScalarType> dtype) {
+  std::vector<int64_t> d;
+  if (dims) d.assign(dims->begin(), dims->end());
+  const auto cpu = [d, keepdim, dtype](const std::vector<at::Tensor>& c) { return at::sum(c[0], d, keepdim, dtype); };
+  if (dtype && *dtype != self.scalar_type()) return run_on_cpu("sum", {self}, cpu, "a sum with a dtype argument");
+  return reduce_last("sum", RowOp::Sum, self, dims, keepdim, cpu);
+}
+at::Tensor tpu_mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, std::optional<c10::ScalarType> dtype) {
+  std::vector<int64_t> d;
+  if (dims) d.assign(dims->begin(), dims->end());
+  const auto cpu = [d, keepdim, dtype](const std::vector<at::Tensor>& c) { return at::mean(c[0], d, keepdim, dtype); };
+  if (dtype && *dtype != self.scalar_type()) return run_on_cpu("mean", {self}, cpu, "a mean with a dtype argument");
+  return reduce_last("mean", RowOp::Mean, self, dims, keepdim, cpu);
+}
+at::Tensor tpu_amax(const at::Tensor& self, at::IntArrayRef dims, bool keepdim) {
+  std::vector<int64_t> d(dims.begin(), dims.end());
+  return reduce_last("amax", RowOp::Max, self, dims, keepdim,
+                     [d, keepdim](const std::vector<at::Tensor>& c) { return at::amax(c[0], d, keepdim); });
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_layer_norm(const at::Tensor& input, at::IntArrayRef normalized_shape,
+                                                                 const std::optional<at::Tensor>& weight,
+                                                                 const std::optional<at::Tensor>& bias, double eps) {
+  std::vector<int64_t> ns(normalized_shape.begin(), normalized_shape.end());
+  if (ns.size() != 1) {
+    TORCH_CHECK_NOT_IMPLEMENTED(Runtime::get().cpu_fallback_allowed(),
+                                "vtpu: aten::native_layer_norm over more than the last dim is not lowered; set VTPU_CPU_FALLBACK=1");
+    auto r = at::native_layer_norm(input.cpu(), ns, weight ? std::optional(weight->cpu()) : std::nullopt,
+                                   bias ? std::optional(bias->cpu()) : std::nullopt, eps);
+    return {std::get<0>(r).to(input.device()), std::get<1>(r).to(input.device()), std::get<2>(r).to(input.device())};
+  }
+  const bool has_w = weight && weight->defined(), has_b = bias && bias->defined();
+  std::vector<at::Tensor> inputs = {input};
+  if (has_w) inputs.push_back(*weight);
+  if (has_b) inputs.push_back(*bias);
+  const auto cpu_out = [&](int which) {
+    return [ns, eps, has_w, has_b, which](const std::vector<at::Tensor>& c) {
+      auto r = at::native_layer_norm(c[0], ns, has_w ? std::optional(c[1]) : std::nullopt,
+                                     has_b ? std::optional(c[has_w ? 2 : 1]) : std::nullopt, eps);
+      return which == 0 ? std::get<0>(r) : which == 1 ? std::get<1>(r) : std::get<2>(r);
+    };
+  };
+  at::Tensor out = record("native_layer_norm", inputs, input.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    return g.row(RowOp::LayerNorm, v[0], has_w ? v[1] : -1, has_b ? v[has_w ? 2 : 1] : -1, eps);
+  }, cpu_out(0));
+  // mean and rstd, as autograd saves them; in defer_and_fuse they never run unless kept.
+  std::vector<int64_t> stat_shape(input.sizes().begin(), input.sizes().end());
+  stat_shape.back() = 1;
+  at::Tensor mean = record("native_layer_norm", {input}, at::kFloat, [&](Graph& g, const std::vector<int>& v) {
+    return g.row(RowOp::Mean, v[0]);
+  }, cpu_out(1)).view(stat_shape);
+  at::Tensor rstd = record("native_layer_norm", {input}, at::kFloat, [&](Graph& g, const std::vector<int>& v) {
+    const int var = g.row(RowOp::Var, v[0], -1, -1, eps, "var", /*correction=*/0);
+    return g.unary(ExprOp::Rsqrt, g.binary_scalar(ExprOp::Add, var, eps));
+  }, cpu_out(2)).view(stat_shape);
+  return {out, mean, rstd};
+}
+
+at::Tensor tpu_clone(const at::Tensor& self, std::optional<c10::MemoryFormat>) {
+  at::Tensor out = at::empty(self.sizes(), self.options());
+  out.copy_(self);
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("neg", tpu_neg);
+  m.impl("exp", tpu_exp);
+  m.impl("log", tpu_log);
+  m.impl("tanh", tpu_tanh);
+  m.impl("sigmoid", tpu_sigmoid);
+  m.impl("relu", tpu_relu);
+  m.impl("silu", tpu_silu);
+  m.impl("sqrt", tpu_sqrt);
+  m.impl("rsqrt", tpu_rsqrt);
+  m.impl("abs", tpu_abs);
+  m.impl("reciprocal", tpu_reciprocal);
+  m.impl("gelu", tpu_gelu);
+  m.impl("add.Tensor", tpu_add);
+  m.impl("sub.Tensor", tpu_sub);
+  m.impl("mul.Tensor", tpu_mul);
+  m.impl("div.Tensor", tpu_div);
+  m.impl("add_.Tensor", tpu_add_);
+  m.impl("sub_.Tensor", tpu_sub_);
+  m.impl("mul_.Tensor", tpu_mul_);
+  m.impl("div_.Tensor", tpu_div_);
+  m.impl("maximum", tpu_maximum);
+  m.impl("minimum", tpu_minimum);
+  m.impl("pow.Tensor_Tensor", tpu_pow_tensor);
+  m.impl("pow.Tensor_Scalar", tpu_pow_scalar);
+  m.impl("clamp", tpu_clamp);
+  m.impl("eq.Tensor", tpu_eq);
+  m.impl("ne.Tensor", tpu_ne);
+  m.impl("lt.Tensor", tpu_lt);
+  m.impl("le.Tensor", tpu_le);
+  m.impl("gt.Tensor", tpu_gt);
+  m.impl("ge.Tensor", tpu_ge);
+  m.impl("eq.Scalar", tpu_eq_scalar);
+  m.impl("ne.Scalar", tpu_ne_scalar);
+  m.impl("lt.Scalar", tpu_lt_scalar);
+  m.impl("le.Scalar", tpu_le_scalar);
+  m.impl("gt.Scalar", tpu_gt_scalar);
+  m.impl("ge.Scalar", tpu_ge_scalar);
+  m.impl("where.self", tpu_where);
+  m.impl("masked_fill.Scalar", tpu_masked_fill);
+  m.impl("fill_.Scalar", tpu_fill_);
+  m.impl("zero_", tpu_zero_);
+  m.impl("mm", tpu_mm);
+  m.impl("bmm", tpu_bmm);
+  m.impl("addmm", tpu_addmm);
+  m.impl("_softmax", tpu_softmax);
+  m.impl("_log_softmax", tpu_log_softmax);
+  m.impl("sum.dim_IntList", tpu_sum_dim);
+  m.impl("mean.dim", tpu_mean_dim);
+  m.impl("amax", tpu_amax);
+  m.impl("native_layer_norm", tpu_native_layer_norm);
+  m.impl("clone", tpu_clone);
+}
+
+}  // namespace vtpu::bridge

@@ -1,0 +1,174 @@
+// The registrations every PrivateUse1 backend needs: tensor creation, views (metadata only),
+// resize, copies between host and device, reading a scalar, set_. Copies and scalar reads are
+// sync points: pending work on the device lands first.
+#include <ATen/ATen.h>
+#include <ATen/EmptyTensor.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/as_strided_cpu_dispatch.h>
+#include <ATen/ops/set_cpu_dispatch.h>
+#include <torch/library.h>
+
+#include "torch_bridge/csrc/ops_support.h"
+#include "torch_bridge/csrc/recorder.h"
+#include "torch_bridge/csrc/runtime.h"
+
+namespace vtpu::bridge {
+namespace {
+
+at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                               std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                               std::optional<bool> pin_memory, std::optional<c10::MemoryFormat> memory_format) {
+  TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided, "vtpu: only strided tensors");
+  TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "vtpu: pinned memory is a CPU notion");
+  const c10::DeviceGuard guard(c10::device_or_default(device));
+  constexpr c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
+  return at::detail::empty_generic(size, at::GetAllocator(at::kPrivateUse1), keys, c10::dtype_or_default(dtype), memory_format);
+}
+
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
+                         std::optional<c10::Layout> layout, std::optional<c10::Device> device, std::optional<bool> pin_memory) {
+  TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided, "vtpu: only strided tensors");
+  TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "vtpu: pinned memory is a CPU notion");
+  const c10::DeviceGuard guard(c10::device_or_default(device));
+  constexpr c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
+  return at::detail::empty_strided_generic(size, stride, at::GetAllocator(at::kPrivateUse1), keys, c10::dtype_or_default(dtype));
+}
+
+at::Tensor as_strided(const at::Tensor& self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride,
+                      std::optional<c10::SymInt> offset) {
+  return at::cpu::as_strided_symint(self, size, stride, std::move(offset));
+}
+
+at::Tensor view(const at::Tensor& self, c10::SymIntArrayRef size) {
+  return at::native::view(self, C10_AS_INTARRAYREF_SLOW(size));
+}
+
+at::Tensor reshape_alias(const at::Tensor& self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride) {
+  return at::native::_reshape_alias(self, C10_AS_INTARRAYREF_SLOW(size), C10_AS_INTARRAYREF_SLOW(stride));
+}
+
+const at::Tensor& resize(const at::Tensor& self, c10::SymIntArrayRef size, std::optional<at::MemoryFormat> format) {
+  return at::native::resize_(self, C10_AS_INTARRAYREF_SLOW(size), format);
+}
+
+// Host copy of a device tensor's elements, in its own strides (pending work lands first).
+at::Tensor to_host(const at::Tensor& src) {
+  auto& rt = Runtime::get();
+  const int device = src.device().index();
+  Recorder::of(device).flush();
+  const uint64_t vaddr = storage_vaddr(src);
+  const Buffer& b = rt.buffer(vaddr);
+  at::Tensor storage_copy = at::empty({static_cast<int64_t>(b.bytes)}, at::TensorOptions().dtype(at::kByte));
+  if (b.bytes > 0) {
+    rt.device(device).copy_to_host({storage_copy.data_ptr<uint8_t>(), b.bytes}, rt.materialize(vaddr));
+    rt.stats().device_to_host_bytes += b.bytes;
+  }
+  return at::empty({0}, src.options().device(at::kCPU))
+      .set_(storage_copy.storage(), src.storage_offset(), src.sizes(), src.strides());
+}
+
+// Writes host data into a device tensor (pending work lands first, so nothing overwrites it).
+void from_host(const at::Tensor& dst, const at::Tensor& host) {
+  auto& rt = Runtime::get();
+  const int device = dst.device().index();
+  Recorder::of(device).flush();
+  const uint64_t vaddr = storage_vaddr(dst);
+  const Buffer& b = rt.buffer(vaddr);
+  const uint64_t offset = dst.storage_offset() * dst.element_size();
+  if (dst.is_contiguous()) {
+    const at::Tensor src = host.to(dst.scalar_type()).contiguous();
+    if (src.nbytes() == 0) return;
+    rt.device(device).copy_to_device(rt.materialize(vaddr) + offset,
+                                     {static_cast<const uint8_t*>(src.data_ptr()), src.nbytes()});
+    rt.stats().host_to_device_bytes += src.nbytes();
+    return;
+  }
+  // A strided destination: read its storage, write through the strides on the host, write back.
+  at::Tensor view = to_host(dst);
+  view.copy_(host);
+  rt.device(device).copy_to_device(rt.materialize(vaddr), {static_cast<const uint8_t*>(view.storage().data()), b.bytes});
+  rt.stats().host_to_device_bytes += b.bytes;
+  rt.stats().host_relayouts++;
+}
+
+bool on_chip(c10::ScalarType t) {
+  try {
+    to_kernel_dtype(t);
+    return true;
+  } catch (const c10::NotImplementedError&) {
+    return false;
+  }
+}
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool) {
+  if (self.is_cpu()) {
+    from_host(dst, self);
+  } else if (dst.is_cpu()) {
+    dst.copy_(to_host(self));
+  } else if (self.device() != dst.device()) {
+    from_host(dst, to_host(self));  // chip to chip through the host, for now (no ICI model yet)
+  } else if (dst.is_contiguous() && dst.storage_offset() == 0 && dst.nbytes() == Runtime::get().buffer(storage_vaddr(dst)).bytes &&
+             dst.sizes() == self.sizes() && on_chip(self.scalar_type()) && on_chip(dst.scalar_type())) {
+    record_copy(dst, self);  // on the chip: a (fusable) elementwise copy with any dtype conversion
+  } else {
+    from_host(dst, to_host(self).expand(dst.sizes()));
+  }
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  at::native::resize_(dst, self.sizes(), std::nullopt);
+  return copy_from(self, dst, false);
+}
+
+// Random numbers are drawn on the host with the device's generator (a CPU generator seeded by
+// torch.tpu.manual_seed) and copied over; the chip has no RNG kernel yet.
+at::Generator device_generator(const at::Tensor& self, std::optional<at::Generator> gen) {
+  if (gen && gen->defined()) return *gen;
+  return at::globalContext().defaultGenerator(self.device());
+}
+
+at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
+  at::Tensor host = at::empty(self.sizes(), self.options().device(at::kCPU));
+  host.normal_(mean, std, device_generator(self, gen));
+  from_host(self, host);
+  return self;
+}
+
+at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
+  at::Tensor host = at::empty(self.sizes(), self.options().device(at::kCPU));
+  host.uniform_(from, to, device_generator(self, gen));
+  from_host(self, host);
+  return self;
+}
+
+at::Scalar local_scalar_dense(const at::Tensor& self) { return to_host(self).item(); }
+
+at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source) { return at::native::set_tensor_(self, source); }
+at::Tensor& set_source_storage(at::Tensor& self, at::Storage source) { return at::native::set_(self, source); }
+at::Tensor& set_source_storage_offset(at::Tensor& self, at::Storage storage, int64_t offset, c10::IntArrayRef size,
+                                      c10::IntArrayRef stride) {
+  return at::cpu::set_(self, storage, offset, size, stride);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", empty_memory_format);
+  m.impl("empty_strided", empty_strided);
+  m.impl("as_strided", as_strided);
+  m.impl("view", view);
+  m.impl("_reshape_alias", reshape_alias);
+  m.impl("resize_", resize);
+  m.impl("_copy_from", copy_from);
+  m.impl("_copy_from_and_resize", copy_from_and_resize);
+  m.impl("_local_scalar_dense", local_scalar_dense);
+  m.impl("normal_", normal_);
+  m.impl("uniform_", uniform_);
+  m.impl("set_.source_Tensor", set_source_tensor);
+  m.impl("set_.source_Storage", set_source_storage);
+  m.impl("set_.source_Storage_storage_offset", set_source_storage_offset);
+}
+
+}  // namespace vtpu::bridge

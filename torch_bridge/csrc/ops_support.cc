@@ -1,0 +1,115 @@
+#include "torch_bridge/csrc/ops_support.h"
+
+#include <c10/util/Exception.h>
+
+#include <set>
+
+#include "kernels/asm_writer.h"
+#include "kernels/fusion.h"
+#include "torch_bridge/csrc/recorder.h"
+#include "torch_bridge/csrc/runtime.h"
+
+namespace vtpu::bridge {
+
+bool is_cpu_scalar(const at::Tensor& t) { return t.is_cpu() && t.dim() == 0; }
+
+kernels::TensorType tensor_type(const at::Tensor& t) {
+  return {std::vector<int64_t>(t.sizes().begin(), t.sizes().end()), to_kernel_dtype(t.scalar_type())};
+}
+
+at::Tensor run_on_cpu(const char* op, const std::vector<at::Tensor>& inputs, const CpuFn& cpu, const std::string& why) {
+  auto& rt = Runtime::get();
+  TORCH_CHECK_NOT_IMPLEMENTED(rt.cpu_fallback_allowed(), "vtpu: aten::", op, " cannot run on the chip: ", why,
+                              ". Set VTPU_CPU_FALLBACK=1 (or vtpu.set_cpu_fallback(True)) to run it on the CPU.");
+  c10::Device device = c10::Device(c10::DeviceType::PrivateUse1, 0);
+  std::vector<at::Tensor> host;
+  for (const auto& t : inputs) {
+    if (t.device().is_privateuseone()) device = t.device();
+    host.push_back(t.is_cpu() ? t : t.to(at::kCPU));
+  }
+  {
+    std::lock_guard lock(rt.mutex());
+    auto& count = rt.stats().fallback_counts[std::string("aten::") + op];
+    if (count++ == 0) TORCH_WARN("vtpu: aten::", op, " runs on the CPU (", why, "); counted in vtpu.stats()");
+    rt.stats().cpu_fallback_ops++;
+  }
+  return cpu(host).to(device);
+}
+
+at::Tensor record(const char* op, const std::vector<at::Tensor>& inputs, c10::ScalarType result_dtype, const BuildFn& build,
+                  const CpuFn& cpu) {
+  auto& rt = Runtime::get();
+  std::lock_guard lock(rt.mutex());
+  int device = -1;
+  std::vector<at::Tensor> device_inputs;
+  for (const auto& t : inputs) {
+    if (!t.device().is_privateuseone()) continue;
+    TORCH_CHECK(device < 0 || device == t.device().index(), "vtpu: aten::", op, ": tensors on tpu:", device, " and ",
+                t.device(), " (move them to one device)");
+    device = t.device().index();
+    device_inputs.push_back(t);
+  }
+  TORCH_INTERNAL_ASSERT(device >= 0, "vtpu: aten::", op, " dispatched to tpu without a tpu tensor");
+  try {
+    for (const auto& t : device_inputs) to_kernel_dtype(t.scalar_type());
+    to_kernel_dtype(result_dtype);
+  } catch (const c10::NotImplementedError& e) {
+    return run_on_cpu(op, inputs, cpu, c10::str(c10::toString(result_dtype), " tensors"));
+  }
+  Recorder& rec = Recorder::of(device);
+  const std::vector<int> values = rec.values_of(device_inputs);
+  kernels::Graph& g = rec.graph();
+  const size_t mark = g.nodes().size();
+  int out;
+  try {
+    out = build(g, values);
+    if (g.node(out).type.dtype != to_kernel_dtype(result_dtype)) out = g.cast(out, to_kernel_dtype(result_dtype));
+    // A broadcast kernels cannot stream would only fail at the flush: check it here, per op.
+    for (size_t id = mark; id < g.nodes().size(); ++id) {
+      const auto& n = g.node(static_cast<int>(id));
+      if (n.kind != kernels::NodeKind::Elementwise) continue;
+      for (int in : n.inputs) kernels::broadcast_layout(g.node(in).type.shape, n.type.shape);
+    }
+  } catch (const kernels::KernelError& e) {
+    // The nodes added so far are unreachable from any output: the flush drops them.
+    return run_on_cpu(op, inputs, cpu, e.what());
+  }
+  const auto& shape = g.node(out).type.shape;
+  at::Tensor result = at::empty(shape, at::TensorOptions().dtype(result_dtype).device(c10::DeviceType::PrivateUse1, device));
+  rec.define_output(result, out, op);
+  rec.op_recorded();
+  return result;
+}
+
+void record_copy(const at::Tensor& dst, const at::Tensor& src) {
+  auto& rt = Runtime::get();
+  std::lock_guard lock(rt.mutex());
+  Recorder& rec = Recorder::of(dst.device().index());
+  const int v = rec.values_of({src})[0];
+  const int out = rec.graph().cast(v, to_kernel_dtype(dst.scalar_type()), "copy_");
+  rec.define_output(dst, out, "copy_");
+  rec.op_recorded();
+}
+
+void fill_on_chip(const at::Tensor& t, double value) {
+  auto& rt = Runtime::get();
+  std::lock_guard lock(rt.mutex());
+  const bool whole = t.is_contiguous() && t.storage_offset() == 0 && t.nbytes() == rt.buffer(storage_vaddr(t)).bytes;
+  bool supported = true;
+  try {
+    to_kernel_dtype(t.scalar_type());
+  } catch (const c10::NotImplementedError&) {
+    supported = false;
+  }
+  if (!whole || !supported) {  // a slice, or a dtype without kernels: fill through the host
+    const at::Tensor host = at::full(t.sizes(), value, t.options().device(at::kCPU));
+    t.copy_(host);
+    return;
+  }
+  Recorder& rec = Recorder::of(t.device().index());
+  const int v = rec.graph().full(tensor_type(t), value);
+  rec.define_output(t, v, "fill_");
+  rec.op_recorded();
+}
+
+}  // namespace vtpu::bridge

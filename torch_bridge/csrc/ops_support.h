@@ -1,0 +1,38 @@
+// How a lowered aten op is recorded: take the graph values of its device inputs, add nodes, give
+// the result a fresh device tensor whose buffer the pending value will fill. When an op cannot be
+// lowered (a dtype the chip lacks, a broadcast kernels cannot stream) it runs on the CPU if the
+// user allowed fallback, counted per op, and otherwise raises NotImplementedError naming it.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <functional>
+#include <vector>
+
+#include "kernels/graph.h"
+
+namespace vtpu::bridge {
+
+using BuildFn = std::function<int(kernels::Graph& g, const std::vector<int>& values)>;
+using CpuFn = std::function<at::Tensor(const std::vector<at::Tensor>& cpu_inputs)>;
+
+// Records `build` over `inputs` (device tensors) and returns the result tensor, of torch's
+// `result_dtype` (a cast is added when the graph's promotion differs).
+at::Tensor record(const char* op, const std::vector<at::Tensor>& inputs, c10::ScalarType result_dtype, const BuildFn& build,
+                  const CpuFn& cpu);
+
+// dst (whole dense buffer) <- src, converting dtype on the chip.
+void record_copy(const at::Tensor& dst, const at::Tensor& src);
+
+// Writes `value` into every element of `t` on the chip.
+void fill_on_chip(const at::Tensor& t, double value);
+
+// Runs an op on the CPU with the inputs copied over and the result copied back (fallback).
+at::Tensor run_on_cpu(const char* op, const std::vector<at::Tensor>& inputs, const CpuFn& cpu, const std::string& why);
+
+// A CPU 0-dim tensor (a wrapped Python number) passed where a tensor goes.
+bool is_cpu_scalar(const at::Tensor& t);
+
+kernels::TensorType tensor_type(const at::Tensor& t);
+
+}  // namespace vtpu::bridge

@@ -1,0 +1,177 @@
+#include "torch_bridge/csrc/recorder.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <memory>
+
+#include "kernels/asm_writer.h"
+#include "torch_bridge/csrc/runtime.h"
+#include "torch_bridge/runtime/plan_runner.h"
+
+namespace vtpu::bridge {
+
+kernels::DType to_kernel_dtype(c10::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return kernels::DType::F32;
+    case at::kBFloat16: return kernels::DType::BF16;
+    case at::kInt: return kernels::DType::I32;
+    case at::kChar: return kernels::DType::I8;
+    case at::kBool: return kernels::DType::Bool;
+    default: break;
+  }
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "vtpu: ", t, " tensors have no kernels on the chip (f32, bf16, int32, int8, bool)");
+}
+
+uint64_t storage_vaddr(const at::Tensor& t) { return reinterpret_cast<uint64_t>(t.storage().data()); }
+
+Recorder& Recorder::of(int device) {
+  static std::map<int, std::unique_ptr<Recorder>> recorders;
+  std::lock_guard lock(Runtime::get().mutex());
+  auto& r = recorders[device];
+  if (!r) r.reset(new Recorder(device));
+  return *r;
+}
+
+namespace {
+
+// A dense copy of a non-contiguous view, made on the host (counted in stats().host_relayouts).
+at::Tensor relayout(const at::Tensor& t) {
+  Runtime::get().stats().host_relayouts++;
+  const at::Tensor host = t.to(at::kCPU).contiguous();
+  at::Tensor dense = at::empty(t.sizes(), t.options());
+  dense.copy_(host);
+  return dense;
+}
+
+}  // namespace
+
+int Recorder::value_of(const at::Tensor& t) {
+  std::lock_guard lock(Runtime::get().mutex());
+  auto& rt = Runtime::get();
+  TORCH_CHECK(t.device().is_privateuseone() && t.device().index() == device_, "vtpu: expected a tensor on tpu:", device_,
+              ", got one on ", t.device());
+  const at::Tensor dense = t.is_contiguous() ? t : relayout(t);
+  const kernels::TensorType type{std::vector<int64_t>(dense.sizes().begin(), dense.sizes().end()), to_kernel_dtype(dense.scalar_type())};
+  const uint64_t vaddr = storage_vaddr(dense);
+  const uint64_t offset = dense.storage_offset() * dense.element_size();
+  Buffer& b = rt.buffer(vaddr);
+  if (b.pending_value >= 0) {
+    if (offset == 0 && graph_.node(b.pending_value).type == type) return b.pending_value;
+    // A differently shaped view of pending data: land it first (see docs/bridge.md).
+    throw NeedsFlush{};
+  }
+  const sim::HbmAddress hbm = rt.materialize(vaddr) + offset;
+  const auto key = std::make_pair(hbm, kernels::to_string(type));
+  if (auto it = input_values_.find(key); it != input_values_.end()) return it->second;
+  const int v = graph_.input(type, "tensor");
+  input_address_[v] = hbm;
+  input_values_[key] = v;
+  keep_alive_.push_back(dense.storage());
+  return v;
+}
+
+std::vector<int> Recorder::values_of(const std::vector<at::Tensor>& ts) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    try {
+      std::vector<int> values;
+      for (const auto& t : ts) values.push_back(value_of(t));
+      return values;
+    } catch (const NeedsFlush&) {
+      flush();  // values taken so far belonged to the flushed graph: take them all again
+    }
+  }
+  TORCH_INTERNAL_ASSERT(false, "vtpu: inputs still pending after a flush");
+}
+
+void Recorder::define_output(const at::Tensor& out, int value, const char* op) {
+  std::lock_guard lock(Runtime::get().mutex());
+  auto& rt = Runtime::get();
+  const uint64_t vaddr = storage_vaddr(out);
+  Buffer& b = rt.buffer(vaddr);
+  TORCH_INTERNAL_ASSERT(out.is_contiguous() && out.storage_offset() == 0 && uint64_t(out.nbytes()) == b.bytes,
+                        "vtpu: ", op, ": outputs must be whole dense buffers");
+  // Same elements in the same order; the shape may differ by size-1 dims (layer_norm's mean).
+  TORCH_INTERNAL_ASSERT(graph_.node(value).type.numel() == out.numel());
+  if (b.pending_value >= 0) outputs_.erase(b.pending_value);  // superseded: it may still feed pending nodes
+  if (b.hbm) {
+    // Pending nodes may read this buffer's current contents: give the new value fresh HBM and
+    // retire the old block once they have run (renaming, so an in-place write never races).
+    bool read = false;
+    for (const auto& [v, addr] : input_address_) read |= addr >= *b.hbm && addr < *b.hbm + b.bytes;
+    if (read) {
+      retired_.push_back({b.device, *b.hbm});
+      b.hbm.reset();
+    }
+  }
+  b.pending_value = value;
+  outputs_[value] = {vaddr, 0};
+}
+
+void Recorder::op_recorded() {
+  auto& rt = Runtime::get();
+  rt.stats().ops_recorded++;
+  ++ops_;
+  if (rt.mode() == Mode::StrictEager) flush();
+}
+
+void Recorder::forget_output(uint64_t vaddr) {
+  for (auto it = outputs_.begin(); it != outputs_.end(); ++it) {
+    if (it->second.vaddr == vaddr) {
+      outputs_.erase(it);
+      return;
+    }
+  }
+}
+
+void Recorder::reset() {
+  graph_ = kernels::Graph{};
+  input_address_.clear();
+  input_values_.clear();
+  keep_alive_.clear();
+  outputs_.clear();
+  ops_ = 0;
+}
+
+void Recorder::flush() {
+  std::lock_guard lock(Runtime::get().mutex());
+  auto& rt = Runtime::get();
+  if (graph_.nodes().empty()) return;
+  if (outputs_.empty()) {  // every result died before anyone looked: nothing runs, no HBM
+    rt.stats().ops_dead += ops_;
+    reset();
+    return;
+  }
+  for (const auto& [v, out] : outputs_) graph_.mark_output(v);
+  sim::Device& device = rt.device(device_);
+  std::map<int, sim::HbmAddress> bound = input_address_;
+  for (const auto& [v, out] : outputs_) bound[v] = rt.materialize(out.vaddr) + out.offset;
+  kernels::Plan plan;
+  try {
+    plan = kernels::make_plan(graph_, rt.fusion(), device.chip(), rt.cache());
+  } catch (const kernels::KernelError& e) {
+    reset();
+    TORCH_CHECK(false, "vtpu: could not lower the pending ops: ", e.what());
+  }
+  PlanRun run;
+  {
+    PlanExecution exec(device, plan, bound);
+    run = exec.run();
+  }
+  auto& s = rt.stats();
+  s.flushes++;
+  s.kernels_launched += run.launches;
+  s.simulated_cycles += run.cycles;
+  s.simulated_seconds += run.seconds;
+  s.hbm_read_bytes += run.hbm_read_bytes;
+  s.hbm_write_bytes += run.hbm_write_bytes;
+  size_t live_nodes = 0;
+  for (const auto& l : plan.launches) live_nodes += std::count(l.label.begin(), l.label.end(), '+') + 1;
+  s.ops_fused_away += live_nodes - run.launches;
+  for (const auto& [v, out] : outputs_) rt.buffer(out.vaddr).pending_value = -1;
+  for (const auto& [d, addr] : retired_) rt.device(d).free(addr);
+  retired_.clear();
+  reset();
+}
+
+}  // namespace vtpu::bridge

@@ -1,0 +1,57 @@
+// The pending graph of one device. Lowered aten ops append nodes here; a flush plans the graph
+// (fusion + memory planning, programs from the cache), runs it, and writes the values whose
+// tensors are still alive into their buffers. In strict_eager mode every op flushes at once.
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <map>
+#include <vector>
+
+#include "kernels/graph.h"
+#include "sim/device.h"
+
+namespace vtpu::bridge {
+
+class Recorder {
+ public:
+  static Recorder& of(int device);
+
+  kernels::Graph& graph() { return graph_; }
+  // The graph value holding `t`'s data: the pending value that will fill its buffer, or a graph
+  // input bound to its HBM. Non-contiguous views are made dense first (through the host, counted).
+  int value_of(const at::Tensor& t);
+  // value_of for all of an op's inputs at once: if one of them needs the graph flushed first,
+  // the flush happens before any value is taken, so all values belong to the same graph.
+  std::vector<int> values_of(const std::vector<at::Tensor>& ts);
+  // `out`'s buffer will hold `value` after the next flush. `out` is dense; when it is a slice of a
+  // larger buffer, or its buffer is read by pending work, the graph is flushed around it.
+  void define_output(const at::Tensor& out, int value, const char* op);
+  // Notes one recorded aten op; flushes in strict mode.
+  void op_recorded();
+  void flush();
+  void forget_output(uint64_t vaddr);  // the tensor died before the flush: its value is dead
+  bool empty() const { return graph_.nodes().empty(); }
+
+ private:
+  explicit Recorder(int device) : device_(device) {}
+  struct NeedsFlush {};
+  struct Output {
+    uint64_t vaddr;
+    uint64_t offset;
+  };
+  void reset();
+  int device_;
+  kernels::Graph graph_;
+  std::map<int, sim::HbmAddress> input_address_;     // graph input value -> HBM
+  std::map<std::pair<uint64_t, std::string>, int> input_values_;  // (address, type) -> value, to reuse inputs
+  std::vector<c10::Storage> keep_alive_;             // inputs must outlive the flush that reads them
+  std::map<int, Output> outputs_;                    // value -> where it lands
+  std::vector<std::pair<int, sim::HbmAddress>> retired_;  // HBM replaced under pending readers, freed after the flush
+  uint64_t ops_ = 0;
+};
+
+kernels::DType to_kernel_dtype(c10::ScalarType t);  // throws c10::Error naming unsupported dtypes
+uint64_t storage_vaddr(const at::Tensor& t);
+
+}  // namespace vtpu::bridge

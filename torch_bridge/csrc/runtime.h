@@ -1,0 +1,104 @@
+// Note: torch ships its own fmt headers, which shadow the system fmt inside torch builds, so
+// the bridge's torch-facing files format messages with c10::str, never fmt.
+//
+// The process-wide state behind device "tpu": the simulated chips (through sim::Device only),
+// the table of device buffers, the execution mode and the counters vtpu.stats() reports.
+//
+// Buffers have virtual addresses: a tensor's storage pointer is a virtual address that is never
+// dereferenced on the host. HBM backs a buffer only once it must hold data (strict mode: at
+// allocation; defer_and_fuse: when a flush writes it or a host copy fills it), which is how
+// intermediates that die before a flush never get HBM.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/plan.h"
+#include "sim/device.h"
+#include "traces/trace_recorder.h"
+
+namespace vtpu::bridge {
+
+enum class Mode : uint8_t { StrictEager, DeferAndFuse };
+Mode mode_from_name(const std::string& name);  // throws std::invalid_argument listing the modes
+std::string mode_name(Mode mode);
+
+struct Buffer {
+  int device = 0;
+  uint64_t bytes = 0;
+  std::optional<sim::HbmAddress> hbm;  // backing HBM, once materialised
+  int pending_value = -1;              // value of the device's pending graph that will fill it
+};
+
+struct Stats {
+  uint64_t kernels_launched = 0;
+  uint64_t simulated_cycles = 0;
+  double simulated_seconds = 0;
+  uint64_t hbm_read_bytes = 0;
+  uint64_t hbm_write_bytes = 0;
+  uint64_t host_to_device_bytes = 0;
+  uint64_t device_to_host_bytes = 0;
+  uint64_t ops_recorded = 0;        // aten ops lowered into graphs
+  uint64_t ops_fused_away = 0;      // ops that ran inside another op's kernel
+  uint64_t ops_dead = 0;            // recorded ops whose results nobody kept (never ran)
+  uint64_t flushes = 0;
+  uint64_t host_relayouts = 0;      // non-contiguous views made dense through the host
+  uint64_t cpu_fallback_ops = 0;
+  std::map<std::string, uint64_t> fallback_counts;
+  std::map<std::string, uint64_t> busy_cycles_per_unit;
+};
+
+class Runtime {
+ public:
+  static Runtime& get();
+
+  int device_count() const { return static_cast<int>(devices_.size()); }
+  sim::Device& device(int index);
+  const std::string& chip_name() const { return chip_name_; }
+
+  Mode mode() const { return mode_; }
+  void set_mode(Mode mode);
+  kernels::FusionStrategy fusion() const { return fusion_; }
+  void set_fusion(kernels::FusionStrategy s) { fusion_ = s; }
+  kernels::ProgramCache& cache() { return cache_; }
+  bool cpu_fallback_allowed() const { return cpu_fallback_; }
+  void set_cpu_fallback(bool allowed) { cpu_fallback_ = allowed; }
+  std::string matmul_precision() const;  // torch.get_float32_matmul_precision()
+
+  // Virtual memory. allocate() backs the buffer with HBM at once in strict mode.
+  uint64_t allocate(int device, uint64_t bytes);
+  void release(uint64_t vaddr);
+  Buffer& buffer(uint64_t vaddr);
+  // HBM of the buffer, allocated now if it has none (raises torch.OutOfMemoryError when full).
+  sim::HbmAddress materialize(uint64_t vaddr);
+
+  Stats& stats() { return stats_; }
+  void reset_stats() { stats_ = Stats{}; }
+  std::recursive_mutex& mutex() { return mutex_; }
+
+  // Tracing: launches on every device are recorded until stop_trace writes the file.
+  void start_trace();
+  void stop_trace(const std::string& path);
+  bool tracing() const { return trace_ != nullptr; }
+
+ private:
+  Runtime();
+  std::vector<std::unique_ptr<sim::Device>> devices_;
+  std::string chip_name_;
+  Mode mode_ = Mode::DeferAndFuse;
+  kernels::FusionStrategy fusion_ = kernels::FusionStrategy::Greedy;
+  kernels::ProgramCache cache_;
+  bool cpu_fallback_ = false;
+  std::map<uint64_t, Buffer> buffers_;
+  uint64_t next_vaddr_ = uint64_t{1} << 44;
+  Stats stats_;
+  std::unique_ptr<traces::TraceRecorder> trace_;
+  std::recursive_mutex mutex_;
+};
+
+}  // namespace vtpu::bridge

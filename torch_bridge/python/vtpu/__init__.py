@@ -1,0 +1,119 @@
+"""vtpu: a simulated TPU behind PyTorch device "tpu".
+
+    import vtpu, torch
+    x = torch.randn(4, 4, device="tpu")
+    print((x @ x).relu())          # runs on the simulated chip
+    print(vtpu.stats())            # simulated cycles, HBM bytes, kernels, fusion, fallbacks
+
+Modes: vtpu.set_mode("defer_and_fuse" | "strict_eager") (or VTPU_MODE). Chips: VTPU_CHIP=v5e|v6e|...,
+VTPU_CHIPS=N. CPU fallback for ops not lowered yet: VTPU_CPU_FALLBACK=1.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib.machinery
+import importlib.util
+import os
+import pathlib
+import sys
+
+import torch
+
+__all__ = ["set_mode", "get_mode", "set_fusion", "get_fusion", "set_cpu_fallback", "stats", "reset_stats", "trace",
+           "synchronize", "chip_name"]
+
+
+def _find_extension() -> pathlib.Path:
+    """The built vtpu._C: next to this file when installed, else in the Meson build directory."""
+    here = pathlib.Path(__file__).resolve().parent
+    candidates = [here]
+    if os.environ.get("VTPU_BUILD_DIR"):
+        candidates.append(pathlib.Path(os.environ["VTPU_BUILD_DIR"]) / "torch_bridge")
+    candidates.append(here.parents[2] / "build" / "torch_bridge")
+    for folder in candidates:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = folder / f"_C{suffix}"
+            if path.exists():
+                return path
+    raise ImportError("vtpu: the extension vtpu._C is not built; run scripts/build (looked in "
+                      + ", ".join(str(c) for c in candidates) + ")")
+
+
+def _load_extension():
+    if "vtpu._C" in sys.modules:
+        return sys.modules["vtpu._C"]
+    path = _find_extension()
+    spec = importlib.util.spec_from_file_location("vtpu._C", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["vtpu._C"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_C = _load_extension()
+
+from . import device_module as _device_module  # noqa: E402  (needs _C)
+
+if torch._C._get_privateuse1_backend_name() != "tpu":
+    torch.utils.rename_privateuse1_backend("tpu")
+    torch._register_device_module("tpu", _device_module)
+    torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_packed_sequence=True,
+                                                          for_storage=True)
+
+
+def set_mode(mode: str) -> None:
+    """'strict_eager' runs every op at once; 'defer_and_fuse' records ops and runs them fused at sync points."""
+    _C.set_mode(mode)
+
+
+def get_mode() -> str:
+    return _C.get_mode()
+
+
+def set_fusion(strategy: str) -> None:
+    """The fusion strategy of defer_and_fuse flushes: 'greedy' (default) or 'none'."""
+    _C.set_fusion(strategy)
+
+
+def get_fusion() -> str:
+    return _C.get_fusion()
+
+
+def set_cpu_fallback(allowed: bool) -> None:
+    """Let ops that are not lowered to the chip run on the CPU (warned once per op, counted)."""
+    _C.set_cpu_fallback(bool(allowed))
+
+
+def chip_name() -> str:
+    return _C.chip_name()
+
+
+def synchronize(device: int | None = None) -> None:
+    """Runs all pending (deferred) work, on one device or all."""
+    _C.synchronize(-1 if device is None else int(device))
+
+
+def stats() -> dict:
+    """Counters since the last reset_stats(): simulated cycles and seconds, HBM traffic, kernels,
+    ops recorded / fused / dead, flushes, program-cache hits, CPU fallbacks, HBM in use."""
+    return _C.stats()
+
+
+def reset_stats() -> None:
+    _C.reset_stats()
+
+
+@contextlib.contextmanager
+def trace(path: str):
+    """Records a Perfetto/Chrome timeline of every kernel that runs inside the block (pending
+    work is flushed at the end) and writes it to `path` (open it at ui.perfetto.dev)."""
+    _C.start_trace()
+    try:
+        yield
+    finally:
+        _C.stop_trace(str(path))
+
+
+def _autoload() -> None:
+    """Entry point for torch's device-backend autoload (`import torch` is enough once vtpu is
+    installed). Importing this module did the registration."""

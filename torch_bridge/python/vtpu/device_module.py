@@ -1,0 +1,94 @@
+"""torch.tpu: the device module torch expects of a backend (is_available, device_count, seeding,
+memory statistics), registered by `import vtpu`."""
+from __future__ import annotations
+
+import torch
+
+from . import _C
+
+
+def is_available() -> bool:
+    return _C.device_count() > 0
+
+
+def device_count() -> int:
+    return _C.device_count()
+
+
+def current_device() -> int:
+    return _C.current_device()
+
+
+def set_device(device) -> None:
+    index = torch.device(device).index if not isinstance(device, int) else device
+    _C.set_device(0 if index is None else index)
+
+
+def _index(device) -> int:
+    if device is None:
+        return current_device()
+    if isinstance(device, int):
+        return device
+    index = torch.device(device).index
+    return current_device() if index is None else index
+
+
+def synchronize(device=None) -> None:
+    _C.synchronize(_index(device))
+
+
+def is_initialized() -> bool:
+    return True
+
+
+def _lazy_init() -> None:
+    pass
+
+
+def _is_in_bad_fork() -> bool:
+    return False
+
+
+def manual_seed(seed: int) -> None:
+    _C.manual_seed(current_device(), int(seed) & 0xFFFFFFFFFFFFFFFF)
+
+
+def manual_seed_all(seed: int) -> None:
+    for i in range(device_count()):
+        _C.manual_seed(i, int(seed) & 0xFFFFFFFFFFFFFFFF)
+
+
+def initial_seed() -> int:
+    return _C.initial_seed(current_device())
+
+
+def get_rng_state(device="tpu") -> torch.Tensor:
+    return _C.get_rng_state(_index(device))
+
+
+def set_rng_state(new_state: torch.Tensor, device="tpu") -> None:
+    _C.set_rng_state(_index(device), new_state)
+
+
+def get_amp_supported_dtype():
+    return [torch.bfloat16]
+
+
+def memory_allocated(device=None) -> int:
+    return _C.stats()["memory"][_index(device)]["allocated_bytes"]
+
+
+def max_memory_allocated(device=None) -> int:
+    return _C.stats()["memory"][_index(device)]["peak_allocated_bytes"]
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    _C.reset_peak_memory_stats(_index(device))
+
+
+def memory_summary(device=None) -> str:
+    m = _C.stats()["memory"][_index(device)]
+    mib = 1024 * 1024
+    return (f"tpu:{_index(device)} ({_C.chip_name()}, simulated HBM): "
+            f"{m['allocated_bytes'] / mib:.2f} MiB allocated, peak {m['peak_allocated_bytes'] / mib:.2f} MiB, "
+            f"capacity {m['capacity_bytes'] / mib:.0f} MiB")
