@@ -61,6 +61,20 @@ if torch._C._get_privateuse1_backend_name() != "tpu":
                                                           for_storage=True)
 
 
+# Printing formats a tensor with tensor ops (isfinite, masked_select, ...). Like XLA tensors, tpu
+# tensors are copied to the host first: printing is a sync point and runs no kernels.
+_tensor_str_on_device = torch._tensor_str._tensor_str
+
+
+def _tensor_str_on_host(self, indent):
+    if self.device.type == "tpu":
+        self = self.to("cpu")
+    return _tensor_str_on_device(self, indent)
+
+
+torch._tensor_str._tensor_str = _tensor_str_on_host
+
+
 def set_mode(mode: str) -> None:
     """'strict_eager' runs every op at once; 'defer_and_fuse' records ops and runs them fused at sync points."""
     _C.set_mode(mode)
