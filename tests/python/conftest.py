@@ -1,8 +1,29 @@
-"""Makes the Meson build directory's extension modules importable (VTPU_BUILD_DIR, default ./build)."""
+"""Makes the Meson build's extensions and the vtpu package importable (VTPU_BUILD_DIR, default ./build)."""
 import os
 import pathlib
+import subprocess
 import sys
+import textwrap
+
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILD = pathlib.Path(os.environ.get("VTPU_BUILD_DIR", ROOT / "build"))
+PYTHON_PACKAGE = ROOT / "torch_bridge" / "python"
 sys.path.insert(0, str(BUILD / "torch_bridge"))
+sys.path.insert(0, str(PYTHON_PACKAGE))
+os.environ.setdefault("VTPU_BUILD_DIR", str(BUILD))
+
+
+@pytest.fixture
+def run_isolated():
+    """Runs a Python snippet in a fresh process (the simulated chips are configured once per
+    process from VTPU_* variables); returns the completed process."""
+
+    def run(code: str, **env):
+        full_env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(PYTHON_PACKAGE), str(BUILD / "torch_bridge")]))
+        full_env.update({k: str(v) for k, v in env.items()})
+        return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                              env=full_env, timeout=600)
+
+    return run

@@ -1,0 +1,160 @@
+"""Device semantics of "tpu": creation, copies, views, in-place ops, dtypes, scalars, printing,
+RNG, memory statistics, errors. Every numeric result is compared with the same computation on
+the CPU."""
+import warnings
+
+import pytest
+import torch
+
+import vtpu
+
+
+@pytest.fixture(autouse=True, params=["defer_and_fuse", "strict_eager"])
+def mode(request):
+    vtpu.set_mode(request.param)
+    vtpu.set_cpu_fallback(False)
+    yield request.param
+    vtpu.synchronize()
+    vtpu.set_mode("defer_and_fuse")
+
+
+def test_device_is_registered_as_tpu():
+    assert torch.tpu.is_available()
+    assert torch.tpu.device_count() >= 1
+    x = torch.ones(3, device="tpu")
+    assert x.device.type == "tpu" and x.is_tpu
+    assert torch.accelerator.current_accelerator().type == "tpu"
+
+
+def test_round_trip_keeps_values_and_dtypes():
+    for dtype in (torch.float32, torch.bfloat16, torch.int32, torch.int8, torch.bool, torch.int64, torch.float16):
+        x = (torch.arange(-6, 6).reshape(3, 4) * 3).to(dtype)
+        y = x.to("tpu")
+        assert y.dtype == dtype
+        assert torch.equal(y.cpu(), x)
+
+
+def test_zeros_ones_full_and_item():
+    assert torch.equal(torch.zeros(2, 3, device="tpu").cpu(), torch.zeros(2, 3))
+    assert torch.equal(torch.ones(5, device="tpu", dtype=torch.bfloat16).cpu(), torch.ones(5, dtype=torch.bfloat16))
+    assert torch.full((4,), 2.5, device="tpu").sum(-1).item() == 10.0
+
+
+def test_views_share_storage_and_slices_write_through():
+    x = torch.arange(12, dtype=torch.float32).to("tpu")
+    v = x.view(3, 4)
+    assert v.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    v[1].fill_(-1.0)  # a slice: written through the host, still visible through x
+    expected = torch.arange(12, dtype=torch.float32)
+    expected[4:8] = -1
+    assert torch.equal(x.cpu(), expected)
+    t = v.t()  # a non-contiguous view used by an op is made dense first
+    assert torch.equal((t * 2).cpu(), expected.view(3, 4).t() * 2)
+
+
+def test_in_place_ops_and_aliasing_reads():
+    a = torch.randn(8, 16)
+    x = a.to("tpu")
+    y = x * 3  # pending in defer mode: reads x before x is overwritten below
+    x.add_(1.0)
+    x.mul_(torch.full((16,), 2.0, device="tpu"))
+    assert torch.allclose(x.cpu(), (a + 1) * 2)
+    assert torch.allclose(y.cpu(), a * 3)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_elementwise_ops_match_cpu(dtype):
+    a = torch.randn(7, 130).to(dtype)
+    b = torch.rand(130).to(dtype) + 0.5
+    x, y = a.to("tpu"), b.to("tpu")
+    tol = dict(atol=1e-6, rtol=1e-5) if dtype == torch.float32 else dict(atol=1e-2, rtol=1e-2)
+    for fn in (lambda p, q: p + q, lambda p, q: p - 2 * q, lambda p, q: p * q, lambda p, q: p / q,
+               lambda p, q: torch.maximum(p, q), lambda p, q: torch.where(p > 0, p, q),
+               lambda p, q: torch.nn.functional.gelu(p) * q, lambda p, q: torch.sigmoid(p) + torch.tanh(q),
+               lambda p, q: torch.exp(p.clamp(-3, 3)) - torch.log(q), lambda p, q: torch.sqrt(q) * torch.rsqrt(q),
+               lambda p, q: torch.relu(p) ** 2, lambda p, q: torch.nn.functional.silu(p).abs().neg()):
+        torch.testing.assert_close(fn(x, y).cpu(), fn(a, b), **tol)
+
+
+def test_comparisons_give_bool():
+    a = torch.randn(5, 5)
+    x = a.to("tpu")
+    got = x > 0.1
+    assert got.dtype == torch.bool
+    assert torch.equal(got.cpu(), a > 0.1)
+    assert torch.equal((x == x).cpu(), torch.ones(5, 5, dtype=torch.bool))
+
+
+def test_matmul_linear_softmax_layer_norm_match_cpu():
+    torch.manual_seed(0)
+    a, w, b = torch.randn(33, 70), torch.randn(20, 70), torch.randn(20)
+    x = a.to("tpu")
+    lin = torch.nn.functional.linear(x, w.to("tpu"), b.to("tpu"))
+    torch.testing.assert_close(lin.cpu(), torch.nn.functional.linear(a, w, b), atol=1e-4, rtol=1e-4)
+    sm = torch.softmax(lin, dim=-1)
+    torch.testing.assert_close(sm.cpu(), torch.softmax(torch.nn.functional.linear(a, w, b), -1), atol=1e-5, rtol=1e-4)
+    ln = torch.nn.functional.layer_norm(x, (70,))
+    torch.testing.assert_close(ln.cpu(), torch.nn.functional.layer_norm(a, (70,)), atol=1e-5, rtol=1e-4)
+    q, k = torch.randn(4, 9, 16), torch.randn(4, 11, 16)
+    scores = q.to("tpu") @ k.to("tpu").transpose(-1, -2)
+    torch.testing.assert_close(scores.cpu(), q @ k.transpose(-1, -2), atol=1e-4, rtol=1e-4)
+
+
+def test_reductions_over_the_last_dim():
+    a = torch.randn(6, 300)
+    x = a.to("tpu")
+    torch.testing.assert_close(x.sum(-1).cpu(), a.sum(-1), atol=1e-4, rtol=1e-5)
+    torch.testing.assert_close(x.mean(-1, keepdim=True).cpu(), a.mean(-1, keepdim=True), atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(x.amax(-1).cpu(), a.amax(-1))
+
+
+def test_matmul_precision_setting_changes_accuracy():
+    a, b = torch.randn(64, 256), torch.randn(256, 64)
+    exact = a.double() @ b.double()
+    errors = {}
+    for precision in ("medium", "highest"):
+        torch.set_float32_matmul_precision(precision)
+        errors[precision] = ((a.to("tpu") @ b.to("tpu")).cpu().double() - exact).abs().max().item()
+    torch.set_float32_matmul_precision("highest")
+    assert errors["highest"] < errors["medium"] / 100  # 6 bf16 passes vs 1
+
+
+def test_rng_is_reproducible_per_seed():
+    torch.tpu.manual_seed(123)
+    a = torch.randn(4, 4, device="tpu").cpu()
+    torch.tpu.manual_seed(123)
+    b = torch.randn(4, 4, device="tpu").cpu()
+    torch.tpu.manual_seed(124)
+    c = torch.randn(4, 4, device="tpu").cpu()
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    state = torch.tpu.get_rng_state()
+    d = torch.rand(3, device="tpu").cpu()
+    torch.tpu.set_rng_state(state)
+    assert torch.equal(torch.rand(3, device="tpu").cpu(), d)
+
+
+def test_printing_shows_values_and_device():
+    text = repr(torch.tensor([1.5, -2.0]).to("tpu"))
+    assert "1.5000" in text and "-2.0000" in text and "device='tpu:0'" in text
+
+
+def test_unlowered_op_names_the_op_unless_fallback_is_allowed():
+    x = torch.arange(6, dtype=torch.float32).to("tpu")
+    with pytest.raises(NotImplementedError, match="cumsum"):
+        torch.cumsum(x, 0).cpu()
+    vtpu.set_cpu_fallback(True)
+    before = vtpu.stats()["cpu_fallback_ops"]
+    first_time = not any("cumsum" in k for k in vtpu.stats()["cpu_fallbacks"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = torch.cumsum(x, 0)
+    assert any("cumsum" in str(w.message) for w in caught) == first_time  # warned once per op
+    assert torch.equal(got.cpu(), torch.cumsum(torch.arange(6, dtype=torch.float32), 0))
+    assert vtpu.stats()["cpu_fallback_ops"] > before
+    assert any("cumsum" in k for k in vtpu.stats()["cpu_fallbacks"])
+
+
+def test_int64_math_is_not_silently_wrong():
+    x = torch.arange(5).to("tpu")  # int64: stored, but no kernels on the chip
+    with pytest.raises(NotImplementedError, match="Long"):
+        (x + 1).cpu()

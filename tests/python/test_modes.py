@@ -1,0 +1,103 @@
+"""defer_and_fuse against strict_eager: same results, fewer kernels, dead intermediates never
+get HBM, the program cache, tracing, memory statistics and out-of-memory errors."""
+import json
+
+import pytest
+import torch
+
+import vtpu
+
+
+def mlp(x, w1, b1, w2, b2):
+    return torch.nn.functional.linear(torch.nn.functional.gelu(torch.nn.functional.linear(x, w1, b1)), w2, b2) + x
+
+
+def run_in(mode, fn, *cpu_args):
+    vtpu.set_mode(mode)
+    vtpu.synchronize()
+    vtpu.reset_stats()
+    out = fn(*[a.to("tpu") for a in cpu_args]).cpu()
+    stats = vtpu.stats()
+    vtpu.set_mode("defer_and_fuse")
+    return out, stats
+
+
+def test_modes_agree_and_defer_fuses():
+    torch.manual_seed(1)
+    args = (torch.randn(64, 96), torch.randn(256, 96) * 0.1, torch.randn(256), torch.randn(96, 256) * 0.1, torch.randn(96))
+    strict, s_stats = run_in("strict_eager", mlp, *args)
+    fused, f_stats = run_in("defer_and_fuse", mlp, *args)
+    torch.testing.assert_close(fused, strict, atol=0, rtol=0)  # same kernels' numerics, fused or not
+    torch.testing.assert_close(fused, mlp(*args), atol=1e-4, rtol=1e-4)
+    assert f_stats["kernels_launched"] < s_stats["kernels_launched"]
+    assert f_stats["simulated_seconds"] < s_stats["simulated_seconds"]
+    assert f_stats["hbm_read_bytes"] + f_stats["hbm_write_bytes"] < s_stats["hbm_read_bytes"] + s_stats["hbm_write_bytes"]
+    assert f_stats["flushes"] == 1 and s_stats["flushes"] == s_stats["ops_recorded"]
+
+
+def test_dead_intermediates_never_get_hbm():
+    vtpu.set_mode("defer_and_fuse")
+    vtpu.synchronize()
+    x = torch.randn(256, 256).to("tpu")
+    base = torch.tpu.memory_allocated()
+    torch.tpu.reset_peak_memory_stats()
+    y = ((x * 2 + 1).exp() - x).relu()  # four intermediates of 256 KiB each, all dead at the flush
+    y.cpu()
+    assert torch.tpu.max_memory_allocated() - base <= 256 * 256 * 4 + 4096  # only y itself
+    vtpu.reset_stats()
+    z = x * 5  # never looked at, then dropped: never runs
+    del z
+    vtpu.synchronize()
+    assert vtpu.stats()["ops_dead"] == 1 and vtpu.stats()["kernels_launched"] == 0
+
+
+def test_program_cache_hits_on_repeated_shapes():
+    vtpu.set_mode("defer_and_fuse")
+    x = torch.randn(32, 64).to("tpu")
+    (torch.tanh(x) * 3).cpu()
+    vtpu.reset_stats()
+    hits = vtpu.stats()["cache_hits"]
+    (torch.tanh(x) * 3).cpu()
+    assert vtpu.stats()["cache_hits"] > hits
+
+
+def test_trace_writes_a_perfetto_timeline(tmp_path):
+    path = tmp_path / "trace.json"
+    x = torch.randn(128, 128).to("tpu")
+    with vtpu.trace(str(path)):
+        (x @ x).relu().cpu()
+    events = json.loads(path.read_text())["traceEvents"]
+    names = {e.get("name") for e in events}
+    assert "mxu.mm" in names and any(e.get("ph") == "X" for e in events)
+
+
+def test_out_of_memory_raises_torch_oom_and_the_process_recovers(run_isolated):
+    result = run_isolated("""
+        import torch, vtpu
+        vtpu.set_mode("strict_eager")
+        small = torch.ones(1024, device="tpu")
+        try:
+            torch.empty(8 * 1024 * 1024, device="tpu")  # 32 MiB > 16 MiB of HBM
+        except torch.OutOfMemoryError as e:
+            print("OOM:", e)
+        print("after:", (small * 2).sum(-1).item())
+    """, VTPU_HBM_BYTES=16 * 1024 * 1024)
+    assert result.returncode == 0, result.stderr
+    assert "OOM: vtpu: out of HBM on tpu:0" in result.stdout and "16777216 total" in result.stdout
+    assert "after: 2048.0" in result.stdout
+
+
+def test_several_chips_and_env_configuration(run_isolated):
+    result = run_isolated("""
+        import torch, vtpu
+        print(torch.tpu.device_count(), vtpu.chip_name(), vtpu.get_mode())
+        a = torch.ones(4, device="tpu:1") * 3
+        print(a.device, a.sum(-1).item())
+    """, VTPU_CHIPS=2, VTPU_CHIP="v6e", VTPU_MODE="strict_eager")
+    assert result.returncode == 0, result.stderr
+    assert "2 v6e strict_eager" in result.stdout and "tpu:1 12.0" in result.stdout
+
+
+def test_bad_mode_names_the_choices():
+    with pytest.raises(Exception, match="strict_eager, defer_and_fuse"):
+        vtpu.set_mode("lazy")
