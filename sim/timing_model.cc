@@ -25,7 +25,7 @@ TimingModel::TimingModel(const ChipConfig& chip, double hbm_share, int core_inde
       vreg_ready_(isa::kVectorRegs, 0),
       mask_ready_(isa::kMaskRegs, 0),
       acc_ready_(size_t(chip.mxu_per_core) * chip.mxu_acc_slots, 0),
-      vmem_page_ready_((chip.vmem_bytes >> kPageShift) + 1, 0) {
+      vmem_pages_((chip.vmem_bytes >> kPageShift) + 1) {
   scalar_track_ = add_track("scalar");
   for (int i = 0; i < chip.vpu_alus; ++i) vpu_tracks_.push_back(add_track(fmt::format("vpu{}", i)));
   transc_track_ = add_track("transcendental");
@@ -118,7 +118,7 @@ void TimingModel::mark_written(const isa::Instruction& ins, uint64_t ready) {
 // and a false dependency through a skipped page would serialise independent tiles).
 template <typename F>
 void TimingModel::for_each_page(const Region& region, F f) const {
-  const uint64_t last_page = vmem_page_ready_.size() - 1;
+  const uint64_t last_page = vmem_pages_ - 1;
   const bool contiguous = region.rows <= 1 || region.stride <= region.row_bytes;
   const uint64_t rows = contiguous ? (region.rows ? 1 : 0) : region.rows;
   for (uint64_t r = 0; r < rows; ++r) {
@@ -131,12 +131,18 @@ void TimingModel::for_each_page(const Region& region, F f) const {
 
 uint64_t TimingModel::vmem_ready(const Region& region) const {
   uint64_t ready = 0;
-  for_each_page(region, [&](uint64_t p) { ready = std::max(ready, vmem_page_ready_[p]); });
+  for_each_page(region, [&](uint64_t p) {
+    if (p < vmem_page_ready_.size()) ready = std::max(ready, vmem_page_ready_[p]);
+  });
   return ready;
 }
 
 void TimingModel::vmem_written(const Region& region, uint64_t ready) {
-  for_each_page(region, [&](uint64_t p) { vmem_page_ready_[p] = std::max(vmem_page_ready_[p], ready); });
+  for_each_page(region, [&](uint64_t p) {
+    // Grown on demand: a launch pays for the VMEM it touches, not for all 128 MiB of it.
+    if (p >= vmem_page_ready_.size()) vmem_page_ready_.resize(std::max<uint64_t>(p + 1, 2 * vmem_page_ready_.size()), 0);
+    vmem_page_ready_[p] = std::max(vmem_page_ready_[p], ready);
+  });
 }
 
 void TimingModel::record(Track& track, uint64_t start, uint64_t end, const isa::Instruction& ins) {

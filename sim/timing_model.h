@@ -84,7 +84,8 @@ class TimingModel {
 
   // Readiness, in cycles, of scalar, vector and mask registers and MXU accumulator slots.
   std::vector<uint64_t> sreg_ready_, vreg_ready_, mask_ready_, acc_ready_;
-  std::vector<uint64_t> vmem_page_ready_;
+  std::vector<uint64_t> vmem_page_ready_;  // pages past its end were never written: ready at 0
+  uint64_t vmem_pages_ = 0;
   static constexpr int kPageShift = 8;  // 256-byte granules: the narrowest tile row (128 bf16)
 };
 
