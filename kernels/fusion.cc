@@ -32,11 +32,13 @@ class GreedyPlanner {
 
   std::vector<KernelGroup> run() {
     group_of_.assign(g_.nodes().size(), -1);
+    alias_group_.assign(g_.nodes().size(), -1);
     for (int id = 0; id < static_cast<int>(g_.nodes().size()); ++id) {
       if (!live_[id]) continue;
       const Node& n = g_.node(id);
       switch (n.kind) {
         case NodeKind::Input: break;
+        case NodeKind::Reshape: alias_group_[id] = producer_group(n.inputs[0]); break;
         case NodeKind::MatMul: open(KernelGroup::Kind::MatMul, id); break;
         case NodeKind::Row:
           if (strategy_ == FusionStrategy::None || !absorb_prologue(id)) open(KernelGroup::Kind::Row, id);
@@ -64,10 +66,23 @@ class GreedyPlanner {
     groups_.push_back(std::move(grp));
   }
 
+  // The group whose kernel writes a value's data: its own group, or for a reshape the group of
+  // the value it aliases (-1: a graph input).
+  int producer_group(int v) const { return group_of_[v] >= 0 ? group_of_[v] : alias_group_[v]; }
+
   int latest_producer_group(int id) const {
     int latest = -1;
-    for (int in : g_.node(id).inputs) latest = std::max(latest, group_of_[in]);
+    for (int in : g_.node(id).inputs) latest = std::max(latest, producer_group(in));
     return latest;
+  }
+
+  // Reading a reshape of group gi's output inside gi itself would read what the kernel is
+  // still writing: such a node starts a new group.
+  bool reads_alias_of(int id, int gi) const {
+    for (int in : g_.node(id).inputs) {
+      if (g_.node(in).kind == NodeKind::Reshape && alias_group_[in] == gi) return true;
+    }
+    return false;
   }
 
   // Values of `grp` (plus node `extra`) read or written outside it, as far as is known now.
@@ -113,6 +128,7 @@ class GreedyPlanner {
     KernelGroup& grp = groups_[gi];
     const Node& head = g_.node(grp.nodes.back());
     if (grp.kind == KernelGroup::Kind::Row) return false;
+    if (reads_alias_of(id, gi)) return false;
     if (head.type.shape != n.type.shape) return false;
     if (grp.kind == KernelGroup::Kind::MatMul) {
       if (n.type.dtype != DType::F32 && n.type.dtype != DType::BF16) return false;  // the MXU path writes floats
@@ -139,7 +155,7 @@ class GreedyPlanner {
     if (gi < 0 || groups_[gi].kind != KernelGroup::Kind::Elementwise) return false;
     KernelGroup& grp = groups_[gi];
     for (size_t i = 1; i < n.inputs.size(); ++i) {
-      if (group_of_[n.inputs[i]] >= gi) return false;
+      if (producer_group(n.inputs[i]) >= gi) return false;
     }
     for (int m : grp.nodes) {
       int inside = 0;
@@ -179,6 +195,7 @@ class GreedyPlanner {
   std::vector<char> live_;
   std::vector<int> consumers_;
   std::vector<int> group_of_;
+  std::vector<int> alias_group_;  // Reshape values: the group writing the aliased data
   std::vector<KernelGroup> groups_;
 };
 

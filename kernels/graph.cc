@@ -173,6 +173,18 @@ int Graph::matmul(int a, int b, bool transpose_b, int passes, std::string label)
   return add(std::move(n));
 }
 
+int Graph::reshape(int x, std::vector<int64_t> shape, std::string label) {
+  Node n;
+  n.kind = NodeKind::Reshape;
+  n.inputs = {x};
+  n.type = {std::move(shape), node(x).type.dtype};
+  n.label = std::move(label);
+  if (n.type.numel() != node(x).type.numel()) {
+    throw KernelError(fmt::format("{}: {} cannot be viewed as {}", n.label, to_string(node(x).type), to_string(n.type)));
+  }
+  return add(std::move(n));
+}
+
 int Graph::full(TensorType type, double value, std::string label) {
   Node n;
   n.kind = NodeKind::Elementwise;

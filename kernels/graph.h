@@ -27,6 +27,7 @@ enum class NodeKind : uint8_t {
   Elementwise,  // expr_op over 1-3 inputs (broadcast), optionally with a scalar operand
   MatMul,       // [..., M, K] @ [K, N] or [..., K, N] (or B^T given as [N, K])
   Row,          // row_op over the last axis
+  Reshape,      // the same elements in the same order under another shape: no kernel, an alias
 };
 
 struct Node {
@@ -62,6 +63,9 @@ class Graph {
   // Reductions keep no dim: [..., n] -> [...]. Norms take optional [n] weight and bias (-1: none).
   int row(RowOp op, int x, int weight = -1, int bias = -1, double eps = 1e-5, std::string label = "",
           int64_t correction = 1);
+  // x's elements under another shape (a view of a result): the planner makes x's producer write
+  // it to HBM and readers of the reshape read that buffer.
+  int reshape(int x, std::vector<int64_t> shape, std::string label = "view");
   // A tensor of `type` with every element `value` (zeros, ones, full).
   int full(TensorType type, double value, std::string label = "full");
   void mark_output(int value);

@@ -246,6 +246,12 @@ Plan make_plan(const Graph& graph, FusionStrategy strategy, const sim::ChipConfi
   for (int id = 0; id < static_cast<int>(graph.nodes().size()); ++id) {
     if (graph.node(id).kind == NodeKind::Input) plan.inputs.push_back(id);
   }
+  for (int id = 0; id < static_cast<int>(graph.nodes().size()); ++id) {
+    if (graph.node(id).kind != NodeKind::Reshape) continue;
+    int root = graph.node(id).inputs[0];
+    while (graph.node(root).kind == NodeKind::Reshape) root = graph.node(root).inputs[0];
+    plan.alias[id] = root;
+  }
   for (const auto& grp : plan_fusion(graph, strategy)) {
     Launch l;
     switch (grp.kind) {
@@ -259,9 +265,11 @@ Plan make_plan(const Graph& graph, FusionStrategy strategy, const sim::ChipConfi
   // Lifetimes of everything a launch writes; graph inputs stay in the caller's buffers.
   std::map<int, ValueLifetime> life;
   for (int step = 0; step < static_cast<int>(plan.launches.size()); ++step) {
-    for (int v : plan.launches[step].args) {
-      const TensorType& t = graph.node(v).type;
-      plan.value_bytes[v] = uint64_t(t.numel()) * dtype_bytes(t.dtype);
+    for (int arg : plan.launches[step].args) {
+      const TensorType& t = graph.node(arg).type;
+      plan.value_bytes[arg] = uint64_t(t.numel()) * dtype_bytes(t.dtype);
+      const int v = plan.alias.count(arg) ? plan.alias.at(arg) : arg;  // a reshape keeps its source alive
+      plan.value_bytes[v] = plan.value_bytes[arg];
       if (graph.node(v).kind == NodeKind::Input) continue;
       auto [it, fresh] = life.try_emplace(v, ValueLifetime{v, plan.value_bytes[v], step, step});
       if (!fresh) it->second.last_step = step;

@@ -48,6 +48,7 @@ struct Plan {
   MemoryPlan memory;                       // arena offsets of the materialised intermediates
   std::map<int, uint64_t> value_bytes;     // bytes of every value a launch touches
   std::vector<int> inputs, outputs;
+  std::map<int, int> alias;                // reshape value -> the value whose buffer it reads
   FusionStrategy strategy = FusionStrategy::Greedy;
 };
 

@@ -57,9 +57,13 @@ int Recorder::value_of(const at::Tensor& t) {
   const uint64_t offset = dense.storage_offset() * dense.element_size();
   Buffer& b = rt.buffer(vaddr);
   if (b.pending_value >= 0) {
-    if (offset == 0 && graph_.node(b.pending_value).type == type) return b.pending_value;
-    // A differently shaped view of pending data: land it first (see docs/bridge.md).
-    throw NeedsFlush{};
+    const auto& pending = graph_.node(b.pending_value).type;
+    if (offset == 0 && pending == type) return b.pending_value;
+    // A view of the whole pending result under another shape: an alias node, no kernel.
+    if (offset == 0 && pending.dtype == type.dtype && pending.numel() == type.numel()) {
+      return graph_.reshape(b.pending_value, type.shape);
+    }
+    throw NeedsFlush{};  // a part of pending data: land it first
   }
   const sim::HbmAddress hbm = rt.materialize(vaddr) + offset;
   const auto key = std::make_pair(hbm, kernels::to_string(type));

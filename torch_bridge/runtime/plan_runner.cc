@@ -35,6 +35,7 @@ PlanExecution::~PlanExecution() {
 }
 
 sim::HbmAddress PlanExecution::address(int value) const {
+  if (auto a = plan_.alias.find(value); a != plan_.alias.end()) return address(a->second);
   if (auto it = inputs_.find(value); it != inputs_.end()) return it->second;
   auto it = plan_.memory.offset.find(value);
   if (it == plan_.memory.offset.end()) throw std::out_of_range(fmt::format("value {} is not materialised by this plan", value));
