@@ -40,6 +40,7 @@ class GreedyPlanner {
         case NodeKind::Input: break;
         case NodeKind::Reshape: alias_group_[id] = producer_group(n.inputs[0]); break;
         case NodeKind::MatMul: open(KernelGroup::Kind::MatMul, id); break;
+        case NodeKind::StridedCopy: open(KernelGroup::Kind::Copy, id); break;
         case NodeKind::Row:
           if (strategy_ == FusionStrategy::None || !absorb_prologue(id)) open(KernelGroup::Kind::Row, id);
           break;
@@ -127,7 +128,7 @@ class GreedyPlanner {
     if (gi < 0) return false;
     KernelGroup& grp = groups_[gi];
     const Node& head = g_.node(grp.nodes.back());
-    if (grp.kind == KernelGroup::Kind::Row) return false;
+    if (grp.kind == KernelGroup::Kind::Row || grp.kind == KernelGroup::Kind::Copy) return false;
     if (reads_alias_of(id, gi)) return false;
     if (head.type.shape != n.type.shape) return false;
     if (grp.kind == KernelGroup::Kind::MatMul) {

@@ -20,7 +20,7 @@ FusionStrategy fusion_strategy_from_name(std::string_view name);  // throws Kern
 std::string_view fusion_strategy_name(FusionStrategy s);
 
 struct KernelGroup {
-  enum class Kind : uint8_t { Elementwise, MatMul, Row } kind = Kind::Elementwise;
+  enum class Kind : uint8_t { Elementwise, MatMul, Row, Copy } kind = Kind::Elementwise;
   // In execution order. MatMul: the matmul first, then its epilogue. Row: the prologue, then the
   // row op last.
   std::vector<int> nodes;

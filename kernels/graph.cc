@@ -185,6 +185,23 @@ int Graph::reshape(int x, std::vector<int64_t> shape, std::string label) {
   return add(std::move(n));
 }
 
+int Graph::strided_copy(int source, std::vector<int64_t> sizes, std::vector<int64_t> strides, int64_t offset,
+                        std::string label) {
+  Node n;
+  n.kind = NodeKind::StridedCopy;
+  n.inputs = {source};
+  n.type = {std::move(sizes), node(source).type.dtype};
+  n.strides = std::move(strides);
+  n.offset = offset;
+  n.label = std::move(label);
+  int64_t last = offset;  // the view must stay inside the source
+  for (size_t i = 0; i < n.strides.size(); ++i) last += (n.type.shape[i] - 1) * n.strides[i];
+  if (n.type.numel() > 0 && last >= node(source).type.numel()) {
+    throw KernelError(fmt::format("{}: the view reaches element {} of a {}-element buffer", n.label, last, node(source).type.numel()));
+  }
+  return add(std::move(n));
+}
+
 int Graph::full(TensorType type, double value, std::string label) {
   Node n;
   n.kind = NodeKind::Elementwise;

@@ -28,6 +28,7 @@ enum class NodeKind : uint8_t {
   MatMul,       // [..., M, K] @ [K, N] or [..., K, N] (or B^T given as [N, K])
   Row,          // row_op over the last axis
   Reshape,      // the same elements in the same order under another shape: no kernel, an alias
+  StridedCopy,  // a dense copy of a strided view of inputs[0] (a whole buffer, flat)
 };
 
 struct Node {
@@ -43,6 +44,9 @@ struct Node {
   // MatMul
   bool transpose_b = false;
   int passes = 1;
+  // StridedCopy: the view's strides (elements) and offset into the source buffer
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
   // Row
   RowOp row_op = RowOp::Sum;
   double eps = 1e-5;
@@ -66,6 +70,9 @@ class Graph {
   // x's elements under another shape (a view of a result): the planner makes x's producer write
   // it to HBM and readers of the reshape read that buffer.
   int reshape(int x, std::vector<int64_t> shape, std::string label = "view");
+  // Dense copy of the view (sizes, strides, offset) of `source`, a flat buffer value.
+  int strided_copy(int source, std::vector<int64_t> sizes, std::vector<int64_t> strides, int64_t offset,
+                   std::string label = "contiguous");
   // A tensor of `type` with every element `value` (zeros, ones, full).
   int full(TensorType type, double value, std::string label = "full");
   void mark_output(int value);

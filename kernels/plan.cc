@@ -9,6 +9,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/matmul.h"
 #include "kernels/rowwise.h"
+#include "kernels/strided_copy.h"
 
 namespace vtpu::kernels {
 namespace {
@@ -166,6 +167,18 @@ Launch lower_matmul(const Graph& g, const KernelGroup& grp, const sim::ChipConfi
   return l;
 }
 
+Launch lower_copy(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
+  const Node& n = g.node(grp.nodes.front());
+  StridedCopySpec spec{n.type.shape, n.strides, n.offset, n.type.dtype};
+  Launch l;
+  l.args = {n.inputs[0], grp.nodes.front()};
+  std::string key = fmt::format("copy|{}|{}|", to_string(n.type), n.offset);
+  for (int64_t s : n.strides) key += fmt::format("{},", s);
+  key += chip.name;
+  l.program = cache.get_or_build(key, [&] { return make_strided_copy(spec, chip); }, &l.cache_hit);
+  return l;
+}
+
 Launch lower_row(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
   const Node& r = g.node(grp.nodes.back());
   const int x = r.inputs[0];
@@ -258,6 +271,7 @@ Plan make_plan(const Graph& graph, FusionStrategy strategy, const sim::ChipConfi
       case KernelGroup::Kind::Elementwise: l = lower_elementwise(graph, grp, chip, cache); break;
       case KernelGroup::Kind::MatMul: l = lower_matmul(graph, grp, chip, cache); break;
       case KernelGroup::Kind::Row: l = lower_row(graph, grp, chip, cache); break;
+      case KernelGroup::Kind::Copy: l = lower_copy(graph, grp, chip, cache); break;
     }
     l.label = label_of(graph, grp);
     plan.launches.push_back(std::move(l));
@@ -291,6 +305,10 @@ std::string graph_signature(const Graph& graph) {
                      static_cast<int>(n.row_op), n.transpose_b, n.passes);
     if (n.scalar_operand || n.expr_op == ExprOp::Constant) s += fmt::format(":s{}{}", n.scalar, n.scalar_first ? "f" : "");
     if (n.kind == NodeKind::Row) s += fmt::format(":e{}c{}", n.eps, n.correction);
+    if (n.kind == NodeKind::StridedCopy) {
+      s += fmt::format(":o{}", n.offset);
+      for (int64_t st : n.strides) s += fmt::format("/{}", st);
+    }
     for (int in : n.inputs) s += fmt::format(",{}", in);
     s += ';';
   }

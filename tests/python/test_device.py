@@ -48,8 +48,11 @@ def test_views_share_storage_and_slices_write_through():
     expected = torch.arange(12, dtype=torch.float32)
     expected[4:8] = -1
     assert torch.equal(x.cpu(), expected)
-    t = v.t()  # a non-contiguous view used by an op is made dense first
+    t = v.t()  # a non-contiguous view used by an op is made dense first, by a strided-copy kernel
+    relayouts = vtpu.stats()["host_relayouts"]
     assert torch.equal((t * 2).cpu(), expected.view(3, 4).t() * 2)
+    assert torch.equal(x.expand(2, 12).permute(1, 0).contiguous().cpu(), expected.expand(2, 12).permute(1, 0))
+    assert vtpu.stats()["host_relayouts"] == relayouts
 
 
 def test_in_place_ops_and_aliasing_reads():

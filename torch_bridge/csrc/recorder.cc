@@ -46,11 +46,44 @@ at::Tensor relayout(const at::Tensor& t) {
 
 }  // namespace
 
+// A non-contiguous view of a buffer with data: a strided copy kernel reading the whole buffer.
+// std::nullopt when the chip cannot hold the dtype (the caller relayouts on the host).
+std::optional<int> Recorder::strided_view(const at::Tensor& t) {
+  auto& rt = Runtime::get();
+  const uint64_t vaddr = storage_vaddr(t);
+  Buffer& b = rt.buffer(vaddr);
+  kernels::DType dtype;
+  try {
+    dtype = to_kernel_dtype(t.scalar_type());
+  } catch (const c10::NotImplementedError&) {
+    return std::nullopt;
+  }
+  if (b.pending_value >= 0) throw NeedsFlush{};  // the copy reads the buffer's HBM: land it first
+  const int64_t elems = static_cast<int64_t>(b.bytes / t.element_size());
+  const kernels::TensorType flat{{elems}, dtype};
+  const sim::HbmAddress hbm = rt.materialize(vaddr);
+  const auto key = std::make_pair(hbm, kernels::to_string(flat));
+  int source;
+  if (auto it = input_values_.find(key); it != input_values_.end()) {
+    source = it->second;
+  } else {
+    source = graph_.input(flat, "storage");
+    input_address_[source] = hbm;
+    input_values_[key] = source;
+    keep_alive_.push_back(t.storage());
+  }
+  return graph_.strided_copy(source, std::vector<int64_t>(t.sizes().begin(), t.sizes().end()),
+                             std::vector<int64_t>(t.strides().begin(), t.strides().end()), t.storage_offset());
+}
+
 int Recorder::value_of(const at::Tensor& t) {
   std::lock_guard lock(Runtime::get().mutex());
   auto& rt = Runtime::get();
   TORCH_CHECK(t.device().is_privateuseone() && t.device().index() == device_, "vtpu: expected a tensor on tpu:", device_,
               ", got one on ", t.device());
+  if (!t.is_contiguous() && t.numel() > 0) {
+    if (auto v = strided_view(t)) return *v;
+  }
   const at::Tensor dense = t.is_contiguous() ? t : relayout(t);
   const kernels::TensorType type{std::vector<int64_t>(dense.sizes().begin(), dense.sizes().end()), to_kernel_dtype(dense.scalar_type())};
   const uint64_t vaddr = storage_vaddr(dense);

@@ -6,6 +6,7 @@
 #include <ATen/Tensor.h>
 
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "kernels/graph.h"
@@ -41,6 +42,7 @@ class Recorder {
     uint64_t offset;
   };
   void reset();
+  std::optional<int> strided_view(const at::Tensor& t);
   int device_;
   kernels::Graph graph_;
   std::map<int, sim::HbmAddress> input_address_;     // graph input value -> HBM
