@@ -70,7 +70,7 @@ class Graph {
   // x's elements under another shape (a view of a result): the planner makes x's producer write
   // it to HBM and readers of the reshape read that buffer.
   int reshape(int x, std::vector<int64_t> shape, std::string label = "view");
-  // Dense copy of the view (sizes, strides, offset) of `source`, a flat buffer value.
+  // Dense copy of the view (sizes, strides, offset) of `source`'s elements in row-major order.
   int strided_copy(int source, std::vector<int64_t> sizes, std::vector<int64_t> strides, int64_t offset,
                    std::string label = "contiguous");
   // A tensor of `type` with every element `value` (zeros, ones, full).

@@ -58,7 +58,13 @@ std::optional<int> Recorder::strided_view(const at::Tensor& t) {
   } catch (const c10::NotImplementedError&) {
     return std::nullopt;
   }
-  if (b.pending_value >= 0) throw NeedsFlush{};  // the copy reads the buffer's HBM: land it first
+  if (b.pending_value >= 0) {
+    // A view of a pending result: the copy reads the result's buffer, which the planner
+    // materialises because the copy is a kernel of its own.
+    if (graph_.node(b.pending_value).type.dtype != dtype) throw NeedsFlush{};
+    return graph_.strided_copy(b.pending_value, std::vector<int64_t>(t.sizes().begin(), t.sizes().end()),
+                               std::vector<int64_t>(t.strides().begin(), t.strides().end()), t.storage_offset());
+  }
   const int64_t elems = static_cast<int64_t>(b.bytes / t.element_size());
   const kernels::TensorType flat{{elems}, dtype};
   const sim::HbmAddress hbm = rt.materialize(vaddr);
