@@ -202,6 +202,29 @@ int Graph::strided_copy(int source, std::vector<int64_t> sizes, std::vector<int6
   return add(std::move(n));
 }
 
+int Graph::concat(const std::vector<int>& inputs, int64_t dim, std::string label) {
+  if (inputs.empty()) throw KernelError(fmt::format("{}: no inputs", label));
+  Node n;
+  n.kind = NodeKind::Concat;
+  n.inputs = inputs;
+  n.cat_dim = dim;
+  n.label = std::move(label);
+  n.type = node(inputs[0]).type;
+  if (dim < 0 || dim >= static_cast<int64_t>(n.type.shape.size())) throw KernelError(fmt::format("{}: dim {} out of range", n.label, dim));
+  n.type.shape[dim] = 0;
+  for (int in : inputs) {
+    auto s = node(in).type.shape;
+    if (s.size() != n.type.shape.size() || node(in).type.dtype != n.type.dtype) {
+      throw KernelError(fmt::format("{}: {} does not match {}", n.label, to_string(node(in).type), to_string(node(inputs[0]).type)));
+    }
+    n.type.shape[dim] += s[dim];
+    s[dim] = n.type.shape[dim];
+    auto expected = n.type.shape;
+    if (s != expected) throw KernelError(fmt::format("{}: shapes differ outside dim {}", n.label, dim));
+  }
+  return add(std::move(n));
+}
+
 int Graph::full(TensorType type, double value, std::string label) {
   Node n;
   n.kind = NodeKind::Elementwise;

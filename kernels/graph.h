@@ -29,6 +29,7 @@ enum class NodeKind : uint8_t {
   Row,          // row_op over the last axis
   Reshape,      // the same elements in the same order under another shape: no kernel, an alias
   StridedCopy,  // a dense copy of a strided view of inputs[0] (a whole buffer, flat)
+  Concat,       // torch.cat of the inputs along `cat_dim`
 };
 
 struct Node {
@@ -47,6 +48,7 @@ struct Node {
   // StridedCopy: the view's strides (elements) and offset into the source buffer
   std::vector<int64_t> strides;
   int64_t offset = 0;
+  int64_t cat_dim = 0;
   // Row
   RowOp row_op = RowOp::Sum;
   double eps = 1e-5;
@@ -73,6 +75,8 @@ class Graph {
   // Dense copy of the view (sizes, strides, offset) of `source`'s elements in row-major order.
   int strided_copy(int source, std::vector<int64_t> sizes, std::vector<int64_t> strides, int64_t offset,
                    std::string label = "contiguous");
+  // torch.cat(inputs, dim): shapes equal except along dim, one dtype.
+  int concat(const std::vector<int>& inputs, int64_t dim, std::string label = "cat");
   // A tensor of `type` with every element `value` (zeros, ones, full).
   int full(TensorType type, double value, std::string label = "full");
   void mark_output(int value);

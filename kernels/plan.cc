@@ -9,6 +9,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/matmul.h"
 #include "kernels/rowwise.h"
+#include "kernels/concat.h"
 #include "kernels/strided_copy.h"
 
 namespace vtpu::kernels {
@@ -167,8 +168,29 @@ Launch lower_matmul(const Graph& g, const KernelGroup& grp, const sim::ChipConfi
   return l;
 }
 
+Launch lower_concat(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
+  const Node& n = g.node(grp.nodes.front());
+  ConcatSpec spec;
+  spec.dtype = n.type.dtype;
+  int64_t inner = 1;
+  for (size_t d = 0; d < n.type.shape.size(); ++d) {
+    if (int64_t(d) < n.cat_dim) spec.outer *= n.type.shape[d];
+    if (int64_t(d) > n.cat_dim) inner *= n.type.shape[d];
+  }
+  for (int in : n.inputs) spec.widths.push_back(g.node(in).type.shape[n.cat_dim] * inner);
+  Launch l;
+  l.args = n.inputs;
+  l.args.push_back(grp.nodes.front());
+  std::string key = fmt::format("cat|{}|{}|", dtype_name(spec.dtype), spec.outer);
+  for (int64_t wdt : spec.widths) key += fmt::format("{},", wdt);
+  key += chip.name;
+  l.program = cache.get_or_build(key, [&] { return make_concat(spec, chip); }, &l.cache_hit);
+  return l;
+}
+
 Launch lower_copy(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
   const Node& n = g.node(grp.nodes.front());
+  if (n.kind == NodeKind::Concat) return lower_concat(g, grp, chip, cache);
   StridedCopySpec spec{n.type.shape, n.strides, n.offset, n.type.dtype};
   Launch l;
   l.args = {n.inputs[0], grp.nodes.front()};
@@ -305,6 +327,7 @@ std::string graph_signature(const Graph& graph) {
                      static_cast<int>(n.row_op), n.transpose_b, n.passes);
     if (n.scalar_operand || n.expr_op == ExprOp::Constant) s += fmt::format(":s{}{}", n.scalar, n.scalar_first ? "f" : "");
     if (n.kind == NodeKind::Row) s += fmt::format(":e{}c{}", n.eps, n.correction);
+    if (n.kind == NodeKind::Concat) s += fmt::format(":d{}", n.cat_dim);
     if (n.kind == NodeKind::StridedCopy) {
       s += fmt::format(":o{}", n.offset);
       for (int64_t st : n.strides) s += fmt::format("/{}", st);

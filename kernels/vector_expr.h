@@ -15,7 +15,7 @@ namespace vtpu::kernels {
 enum class ExprOp : uint8_t {
   Input, Constant,
   Neg, Abs, Exp, Log, Tanh, Sigmoid, Relu, GeluErf, GeluTanh, Silu, Sqrt, Rsqrt, Reciprocal, Square,
-  RoundBf16, Not, ToF32, ToI32, ToMask, FromMask,
+  RoundBf16, Not, ToF32, ToI32, ToMask, FromMask, Erf,
   Add, Sub, Mul, Div, Max, Min, Pow, Lt, Le, Gt, Ge, Eq, Ne, And, Or,
   Where,
 };

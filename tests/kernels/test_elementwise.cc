@@ -115,6 +115,7 @@ TEST_SUITE("kernels") {
         {ExprOp::Sigmoid, [](double x) { return 1 / (1 + std::exp(-x)); }, -30, 30, 1e-7, 1e-6},
         {ExprOp::Relu, [](double x) { return x > 0 ? x : 0; }, -5, 5, 0, 0},
         {ExprOp::GeluErf, gelu_ref, -6, 6, 1e-6, 1e-5},
+        {ExprOp::Erf, [](double x) { return std::erf(x); }, -4, 4, 5e-7, 1e-6},  // 1.5e-7 + cancellation near 0
         {ExprOp::GeluTanh, gelu_tanh_ref, -6, 6, 1e-6, 1e-5},
         {ExprOp::Silu, [](double x) { return x / (1 + std::exp(-x)); }, -20, 20, 1e-6, 1e-6},
         {ExprOp::Sqrt, [](double x) { return std::sqrt(x); }, 0, 100, 0, 1e-6},

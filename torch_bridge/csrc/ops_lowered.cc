@@ -2,6 +2,9 @@
 // through torch's dispatcher after autograd; composite ops (linear, matmul, layer_norm, ...)
 // arrive already decomposed into these.
 #include <ATen/ATen.h>
+#include <ATen/WrapDimUtils.h>
+
+#include <algorithm>
 #include <torch/library.h>
 
 #include "kernels/matmul.h"
@@ -205,19 +208,30 @@ at::Tensor tpu_log_softmax(const at::Tensor& self, int64_t dim, bool half_to_flo
   return row_op("_log_softmax", RowOp::LogSoftmax, self, cpu, half_to_float ? at::kFloat : self.scalar_type());
 }
 
-// sum / mean / amax over the last dim only (other dims: CPU fallback for now).
-at::Tensor reduce_last(const char* op, RowOp r, const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim,
-                       const CpuFn& cpu) {
-  const bool last = dims && dims->size() == 1 && last_dim((*dims)[0], self.dim()) && self.dim() >= 1;
-  if (!last) return run_on_cpu(op, {self}, cpu, "a reduction over dims other than the last one");
-  std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end());
-  shape.back() = 1;
-  if (!keepdim) shape.pop_back();
-  const auto dtype = at::isIntegralType(self.scalar_type(), true) ? at::kFloat : self.scalar_type();
-  if (at::isIntegralType(self.scalar_type(), true) && r == RowOp::Sum) {
-    return run_on_cpu(op, {self}, cpu, "integer sums (the row kernels accumulate in f32)");
+// sum / mean / amax over any dims (none given: all). The reduced dims are permuted last on the
+// chip when needed (see reduce_dims); integer sums fall back (row kernels accumulate in f32).
+at::Tensor reduce(const char* op, RowOp r, const at::Tensor& self, at::OptionalIntArrayRef dims_opt, bool keepdim,
+                  const CpuFn& cpu) {
+  std::vector<int64_t> dims;
+  if (dims_opt && !dims_opt->empty()) {
+    for (int64_t d : *dims_opt) dims.push_back(at::maybe_wrap_dim(d, self.dim()));
+  } else {
+    for (int64_t d = 0; d < self.dim(); ++d) dims.push_back(d);
   }
-  return row_op(op, r, self, cpu, dtype, shape);
+  std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  if (at::isIntegralType(self.scalar_type(), true)) return run_on_cpu(op, {self}, cpu, "integer reductions");
+  if (self.dim() == 0 || self.numel() == 0) return run_on_cpu(op, {self}, cpu, "reductions of 0-dim or empty tensors");
+  std::vector<int64_t> shape;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    const bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
+    if (!reduced) shape.push_back(self.size(d));
+    else if (keepdim) shape.push_back(1);
+  }
+  at::Tensor out = record(op, {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    return reduce_dims(g, v[0], dims, r);
+  }, cpu);
+  return out.view(shape);
 }
 
 at::Tensor tpu_sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, std::optional<c10::ScalarType> dtype) {
@@ -225,18 +239,18 @@ at::Tensor tpu_sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, boo
   if (dims) d.assign(dims->begin(), dims->end());
   const auto cpu = [d, keepdim, dtype](const std::vector<at::Tensor>& c) { return at::sum(c[0], d, keepdim, dtype); };
   if (dtype && *dtype != self.scalar_type()) return run_on_cpu("sum", {self}, cpu, "a sum with a dtype argument");
-  return reduce_last("sum", RowOp::Sum, self, dims, keepdim, cpu);
+  return reduce("sum", RowOp::Sum, self, dims, keepdim, cpu);
 }
 at::Tensor tpu_mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, std::optional<c10::ScalarType> dtype) {
   std::vector<int64_t> d;
   if (dims) d.assign(dims->begin(), dims->end());
   const auto cpu = [d, keepdim, dtype](const std::vector<at::Tensor>& c) { return at::mean(c[0], d, keepdim, dtype); };
   if (dtype && *dtype != self.scalar_type()) return run_on_cpu("mean", {self}, cpu, "a mean with a dtype argument");
-  return reduce_last("mean", RowOp::Mean, self, dims, keepdim, cpu);
+  return reduce("mean", RowOp::Mean, self, dims, keepdim, cpu);
 }
 at::Tensor tpu_amax(const at::Tensor& self, at::IntArrayRef dims, bool keepdim) {
   std::vector<int64_t> d(dims.begin(), dims.end());
-  return reduce_last("amax", RowOp::Max, self, dims, keepdim,
+  return reduce("amax", RowOp::Max, self, dims, keepdim,
                      [d, keepdim](const std::vector<at::Tensor>& c) { return at::amax(c[0], d, keepdim); });
 }
 
@@ -276,6 +290,29 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_layer_norm(const at::T
     return g.unary(ExprOp::Rsqrt, g.binary_scalar(ExprOp::Add, var, eps));
   }, cpu_out(2)).view(stat_shape);
   return {out, mean, rstd};
+}
+
+at::Tensor tpu_sum(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  return tpu_sum_dim(self, std::nullopt, false, dtype);
+}
+at::Tensor tpu_mean(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  return tpu_mean_dim(self, std::nullopt, false, dtype);
+}
+
+at::Tensor tpu_cat(const at::ITensorListRef& tensors, int64_t dim) {
+  std::vector<at::Tensor> inputs;
+  for (const auto& t : tensors) {
+    if (t.numel() > 0 || t.dim() > 1) inputs.push_back(t);  // torch skips legacy empty 1-d tensors
+  }
+  TORCH_CHECK(!inputs.empty(), "vtpu: cat of no tensors");
+  const int64_t d = at::maybe_wrap_dim(dim, inputs[0].dim());
+  c10::ScalarType dtype = inputs[0].scalar_type();
+  for (const auto& t : inputs) dtype = c10::promoteTypes(dtype, t.scalar_type());
+  return record("cat", inputs, dtype, [&](Graph& g, const std::vector<int>& v) {
+    std::vector<int> cast;
+    for (int x : v) cast.push_back(g.node(x).type.dtype == to_kernel_dtype(dtype) ? x : g.cast(x, to_kernel_dtype(dtype)));
+    return g.concat(cast, d);
+  }, [d](const std::vector<at::Tensor>& c) { return at::cat(c, d); });
 }
 
 at::Tensor tpu_clone(const at::Tensor& self, std::optional<c10::MemoryFormat>) {
@@ -336,8 +373,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sum.dim_IntList", tpu_sum_dim);
   m.impl("mean.dim", tpu_mean_dim);
   m.impl("amax", tpu_amax);
+  m.impl("sum", tpu_sum);
+  m.impl("mean", tpu_mean);
   m.impl("native_layer_norm", tpu_native_layer_norm);
   m.impl("clone", tpu_clone);
+  m.impl("cat", tpu_cat);
 }
 
 }  // namespace vtpu::bridge

@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <set>
 
 #include "kernels/asm_writer.h"
@@ -110,6 +111,39 @@ void fill_on_chip(const at::Tensor& t, double value) {
   const int v = rec.graph().full(tensor_type(t), value);
   rec.define_output(t, v, "fill_");
   rec.op_recorded();
+}
+
+int reduce_dims(kernels::Graph& g, int v, const std::vector<int64_t>& dims, kernels::RowOp op) {
+  const auto shape = g.node(v).type.shape;
+  std::vector<int64_t> kept, order, strides(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
+  int64_t kept_numel = 1, reduced_numel = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (std::find(dims.begin(), dims.end(), int64_t(i)) == dims.end()) {
+      kept.push_back(shape[i]);
+      order.push_back(static_cast<int64_t>(i));
+      kept_numel *= shape[i];
+    } else {
+      reduced_numel *= shape[i];
+    }
+  }
+  const size_t n_kept = order.size();
+  for (int64_t d : dims) order.push_back(d);
+  bool already_last = true;
+  for (size_t i = 0; i < order.size(); ++i) already_last &= order[i] == int64_t(i);
+  int src = v;
+  if (!already_last) {
+    std::vector<int64_t> sizes, st;
+    for (int64_t d : order) {
+      sizes.push_back(shape[d]);
+      st.push_back(strides[d]);
+    }
+    src = g.strided_copy(v, sizes, st, 0, "permute_for_reduction");
+  }
+  (void)n_kept;
+  const int rows = g.reshape(src, {kept_numel, reduced_numel});
+  const int reduced = g.row(op, rows);
+  return g.reshape(reduced, kept.empty() ? std::vector<int64_t>{} : kept);
 }
 
 }  // namespace vtpu::bridge

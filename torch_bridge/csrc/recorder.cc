@@ -129,6 +129,12 @@ std::vector<int> Recorder::values_of(const std::vector<at::Tensor>& ts) {
 
 void Recorder::define_output(const at::Tensor& out, int value, const char* op) {
   std::lock_guard lock(Runtime::get().mutex());
+  // A reshape writes nothing: its source lands in the buffer (same elements, same order). A
+  // source that is a graph input, or already lands in another buffer, is copied.
+  while (graph_.node(value).kind == kernels::NodeKind::Reshape) value = graph_.node(value).inputs[0];
+  if (graph_.node(value).kind == kernels::NodeKind::Input || outputs_.count(value)) {
+    value = graph_.cast(value, graph_.node(value).type.dtype, "copy");
+  }
   auto& rt = Runtime::get();
   const uint64_t vaddr = storage_vaddr(out);
   Buffer& b = rt.buffer(vaddr);

@@ -1,0 +1,69 @@
+"""Autograd and an optimizer on "tpu": gradients of the lowered ops (and of their backward ops)
+against the CPU, and an SGD training loop that follows the CPU's loss curve."""
+import pathlib
+import sys
+
+import pytest
+import torch
+
+import vtpu
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "examples"))
+from demo_model import Block  # noqa: E402
+
+
+@pytest.fixture(autouse=True, params=["defer_and_fuse", "strict_eager"])
+def mode(request):
+    vtpu.set_mode(request.param)
+    vtpu.set_cpu_fallback(False)  # everything below must run on the chip
+    yield
+    vtpu.synchronize()
+    vtpu.set_mode("defer_and_fuse")
+
+
+def grads_on(device, fn, *tensors):
+    leaves = [t.detach().to(device).requires_grad_() for t in tensors]
+    fn(*leaves).backward()
+    return [leaf.grad.cpu() for leaf in leaves]
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("relu", lambda x, w: (torch.relu(x) * w).sum()),
+    ("gelu", lambda x, w: (torch.nn.functional.gelu(x) * w).sum()),
+    ("gelu_tanh", lambda x, w: (torch.nn.functional.gelu(x, approximate="tanh") * w).sum()),
+    ("softmax", lambda x, w: (torch.softmax(x, -1) * w).sum()),
+    ("log_softmax", lambda x, w: (torch.log_softmax(x, -1) * w).sum()),
+    ("layer_norm", lambda x, w: (torch.nn.functional.layer_norm(x, (x.shape[-1],), w[0], w[1]) * w).sum()),
+    ("linear", lambda x, w: torch.nn.functional.linear(x, w, w[:, 0]).square().mean()),
+    ("sum_leading", lambda x, w: (x.sum(0) * w[0]).sum() + x.mean()),
+])
+def test_backward_matches_cpu(name, fn):
+    torch.manual_seed(3)
+    x, w = torch.randn(12, 40), torch.randn(12, 40)
+    for got, want in zip(grads_on("tpu", fn, x, w), grads_on("cpu", fn, x, w)):
+        torch.testing.assert_close(got, want, atol=2e-5, rtol=2e-4)
+    assert vtpu.stats()["cpu_fallbacks"] == {} or not any("backward" in k for k in vtpu.stats()["cpu_fallbacks"])
+
+
+def test_sgd_training_follows_the_cpu():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(Block(dim=64, heads=2, hidden=128), torch.nn.Linear(64, 1))
+    data, target = torch.randn(4, 16, 64), torch.randn(4, 16, 1)
+    model_tpu = Block(dim=64, heads=2, hidden=128)
+    model_tpu = torch.nn.Sequential(model_tpu, torch.nn.Linear(64, 1))
+    model_tpu.load_state_dict(model.state_dict())
+    model_tpu.to("tpu")
+    losses = {}
+    for device, m in (("cpu", model), ("tpu", model_tpu)):
+        opt = torch.optim.SGD(m.parameters(), lr=0.05)
+        x, y = data.to(device), target.to(device)
+        curve = []
+        for _ in range(5):
+            opt.zero_grad()
+            loss = (m(x) - y).square().mean()
+            loss.backward()
+            opt.step()
+            curve.append(loss.item())
+        losses[device] = curve
+    torch.testing.assert_close(torch.tensor(losses["tpu"]), torch.tensor(losses["cpu"]), atol=1e-4, rtol=1e-4)
+    assert losses["tpu"][-1] < losses["tpu"][0]
