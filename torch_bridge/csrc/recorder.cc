@@ -193,8 +193,7 @@ void Recorder::flush() {
   }
   for (const auto& [v, out] : outputs_) graph_.mark_output(v);
   sim::Device& device = rt.device(device_);
-  std::map<int, sim::HbmAddress> bound = input_address_;
-  for (const auto& [v, out] : outputs_) bound[v] = rt.materialize(out.vaddr) + out.offset;
+  const std::map<int, sim::HbmAddress>& bound = input_address_;
   kernels::Plan plan;
   try {
     plan = kernels::make_plan(graph_, rt.fusion(), device.chip(), rt.cache());
@@ -204,7 +203,11 @@ void Recorder::flush() {
   }
   PlanRun run;
   {
-    PlanExecution exec(device, plan, bound);
+    // Output buffers get HBM when the kernel writing them runs, like tensors allocated op by op.
+    PlanExecution exec(device, plan, bound, [&](int v) {
+      const Output& out = outputs_.at(v);
+      return rt.materialize(out.vaddr) + out.offset;
+    });
     run = exec.run();
   }
   auto& s = rt.stats();

@@ -2,44 +2,76 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace vtpu::bridge {
 
 PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, const std::map<int, sim::HbmAddress>& bound)
-    : device_(device), plan_(plan), inputs_(bound) {
-  for (const auto& values : {plan.inputs, plan.outputs}) {
-    for (int v : values) {
-      if (plan.value_bytes.count(v) && !inputs_.count(v)) throw std::invalid_argument(fmt::format("plan value {} is not bound", v));
+    : PlanExecution(device, plan, bound, nullptr) {}
+
+PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, const std::map<int, sim::HbmAddress>& bound,
+                             std::function<sim::HbmAddress(int)> allocate_output)
+    : device_(device), plan_(plan), inputs_(bound), allocate_output_(std::move(allocate_output)) {
+  for (int v : plan.inputs) {
+    if (plan.value_bytes.count(v) && !inputs_.count(v)) throw std::invalid_argument(fmt::format("plan input {} is not bound", v));
+  }
+  for (int v : plan.outputs) {
+    if (plan.value_bytes.count(v) && !inputs_.count(v) && !allocate_output_) {
+      throw std::invalid_argument(fmt::format("plan output {} is not bound", v));
     }
   }
-  if (plan.memory.arena_bytes > 0) {
-    arena_ = device.allocate(plan.memory.arena_bytes);
-    has_arena_ = true;
-  }
+  // Intermediates get HBM just before the launch that writes them and give it back after their
+  // last reader, so the device's peak follows true liveness (the memory plan's arena size is the
+  // same peak, computed ahead of time; run().arena_bytes reports it).
   run_.arena_bytes = plan.memory.arena_bytes;
-  for (const auto& launch : plan.launches) {
+  std::map<int, size_t> last_reader;
+  for (size_t step = 0; step < plan.launches.size(); ++step) {
+    for (int v : plan.launches[step].args) {
+      const int root = plan.alias.count(v) ? plan.alias.at(v) : v;
+      if (plan.memory.offset.count(root)) last_reader[root] = step;
+    }
+  }
+  for (size_t step = 0; step < plan.launches.size(); ++step) {
+    const auto& launch = plan.launches[step];
     std::vector<sim::KernelArg> args;
-    for (int v : launch.args) args.push_back(sim::KernelArg::buffer(address(v), bytes(v)));
+    for (int v : launch.args) {
+      const int root = plan.alias.count(v) ? plan.alias.at(v) : v;
+      if (plan.memory.offset.count(root) && !intermediates_.count(root)) {
+        intermediates_[root] = device.allocate(std::max<uint64_t>(plan.value_bytes.at(root), 1));
+      }
+      args.push_back(sim::KernelArg::buffer(address(v), bytes(v)));
+    }
     const sim::LaunchResult r = device.wait(device.launch(*launch.program, args));
     run_.cycles += r.cycles;
     run_.seconds += r.summary.seconds();
     run_.hbm_read_bytes += r.summary.hbm_read_bytes;
     run_.hbm_write_bytes += r.summary.hbm_write_bytes;
     ++run_.launches;
+    for (auto it = intermediates_.begin(); it != intermediates_.end();) {
+      if (last_reader.at(it->first) == step) {
+        device.free(it->second);
+        it = intermediates_.erase(it);
+      } else {
+        ++it;
+      }
+    }
   }
 }
 
 PlanExecution::~PlanExecution() {
-  if (has_arena_) device_.free(arena_);
+  for (const auto& [v, addr] : intermediates_) device_.free(addr);
 }
 
-sim::HbmAddress PlanExecution::address(int value) const {
+sim::HbmAddress PlanExecution::address(int value) {
   if (auto a = plan_.alias.find(value); a != plan_.alias.end()) return address(a->second);
   if (auto it = inputs_.find(value); it != inputs_.end()) return it->second;
-  auto it = plan_.memory.offset.find(value);
-  if (it == plan_.memory.offset.end()) throw std::out_of_range(fmt::format("value {} is not materialised by this plan", value));
-  return arena_ + it->second;
+  if (allocate_output_ && std::find(plan_.outputs.begin(), plan_.outputs.end(), value) != plan_.outputs.end()) {
+    return inputs_[value] = allocate_output_(value);
+  }
+  auto it = intermediates_.find(value);
+  if (it == intermediates_.end()) throw std::out_of_range(fmt::format("value {} is not materialised at this point of the plan", value));
+  return it->second;
 }
 
 }  // namespace vtpu::bridge

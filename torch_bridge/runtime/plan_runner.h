@@ -1,9 +1,10 @@
-// Executes a kernels::Plan on any sim::Device (the retargeting seam): one HBM arena for the
-// values the plan materialises, launches in order, counters summed. The bridge's modes and the
+// Executes a kernels::Plan on any sim::Device (the retargeting seam): launches in order, HBM for
+// each materialised intermediate from its writer to its last reader, counters summed. The bridge's modes and the
 // benchmarks both run plans through this.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -22,26 +23,30 @@ struct PlanRun {
   size_t launches = 0;
 };
 
-// Owns the arena of one plan execution; outputs stay readable until it is destroyed.
+// Runs the plan in its constructor; intermediates are freed as they die.
 class PlanExecution {
  public:
   // `bound` gives a device buffer, owned by the caller, for every graph input and output; the
-  // plan's intermediates go to an arena owned by this object.
+  // plan's intermediates get HBM from the device while they live.
   PlanExecution(sim::Device& device, const kernels::Plan& plan, const std::map<int, sim::HbmAddress>& bound);
+  // Outputs missing from `bound` are asked of `allocate_output` just before the launch that
+  // writes them, so a long plan does not hold all its outputs' HBM from its first kernel on.
+  PlanExecution(sim::Device& device, const kernels::Plan& plan, const std::map<int, sim::HbmAddress>& bound,
+                std::function<sim::HbmAddress(int value)> allocate_output);
   ~PlanExecution();
   PlanExecution(const PlanExecution&) = delete;
   PlanExecution& operator=(const PlanExecution&) = delete;
 
   const PlanRun& run() const { return run_; }
-  sim::HbmAddress address(int value) const;  // a bound value's or an intermediate's buffer
+  sim::HbmAddress address(int value);  // a bound value's or an intermediate's buffer
   uint64_t bytes(int value) const { return plan_.value_bytes.at(value); }
 
  private:
   sim::Device& device_;
   const kernels::Plan& plan_;
   std::map<int, sim::HbmAddress> inputs_;
-  sim::HbmAddress arena_ = 0;
-  bool has_arena_ = false;
+  std::function<sim::HbmAddress(int)> allocate_output_;
+  std::map<int, sim::HbmAddress> intermediates_;  // live ones only
   PlanRun run_;
 };
 
