@@ -4,13 +4,12 @@
 #include "kernels/elementwise.h"
 
 #include "kernels/asm_writer.h"
+#include "kernels/vreg_shape.h"
 #include "kernels/block_stream.h"
 
 namespace vtpu::kernels {
 namespace {
 
-constexpr int kLanes = 128;
-constexpr int kSublanes = 8;
 constexpr uint64_t kBlockBudgetBytes = 256 * 1024;  // VMEM per buffer set: big DMAs, short pipeline fill
 constexpr int64_t kMaxBlockCols = 2048;
 

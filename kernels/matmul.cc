@@ -17,15 +17,12 @@
 #include <array>
 
 #include "kernels/asm_writer.h"
+#include "kernels/vreg_shape.h"
 
 namespace vtpu::kernels {
 namespace {
 
-constexpr int kLanes = 128;
-constexpr int kSublanes = 8;
 constexpr int kSemInput = 0, kSemOutput = 2, kSemPrologue = 4;
-
-int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 // (A part, B part) products for each pass count, largest terms first.
 std::vector<std::pair<int, int>> pass_pairs(int passes) {

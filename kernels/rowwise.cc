@@ -11,13 +11,12 @@
 #include <limits>
 
 #include "kernels/asm_writer.h"
+#include "kernels/vreg_shape.h"
 #include "kernels/block_stream.h"
 
 namespace vtpu::kernels {
 namespace {
 
-constexpr int kLanes = 128;
-constexpr int kSublanes = 8;
 constexpr uint64_t kBlockBudgetBytes = 512 * 1024;
 constexpr int64_t kMaxCols = 64 * 1024;  // a group's rows must sit in VMEM whole
 
