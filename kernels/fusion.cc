@@ -229,7 +229,10 @@ Layout broadcast_layout(const std::vector<int64_t>& shape, const std::vector<int
   if (s == o) return Layout::Full;
   if (!out.empty() && s.size() == 1 && s[0] == out.back()) return Layout::Row;
   // the trailing dims of out, repeated along the leading ones (rows stay a multiple of the period)
-  if (s.size() >= 2 && s.size() < o.size() && std::equal(s.begin(), s.end(), o.end() - s.size())) return Layout::Periodic;
+  if (s.size() >= 2 && s.size() < o.size() && std::equal(s.begin(), s.end(), o.end() - s.size())) {
+    // Blocks are whole periods of 8-row groups (see BlockStream).
+    if ((numel / s.back()) % 8 == 0) return Layout::Periodic;
+  }
   // [..., 1] matching every leading dim of out: one value per row
   if (!out.empty() && !s.empty() && s.back() == 1) {
     std::vector<int64_t> lead(s.begin(), s.end() - 1), out_lead(out.begin(), out.end() - 1);

@@ -123,7 +123,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_layer_norm_backward(
     }, cpu_part(1));
   }
   if (mask[2] && bias && bias->defined()) {
-    db = record("native_layer_norm_backward", {grad}, bias->scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    db = record("native_layer_norm_backward", inputs, bias->scalar_type(), [&](Graph& g, const std::vector<int>& v) {
       return reduce_dims(g, v[0], rows_dims, RowOp::Sum);
     }, cpu_part(2));
   }

@@ -35,11 +35,12 @@ at::Tensor binary(const char* op, ExprOp e, const at::Tensor& self, const at::Te
   const double a = alpha.toDouble();
   if (is_cpu_scalar(other)) {
     const double s = other.item().toDouble() * a;
-    return record(op, {self}, result, [&](Graph& g, const std::vector<int>& v) { return g.binary_scalar(e, v[0], s); }, cpu);
+    // Both go to record: the CPU fallback needs the scalar too; only device tensors get values.
+    return record(op, {self, other}, result, [&](Graph& g, const std::vector<int>& v) { return g.binary_scalar(e, v[0], s); }, cpu);
   }
   if (is_cpu_scalar(self)) {
     const double s = self.item().toDouble();
-    return record(op, {other}, result, [&](Graph& g, const std::vector<int>& v) {
+    return record(op, {self, other}, result, [&](Graph& g, const std::vector<int>& v) {
       const int o = a == 1.0 ? v[0] : g.binary_scalar(ExprOp::Mul, v[0], a);
       return g.binary_scalar(e, o, s, /*scalar_first=*/true);
     }, cpu);
@@ -172,9 +173,13 @@ at::Tensor matmul_op(const char* op, const at::Tensor& a, const at::Tensor& b, c
   const at::Tensor b_arg = transposed ? b.transpose(-1, -2) : b;
   const int passes = kernels::passes_for_precision(Runtime::get().matmul_precision());
   const auto dtype = at::result_type(a, b);
+  // The CPU path gets b as the caller gave it.
+  const CpuFn cpu_b = [cpu, transposed](const std::vector<at::Tensor>& c) {
+    return cpu({c[0], transposed ? c[1].transpose(-1, -2) : c[1]});
+  };
   return record(op, {a, b_arg}, dtype, [&](Graph& g, const std::vector<int>& v) {
     return g.matmul(v[0], v[1], transposed, passes, op);
-  }, cpu);
+  }, cpu_b);
 }
 
 at::Tensor tpu_mm(const at::Tensor& a, const at::Tensor& b) {
@@ -221,7 +226,8 @@ at::Tensor reduce(const char* op, RowOp r, const at::Tensor& self, at::OptionalI
   std::sort(dims.begin(), dims.end());
   dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
   if (at::isIntegralType(self.scalar_type(), true)) return run_on_cpu(op, {self}, cpu, "integer reductions");
-  if (self.dim() == 0 || self.numel() == 0) return run_on_cpu(op, {self}, cpu, "reductions of 0-dim or empty tensors");
+  if (self.numel() == 0) return cpu({self.cpu()}).to(self.device());  // nothing to reduce on the chip
+  if (self.dim() == 0) return run_on_cpu(op, {self}, cpu, "reductions of 0-dim tensors");
   std::vector<int64_t> shape;
   for (int64_t d = 0; d < self.dim(); ++d) {
     const bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
@@ -282,10 +288,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_layer_norm(const at::T
   // mean and rstd, as autograd saves them; in defer_and_fuse they never run unless kept.
   std::vector<int64_t> stat_shape(input.sizes().begin(), input.sizes().end());
   stat_shape.back() = 1;
-  at::Tensor mean = record("native_layer_norm", {input}, at::kFloat, [&](Graph& g, const std::vector<int>& v) {
+  at::Tensor mean = record("native_layer_norm", inputs, at::kFloat, [&](Graph& g, const std::vector<int>& v) {
     return g.row(RowOp::Mean, v[0]);
   }, cpu_out(1)).view(stat_shape);
-  at::Tensor rstd = record("native_layer_norm", {input}, at::kFloat, [&](Graph& g, const std::vector<int>& v) {
+  at::Tensor rstd = record("native_layer_norm", inputs, at::kFloat, [&](Graph& g, const std::vector<int>& v) {
     const int var = g.row(RowOp::Var, v[0], -1, -1, eps, "var", /*correction=*/0);
     return g.unary(ExprOp::Rsqrt, g.binary_scalar(ExprOp::Add, var, eps));
   }, cpu_out(2)).view(stat_shape);

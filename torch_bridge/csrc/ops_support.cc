@@ -43,14 +43,24 @@ at::Tensor record(const char* op, const std::vector<at::Tensor>& inputs, c10::Sc
   std::lock_guard lock(rt.mutex());
   int device = -1;
   std::vector<at::Tensor> device_inputs;
+  bool empty = false;
   for (const auto& t : inputs) {
-    if (!t.device().is_privateuseone()) continue;
+    if (!t.device().is_privateuseone()) {
+      TORCH_CHECK(is_cpu_scalar(t), "vtpu: aten::", op, ": expected all tensors on one tpu device, got one on ", t.device());
+      continue;
+    }
+    empty |= t.numel() == 0;
     TORCH_CHECK(device < 0 || device == t.device().index(), "vtpu: aten::", op, ": tensors on tpu:", device, " and ",
                 t.device(), " (move them to one device)");
     device = t.device().index();
     device_inputs.push_back(t);
   }
   TORCH_INTERNAL_ASSERT(device >= 0, "vtpu: aten::", op, " dispatched to tpu without a tpu tensor");
+  if (empty) {  // no elements to move: the CPU computes the (possibly non-empty) result's shape and fill
+    std::vector<at::Tensor> host;
+    for (const auto& t : inputs) host.push_back(t.is_cpu() ? t : t.to(at::kCPU));
+    return cpu(host).to(c10::Device(c10::DeviceType::PrivateUse1, device));
+  }
   try {
     for (const auto& t : device_inputs) to_kernel_dtype(t.scalar_type());
     to_kernel_dtype(result_dtype);
@@ -77,12 +87,14 @@ at::Tensor record(const char* op, const std::vector<at::Tensor>& inputs, c10::Sc
   }
   const auto& shape = g.node(out).type.shape;
   at::Tensor result = at::empty(shape, at::TensorOptions().dtype(result_dtype).device(c10::DeviceType::PrivateUse1, device));
+  if (result.numel() == 0) return result;  // nothing to compute; the nodes stay dead
   rec.define_output(result, out, op);
   rec.op_recorded();
   return result;
 }
 
 void record_copy(const at::Tensor& dst, const at::Tensor& src) {
+  if (dst.numel() == 0) return;
   auto& rt = Runtime::get();
   std::lock_guard lock(rt.mutex());
   Recorder& rec = Recorder::of(dst.device().index());
@@ -93,6 +105,7 @@ void record_copy(const at::Tensor& dst, const at::Tensor& src) {
 }
 
 void fill_on_chip(const at::Tensor& t, double value) {
+  if (t.numel() == 0) return;
   auto& rt = Runtime::get();
   std::lock_guard lock(rt.mutex());
   const bool whole = t.is_contiguous() && t.storage_offset() == 0 && t.nbytes() == rt.buffer(storage_vaddr(t)).bytes;

@@ -16,8 +16,9 @@ namespace vtpu::bridge {
 using BuildFn = std::function<int(kernels::Graph& g, const std::vector<int>& values)>;
 using CpuFn = std::function<at::Tensor(const std::vector<at::Tensor>& cpu_inputs)>;
 
-// Records `build` over `inputs` (device tensors) and returns the result tensor, of torch's
-// `result_dtype` (a cast is added when the graph's promotion differs).
+// Records `build` over `inputs` and returns the result tensor, of torch's `result_dtype` (a cast
+// is added when the graph's promotion differs). `build` gets the values of the device tensors
+// among `inputs`, in order; `cpu` gets all of `inputs` (on the CPU) when the op falls back.
 at::Tensor record(const char* op, const std::vector<at::Tensor>& inputs, c10::ScalarType result_dtype, const BuildFn& build,
                   const CpuFn& cpu);
 

@@ -1,0 +1,105 @@
+"""Differential testing against PyTorch's OpInfo database: each op's sample inputs run on "tpu"
+and on the CPU, and the results are compared. Used by scripts/opinfo_report.py (the full sweep,
+written to docs/opinfo.md) and by test_opinfo.py (a fixed sample in CI).
+
+Each (op, sample) is classified:
+  native      ran on the chip (no CPU fallback) and matched the CPU
+  fallback    needed VTPU_CPU_FALLBACK for some aten op, and then matched
+  mismatch    ran (natively or with fallback) but differed from the CPU
+  unsupported raised NotImplementedError even with fallback (e.g. int64 math on the chip)
+  error       raised something else (on the CPU too: skipped, not counted)
+"""
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import torch
+from torch.utils._pytree import tree_map
+
+import vtpu
+
+STATUSES = ("native", "fallback", "mismatch", "unsupported", "error", "crash")
+
+
+@dataclasses.dataclass
+class OpResult:
+    name: str
+    counts: dict
+    first_problem: str = ""
+
+    @property
+    def status(self) -> str:
+        for s in ("crash", "error", "unsupported", "mismatch", "fallback"):
+            if self.counts.get(s):
+                return s
+        return "native" if self.counts.get("native") else "skipped"
+
+
+def _to(device):
+    def move(x):
+        return x.to(device) if isinstance(x, torch.Tensor) else x
+    return move
+
+
+def _compare(got, want) -> str:
+    got = tree_map(_to("cpu"), got)
+    try:
+        torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4, equal_nan=True, check_device=False)
+        return ""
+    except AssertionError as e:
+        return str(e).splitlines()[0][:160]
+    except Exception as e:  # structures that differ
+        return f"{type(e).__name__}: {str(e)[:120]}"
+
+
+# Ops whose results are uninitialised memory by definition: only their running is checked.
+UNINITIALISED = ("empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "empty_permuted")
+
+
+def run_sample(op, sample) -> tuple[str, str]:
+    try:
+        want = op(sample.input, *sample.args, **sample.kwargs)
+    except Exception:
+        return "skip", ""
+    moved = tree_map(_to("tpu"), (sample.input, sample.args, sample.kwargs))
+    for allow_fallback in (False, True):
+        vtpu.set_cpu_fallback(allow_fallback)
+        before = vtpu.stats()["cpu_fallback_ops"]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                got = op(moved[0], *moved[1], **moved[2])
+                problem = "" if op.name in UNINITIALISED else _compare(got, want)
+            vtpu.synchronize()
+        except NotImplementedError as e:
+            if allow_fallback:
+                return "unsupported", str(e).splitlines()[0][:160]
+            continue
+        except Exception as e:
+            return "error", f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+        finally:
+            vtpu.set_cpu_fallback(False)
+        if problem:
+            return "mismatch", problem
+        used_fallback = allow_fallback and vtpu.stats()["cpu_fallback_ops"] > before
+        return ("fallback" if used_fallback else "native"), ""
+    return "unsupported", "no result"
+
+
+def run_op(op, dtype=torch.float32, max_samples=3) -> OpResult:
+    result = OpResult(op.name + (f".{op.variant_test_name}" if op.variant_test_name else ""), {})
+    try:
+        samples = list(op.sample_inputs("cpu", dtype))[:max_samples]
+    except Exception as e:
+        result.counts["error"] = 1
+        result.first_problem = f"sample_inputs: {type(e).__name__}"
+        return result
+    for sample in samples:
+        status, problem = run_sample(op, sample)
+        if status == "skip":
+            continue
+        result.counts[status] = result.counts.get(status, 0) + 1
+        if problem and not result.first_problem:
+            result.first_problem = problem
+    return result
