@@ -19,6 +19,14 @@ using kernels::ExprOp;
 using kernels::Graph;
 using kernels::RowOp;
 
+// A Python number as torch passes it to .Tensor overloads: a 0-dim CPU tensor flagged as a
+// wrapped number, so type promotion treats it like a scalar (it never widens a tensor's dtype).
+at::Tensor wrapped_scalar(const at::Scalar& s) {
+  at::Tensor t = at::scalar_tensor(s, s.isFloatingPoint() ? at::kDouble : s.isBoolean() ? at::kBool : at::kLong);
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
+}
+
 at::Tensor unary(const char* op, ExprOp e, const at::Tensor& self, const CpuFn& cpu) {
   const auto dtype = at::isIntegralType(self.scalar_type(), true) && e != ExprOp::Neg && e != ExprOp::Abs && e != ExprOp::Relu
                          ? at::kFloat
@@ -97,7 +105,7 @@ VTPU_BINARY(pow_tensor, ExprOp::Pow, at::pow)
     return binary(#name, expr, self, other, 1, [](const std::vector<at::Tensor>& c) { return aten_call(c[0], c[1]); }, true); \
   }                                                                                                                    \
   at::Tensor tpu_##name##_scalar(const at::Tensor& self, const at::Scalar& other) {                                    \
-    return tpu_##name(self, at::scalar_tensor(other, at::kDouble));                                                          \
+    return tpu_##name(self, wrapped_scalar(other));                                                          \
   }
 VTPU_COMPARE(eq, ExprOp::Eq, at::eq)
 VTPU_COMPARE(ne, ExprOp::Ne, at::ne)
@@ -123,7 +131,7 @@ at::Tensor& tpu_mul_(at::Tensor& self, const at::Tensor& other) { return inplace
 at::Tensor& tpu_div_(at::Tensor& self, const at::Tensor& other) { return inplace(self, tpu_div(self, other)); }
 
 at::Tensor tpu_pow_scalar(const at::Tensor& self, const at::Scalar& exponent) {
-  return tpu_pow_tensor(self, at::scalar_tensor(exponent, at::kDouble));
+  return tpu_pow_tensor(self, wrapped_scalar(exponent));
 }
 
 at::Tensor tpu_clamp(const at::Tensor& self, const std::optional<at::Scalar>& lo, const std::optional<at::Scalar>& hi) {
@@ -190,7 +198,7 @@ at::Tensor tpu_bmm(const at::Tensor& a, const at::Tensor& b) {
 }
 at::Tensor tpu_addmm(const at::Tensor& bias, const at::Tensor& a, const at::Tensor& b, const at::Scalar& beta, const at::Scalar& alpha) {
   at::Tensor product = tpu_mm(a, b);
-  if (alpha.toDouble() != 1.0) product = tpu_mul(product, at::scalar_tensor(alpha, at::kDouble));
+  if (alpha.toDouble() != 1.0) product = tpu_mul(product, wrapped_scalar(alpha));
   return tpu_add(product, bias, beta);  // beta scales the bias: (product) + beta * bias
 }
 
@@ -321,6 +329,21 @@ at::Tensor tpu_cat(const at::ITensorListRef& tensors, int64_t dim) {
   }, [d](const std::vector<at::Tensor>& c) { return at::cat(c, d); });
 }
 
+// Convolutions are not lowered yet; torch routes other backends through convolution_overrideable,
+// which has no CPU kernel to fall back to, so it is forwarded to at::convolution on the CPU here.
+at::Tensor tpu_convolution_overrideable(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                                        at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
+                                        bool transposed, at::IntArrayRef output_padding, int64_t groups) {
+  std::vector<at::Tensor> inputs = {input, weight};
+  const bool has_bias = bias && bias->defined();
+  if (has_bias) inputs.push_back(*bias);
+  std::vector<int64_t> st(stride.begin(), stride.end()), pa(padding.begin(), padding.end()), di(dilation.begin(), dilation.end()),
+      op(output_padding.begin(), output_padding.end());
+  return run_on_cpu("convolution_overrideable", inputs, [=](const std::vector<at::Tensor>& c) {
+    return at::convolution(c[0], c[1], has_bias ? std::optional(c[2]) : std::nullopt, st, pa, di, transposed, op, groups);
+  }, "convolutions are not lowered yet");
+}
+
 at::Tensor tpu_clone(const at::Tensor& self, std::optional<c10::MemoryFormat>) {
   at::Tensor out = at::empty(self.sizes(), self.options());
   out.copy_(self);
@@ -384,6 +407,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_layer_norm", tpu_native_layer_norm);
   m.impl("clone", tpu_clone);
   m.impl("cat", tpu_cat);
+  m.impl("convolution_overrideable", tpu_convolution_overrideable);
 }
 
 }  // namespace vtpu::bridge
