@@ -116,14 +116,12 @@ VTPU_COMPARE(ge, ExprOp::Ge, at::ge)
 #undef VTPU_COMPARE
 
 at::Tensor tpu_add(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  const double a = alpha.toDouble();
   return binary("add", ExprOp::Add, self, other, alpha,
-                [a](const std::vector<at::Tensor>& c) { return at::add(c[0], c[1], a); });
+                [alpha](const std::vector<at::Tensor>& c) { return at::add(c[0], c[1], alpha); });
 }
 at::Tensor tpu_sub(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  const double a = alpha.toDouble();
   return binary("sub", ExprOp::Sub, self, other, alpha,
-                [a](const std::vector<at::Tensor>& c) { return at::sub(c[0], c[1], a); });
+                [alpha](const std::vector<at::Tensor>& c) { return at::sub(c[0], c[1], alpha); });
 }
 at::Tensor& tpu_add_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) { return inplace(self, tpu_add(self, other, alpha)); }
 at::Tensor& tpu_sub_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) { return inplace(self, tpu_sub(self, other, alpha)); }
