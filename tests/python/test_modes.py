@@ -111,6 +111,16 @@ def test_several_chips_and_env_configuration(run_isolated):
     assert "2 v6e strict_eager" in result.stdout and "tpu:1 12.0" in result.stdout
 
 
+def test_import_torch_is_enough(run_isolated):
+    result = run_isolated("""
+        import sys, torch
+        x = torch.ones(3, device="tpu") * 2
+        print("vtpu" in sys.modules, x.cpu().tolist(), torch.accelerator.current_accelerator())
+    """)
+    assert result.returncode == 0, result.stderr
+    assert "True [2.0, 2.0, 2.0] tpu" in result.stdout
+
+
 def test_bad_mode_names_the_choices():
     with pytest.raises(Exception, match="strict_eager, defer_and_fuse"):
         vtpu.set_mode("lazy")
