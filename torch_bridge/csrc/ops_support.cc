@@ -140,7 +140,6 @@ int reduce_dims(kernels::Graph& g, int v, const std::vector<int64_t>& dims, kern
       reduced_numel *= shape[i];
     }
   }
-  const size_t n_kept = order.size();
   for (int64_t d : dims) order.push_back(d);
   bool already_last = true;
   for (size_t i = 0; i < order.size(); ++i) already_last &= order[i] == int64_t(i);
@@ -153,7 +152,6 @@ int reduce_dims(kernels::Graph& g, int v, const std::vector<int64_t>& dims, kern
     }
     src = g.strided_copy(v, sizes, st, 0, "permute_for_reduction");
   }
-  (void)n_kept;
   const int rows = g.reshape(src, {kept_numel, reduced_numel});
   const int reduced = g.row(op, rows);
   return g.reshape(reduced, kept.empty() ? std::vector<int64_t>{} : kept);
