@@ -157,6 +157,14 @@ def test_unlowered_op_names_the_op_unless_fallback_is_allowed():
     assert any("cumsum" in k for k in vtpu.stats()["cpu_fallbacks"])
 
 
+def test_complex_tensors_are_refused_with_a_message():
+    with pytest.raises(NotImplementedError, match="complex"):
+        torch.zeros(2, dtype=torch.complex64, device="tpu")
+    vtpu.set_cpu_fallback(True)
+    with pytest.raises(NotImplementedError, match="complex"):  # fft makes complex outputs: refused, no crash
+        torch.fft.ifft(torch.randn(8).to("tpu")).cpu()
+
+
 def test_int64_math_is_not_silently_wrong():
     x = torch.arange(5).to("tpu")  # int64: stored, but no kernels on the chip
     with pytest.raises(NotImplementedError, match="Long"):

@@ -16,11 +16,19 @@
 namespace vtpu::bridge {
 namespace {
 
+// Complex tensors are refused at creation: torch's conjugate/negative-bit fallbacks around copies
+// would otherwise recurse through clone and copy_ on this device.
+void check_dtype(std::optional<c10::ScalarType> dtype) {
+  const auto t = c10::dtype_or_default(dtype);
+  TORCH_CHECK_NOT_IMPLEMENTED(!c10::isComplexType(t), "vtpu: ", t, " (complex) tensors are not supported on tpu");
+}
+
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
                                std::optional<c10::Layout> layout, std::optional<c10::Device> device,
                                std::optional<bool> pin_memory, std::optional<c10::MemoryFormat> memory_format) {
   TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided, "vtpu: only strided tensors");
   TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "vtpu: pinned memory is a CPU notion");
+  check_dtype(dtype);
   const c10::DeviceGuard guard(c10::device_or_default(device));
   constexpr c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
   return at::detail::empty_generic(size, at::GetAllocator(at::kPrivateUse1), keys, c10::dtype_or_default(dtype), memory_format);
@@ -30,6 +38,7 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::op
                          std::optional<c10::Layout> layout, std::optional<c10::Device> device, std::optional<bool> pin_memory) {
   TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided, "vtpu: only strided tensors");
   TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "vtpu: pinned memory is a CPU notion");
+  check_dtype(dtype);
   const c10::DeviceGuard guard(c10::device_or_default(device));
   constexpr c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
   return at::detail::empty_strided_generic(size, stride, at::GetAllocator(at::kPrivateUse1), keys, c10::dtype_or_default(dtype));
