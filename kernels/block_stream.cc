@@ -171,10 +171,7 @@ void BlockStream::load_scalars(RegisterPool& vregs) {
     w_.line("dma.h2v dq0, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", kSemPrologue, vm, hb, one, bytes, bytes, bytes);
     w_.line("sem.wait sem{}, 1", kSemPrologue);
     b.scalar_vreg = vregs.take();
-    w_.line("vmaskn m1, s{}", one);  // lane 0 of sublane 0 only: nothing past the element is read
-    w_.line("{} v{}, m1, s{}, 0, 0", load_mnemonic(operands_[i].dtype), b.scalar_vreg, vm);
-    w_.line("vbcast.sub v{}, v{}, 0", b.scalar_vreg, b.scalar_vreg);
-    w_.line("vbcast.lane v{}, v{}, 0", b.scalar_vreg, b.scalar_vreg);
+    load_scalar_broadcast(w_, operands_[i].dtype, b.scalar_vreg, vm, one);
     for (int r : {vm, hb, one, bytes}) s.release(r);
   }
 }
@@ -214,18 +211,29 @@ void BlockStream::emit(RegisterPool& vregs, const std::function<void(int, const 
   for (int r : {block, next, nblocks, two}) s.release(r);
 }
 
-void load_tile(AsmWriter& w, const BlockStream& stream, size_t i, int vreg, int cursor, int column_cursor) {
-  const auto& o = stream.operand(i);
-  const char* m = load_mnemonic(o.dtype);
-  switch (o.layout) {
-    case Layout::Full: case Layout::Periodic: w.line("{} v{}, m0, s{}, 0, {}", m, vreg, cursor, stream.row_stride(i)); break;
-    case Layout::Row: w.line("{} v{}, m0, s{}, 0, 0", m, vreg, cursor); break;
-    case Layout::Column:
-      w.line("{} v{}, m0, s{}, 0, {}", m, vreg, column_cursor, stream.element_bytes(i));
+void load_operand_tile(AsmWriter& w, DType dtype, Layout layout, int vreg, int reg, int64_t offset, int64_t row_stride) {
+  const char* m = load_mnemonic(dtype);
+  switch (layout) {
+    case Layout::Full: case Layout::Periodic: w.line("{} v{}, m0, s{}, {}, {}", m, vreg, reg, offset, row_stride); break;
+    case Layout::Row: w.line("{} v{}, m0, s{}, {}, 0", m, vreg, reg, offset); break;
+    case Layout::Column:  // sublane i reads from element i: lane 0 of each sublane holds its row's value
+      w.line("{} v{}, m0, s{}, {}, {}", m, vreg, reg, offset, dtype_bytes(dtype));
       w.line("vbcast.lane v{}, v{}, 0", vreg, vreg);
       break;
     case Layout::Scalar: throw KernelError("scalar operands live in a register, they are not loaded per tile");
   }
+}
+
+void load_tile(AsmWriter& w, const BlockStream& stream, size_t i, int vreg, int cursor, int column_cursor) {
+  const auto& o = stream.operand(i);
+  load_operand_tile(w, o.dtype, o.layout, vreg, o.layout == Layout::Column ? column_cursor : cursor, 0, stream.row_stride(i));
+}
+
+void load_scalar_broadcast(AsmWriter& w, DType dtype, int vreg, int vmem_reg, int one_reg) {
+  w.line("vmaskn m1, s{}", one_reg);  // lane 0 of sublane 0 only
+  w.line("{} v{}, m1, s{}, 0, 0", load_mnemonic(dtype), vreg, vmem_reg);
+  w.line("vbcast.sub v{}, v{}, 0", vreg, vreg);
+  w.line("vbcast.lane v{}, v{}, 0", vreg, vreg);
 }
 
 }  // namespace vtpu::kernels

@@ -74,9 +74,17 @@ class BlockStream {
   uint64_t vmem_end_ = 0;
 };
 
-// Loads operand `i` of `stream` for the 8x128 tile at the given cursors into `vreg`: Full from
-// s`cursor` (rows row_stride apart), Row from s`cursor` (one row for all sublanes), Column from
-// s`column_cursor` (one value per sublane, broadcast along lanes). Scalars are never loaded.
+// Loads the 8x128 tile of an operand at VMEM s`reg` + offset into `vreg`: Full/Periodic rows
+// `row_stride` bytes apart, Row the same row for all sublanes, Column one value per sublane
+// broadcast along the lanes. Scalars are never loaded per tile (see load_scalar_broadcast).
+void load_operand_tile(AsmWriter& w, DType dtype, Layout layout, int vreg, int reg, int64_t offset, int64_t row_stride);
+
+// load_operand_tile for operand `i` of `stream`: Column operands read from s`column_cursor`,
+// the others from s`cursor`.
 void load_tile(AsmWriter& w, const BlockStream& stream, size_t i, int vreg, int cursor, int column_cursor);
+
+// vreg = the one element at VMEM s`vmem_reg` in every lane (s`one_reg` must hold 1; uses m1).
+// Only that element is read, so nothing past a one-element buffer is touched.
+void load_scalar_broadcast(AsmWriter& w, DType dtype, int vreg, int vmem_reg, int one_reg);
 
 }  // namespace vtpu::kernels

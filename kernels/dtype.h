@@ -36,5 +36,6 @@ inline std::string_view dtype_name(DType t) {
 // planner rejects them (the bridge converts or falls back), rather than reinterpreting bits.
 inline bool dtype_on_chip(DType t) { return t != DType::F16 && t != DType::I64; }
 inline bool dtype_is_float(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
+inline bool dtype_is_integer(DType t) { return !dtype_is_float(t); }  // bool counts: it promotes like one
 
 }  // namespace vtpu::kernels

@@ -21,7 +21,7 @@ void validate(const ElementwiseSpec& spec) {
     throw KernelError("elementwise: the expression reads an operand that has no input");
   }
   if (spec.outputs.empty()) throw KernelError("elementwise: a kernel without outputs does nothing");
-  if (spec.inputs.size() + spec.outputs.size() > 10) {
+  if (spec.inputs.size() + spec.outputs.size() > kMaxElementwiseOperands) {
     throw KernelError("elementwise: more than 10 operands in one kernel (split the fusion group)");
   }
 }

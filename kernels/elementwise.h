@@ -39,6 +39,10 @@ struct ElementwiseSpec {
   Expr expr;
 };
 
+// Inputs plus outputs one kernel streams at most (scalar registers hold two cursors each); the
+// fusion planner stops growing a group there.
+inline constexpr size_t kMaxElementwiseOperands = 10;
+
 // Kernel arguments: the input buffers in order, then the output buffers.
 isa::Program make_elementwise(const ElementwiseSpec& spec, const sim::ChipConfig& chip);
 

@@ -11,7 +11,6 @@
 namespace vtpu::kernels {
 namespace {
 
-constexpr size_t kMaxElementwiseOperands = 10;
 
 class GreedyPlanner {
  public:
@@ -86,12 +85,18 @@ class GreedyPlanner {
     return false;
   }
 
-  // Values of `grp` (plus node `extra`) read or written outside it, as far as is known now.
-  size_t operand_count(const KernelGroup& grp, int extra) const {
-    std::vector<int> members = grp.nodes;
-    members.push_back(extra);
+  // How many times the nodes of `members` read value v.
+  int reads_within(const std::vector<int>& members, int v) const {
+    int n = 0;
+    for (int m : members) {
+      for (int in : g_.node(m).inputs) n += in == v;
+    }
+    return n;
+  }
+
+  // Values `members` read from outside themselves, in first-use order.
+  std::vector<int> external_inputs(const std::vector<int>& members) const {
     std::vector<int> reads;
-    size_t writes = 0;
     for (int m : members) {
       for (int in : g_.node(m).inputs) {
         if (std::find(members.begin(), members.end(), in) == members.end() &&
@@ -99,13 +104,24 @@ class GreedyPlanner {
           reads.push_back(in);
         }
       }
-      int inside = 0;
-      for (int other : members) {
-        for (int in : g_.node(other).inputs) inside += in == m;
-      }
-      writes += consumers_[m] > inside || g_.is_output(m);
     }
-    return reads.size() + writes;
+    return reads;
+  }
+
+  // Values of `members` that something outside them reads, or that are graph outputs.
+  std::vector<int> escaping_values(const std::vector<int>& members) const {
+    std::vector<int> out;
+    for (int m : members) {
+      if (consumers_[m] > reads_within(members, m) || g_.is_output(m)) out.push_back(m);
+    }
+    return out;
+  }
+
+  // Operands of `grp` plus node `extra`, as far as is known now.
+  size_t operand_count(const KernelGroup& grp, int extra) const {
+    std::vector<int> members = grp.nodes;
+    members.push_back(extra);
+    return external_inputs(members).size() + escaping_values(members).size();
   }
 
   // Matmul epilogues stream Full, Row, Scalar and (unbatched) Column operands only.
@@ -159,11 +175,7 @@ class GreedyPlanner {
       if (producer_group(n.inputs[i]) >= gi) return false;
     }
     for (int m : grp.nodes) {
-      int inside = 0;
-      for (int other : grp.nodes) {
-        for (int in : g_.node(other).inputs) inside += in == m;
-      }
-      const int outside = consumers_[m] - inside;
+      const int outside = consumers_[m] - reads_within(grp.nodes, m);
       if (g_.is_output(m)) return false;
       if (m == x ? outside != 1 : outside != 0) return false;
       if (g_.node(m).type.shape != g_.node(x).type.shape) return false;
@@ -175,19 +187,8 @@ class GreedyPlanner {
   }
 
   void finish(KernelGroup& grp) const {
-    for (int m : grp.nodes) {
-      for (int in : g_.node(m).inputs) {
-        const bool inside = std::find(grp.nodes.begin(), grp.nodes.end(), in) != grp.nodes.end();
-        if (!inside && std::find(grp.inputs.begin(), grp.inputs.end(), in) == grp.inputs.end()) grp.inputs.push_back(in);
-      }
-    }
-    for (int m : grp.nodes) {
-      int inside = 0;
-      for (int other : grp.nodes) {
-        for (int in : g_.node(other).inputs) inside += in == m;
-      }
-      if (consumers_[m] > inside || g_.is_output(m)) grp.outputs.push_back(m);
-    }
+    grp.inputs = external_inputs(grp.nodes);
+    grp.outputs = escaping_values(grp.nodes);
     if (grp.outputs.empty()) grp.outputs.push_back(grp.nodes.back());  // dead code still runs if asked to
   }
 

@@ -7,13 +7,6 @@
 namespace vtpu::kernels {
 namespace {
 
-bool is_comparison(ExprOp op) {
-  return op == ExprOp::Lt || op == ExprOp::Le || op == ExprOp::Gt || op == ExprOp::Ge || op == ExprOp::Eq ||
-         op == ExprOp::Ne;
-}
-
-bool is_integer(DType t) { return t == DType::I8 || t == DType::I32 || t == DType::I64 || t == DType::Bool; }
-
 // torch's promotion for the dtypes the chip holds: float beats int beats bool; f32 beats bf16.
 DType promote(DType a, DType b) {
   if (a == b) return a;
@@ -34,7 +27,7 @@ bool float_result(ExprOp op) {
 
 DType result_dtype(ExprOp op, DType in) {
   if (is_comparison(op) || op == ExprOp::Not || op == ExprOp::And || op == ExprOp::Or) return DType::Bool;
-  if (float_result(op) && is_integer(in)) return DType::F32;
+  if (float_result(op) && dtype_is_integer(in)) return DType::F32;
   if (in == DType::Bool && (op == ExprOp::Add || op == ExprOp::Mul || op == ExprOp::Sub)) return DType::I32;
   return in;
 }
@@ -120,7 +113,7 @@ int Graph::binary_scalar(ExprOp op, int a, double scalar, bool scalar_first, std
   // A Python float scalar makes an int tensor's result float; it never widens a float tensor.
   const DType in = node(a).type.dtype;
   const bool float_scalar = scalar != static_cast<double>(static_cast<int64_t>(scalar));
-  n.type = {node(a).type.shape, result_dtype(op, float_scalar && is_integer(in) ? DType::F32 : in)};
+  n.type = {node(a).type.shape, result_dtype(op, float_scalar && dtype_is_integer(in) ? DType::F32 : in)};
   return add(std::move(n));
 }
 

@@ -17,6 +17,7 @@
 #include <array>
 
 #include "kernels/asm_writer.h"
+#include "kernels/block_stream.h"
 #include "kernels/vreg_shape.h"
 
 namespace vtpu::kernels {
@@ -329,10 +330,7 @@ class MatmulBuilder {
       w_.load_immediate(vm, e.vmem[0]);
       w_.load_immediate(one, 1);
       e.preset_vreg = vregs.take();
-      w_.line("vmaskn m1, s{}", one);
-      w_.line("{} v{}, m1, s{}, 0, 0", load_mnemonic(e.operand.dtype), e.preset_vreg, vm);
-      w_.line("vbcast.sub v{}, v{}, 0", e.preset_vreg, e.preset_vreg);
-      w_.line("vbcast.lane v{}, v{}, 0", e.preset_vreg, e.preset_vreg);
+      load_scalar_broadcast(w_, e.operand.dtype, e.preset_vreg, vm, one);
       r.release(vm);
       r.release(one);
     }
@@ -488,16 +486,8 @@ class MatmulBuilder {
         }
         const auto load = [&](int operand, int vreg) {
           const EpilogueBuffer& e = epilogue_.at(operand - 1);
-          const char* m = load_mnemonic(e.operand.dtype);
-          switch (e.operand.layout) {
-            case Layout::Full: w_.line("{} v{}, m0, s{}, {}, {}", m, vreg, e.cursor, col * e.eb, bn_ * e.eb); break;
-            case Layout::Row: w_.line("{} v{}, m0, s{}, {}, 0", m, vreg, e.cursor, col * e.eb); break;
-            case Layout::Column:
-              w_.line("{} v{}, m0, s{}, {}, {}", m, vreg, e.cursor, rt * kSublanes * e.eb, e.eb);
-              w_.line("vbcast.lane v{}, v{}, 0", vreg, vreg);
-              break;
-            case Layout::Scalar: case Layout::Periodic: break;
-          }
+          const int64_t offset = e.operand.layout == Layout::Column ? rt * kSublanes * e.eb : col * e.eb;
+          load_operand_tile(w_, e.operand.dtype, e.operand.layout, vreg, e.cursor, offset, bn_ * e.eb);
         };
         const auto out = codegen.emit(expr, load, preset);
         const TileValue v = codegen.to_type(out[0], ValueType::F32, false);

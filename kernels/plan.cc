@@ -15,8 +15,6 @@
 namespace vtpu::kernels {
 namespace {
 
-bool is_integer(DType t) { return t == DType::I8 || t == DType::I32 || t == DType::I64 || t == DType::Bool; }
-
 // Builds the Expr of a group's elementwise nodes. External values become Input operands in
 // first-use order (`operands`); `preset` maps values already defined (a matmul's accumulator).
 class ExprBuilder {
@@ -39,7 +37,7 @@ class ExprBuilder {
     const Node& n = g_.node(id);
     int out;
     if (n.expr_op == ExprOp::Constant) {  // Graph::full
-      const bool int_type = is_integer(n.type.dtype);
+      const bool int_type = dtype_is_integer(n.type.dtype);
       out = e_.constant(n.scalar, int_type ? ValueType::I32 : ValueType::F32);
       if (n.type.dtype == DType::Bool) out = e_.cast(out, ValueType::Mask);
     } else if (n.expr_op == ExprOp::Where) {
@@ -47,10 +45,10 @@ class ExprBuilder {
     } else if (n.expr_op == ExprOp::ToF32) {  // Graph::cast
       const int x = value(n.inputs[0]);
       if (n.type.dtype == DType::Bool) out = e_.cast(x, ValueType::Mask);
-      else if (is_integer(n.type.dtype)) out = e_.cast(x, ValueType::I32);
+      else if (dtype_is_integer(n.type.dtype)) out = e_.cast(x, ValueType::I32);
       else out = e_.cast(x, ValueType::F32);
     } else if (n.scalar_operand) {
-      const bool int_scalar = is_integer(g_.node(n.inputs[0]).type.dtype) && n.scalar == double(int64_t(n.scalar));
+      const bool int_scalar = dtype_is_integer(g_.node(n.inputs[0]).type.dtype) && n.scalar == double(int64_t(n.scalar));
       const int c = e_.constant(n.scalar, int_scalar ? ValueType::I32 : ValueType::F32);
       const int x = value(n.inputs[0]);
       out = n.scalar_first ? e_.binary(n.expr_op, c, x) : e_.binary(n.expr_op, x, c);

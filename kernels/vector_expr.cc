@@ -8,11 +8,6 @@
 namespace vtpu::kernels {
 namespace {
 
-bool is_comparison(ExprOp op) {
-  return op == ExprOp::Lt || op == ExprOp::Le || op == ExprOp::Gt || op == ExprOp::Ge || op == ExprOp::Eq ||
-         op == ExprOp::Ne;
-}
-
 // Ops that have an exact int32 form on the VPU; every other arithmetic op computes in f32.
 bool has_int_form(ExprOp op) {
   return op == ExprOp::Neg || op == ExprOp::Abs || op == ExprOp::Relu || op == ExprOp::Square || op == ExprOp::Add ||

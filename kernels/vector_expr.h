@@ -58,6 +58,11 @@ class Expr {
 
 std::string_view expr_op_name(ExprOp op);
 
+inline bool is_comparison(ExprOp op) {
+  return op == ExprOp::Lt || op == ExprOp::Le || op == ExprOp::Gt || op == ExprOp::Ge || op == ExprOp::Eq ||
+         op == ExprOp::Ne;
+}
+
 // A value living in a register during code generation.
 struct TileValue {
   ValueType type = ValueType::F32;
