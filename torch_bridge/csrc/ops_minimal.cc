@@ -101,15 +101,6 @@ void from_host(const at::Tensor& dst, const at::Tensor& host) {
   rt.stats().host_relayouts++;
 }
 
-bool on_chip(c10::ScalarType t) {
-  try {
-    to_kernel_dtype(t);
-    return true;
-  } catch (const c10::NotImplementedError&) {
-    return false;
-  }
-}
-
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool) {
   if (self.is_cpu()) {
     from_host(dst, self);
@@ -117,8 +108,8 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool) {
     dst.copy_(to_host(self));
   } else if (self.device() != dst.device()) {
     from_host(dst, to_host(self));  // chip to chip through the host, for now (no ICI model yet)
-  } else if (dst.is_contiguous() && dst.storage_offset() == 0 && dst.nbytes() == Runtime::get().buffer(storage_vaddr(dst)).bytes &&
-             dst.sizes() == self.sizes() && on_chip(self.scalar_type()) && on_chip(dst.scalar_type())) {
+  } else if (is_whole_buffer(dst) && dst.sizes() == self.sizes() && chip_dtype(self.scalar_type()) &&
+             chip_dtype(dst.scalar_type())) {
     record_copy(dst, self);  // on the chip: a (fusable) elementwise copy with any dtype conversion
   } else {
     from_host(dst, to_host(self).expand(dst.sizes()));

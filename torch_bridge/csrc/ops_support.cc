@@ -61,12 +61,10 @@ at::Tensor record(const char* op, const std::vector<at::Tensor>& inputs, c10::Sc
     for (const auto& t : inputs) host.push_back(t.is_cpu() ? t : t.to(at::kCPU));
     return cpu(host).to(c10::Device(c10::DeviceType::PrivateUse1, device));
   }
-  try {
-    for (const auto& t : device_inputs) to_kernel_dtype(t.scalar_type());
-    to_kernel_dtype(result_dtype);
-  } catch (const c10::NotImplementedError& e) {
-    return run_on_cpu(op, inputs, cpu, c10::str(c10::toString(result_dtype), " tensors"));
+  for (const auto& t : device_inputs) {
+    if (!chip_dtype(t.scalar_type())) return run_on_cpu(op, inputs, cpu, c10::str(t.scalar_type(), " tensors"));
   }
+  if (!chip_dtype(result_dtype)) return run_on_cpu(op, inputs, cpu, c10::str(result_dtype, " tensors"));
   Recorder& rec = Recorder::of(device);
   const std::vector<int> values = rec.values_of(device_inputs);
   kernels::Graph& g = rec.graph();
@@ -108,14 +106,7 @@ void fill_on_chip(const at::Tensor& t, double value) {
   if (t.numel() == 0) return;
   auto& rt = Runtime::get();
   std::lock_guard lock(rt.mutex());
-  const bool whole = t.is_contiguous() && t.storage_offset() == 0 && t.nbytes() == rt.buffer(storage_vaddr(t)).bytes;
-  bool supported = true;
-  try {
-    to_kernel_dtype(t.scalar_type());
-  } catch (const c10::NotImplementedError&) {
-    supported = false;
-  }
-  if (!whole || !supported) {  // a slice, or a dtype without kernels: fill through the host
+  if (!is_whole_buffer(t) || !chip_dtype(t.scalar_type())) {  // a slice, or a dtype without kernels: fill through the host
     const at::Tensor host = at::full(t.sizes(), value, t.options().device(at::kCPU));
     t.copy_(host);
     return;

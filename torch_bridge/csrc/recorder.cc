@@ -11,16 +11,25 @@
 
 namespace vtpu::bridge {
 
-kernels::DType to_kernel_dtype(c10::ScalarType t) {
+std::optional<kernels::DType> chip_dtype(c10::ScalarType t) {
   switch (t) {
     case at::kFloat: return kernels::DType::F32;
     case at::kBFloat16: return kernels::DType::BF16;
     case at::kInt: return kernels::DType::I32;
     case at::kChar: return kernels::DType::I8;
     case at::kBool: return kernels::DType::Bool;
-    default: break;
+    default: return std::nullopt;
   }
-  TORCH_CHECK_NOT_IMPLEMENTED(false, "vtpu: ", t, " tensors have no kernels on the chip (f32, bf16, int32, int8, bool)");
+}
+
+kernels::DType to_kernel_dtype(c10::ScalarType t) {
+  const auto d = chip_dtype(t);
+  TORCH_CHECK_NOT_IMPLEMENTED(d, "vtpu: ", t, " tensors have no kernels on the chip (f32, bf16, int32, int8, bool)");
+  return *d;
+}
+
+bool is_whole_buffer(const at::Tensor& t) {
+  return t.is_contiguous() && t.storage_offset() == 0 && uint64_t(t.nbytes()) == Runtime::get().buffer(storage_vaddr(t)).bytes;
 }
 
 uint64_t storage_vaddr(const at::Tensor& t) { return reinterpret_cast<uint64_t>(t.storage().data()); }
@@ -52,34 +61,19 @@ std::optional<int> Recorder::strided_view(const at::Tensor& t) {
   auto& rt = Runtime::get();
   const uint64_t vaddr = storage_vaddr(t);
   Buffer& b = rt.buffer(vaddr);
-  kernels::DType dtype;
-  try {
-    dtype = to_kernel_dtype(t.scalar_type());
-  } catch (const c10::NotImplementedError&) {
-    return std::nullopt;
-  }
+  const auto chip = chip_dtype(t.scalar_type());
+  if (!chip) return std::nullopt;
+  const kernels::DType dtype = *chip;
+  const std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().end()), strides(t.strides().begin(), t.strides().end());
   if (b.pending_value >= 0) {
     // A view of a pending result: the copy reads the result's buffer, which the planner
     // materialises because the copy is a kernel of its own.
     if (graph_.node(b.pending_value).type.dtype != dtype) throw NeedsFlush{};
-    return graph_.strided_copy(b.pending_value, std::vector<int64_t>(t.sizes().begin(), t.sizes().end()),
-                               std::vector<int64_t>(t.strides().begin(), t.strides().end()), t.storage_offset());
+    return graph_.strided_copy(b.pending_value, sizes, strides, t.storage_offset());
   }
   const int64_t elems = static_cast<int64_t>(b.bytes / t.element_size());
-  const kernels::TensorType flat{{elems}, dtype};
-  const sim::HbmAddress hbm = rt.materialize(vaddr);
-  const auto key = std::make_pair(hbm, kernels::to_string(flat));
-  int source;
-  if (auto it = input_values_.find(key); it != input_values_.end()) {
-    source = it->second;
-  } else {
-    source = graph_.input(flat, "storage");
-    input_address_[source] = hbm;
-    input_values_[key] = source;
-    keep_alive_.push_back(t.storage());
-  }
-  return graph_.strided_copy(source, std::vector<int64_t>(t.sizes().begin(), t.sizes().end()),
-                             std::vector<int64_t>(t.strides().begin(), t.strides().end()), t.storage_offset());
+  const int source = bind_input(rt.materialize(vaddr), {{elems}, dtype}, t.storage(), "storage");
+  return graph_.strided_copy(source, sizes, strides, t.storage_offset());
 }
 
 int Recorder::value_of(const at::Tensor& t) {
@@ -104,13 +98,18 @@ int Recorder::value_of(const at::Tensor& t) {
     }
     throw NeedsFlush{};  // a part of pending data: land it first
   }
-  const sim::HbmAddress hbm = rt.materialize(vaddr) + offset;
+  return bind_input(rt.materialize(vaddr) + offset, type, dense.storage(), "tensor");
+}
+
+// One graph input per (address, type) in a graph; its storage stays alive until the flush.
+int Recorder::bind_input(sim::HbmAddress hbm, const kernels::TensorType& type, const c10::Storage& storage,
+                         const char* label) {
   const auto key = std::make_pair(hbm, kernels::to_string(type));
   if (auto it = input_values_.find(key); it != input_values_.end()) return it->second;
-  const int v = graph_.input(type, "tensor");
+  const int v = graph_.input(type, label);
   input_address_[v] = hbm;
   input_values_[key] = v;
-  keep_alive_.push_back(dense.storage());
+  keep_alive_.push_back(storage);
   return v;
 }
 
@@ -138,8 +137,7 @@ void Recorder::define_output(const at::Tensor& out, int value, const char* op) {
   auto& rt = Runtime::get();
   const uint64_t vaddr = storage_vaddr(out);
   Buffer& b = rt.buffer(vaddr);
-  TORCH_INTERNAL_ASSERT(out.is_contiguous() && out.storage_offset() == 0 && uint64_t(out.nbytes()) == b.bytes,
-                        "vtpu: ", op, ": outputs must be whole dense buffers");
+  TORCH_INTERNAL_ASSERT(is_whole_buffer(out), "vtpu: ", op, ": outputs must be whole dense buffers");
   // Same elements in the same order; the shape may differ by size-1 dims (layer_norm's mean).
   TORCH_INTERNAL_ASSERT(graph_.node(value).type.numel() == out.numel());
   if (b.pending_value >= 0) outputs_.erase(b.pending_value);  // superseded: it may still feed pending nodes

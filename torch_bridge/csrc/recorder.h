@@ -43,6 +43,7 @@ class Recorder {
   };
   void reset();
   std::optional<int> strided_view(const at::Tensor& t);
+  int bind_input(sim::HbmAddress hbm, const kernels::TensorType& type, const c10::Storage& storage, const char* label);
   int device_;
   kernels::Graph graph_;
   std::map<int, sim::HbmAddress> input_address_;     // graph input value -> HBM
@@ -53,7 +54,11 @@ class Recorder {
   uint64_t ops_ = 0;
 };
 
-kernels::DType to_kernel_dtype(c10::ScalarType t);  // throws c10::Error naming unsupported dtypes
+// The chip's dtype for a torch dtype; std::nullopt when the chip has no kernels for it.
+std::optional<kernels::DType> chip_dtype(c10::ScalarType t);
+kernels::DType to_kernel_dtype(c10::ScalarType t);  // throws NotImplementedError naming unsupported dtypes
 uint64_t storage_vaddr(const at::Tensor& t);
+// A dense tensor covering its whole buffer from the start (what a graph output may be).
+bool is_whole_buffer(const at::Tensor& t);
 
 }  // namespace vtpu::bridge
