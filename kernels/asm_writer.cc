@@ -62,6 +62,11 @@ void AsmWriter::load_immediate(int sreg, int64_t value) {
 
 void AsmWriter::load_float(int sreg, float value) { line("sli s{}, {}", sreg, std::bit_cast<int32_t>(value)); }
 
+void AsmWriter::add_scaled(int dst, int src, int64_t factor, int scratch) {
+  line("smuli s{}, s{}, {}", scratch, src, factor);
+  line("sadd s{}, s{}, s{}", dst, dst, scratch);
+}
+
 isa::Program AsmWriter::assemble() const {
   const std::string source = header_ + text_ + "  halt\n";
   try {

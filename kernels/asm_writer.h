@@ -55,6 +55,8 @@ class AsmWriter {
   // sd = 32-bit immediate; a float constant is written as its bit pattern.
   void load_immediate(int sreg, int64_t value);
   void load_float(int sreg, float value);
+  // s`dst` += s`src` * factor, through s`scratch` (address arithmetic: base + index * stride).
+  void add_scaled(int dst, int src, int64_t factor, int scratch);
 
   RegisterPool& sregs() { return sregs_; }
   const std::string& text() const { return text_; }

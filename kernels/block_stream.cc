@@ -126,8 +126,7 @@ void BlockStream::block_dma(size_t operand, int set, int sem, const BlockExtent&
       w_.line("smul s{}, s{}, s{}", rows, rows, e.row0);
     }
     w_.line("sadd s{}, s{}, s{}", rows, rows, e.col0);
-    w_.line("smuli s{}, s{}, {}", rows, rows, eb);
-    w_.line("sadd s{}, s{}, s{}", hb, hb, rows);
+    w_.add_scaled(hb, rows, eb, rows);
     w_.line("smov s{}, s{}", rows, e.rows);
     w_.line("smuli s{}, s{}, {}", row_bytes, e.cols, eb);
     w_.load_immediate(vstride, b.row_stride);
@@ -135,8 +134,7 @@ void BlockStream::block_dma(size_t operand, int set, int sem, const BlockExtent&
   } else {
     const int offset = o.layout == Layout::Row ? e.col0 : e.row0;
     const int count = o.layout == Layout::Row ? e.cols : e.rows;
-    w_.line("smuli s{}, s{}, {}", rows, offset, eb);
-    w_.line("sadd s{}, s{}, s{}", hb, hb, rows);
+    w_.add_scaled(hb, offset, eb, rows);
     w_.load_immediate(rows, 1);
     w_.line("smuli s{}, s{}, {}", row_bytes, count, eb);
     w_.line("smov s{}, s{}", vstride, row_bytes);

@@ -41,16 +41,14 @@ isa::Program make_concat(const ConcatSpec& spec, const sim::ChipConfig& chip) {
     w.line("smin s{}, s{}, s{}", rows, rows, n);
     // gather rows [row, row + rows) of input i, dense
     w.line("sarg s{}, {}", hb, args[i]);
-    w.line("smuli s{}, s{}, {}", t, row, width_bytes);
-    w.line("sadd s{}, s{}, s{}", hb, hb, t);
+    w.add_scaled(hb, row, width_bytes, t);
     w.line("smuli s{}, s{}, {}", bytes, rows, width_bytes);
     w.load_immediate(t, 1);
     w.line("dma.h2v dq0, sem0, s{}, s{}, s{}, s{}, s{}, s{}", vm, hb, t, bytes, bytes, bytes);
     w.line("sem.wait sem0, 1");
     // write them to columns [column, column + width) of the output rows
     w.line("sarg s{}, {}", hb, out_arg);
-    w.line("smuli s{}, s{}, {}", t, row, total * eb);
-    w.line("sadd s{}, s{}, s{}", hb, hb, t);
+    w.add_scaled(hb, row, total * eb, t);
     w.line("saddi s{}, s{}, {}", hb, hb, column * eb);
     w.load_immediate(bytes, width_bytes);
     w.load_immediate(vs, width_bytes);

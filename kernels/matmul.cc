@@ -219,8 +219,7 @@ class MatmulBuilder {
     w_.line("bne s{}, s0, {}", b.mb, skip_b);
     w_.line("sarg s{}, {}", hb, b_arg_);
     if (!spec_.b_shared) {
-      w_.line("smuli s{}, s{}, {}", t, b.bt, spec_.k * spec_.n * eb_b_);
-      w_.line("sadd s{}, s{}, s{}", hb, hb, t);
+      w_.add_scaled(hb, b.bt, spec_.k * spec_.n * eb_b_, t);
     }
     panel_parity(vm, b.bt, b.nb, t);
     const uint64_t dst_base = staged_ ? staging_vmem_ : panel_vmem_;
@@ -228,20 +227,15 @@ class MatmulBuilder {
     w_.line("smuli s{}, s{}, {}", vm, vm, int64_t(dst_stride));
     w_.line("saddi s{}, s{}, {}", vm, vm, dst_base);
     if (spec_.b_transposed) {  // rows n of B^T [N, K], columns kt*D .. of each
-      w_.line("smuli s{}, s{}, {}", t, kt, d_ * eb_b_);
-      w_.line("sadd s{}, s{}, s{}", vm, vm, t);
+      w_.add_scaled(vm, kt, d_ * eb_b_, t);
       w_.line("sadd s{}, s{}, s{}", hb, hb, t);
-      w_.line("smuli s{}, s{}, {}", t, b.col0, spec_.k * eb_b_);
-      w_.line("sadd s{}, s{}, s{}", hb, hb, t);
+      w_.add_scaled(hb, b.col0, spec_.k * eb_b_, t);
       w_.line("smuli s{}, s{}, {}", t, kd, eb_b_);
       dma(true, kSemInput, vm, hb, b.cols, t, k_pad_ * eb_b_, spec_.k * eb_b_);
     } else {  // rows kt*D .. of B [K, N], columns col0 ..
-      w_.line("smuli s{}, s{}, {}", t, kt, d_ * bn_ * eb_b_);
-      w_.line("sadd s{}, s{}, s{}", vm, vm, t);
-      w_.line("smuli s{}, s{}, {}", t, kt, d_ * spec_.n * eb_b_);
-      w_.line("sadd s{}, s{}, s{}", hb, hb, t);
-      w_.line("smuli s{}, s{}, {}", t, b.col0, eb_b_);
-      w_.line("sadd s{}, s{}, s{}", hb, hb, t);
+      w_.add_scaled(vm, kt, d_ * bn_ * eb_b_, t);
+      w_.add_scaled(hb, kt, d_ * spec_.n * eb_b_, t);
+      w_.add_scaled(hb, b.col0, eb_b_, t);
       w_.line("smuli s{}, s{}, {}", t, b.cols, eb_b_);
       dma(true, kSemInput, vm, hb, kd, t, bn_ * eb_b_, spec_.n * eb_b_);
     }
@@ -254,14 +248,11 @@ class MatmulBuilder {
     } else {
       w_.load_immediate(vm, a_vmem_[parity]);
     }
-    w_.line("smuli s{}, s{}, {}", t, kt, d_ * eb_a_);
-    w_.line("sadd s{}, s{}, s{}", vm, vm, t);
+    w_.add_scaled(vm, kt, d_ * eb_a_, t);
     w_.line("sarg s{}, {}", hb, a_arg_);
     w_.line("sadd s{}, s{}, s{}", hb, hb, t);
-    w_.line("smuli s{}, s{}, {}", t, b.bt, spec_.m * spec_.k * eb_a_);
-    w_.line("sadd s{}, s{}, s{}", hb, hb, t);
-    w_.line("smuli s{}, s{}, {}", t, b.row0, spec_.k * eb_a_);
-    w_.line("sadd s{}, s{}, s{}", hb, hb, t);
+    w_.add_scaled(hb, b.bt, spec_.m * spec_.k * eb_a_, t);
+    w_.add_scaled(hb, b.row0, spec_.k * eb_a_, t);
     w_.line("smuli s{}, s{}, {}", t, kd, eb_a_);
     dma(true, kSemInput, vm, hb, b.rows, t, k_pad_ * eb_a_, spec_.k * eb_a_);
     w_.place(skip_a);
@@ -276,12 +267,9 @@ class MatmulBuilder {
       if (e.operand.layout != Layout::Full) continue;
       w_.load_immediate(vm, e.vmem[parity]);
       w_.line("sarg s{}, {}", hb, e.arg);
-      w_.line("smuli s{}, s{}, {}", t, b.bt, spec_.m * spec_.n * e.eb);
-      w_.line("sadd s{}, s{}, s{}", hb, hb, t);
-      w_.line("smuli s{}, s{}, {}", t, b.row0, spec_.n * e.eb);
-      w_.line("sadd s{}, s{}, s{}", hb, hb, t);
-      w_.line("smuli s{}, s{}, {}", t, b.col0, e.eb);
-      w_.line("sadd s{}, s{}, s{}", hb, hb, t);
+      w_.add_scaled(hb, b.bt, spec_.m * spec_.n * e.eb, t);
+      w_.add_scaled(hb, b.row0, spec_.n * e.eb, t);
+      w_.add_scaled(hb, b.col0, e.eb, t);
       w_.line("smuli s{}, s{}, {}", t, b.cols, e.eb);
       dma(true, kSemInput, vm, hb, b.rows, t, bn_ * e.eb, spec_.n * e.eb);
     }
@@ -515,12 +503,9 @@ class MatmulBuilder {
     w_.line("bge s0, s{}, {}", rows, skip);
     extent(cols, col0, spec_.n, bn_);
     w_.line("sarg s{}, {}", hb, c_arg_);
-    w_.line("smuli s{}, s{}, {}", t, bt, spec_.m * spec_.n * eb_c_);
-    w_.line("sadd s{}, s{}, s{}", hb, hb, t);
-    w_.line("smuli s{}, s{}, {}", t, row0, spec_.n * eb_c_);
-    w_.line("sadd s{}, s{}, s{}", hb, hb, t);
-    w_.line("smuli s{}, s{}, {}", t, col0, eb_c_);
-    w_.line("sadd s{}, s{}, s{}", hb, hb, t);
+    w_.add_scaled(hb, bt, spec_.m * spec_.n * eb_c_, t);
+    w_.add_scaled(hb, row0, spec_.n * eb_c_, t);
+    w_.add_scaled(hb, col0, eb_c_, t);
     w_.line("smuli s{}, s{}, {}", t, cols, eb_c_);
     w_.load_immediate(col0, c_vmem_[parity] + first * bn_ * eb_c_);
     dma(false, kSemOutput + parity, col0, hb, rows, t, bn_ * eb_c_, spec_.n * eb_c_);

@@ -158,12 +158,7 @@ class RowwiseBuilder {
     return v.reg;
   }
 
-  int constant(float value) {
-    const int v = vregs_.take();
-    w_.load_float(scratch_sreg_, value);
-    w_.line("vbcast v{}, s{}", v, scratch_sreg_);
-    return v;
-  }
+  int constant(float value) { return TileCodegen(w_, vregs_, masks_, scratch_sreg_).constant_vreg(value); }
 
   void load_scratch(int vreg, const Cursors& c) { w_.line("vld v{}, m0, s{}, 0, {}", vreg, c.scratch, scratch_stride()); }
   void store_scratch(int vreg, const Cursors& c) { w_.line("vst v{}, m0, s{}, 0, {}", vreg, c.scratch, scratch_stride()); }

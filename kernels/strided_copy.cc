@@ -112,13 +112,11 @@ isa::Program make_strided_copy(const StridedCopySpec& spec, const sim::ChipConfi
       w.line("sdiv s{}, s{}, s{}", vm, o, t);
       w.load_immediate(t, c.sizes[i]);
       w.line("srem s{}, s{}, s{}", vm, vm, t);
-      w.line("smuli s{}, s{}, {}", vm, vm, c.strides[i]);
-      w.line("sadd s{}, s{}, s{}", off, off, vm);
+      w.add_scaled(off, vm, c.strides[i], vm);
       after *= c.sizes[i];
     }
     w.line("sarg s{}, {}", hb, src_arg);
-    w.line("smuli s{}, s{}, {}", off, off, eb);
-    w.line("sadd s{}, s{}, s{}", hb, hb, off);
+    w.add_scaled(hb, off, eb, off);
     w.line("smuli s{}, s{}, {}", vm, k, int64_t(inner_bytes));
     w.line("saddi s{}, s{}, {}", vm, vm, set * staging);
     w.load_immediate(r, rows);
@@ -136,8 +134,7 @@ isa::Program make_strided_copy(const StridedCopySpec& spec, const sim::ChipConfi
     // staging -> dst[first * inner ..], one contiguous DMA
     w.load_immediate(vm, set * staging);
     w.line("sarg s{}, {}", hb, dst_arg);
-    w.line("smuli s{}, s{}, {}", t, first, int64_t(inner_bytes));
-    w.line("sadd s{}, s{}, s{}", hb, hb, t);
+    w.add_scaled(hb, first, int64_t(inner_bytes), t);
     w.line("smuli s{}, s{}, {}", rb, count, int64_t(inner_bytes));
     w.line("sli s{}, 1", r);
     w.line("dma.v2h dq1, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", kSemWrite + set, vm, hb, r, rb, rb, rb);

@@ -17,10 +17,14 @@ void TileCodegen::release(const TileValue& v) {
   else vregs_.release(v.reg);
 }
 
+void TileCodegen::fill(int vreg, float value) {
+  w_.load_float(scratch_, value);
+  w_.line("vbcast v{}, s{}", vreg, scratch_);
+}
+
 int TileCodegen::constant_vreg(float value) {
   const int v = vregs_.take();
-  w_.load_float(scratch_, value);
-  w_.line("vbcast v{}, s{}", v, scratch_);
+  fill(v, value);
   return v;
 }
 
@@ -111,18 +115,14 @@ int TileCodegen::erf(int x) {
                   a5 = 1.061405429f;
   const int ax = vregs_.take(), t = vregs_.take(), acc = vregs_.take(), c = vregs_.take();
   w_.line("vabs v{}, v{}", ax, x);
-  w_.load_float(scratch_, p);
-  w_.line("vbcast v{}, s{}", c, scratch_);
+  fill(c, p);
   w_.line("vmul v{}, v{}, v{}", t, ax, c);
-  w_.load_float(scratch_, 1.f);
-  w_.line("vbcast v{}, s{}", c, scratch_);
+  fill(c, 1.f);
   w_.line("vadd v{}, v{}, v{}", t, t, c);
   w_.line("vrcp v{}, v{}", t, t);
-  w_.load_float(scratch_, a5);
-  w_.line("vbcast v{}, s{}", acc, scratch_);
+  fill(acc, a5);
   for (float a : {a4, a3, a2, a1}) {
-    w_.load_float(scratch_, a);
-    w_.line("vbcast v{}, s{}", c, scratch_);
+    fill(c, a);
     w_.line("vfma v{}, v{}, v{}, v{}", acc, acc, t, c);
   }
   w_.line("vmul v{}, v{}, v{}", acc, acc, t);
@@ -130,12 +130,10 @@ int TileCodegen::erf(int x) {
   w_.line("vneg v{}, v{}", ax, ax);
   w_.line("vexp v{}, v{}", ax, ax);
   w_.line("vmul v{}, v{}, v{}", acc, acc, ax);  // (poly) * exp(-x^2)
-  w_.load_float(scratch_, 1.f);
-  w_.line("vbcast v{}, s{}", c, scratch_);
+  fill(c, 1.f);
   w_.line("vsub v{}, v{}, v{}", acc, c, acc);  // erf(|x|)
   w_.line("vneg v{}, v{}", t, acc);
-  w_.load_float(scratch_, 0.f);
-  w_.line("vbcast v{}, s{}", c, scratch_);
+  fill(c, 0.f);
   const int m = masks_.take();
   w_.line("vcmp.lt m{}, v{}, v{}", m, x, c);
   w_.line("vsel v{}, m{}, v{}, v{}", acc, m, t, acc);
@@ -151,12 +149,10 @@ int TileCodegen::gelu_erf(int x) {
   const int z = vregs_.take();
   w_.line("vmul v{}, v{}, v{}", z, x, c);
   const int e = erf(z);
-  w_.load_float(scratch_, 1.f);
-  w_.line("vbcast v{}, s{}", c, scratch_);
+  fill(c, 1.f);
   w_.line("vadd v{}, v{}, v{}", e, e, c);
   w_.line("vmul v{}, v{}, v{}", e, e, x);
-  w_.load_float(scratch_, 0.5f);
-  w_.line("vbcast v{}, s{}", c, scratch_);
+  fill(c, 0.5f);
   w_.line("vmul v{}, v{}, v{}", e, e, c);
   vregs_.release(c);
   vregs_.release(z);
@@ -263,20 +259,16 @@ TileValue TileCodegen::emit_node(const Expr& expr, int index, const std::vector<
       const TileValue d = fresh(n.type);
       const int c = vregs_.take();
       w_.line("vmul v{}, v{}, v{}", d.reg, in(0), in(0));
-      w_.load_float(scratch_, 0.044715f);
-      w_.line("vbcast v{}, s{}", c, scratch_);
+      fill(c, 0.044715f);
       w_.line("vmul v{}, v{}, v{}", d.reg, d.reg, c);
       w_.line("vfma v{}, v{}, v{}, v{}", d.reg, d.reg, in(0), in(0));
-      w_.load_float(scratch_, static_cast<float>(std::sqrt(2.0 / M_PI)));
-      w_.line("vbcast v{}, s{}", c, scratch_);
+      fill(c, static_cast<float>(std::sqrt(2.0 / M_PI)));
       w_.line("vmul v{}, v{}, v{}", d.reg, d.reg, c);
       w_.line("vtanh v{}, v{}", d.reg, d.reg);
-      w_.load_float(scratch_, 1.f);
-      w_.line("vbcast v{}, s{}", c, scratch_);
+      fill(c, 1.f);
       w_.line("vadd v{}, v{}, v{}", d.reg, d.reg, c);
       w_.line("vmul v{}, v{}, v{}", d.reg, d.reg, in(0));
-      w_.load_float(scratch_, 0.5f);
-      w_.line("vbcast v{}, s{}", c, scratch_);
+      fill(c, 0.5f);
       w_.line("vmul v{}, v{}, v{}", d.reg, d.reg, c);
       vregs_.release(c);
       return d;

@@ -85,6 +85,7 @@ class TileCodegen {
 
   // Helpers also used by kernels around the expression.
   int constant_vreg(float value);      // a fresh vreg holding `value` in every lane
+  void fill(int vreg, float value);    // every lane of `vreg` = value (through the scratch register)
   TileValue to_type(TileValue v, ValueType type, bool consume);
 
  private:
