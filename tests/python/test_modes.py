@@ -124,3 +124,19 @@ def test_import_torch_is_enough(run_isolated):
 def test_bad_mode_names_the_choices():
     with pytest.raises(Exception, match="strict_eager, defer_and_fuse"):
         vtpu.set_mode("lazy")
+
+
+def test_repeated_steps_reuse_their_plan():
+    vtpu.set_mode("defer_and_fuse")
+    x, w = torch.randn(37, 53).to("tpu"), torch.randn(53, 61).to("tpu")  # shapes no other test uses
+    vtpu.synchronize()
+    vtpu.reset_stats()
+    results = [torch.relu(x @ w + step).sum().item() for step in range(3)]
+    stats = vtpu.stats()
+    # The scalar is part of the graph's signature: three different graphs, three plans.
+    assert stats["plan_cache_misses"] == 3 and stats["plan_cache_hits"] == 0
+    vtpu.reset_stats()
+    again = [torch.relu(x @ w + step).sum().item() for step in range(3)]
+    stats = vtpu.stats()
+    assert stats["plan_cache_hits"] == 3 and stats["plan_cache_misses"] == 0
+    assert again == results

@@ -46,6 +46,10 @@ py::dict stats() {
   d["cache_hits"] = rt.cache().hits();
   d["cache_misses"] = rt.cache().misses();
   d["cached_programs"] = rt.cache().size();
+  d["plan_cache_hits"] = s.plan_cache_hits;
+  d["plan_cache_misses"] = s.plan_cache_misses;
+  d["cached_plans"] = rt.plans().size();
+  d["planning_seconds"] = s.planning_seconds;
   py::list memory;
   for (int i = 0; i < rt.device_count(); ++i) {
     const auto m = rt.device(i).memory_stats();

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <chrono>
 #include <memory>
 
 #include "kernels/asm_writer.h"
@@ -192,17 +193,21 @@ void Recorder::flush() {
   for (const auto& [v, out] : outputs_) graph_.mark_output(v);
   sim::Device& device = rt.device(device_);
   const std::map<int, sim::HbmAddress>& bound = input_address_;
-  kernels::Plan plan;
+  std::shared_ptr<const kernels::Plan> plan;
+  const auto planning_started = std::chrono::steady_clock::now();
   try {
-    plan = kernels::make_plan(graph_, rt.fusion(), device.chip(), rt.cache());
+    bool hit = false;
+    plan = rt.plans().get_or_make(graph_, rt.fusion(), device.chip(), rt.cache(), &hit);
+    (hit ? rt.stats().plan_cache_hits : rt.stats().plan_cache_misses)++;
   } catch (const kernels::KernelError& e) {
     reset();
     TORCH_CHECK(false, "vtpu: could not lower the pending ops: ", e.what());
   }
+  rt.stats().planning_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - planning_started).count();
   PlanRun run;
   {
     // Output buffers get HBM when the kernel writing them runs, like tensors allocated op by op.
-    PlanExecution exec(device, plan, bound, [&](int v) {
+    PlanExecution exec(device, *plan, bound, [&](int v) {
       const Output& out = outputs_.at(v);
       return rt.materialize(out.vaddr) + out.offset;
     });
@@ -216,7 +221,7 @@ void Recorder::flush() {
   s.hbm_read_bytes += run.hbm_read_bytes;
   s.hbm_write_bytes += run.hbm_write_bytes;
   size_t live_nodes = 0;
-  for (const auto& l : plan.launches) live_nodes += std::count(l.label.begin(), l.label.end(), '+') + 1;
+  for (const auto& l : plan->launches) live_nodes += std::count(l.label.begin(), l.label.end(), '+') + 1;
   s.ops_fused_away += live_nodes - run.launches;
   for (const auto& [v, out] : outputs_) rt.buffer(out.vaddr).pending_value = -1;
   for (const auto& [d, addr] : retired_) rt.device(d).free(addr);

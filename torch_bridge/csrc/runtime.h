@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kernels/plan.h"
+#include "kernels/plan_cache.h"
 #include "sim/device.h"
 #include "traces/trace_recorder.h"
 
@@ -49,6 +50,9 @@ struct Stats {
   uint64_t flushes = 0;
   uint64_t host_relayouts = 0;      // non-contiguous views made dense through the host
   uint64_t cpu_fallback_ops = 0;
+  uint64_t plan_cache_hits = 0;     // flushes whose graph was planned before
+  uint64_t plan_cache_misses = 0;
+  double planning_seconds = 0;      // host time making plans (fusion, memory plan, kernel generation)
   std::map<std::string, uint64_t> fallback_counts;
   std::map<std::string, uint64_t> busy_cycles_per_unit;
 };
@@ -66,6 +70,7 @@ class Runtime {
   kernels::FusionStrategy fusion() const { return fusion_; }
   void set_fusion(kernels::FusionStrategy s) { fusion_ = s; }
   kernels::ProgramCache& cache() { return cache_; }
+  kernels::PlanCache& plans() { return plans_; }
   bool cpu_fallback_allowed() const { return cpu_fallback_; }
   void set_cpu_fallback(bool allowed) { cpu_fallback_ = allowed; }
   std::string matmul_precision() const;  // torch.get_float32_matmul_precision()
@@ -93,6 +98,7 @@ class Runtime {
   Mode mode_ = Mode::DeferAndFuse;
   kernels::FusionStrategy fusion_ = kernels::FusionStrategy::Greedy;
   kernels::ProgramCache cache_;
+  kernels::PlanCache plans_;
   bool cpu_fallback_ = false;
   std::map<uint64_t, Buffer> buffers_;
   uint64_t next_vaddr_ = uint64_t{1} << 44;

@@ -52,6 +52,7 @@ def _load_extension():
 
 _C = _load_extension()
 
+from . import compiled as _compiled  # noqa: E402  (needs _C)
 from . import device_module as _device_module  # noqa: E402  (needs _C)
 
 if torch._C._get_privateuse1_backend_name() != "tpu":
@@ -109,12 +110,14 @@ def synchronize(device: int | None = None) -> None:
 
 def stats() -> dict:
     """Counters since the last reset_stats(): simulated cycles and seconds, HBM traffic, kernels,
-    ops recorded / fused / dead, flushes, program-cache hits, CPU fallbacks, HBM in use."""
-    return _C.stats()
+    ops recorded / fused / dead, flushes, program- and plan-cache hits, planning time, CPU
+    fallbacks, HBM in use, and compiled mode's compile and call times (vtpu.compiled)."""
+    return {**_C.stats(), **_compiled.compile_stats()}
 
 
 def reset_stats() -> None:
     _C.reset_stats()
+    _compiled.reset_compile_stats()
 
 
 @contextlib.contextmanager
