@@ -64,13 +64,16 @@ def test_views_of_pending_results_do_not_flush():
     assert vtpu.stats()["flushes"] == 1
 
 
-def test_program_cache_hits_on_repeated_shapes():
+def test_program_cache_hits_on_repeated_kernels():
     vtpu.set_mode("defer_and_fuse")
     x = torch.randn(32, 64).to("tpu")
     (torch.tanh(x) * 3).cpu()
     vtpu.reset_stats()
     hits = vtpu.stats()["cache_hits"]
-    (torch.tanh(x) * 3).cpu()
+    # Another graph (its plan is new) that contains the same fused kernel: the program is reused.
+    y, z = torch.tanh(x) * 3, x + 1
+    vtpu.synchronize()
+    assert vtpu.stats()["plan_cache_misses"] == 1
     assert vtpu.stats()["cache_hits"] > hits
 
 
