@@ -144,6 +144,70 @@ int TileCodegen::erf(int x) {
   return acc;
 }
 
+int TileCodegen::sin_cos(int x, bool cosine) {
+  // Cephes sinf/cosf: q = round(x * 2/pi) picks the quadrant, r = x - q * pi/2 by Cody-Waite in
+  // three fused steps (exact for |x| < ~8192; the error grows past that like in Cephes), then a
+  // degree-7 odd or degree-8 even polynomial on |r| <= pi/4. cos(x) = sin(x + pi/2): quadrant + 1.
+  const int q = vregs_.take(), qf = vregs_.take(), r = vregs_.take(), c = vregs_.take(), half = vregs_.take();
+  const int m = masks_.take();
+  fill(c, static_cast<float>(M_2_PI));
+  w_.line("vmul v{}, v{}, v{}", qf, x, c);
+  fill(half, 0.5f);  // round half away from zero: truncate qf +- 0.5
+  fill(c, 0.f);
+  w_.line("vcmp.lt m{}, v{}, v{}", m, qf, c);
+  w_.line("vneg v{}, v{}", c, half);
+  w_.line("vsel v{}, m{}, v{}, v{}", half, m, c, half);
+  w_.line("vadd v{}, v{}, v{}", qf, qf, half);
+  w_.line("vcvt.f2i v{}, v{}", q, qf);
+  w_.line("vcvt.i2f v{}, v{}", qf, q);
+  w_.line("vmov v{}, v{}", r, x);
+  for (float part : {-1.5703125f, -4.837512969970703125e-4f, -7.54978995489188216e-8f}) {
+    fill(c, part);
+    w_.line("vfma v{}, v{}, v{}, v{}", r, qf, c, r);
+  }
+  if (cosine) {
+    fill(c, std::bit_cast<float>(1));
+    w_.line("viadd v{}, v{}, v{}", q, q, c);
+  }
+  const int r2 = half, s = vregs_.take(), k = vregs_.take();
+  w_.line("vmul v{}, v{}, v{}", r2, r, r);
+  fill(s, -1.9515295891e-4f);  // sin(r) = r + r^3 (s1 + r^2 (s2 + r^2 s3))
+  for (float a : {8.3321608736e-3f, -1.6666654611e-1f}) {
+    fill(c, a);
+    w_.line("vfma v{}, v{}, v{}, v{}", s, s, r2, c);
+  }
+  w_.line("vmul v{}, v{}, v{}", s, s, r2);
+  w_.line("vfma v{}, v{}, v{}, v{}", s, s, r, r);
+  fill(k, 2.443315711809948e-5f);  // cos(r) = 1 - r^2/2 + r^4 (c1 + r^2 (c2 + r^2 c3))
+  for (float a : {-1.388731625493765e-3f, 4.166664568298827e-2f}) {
+    fill(c, a);
+    w_.line("vfma v{}, v{}, v{}, v{}", k, k, r2, c);
+  }
+  w_.line("vmul v{}, v{}, v{}", k, k, r2);
+  w_.line("vmul v{}, v{}, v{}", k, k, r2);
+  fill(c, -0.5f);
+  w_.line("vfma v{}, v{}, v{}, v{}", k, r2, c, k);
+  fill(c, 1.f);
+  w_.line("vadd v{}, v{}, v{}", k, k, c);
+  // Quadrant q & 3: 0 -> sin, 1 -> cos, 2 -> -sin, 3 -> -cos.
+  fill(c, std::bit_cast<float>(1));
+  w_.line("vand v{}, v{}, v{}", qf, q, c);
+  w_.line("vcvt.i2f v{}, v{}", qf, qf);
+  fill(c, 1.f);
+  w_.line("vcmp.eq m{}, v{}, v{}", m, qf, c);
+  w_.line("vsel v{}, m{}, v{}, v{}", s, m, k, s);
+  fill(c, std::bit_cast<float>(2));
+  w_.line("vand v{}, v{}, v{}", qf, q, c);
+  w_.line("vcvt.i2f v{}, v{}", qf, qf);
+  fill(c, 2.f);
+  w_.line("vcmp.eq m{}, v{}, v{}", m, qf, c);
+  w_.line("vneg v{}, v{}", k, s);
+  w_.line("vsel v{}, m{}, v{}, v{}", s, m, k, s);
+  masks_.release(m);
+  for (int v : {q, qf, r, c, half, k}) vregs_.release(v);
+  return s;
+}
+
 int TileCodegen::gelu_erf(int x) {
   const int c = constant_vreg(static_cast<float>(M_SQRT1_2));
   const int z = vregs_.take();
@@ -275,6 +339,8 @@ TileValue TileCodegen::emit_node(const Expr& expr, int index, const std::vector<
     }
     case ExprOp::GeluErf: return {n.type, gelu_erf(in(0))};
     case ExprOp::Erf: return {n.type, erf(in(0))};
+    case ExprOp::Sin: return {n.type, sin_cos(in(0), false)};
+    case ExprOp::Cos: return {n.type, sin_cos(in(0), true)};
     case ExprOp::Not: {
       const TileValue d = fresh(ValueType::Mask);
       w_.line("mnot m{}, m{}", d.reg, in(0));

@@ -15,7 +15,7 @@ namespace vtpu::kernels {
 enum class ExprOp : uint8_t {
   Input, Constant,
   Neg, Abs, Exp, Log, Tanh, Sigmoid, Relu, GeluErf, GeluTanh, Silu, Sqrt, Rsqrt, Reciprocal, Square,
-  RoundBf16, Not, ToF32, ToI32, ToMask, FromMask, Erf,
+  RoundBf16, Not, ToF32, ToI32, ToMask, FromMask, Erf, Sin, Cos,
   Add, Sub, Mul, Div, Max, Min, Pow, Lt, Le, Gt, Ge, Eq, Ne, And, Or,
   Where,
 };
@@ -94,6 +94,7 @@ class TileCodegen {
   TileValue fresh(ValueType type);
   int gelu_erf(int x);
   int erf(int x);
+  int sin_cos(int x, bool cosine);
 
   AsmWriter& w_;
   RegisterPool& vregs_;

@@ -116,6 +116,10 @@ TEST_SUITE("kernels") {
         {ExprOp::Relu, [](double x) { return x > 0 ? x : 0; }, -5, 5, 0, 0},
         {ExprOp::GeluErf, gelu_ref, -6, 6, 1e-6, 1e-5},
         {ExprOp::Erf, [](double x) { return std::erf(x); }, -4, 4, 5e-7, 1e-6},  // 1.5e-7 + cancellation near 0
+        // Cephes' polynomials are good to ~1 ulp on |r| <= pi/4; range reduction adds ~|x| * 2^-24 * (pi/2 split error)
+        {ExprOp::Sin, [](double x) { return std::sin(x); }, -100, 100, 5e-7, 0},
+        {ExprOp::Cos, [](double x) { return std::cos(x); }, -100, 100, 5e-7, 0},
+        {ExprOp::Sin, [](double x) { return std::sin(x); }, -4000, 4000, 2e-6, 0},  // RoPE angles: positions x freqs
         {ExprOp::GeluTanh, gelu_tanh_ref, -6, 6, 1e-6, 1e-5},
         {ExprOp::Silu, [](double x) { return x / (1 + std::exp(-x)); }, -20, 20, 1e-6, 1e-6},
         {ExprOp::Sqrt, [](double x) { return std::sqrt(x); }, 0, 100, 0, 1e-6},

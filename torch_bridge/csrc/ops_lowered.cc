@@ -80,6 +80,9 @@ VTPU_UNARY(sqrt, ExprOp::Sqrt, at::sqrt)
 VTPU_UNARY(rsqrt, ExprOp::Rsqrt, at::rsqrt)
 VTPU_UNARY(abs, ExprOp::Abs, at::abs)
 VTPU_UNARY(reciprocal, ExprOp::Reciprocal, at::reciprocal)
+VTPU_UNARY(erf, ExprOp::Erf, at::erf)
+VTPU_UNARY(sin, ExprOp::Sin, at::sin)
+VTPU_UNARY(cos, ExprOp::Cos, at::cos)
 #undef VTPU_UNARY
 
 at::Tensor tpu_gelu(const at::Tensor& self, c10::string_view approximate) {
@@ -362,6 +365,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("rsqrt", tpu_rsqrt);
   m.impl("abs", tpu_abs);
   m.impl("reciprocal", tpu_reciprocal);
+  m.impl("erf", tpu_erf);
+  m.impl("sin", tpu_sin);
+  m.impl("cos", tpu_cos);
   m.impl("gelu", tpu_gelu);
   m.impl("add.Tensor", tpu_add);
   m.impl("sub.Tensor", tpu_sub);

@@ -10,6 +10,7 @@ VTPU_CHIPS=N. CPU fallback for ops not lowered yet: VTPU_CPU_FALLBACK=1.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib.machinery
 import importlib.util
@@ -129,6 +130,20 @@ def trace(path: str):
         yield
     finally:
         _C.stop_trace(str(path))
+
+
+def _let_autograd_threads_finish() -> None:
+    """torch's autograd runs a tpu backward on a device thread, which may drop the last reference
+    to the finished graph task after backward() returned; that needs the GIL. If the main thread
+    reaches interpreter shutdown first, the waiting thread is killed mid-C++ and the process aborts
+    ("terminate called without an active exception", pytorch/pytorch#38228). Releasing the GIL
+    for a moment at exit lets it finish."""
+    import time
+
+    time.sleep(0.02)
+
+
+atexit.register(_let_autograd_threads_finish)
 
 
 def _autoload() -> None:
