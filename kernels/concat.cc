@@ -24,42 +24,44 @@ isa::Program make_concat(const ConcatSpec& spec, const sim::ChipConfig& chip) {
   const int out_arg = w.argument("out", isa::ArgumentKind::Buffer);
   auto& s = w.sregs();
   const int row = s.take(), rows = s.take(), n = s.take(), vm = s.take(), hb = s.take(), bytes = s.take(), t = s.take(),
-            outer = s.take(), vs = s.take(), hs = s.take();
+            outer = s.take(), hs = s.take();
   w.load_immediate(outer, spec.outer);
   w.line("sli s{}, 0", vm);
   int64_t column = 0;
   for (size_t i = 0; i < spec.widths.size(); ++i) {
     const int64_t width_bytes = spec.widths[i] * eb;
-    if (width_bytes == 0) continue;
-    if (uint64_t(width_bytes) > staging) throw KernelError(fmt::format("cat: a row of {} bytes does not fit VMEM staging", width_bytes));
-    const int64_t chunk_rows = std::max<int64_t>(1, int64_t(staging) / width_bytes);
-    const std::string loop = w.new_label("cat_rows");
-    w.line("sli s{}, 0", row);
-    w.place(loop);
-    w.load_immediate(n, chunk_rows);
-    w.line("ssub s{}, s{}, s{}", rows, outer, row);
-    w.line("smin s{}, s{}, s{}", rows, rows, n);
-    // gather rows [row, row + rows) of input i, dense
-    w.line("sarg s{}, {}", hb, args[i]);
-    w.add_scaled(hb, row, width_bytes, t);
-    w.line("smuli s{}, s{}, {}", bytes, rows, width_bytes);
-    w.load_immediate(t, 1);
-    w.line("dma.h2v dq0, sem0, s{}, s{}, s{}, s{}, s{}, s{}", vm, hb, t, bytes, bytes, bytes);
-    w.line("sem.wait sem0, 1");
-    // write them to columns [column, column + width) of the output rows
-    w.line("sarg s{}, {}", hb, out_arg);
-    w.add_scaled(hb, row, total * eb, t);
-    w.line("saddi s{}, s{}, {}", hb, hb, column * eb);
-    w.load_immediate(bytes, width_bytes);
-    w.load_immediate(vs, width_bytes);
-    w.load_immediate(hs, total * eb);
-    w.line("dma.v2h dq1, sem1, s{}, s{}, s{}, s{}, s{}, s{}", vm, hb, rows, bytes, vs, hs);
-    w.line("sem.wait sem1, 1");  // the staging buffer is reused by the next chunk
-    w.line("sadd s{}, s{}, s{}", row, row, rows);
-    w.line("blt s{}, s{}, {}", row, outer, loop);
+    // A row wider than the staging buffer goes in column pieces (strided DMAs on both sides).
+    const int64_t piece_limit = int64_t(staging) / eb * eb;
+    for (int64_t start = 0; start < width_bytes; start += piece_limit) {
+      const int64_t piece = std::min(piece_limit, width_bytes - start);
+      const int64_t chunk_rows = std::max<int64_t>(1, int64_t(staging) / piece);
+      const std::string loop = w.new_label("cat_rows");
+      w.line("sli s{}, 0", row);
+      w.place(loop);
+      w.load_immediate(n, chunk_rows);
+      w.line("ssub s{}, s{}, s{}", rows, outer, row);
+      w.line("smin s{}, s{}, s{}", rows, rows, n);
+      w.load_immediate(bytes, piece);
+      // gather the piece of rows [row, row + rows) of input i, dense in VMEM
+      w.line("sarg s{}, {}", hb, args[i]);
+      w.add_scaled(hb, row, width_bytes, t);
+      w.line("saddi s{}, s{}, {}", hb, hb, start);
+      w.load_immediate(hs, width_bytes);
+      w.line("dma.h2v dq0, sem0, s{}, s{}, s{}, s{}, s{}, s{}", vm, hb, rows, bytes, bytes, hs);
+      w.line("sem.wait sem0, 1");
+      // write it to its columns of the output rows
+      w.line("sarg s{}, {}", hb, out_arg);
+      w.add_scaled(hb, row, total * eb, t);
+      w.line("saddi s{}, s{}, {}", hb, hb, column * eb + start);
+      w.load_immediate(hs, total * eb);
+      w.line("dma.v2h dq1, sem1, s{}, s{}, s{}, s{}, s{}, s{}", vm, hb, rows, bytes, bytes, hs);
+      w.line("sem.wait sem1, 1");  // the staging buffer is reused by the next chunk
+      w.line("sadd s{}, s{}, s{}", row, row, rows);
+      w.line("blt s{}, s{}, {}", row, outer, loop);
+    }
     column += spec.widths[i];
   }
-  for (int x : {row, rows, n, vm, hb, bytes, t, outer, vs, hs}) s.release(x);
+  for (int x : {row, rows, n, vm, hb, bytes, t, outer, hs}) s.release(x);
   return w.assemble();
 }
 

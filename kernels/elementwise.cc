@@ -22,7 +22,8 @@ void validate(const ElementwiseSpec& spec) {
   }
   if (spec.outputs.empty()) throw KernelError("elementwise: a kernel without outputs does nothing");
   if (spec.inputs.size() + spec.outputs.size() > kMaxElementwiseOperands) {
-    throw KernelError("elementwise: more than 10 operands in one kernel (split the fusion group)");
+    throw KernelError(fmt::format("elementwise: more than {} operands in one kernel (split the fusion group)",
+                                  kMaxElementwiseOperands));
   }
 }
 

@@ -39,9 +39,10 @@ struct ElementwiseSpec {
   Expr expr;
 };
 
-// Inputs plus outputs one kernel streams at most (scalar registers hold two cursors each); the
-// fusion planner stops growing a group there.
-inline constexpr size_t kMaxElementwiseOperands = 10;
+// Inputs plus outputs one kernel streams at most; the fusion planner stops growing a group there.
+// Scalar registers s1..s31: two cursors per operand, five for the tile loops, eight for the
+// double-buffered block pipeline (2 * 9 + 5 + 8 = 31).
+inline constexpr size_t kMaxElementwiseOperands = 9;
 
 // Kernel arguments: the input buffers in order, then the output buffers.
 isa::Program make_elementwise(const ElementwiseSpec& spec, const sim::ChipConfig& chip);

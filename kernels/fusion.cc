@@ -7,6 +7,7 @@
 #include <map>
 
 #include "kernels/asm_writer.h"
+#include "kernels/rowwise.h"
 
 namespace vtpu::kernels {
 namespace {
@@ -180,6 +181,7 @@ class GreedyPlanner {
       if (m == x ? outside != 1 : outside != 0) return false;
       if (g_.node(m).type.shape != g_.node(x).type.shape) return false;
     }
+    if (operand_count(grp, id) > kMaxRowOperands) return false;  // the prologue stays a kernel of its own
     grp.kind = KernelGroup::Kind::Row;
     grp.nodes.push_back(id);
     group_of_[id] = gi;

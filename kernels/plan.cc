@@ -287,11 +287,18 @@ Plan make_plan(const Graph& graph, FusionStrategy strategy, const sim::ChipConfi
   }
   for (const auto& grp : plan_fusion(graph, strategy)) {
     Launch l;
-    switch (grp.kind) {
-      case KernelGroup::Kind::Elementwise: l = lower_elementwise(graph, grp, chip, cache); break;
-      case KernelGroup::Kind::MatMul: l = lower_matmul(graph, grp, chip, cache); break;
-      case KernelGroup::Kind::Row: l = lower_row(graph, grp, chip, cache); break;
-      case KernelGroup::Kind::Copy: l = lower_copy(graph, grp, chip, cache); break;
+    try {
+      switch (grp.kind) {
+        case KernelGroup::Kind::Elementwise: l = lower_elementwise(graph, grp, chip, cache); break;
+        case KernelGroup::Kind::MatMul: l = lower_matmul(graph, grp, chip, cache); break;
+        case KernelGroup::Kind::Row: l = lower_row(graph, grp, chip, cache); break;
+        case KernelGroup::Kind::Copy: l = lower_copy(graph, grp, chip, cache); break;
+      }
+    } catch (const KernelError& e) {  // name the fused kernel: the user sees aten ops, not groups
+      std::string inputs;
+      for (int in : grp.inputs) inputs += (inputs.empty() ? "" : ", ") + to_string(graph.node(in).type);
+      throw KernelError(fmt::format("kernel {} (inputs {}; {} outputs): {}", label_of(graph, grp), inputs,
+                                    grp.outputs.size(), e.what()));
     }
     l.label = label_of(graph, grp);
     plan.launches.push_back(std::move(l));

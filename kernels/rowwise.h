@@ -34,6 +34,11 @@ struct RowwiseSpec {
   DType weight_dtype = DType::F32; // of weight and bias
 };
 
+// Prologue inputs, weight, bias and output a row kernel takes at most: its row loops hold more
+// scalar registers than the elementwise kernel's, so fewer cursors fit (measured: layer_norm over
+// a sum of 8 tensors fits, of 9 does not). The fusion planner leaves larger prologues unfused.
+inline constexpr size_t kMaxRowOperands = 11;
+
 // Kernel arguments: the prologue inputs, then weight and bias if present, then the output.
 isa::Program make_rowwise(const RowwiseSpec& spec, const sim::ChipConfig& chip);
 

@@ -143,3 +143,16 @@ def test_repeated_steps_reuse_their_plan():
     stats = vtpu.stats()
     assert stats["plan_cache_hits"] == 3 and stats["plan_cache_misses"] == 0
     assert again == results
+
+
+def test_wide_prologues_stay_within_the_row_kernel_operand_limit():
+    # layer_norm over a sum of 12 tensors: a prologue of 12 inputs cannot fuse into the row kernel
+    # (scalar registers), so it runs as an elementwise kernel first (it used to fail to lower).
+    torch.manual_seed(3)
+    xs, w, b = [torch.randn(8, 64) for _ in range(12)], torch.randn(64), torch.randn(64)
+    vtpu.set_mode("defer_and_fuse")
+    total = xs[0].to("tpu")
+    for x in xs[1:]:
+        total = total + x.to("tpu")
+    out = torch.nn.functional.layer_norm(total, (64,), w.to("tpu"), b.to("tpu"))
+    torch.testing.assert_close(out.cpu(), torch.nn.functional.layer_norm(sum(xs), (64,), w, b), atol=1e-5, rtol=1e-5)

@@ -345,6 +345,16 @@ at::Tensor tpu_convolution_overrideable(const at::Tensor& input, const at::Tenso
   }, "convolutions are not lowered yet");
 }
 
+// histc has no chip kernel. Accelerator backends (CUDA) count integer inputs, the CPU kernel only
+// floats, and models pick the integer path off the CPU (MoE expert counts): so integer inputs are
+// counted as f32 on the host (exact below 2^24) and returned in their own dtype, like on CUDA.
+at::Tensor tpu_histc(const at::Tensor& self, int64_t bins, const at::Scalar& min, const at::Scalar& max) {
+  return run_on_cpu("histc", {self}, [=](const std::vector<at::Tensor>& c) {
+    if (!at::isIntegralType(c[0].scalar_type(), true)) return at::histc(c[0], bins, min, max);
+    return at::histc(c[0].to(at::kFloat), bins, min, max).to(c[0].scalar_type());
+  }, "histc is not lowered yet");
+}
+
 at::Tensor tpu_clone(const at::Tensor& self, std::optional<c10::MemoryFormat>) {
   at::Tensor out = at::empty(self.sizes(), self.options());
   out.copy_(self);
@@ -412,6 +422,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("clone", tpu_clone);
   m.impl("cat", tpu_cat);
   m.impl("convolution_overrideable", tpu_convolution_overrideable);
+  m.impl("histc", tpu_histc);
 }
 
 }  // namespace vtpu::bridge
