@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/asm_writer.h"
+#include "kernels/fusion.h"
 
 namespace vtpu::kernels {
 namespace {
@@ -90,14 +91,33 @@ int Graph::unary(ExprOp op, int x, std::string label) {
   return add(std::move(n));
 }
 
+int Graph::streamable(int x, const std::vector<int64_t>& out) {
+  const std::vector<int64_t>& in = node(x).type.shape;
+  try {
+    broadcast_layout(in, out);
+    return x;
+  } catch (const KernelError&) {
+  }
+  std::vector<int64_t> strides(out.size(), 0);  // size-1 and missing dims repeat: stride 0
+  int64_t stride = 1;
+  for (size_t k = 0; k < in.size(); ++k) {
+    const size_t i = in.size() - 1 - k, o = out.size() - 1 - k;
+    if (in[i] != 1) strides[o] = stride;
+    stride *= in[i];
+  }
+  return strided_copy(x, out, strides, 0, "expand");
+}
+
 int Graph::binary(ExprOp op, int a, int b, std::string label) {
+  const auto shape = broadcast_shapes(node(a).type.shape, node(b).type.shape);
+  a = streamable(a, shape);
+  b = streamable(b, shape);
   Node n;
   n.kind = NodeKind::Elementwise;
   n.expr_op = op;
   n.inputs = {a, b};
   n.label = label.empty() ? std::string(expr_op_name(op)) : std::move(label);
-  n.type = {broadcast_shapes(node(a).type.shape, node(b).type.shape),
-            result_dtype(op, promote(node(a).type.dtype, node(b).type.dtype))};
+  n.type = {shape, result_dtype(op, promote(node(a).type.dtype, node(b).type.dtype))};
   return add(std::move(n));
 }
 
@@ -118,13 +138,16 @@ int Graph::binary_scalar(ExprOp op, int a, double scalar, bool scalar_first, std
 }
 
 int Graph::where(int condition, int a, int b, std::string label) {
+  const auto shape = broadcast_shapes(node(condition).type.shape, broadcast_shapes(node(a).type.shape, node(b).type.shape));
+  condition = streamable(condition, shape);
+  a = streamable(a, shape);
+  b = streamable(b, shape);
   Node n;
   n.kind = NodeKind::Elementwise;
   n.expr_op = ExprOp::Where;
   n.inputs = {condition, a, b};
   n.label = label.empty() ? "where" : std::move(label);
-  n.type = {broadcast_shapes(node(condition).type.shape, broadcast_shapes(node(a).type.shape, node(b).type.shape)),
-            promote(node(a).type.dtype, node(b).type.dtype)};
+  n.type = {shape, promote(node(a).type.dtype, node(b).type.dtype)};
   return add(std::move(n));
 }
 

@@ -90,6 +90,9 @@ class Graph {
 
  private:
   int add(Node node);
+  // x itself when kernels can stream it broadcast to `out`, else an expanding strided copy of it
+  // (broadcasts such as [8,1] -> [2,8,64] have no streaming layout).
+  int streamable(int x, const std::vector<int64_t>& out);
   std::vector<Node> nodes_;
   std::vector<int> outputs_;
 };

@@ -156,3 +156,13 @@ def test_wide_prologues_stay_within_the_row_kernel_operand_limit():
         total = total + x.to("tpu")
     out = torch.nn.functional.layer_norm(total, (64,), w.to("tpu"), b.to("tpu"))
     torch.testing.assert_close(out.cpu(), torch.nn.functional.layer_norm(sum(xs), (64,), w, b), atol=1e-5, rtol=1e-5)
+
+
+def test_broadcasts_without_a_streaming_layout_are_expanded_on_the_chip():
+    vtpu.set_cpu_fallback(False)  # [8,1] against [2,8,64] used to need the CPU
+    torch.manual_seed(4)
+    a, b = torch.randn(8, 1), torch.randn(2, 8, 64)
+    vtpu.reset_stats()
+    got = torch.where(a.to("tpu") > 0, a.to("tpu") + b.to("tpu"), b.to("tpu"))
+    torch.testing.assert_close(got.cpu(), torch.where(a > 0, a + b, b), atol=0, rtol=0)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
