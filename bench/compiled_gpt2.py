@@ -6,7 +6,9 @@ Prints:
   - compile time of backend "tpu" (first call, Dynamo + AOT + planning + kernel generation) and its
     cached-call host time;
   - host wall time per forward of each vtpu mode against native PyTorch CPU eager and against
-    torch.compile with inductor on the CPU (its compile time too).
+    torch.compile with inductor on the CPU (its compile time too);
+  - dynamic=True over several sequence lengths: Dynamo graphs compiled, plans made (kernels are
+    specialised per shape), and the host time of a new length vs a length seen before.
 Token ids, positions and masks are int64, which the chip has no kernels for: those ops run through
 the CPU fallback (counted and printed); simulated time covers what ran on the chip.
 Usage: python3 bench/compiled_gpt2.py [--layers 2 --width 128 --tokens 64 --reps 5]
@@ -101,6 +103,33 @@ def main():
     cpu = rows["cpu eager"]["wall"]
     print("host wall time vs native CPU eager: " + ", ".join(
         f"{name} {r['wall'] / cpu:.1f}x" for name, r in rows.items() if name != "cpu eager"))
+
+    dynamic_shapes(tpu_model, args)
+
+
+def dynamic_shapes(tpu_model, args):
+    vtpu.set_mode("defer_and_fuse")
+    torch._dynamo.reset()
+    compiled = torch.compile(tpu_model, backend="tpu", dynamic=True)
+    lengths = [args.tokens // 2, args.tokens // 2 + 8, args.tokens, args.tokens // 2 + 8, args.tokens]
+    vtpu.reset_stats()
+    print(f"\ndynamic=True over sequence lengths {lengths}:")
+    seen = set()
+    for n in lengths:
+        ids = torch.randint(2, 1024, (2, n)).to("tpu")
+        before = vtpu.stats()
+        started = time.perf_counter()
+        forward(compiled, ids).cpu()
+        elapsed = time.perf_counter() - started
+        after = vtpu.stats()
+        print(f"  length {n:4} ({'seen' if n in seen else 'new '}): {elapsed * 1e3:8.1f} ms host, "
+              f"Dynamo graphs compiled so far {after['compiled_graphs']}, "
+              f"plans made {after['plan_cache_misses'] - before['plan_cache_misses']}, "
+              f"plans reused {after['plan_cache_hits'] - before['plan_cache_hits']}")
+        seen.add(n)
+    s = vtpu.stats()
+    print(f"  recompiles: {s['compiled_graphs'] - 1} Dynamo recompiles for {len(set(lengths))} lengths; "
+          f"{s['plan_cache_misses']} plans made in all (kernels are specialised per shape and cached)")
 
 
 if __name__ == "__main__":
