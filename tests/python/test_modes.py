@@ -166,3 +166,16 @@ def test_broadcasts_without_a_streaming_layout_are_expanded_on_the_chip():
     got = torch.where(a.to("tpu") > 0, a.to("tpu") + b.to("tpu"), b.to("tpu"))
     torch.testing.assert_close(got.cpu(), torch.where(a > 0, a + b, b), atol=0, rtol=0)
     assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+@pytest.mark.parametrize("dims,correction,keepdim", [((1, 2, 3), 1, True), ((1, 2, 3), 0, True), (None, 1, False), ((0,), 1, False)])
+def test_var_mean_and_group_norm_run_on_the_chip(dims, correction, keepdim):
+    vtpu.set_cpu_fallback(False)
+    torch.manual_seed(5)
+    x = torch.randn(2, 8, 5, 6) * 3 + 1
+    var, mean = torch.var_mean(x.to("tpu"), dim=dims, correction=correction, keepdim=keepdim)
+    want_var, want_mean = torch.var_mean(x, dim=dims, correction=correction, keepdim=keepdim)
+    torch.testing.assert_close(var.cpu(), want_var, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(mean.cpu(), want_mean, atol=1e-6, rtol=1e-6)
+    norm = torch.nn.GroupNorm(2, 8)
+    torch.testing.assert_close(norm.to("tpu")(x.to("tpu")).cpu(), norm.cpu()(x), atol=1e-5, rtol=1e-5)

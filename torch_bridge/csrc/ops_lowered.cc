@@ -225,7 +225,7 @@ at::Tensor tpu_log_softmax(const at::Tensor& self, int64_t dim, bool half_to_flo
 // sum / mean / amax over any dims (none given: all). The reduced dims are permuted last on the
 // chip when needed (see reduce_dims); integer sums fall back (row kernels accumulate in f32).
 at::Tensor reduce(const char* op, RowOp r, const at::Tensor& self, at::OptionalIntArrayRef dims_opt, bool keepdim,
-                  const CpuFn& cpu) {
+                  const CpuFn& cpu, int64_t correction = 1) {
   std::vector<int64_t> dims;
   if (dims_opt && !dims_opt->empty()) {
     for (int64_t d : *dims_opt) dims.push_back(at::maybe_wrap_dim(d, self.dim()));
@@ -244,7 +244,7 @@ at::Tensor reduce(const char* op, RowOp r, const at::Tensor& self, at::OptionalI
     else if (keepdim) shape.push_back(1);
   }
   at::Tensor out = record(op, {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
-    return reduce_dims(g, v[0], dims, r);
+    return reduce_dims(g, v[0], dims, r, correction);
   }, cpu);
   return out.view(shape);
 }
@@ -267,6 +267,29 @@ at::Tensor tpu_amax(const at::Tensor& self, at::IntArrayRef dims, bool keepdim) 
   std::vector<int64_t> d(dims.begin(), dims.end());
   return reduce("amax", RowOp::Max, self, dims, keepdim,
                      [d, keepdim](const std::vector<at::Tensor>& c) { return at::amax(c[0], d, keepdim); });
+}
+
+// var / var_mean over any dims with an integer correction (Bessel's by default); group norm
+// reaches the chip through var_mean.
+at::Tensor tpu_var(const at::Tensor& self, at::OptionalIntArrayRef dims, const std::optional<at::Scalar>& correction,
+                   bool keepdim) {
+  std::vector<int64_t> d;
+  if (dims) d.assign(dims->begin(), dims->end());
+  const auto cpu = [d, dims_given = dims.has_value(), correction, keepdim](const std::vector<at::Tensor>& c) {
+    return at::var(c[0], dims_given ? at::OptionalIntArrayRef(d) : std::nullopt, correction, keepdim);
+  };
+  const double corr = correction ? correction->toDouble() : 1.0;
+  if (corr != static_cast<double>(static_cast<int64_t>(corr))) return run_on_cpu("var", {self}, cpu, "a fractional correction");
+  return reduce("var", RowOp::Var, self, dims, keepdim, cpu, static_cast<int64_t>(corr));
+}
+
+std::tuple<at::Tensor, at::Tensor> tpu_var_mean(const at::Tensor& self, at::OptionalIntArrayRef dims,
+                                                const std::optional<at::Scalar>& correction, bool keepdim) {
+  std::vector<int64_t> d;
+  if (dims) d.assign(dims->begin(), dims->end());
+  else for (int64_t i = 0; i < self.dim(); ++i) d.push_back(i);
+  const auto mean_cpu = [d, keepdim](const std::vector<at::Tensor>& c) { return at::mean(c[0], d, keepdim); };
+  return {tpu_var(self, dims, correction, keepdim), reduce("mean", RowOp::Mean, self, dims, keepdim, mean_cpu)};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_layer_norm(const at::Tensor& input, at::IntArrayRef normalized_shape,
@@ -416,6 +439,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sum.dim_IntList", tpu_sum_dim);
   m.impl("mean.dim", tpu_mean_dim);
   m.impl("amax", tpu_amax);
+  m.impl("var.correction", tpu_var);
+  m.impl("var_mean.correction", tpu_var_mean);
   m.impl("sum", tpu_sum);
   m.impl("mean", tpu_mean);
   m.impl("native_layer_norm", tpu_native_layer_norm);

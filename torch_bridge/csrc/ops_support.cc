@@ -117,7 +117,7 @@ void fill_on_chip(const at::Tensor& t, double value) {
   rec.op_recorded();
 }
 
-int reduce_dims(kernels::Graph& g, int v, const std::vector<int64_t>& dims, kernels::RowOp op) {
+int reduce_dims(kernels::Graph& g, int v, const std::vector<int64_t>& dims, kernels::RowOp op, int64_t correction) {
   const auto shape = g.node(v).type.shape;
   std::vector<int64_t> kept, order, strides(shape.size(), 1);
   for (size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
@@ -144,7 +144,7 @@ int reduce_dims(kernels::Graph& g, int v, const std::vector<int64_t>& dims, kern
     src = g.strided_copy(v, sizes, st, 0, "permute_for_reduction");
   }
   const int rows = g.reshape(src, {kept_numel, reduced_numel});
-  const int reduced = g.row(op, rows);
+  const int reduced = g.row(op, rows, -1, -1, 1e-5, "", correction);
   return g.reshape(reduced, kept.empty() ? std::vector<int64_t>{} : kept);
 }
 
