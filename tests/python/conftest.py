@@ -27,3 +27,20 @@ def run_isolated():
                               env=full_env, timeout=600)
 
     return run
+
+
+@pytest.fixture
+def cpu_fallback():
+    """defer_and_fuse with the CPU fallback on, for whole-model flows whose int64 bookkeeping has
+    no chip kernels (Hugging Face, Diffusers); its one-time warnings are silenced here and tested
+    elsewhere."""
+    import warnings
+
+    import vtpu
+
+    vtpu.set_cpu_fallback(True)
+    vtpu.set_mode("defer_and_fuse")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+    vtpu.set_cpu_fallback(False)

@@ -1,24 +1,13 @@
 """Diffusers on device "tpu": one denoising step of a tiny UNet (built from a config, random
 weights) with a DDIM scheduler, eager (defer_and_fuse) and compiled, against the CPU. The
 convolutions and int64 timestep bookkeeping run through the CPU fallback (no conv kernels yet)."""
-import warnings
-
 import pytest
 import torch
 
 import vtpu
 
 diffusers = pytest.importorskip("diffusers")
-
-
-@pytest.fixture(autouse=True)
-def cpu_fallback():
-    vtpu.set_cpu_fallback(True)
-    vtpu.set_mode("defer_and_fuse")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-    vtpu.set_cpu_fallback(False)
+pytestmark = pytest.mark.usefixtures("cpu_fallback")
 
 
 def test_unet_denoising_step_eager_and_compiled_match_cpu():

@@ -2,24 +2,13 @@
 generate() with the KV cache, and torch.compile(backend="tpu"). Models are built from configs
 with random weights (nothing is downloaded). Their int64 bookkeeping (positions, masks, token
 ids) has no kernels on the chip, so these flows run with the CPU fallback on; the tests count it."""
-import warnings
-
 import pytest
 import torch
 
 import vtpu
 
 transformers = pytest.importorskip("transformers")
-
-
-@pytest.fixture(autouse=True)
-def cpu_fallback():
-    vtpu.set_cpu_fallback(True)
-    vtpu.set_mode("defer_and_fuse")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the one-time fallback warnings are tested elsewhere
-        yield
-    vtpu.set_cpu_fallback(False)
+pytestmark = pytest.mark.usefixtures("cpu_fallback")
 
 
 def tiny_gpt2():
