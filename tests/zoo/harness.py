@@ -60,7 +60,15 @@ def _shrink(config, level: str = "small", seen=None) -> None:
                 pass
     layers = next((getattr(config, f) for f in _LAYER_FIELDS if isinstance(getattr(config, f, None), int)), None)
     if layers is not None and isinstance(getattr(config, "layer_types", None), list):
-        config.layer_types = config.layer_types[:layers]
+        # Keep one layer of each kind first (hybrids need their attention layer), then in order.
+        kinds = list(dict.fromkeys(config.layer_types))
+        try:
+            config.layer_types = (kinds + config.layer_types[len(kinds):])[:max(layers, len(kinds))]
+            for f in _LAYER_FIELDS:
+                if getattr(config, f, None) == layers:
+                    setattr(config, f, len(config.layer_types))
+        except AttributeError:  # derived from other fields (a read-only property)
+            pass
     vocab = getattr(config, "vocab_size", None)
     for field in _TOKEN_FIELDS:
         value = getattr(config, field, None)
