@@ -179,3 +179,13 @@ def test_var_mean_and_group_norm_run_on_the_chip(dims, correction, keepdim):
     torch.testing.assert_close(mean.cpu(), want_mean, atol=1e-6, rtol=1e-6)
     norm = torch.nn.GroupNorm(2, 8)
     torch.testing.assert_close(norm.to("tpu")(x.to("tpu")).cpu(), norm.cpu()(x), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("pad,value", [((1, 2), 0.0), ((0, 3, 2, 0), 1.5), ((1, 1, 1, 1, 1, 1), -2.0)])
+def test_constant_padding_runs_on_the_chip(pad, value):
+    vtpu.set_cpu_fallback(False)
+    x = torch.randn(2, 3, 5, 7)
+    got = torch.nn.functional.pad(x.to("tpu"), pad, value=value)
+    torch.testing.assert_close(got.cpu(), torch.nn.functional.pad(x, pad, value=value), atol=0, rtol=0)
+    with pytest.raises(NotImplementedError, match="constant_pad_nd.*cropping"):
+        torch.nn.functional.pad(x.to("tpu"), (-1, 2))  # a crop is a slice: CPU only, and only when allowed

@@ -353,6 +353,37 @@ at::Tensor tpu_cat(const at::ITensorListRef& tensors, int64_t dim) {
   }, [d](const std::vector<at::Tensor>& c) { return at::cat(c, d); });
 }
 
+// Constant padding: per padded dim, constant blocks concatenated around the input (cat kernels).
+// Negative pads crop, which is a slice: those go to the CPU.
+at::Tensor tpu_constant_pad_nd(const at::Tensor& self, at::IntArrayRef pad, const at::Scalar& value) {
+  const std::vector<int64_t> p(pad.begin(), pad.end());
+  const auto cpu = [p, value](const std::vector<at::Tensor>& c) { return at::constant_pad_nd(c[0], p, value); };
+  bool cropping = false;
+  for (int64_t x : p) cropping |= x < 0;
+  if (cropping || p.size() % 2 || int64_t(p.size()) > 2 * self.dim()) {
+    return run_on_cpu("constant_pad_nd", {self}, cpu, "negative (cropping) or malformed padding");
+  }
+  const double fill = value.toDouble();
+  return record("constant_pad_nd", {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    int x = v[0];
+    for (size_t i = 0; i < p.size() / 2; ++i) {
+      const int64_t dim = self.dim() - 1 - static_cast<int64_t>(i);
+      std::vector<int> parts;
+      for (int64_t width : {p[2 * i], int64_t(-1), p[2 * i + 1]}) {
+        if (width < 0) {
+          parts.push_back(x);
+        } else if (width > 0) {
+          auto type = g.node(x).type;
+          type.shape[dim] = width;
+          parts.push_back(g.full(type, fill, "pad"));
+        }
+      }
+      if (parts.size() > 1) x = g.concat(parts, dim, "pad");
+    }
+    return x;
+  }, cpu);
+}
+
 // Convolutions are not lowered yet; torch routes other backends through convolution_overrideable,
 // which has no CPU kernel to fall back to, so it is forwarded to at::convolution on the CPU here.
 at::Tensor tpu_convolution_overrideable(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
@@ -448,6 +479,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("cat", tpu_cat);
   m.impl("convolution_overrideable", tpu_convolution_overrideable);
   m.impl("histc", tpu_histc);
+  m.impl("constant_pad_nd", tpu_constant_pad_nd);
 }
 
 }  // namespace vtpu::bridge
