@@ -189,3 +189,29 @@ def test_constant_padding_runs_on_the_chip(pad, value):
     torch.testing.assert_close(got.cpu(), torch.nn.functional.pad(x, pad, value=value), atol=0, rtol=0)
     with pytest.raises(NotImplementedError, match="constant_pad_nd.*cropping"):
         torch.nn.functional.pad(x.to("tpu"), (-1, 2))  # a crop is a slice: CPU only, and only when allowed
+
+
+def test_batch_norm_eval_on_the_chip_and_training_updates_running_stats():
+    torch.manual_seed(6)
+    cpu = torch.nn.BatchNorm2d(3)
+    cpu.running_mean.normal_()
+    cpu.running_var.uniform_(0.5, 2)
+    cpu.weight.data.normal_()
+    x = torch.randn(2, 3, 4, 5) * 2 + 1
+    chip = torch.nn.BatchNorm2d(3)
+    chip.load_state_dict(cpu.state_dict())
+    chip = chip.to("tpu")
+    vtpu.set_cpu_fallback(False)
+    cpu.eval(), chip.eval()
+    torch.testing.assert_close(chip(x.to("tpu")).cpu(), cpu(x), atol=1e-6, rtol=1e-6)  # all on the chip
+    cpu.train(), chip.train()
+    with pytest.raises(NotImplementedError, match="native_batch_norm"):  # batch statistics: CPU only
+        torch.nn.functional.batch_norm(x.to("tpu"), chip.running_mean, chip.running_var, training=True)
+    vtpu.set_cpu_fallback(True)
+    try:
+        for _ in range(2):  # the running statistics must follow the CPU's (the boxed fallback dropped them)
+            torch.testing.assert_close(chip(x.to("tpu")).cpu(), cpu(x))
+            torch.testing.assert_close(chip.running_mean.cpu(), cpu.running_mean)
+            torch.testing.assert_close(chip.running_var.cpu(), cpu.running_var)
+    finally:
+        vtpu.set_cpu_fallback(False)

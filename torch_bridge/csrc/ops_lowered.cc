@@ -384,6 +384,61 @@ at::Tensor tpu_constant_pad_nd(const at::Tensor& self, at::IntArrayRef pad, cons
   }, cpu);
 }
 
+// Batch norm with running statistics (eval mode) is elementwise per channel (dim 1):
+// (x - mean) * rsqrt(var + eps) * weight + bias. Training mode (batch statistics) runs on the CPU
+// when allowed; its schema does not mark the running statistics as written, so torch's boxed
+// fallback would drop their update: they are copied back here.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_on_cpu(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, bool training,
+    double momentum, double eps) {
+  const auto host = [](const std::optional<at::Tensor>& t) -> std::optional<at::Tensor> {
+    if (!t || !t->defined()) return std::nullopt;
+    return t->to(at::kCPU);
+  };
+  std::optional<at::Tensor> mean = host(running_mean), var = host(running_var);
+  std::tuple<at::Tensor, at::Tensor, at::Tensor> result;
+  run_on_cpu("native_batch_norm", {input}, [&](const std::vector<at::Tensor>& c) {
+    result = at::native_batch_norm(c[0], host(weight), host(bias), mean, var, training, momentum, eps);
+    return std::get<0>(result);
+  }, "batch statistics (training mode)");
+  if (mean) running_mean->copy_(*mean);
+  if (var) running_var->copy_(*var);
+  const auto device = input.device();
+  return {std::get<0>(result).to(device), std::get<1>(result).to(device), std::get<2>(result).to(device)};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_batch_norm(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, bool training,
+    double momentum, double eps) {
+  const bool has_stats = running_mean && running_mean->defined() && running_var && running_var->defined();
+  if (training || !has_stats || input.dim() < 2) {
+    return batch_norm_on_cpu(input, weight, bias, running_mean, running_var, training, momentum, eps);
+  }
+  const bool has_weight = weight && weight->defined(), has_bias = bias && bias->defined();
+  std::vector<at::Tensor> inputs = {input, *running_mean, *running_var};
+  if (has_weight) inputs.push_back(*weight);
+  if (has_bias) inputs.push_back(*bias);
+  std::vector<int64_t> per_channel(input.dim() - 1, 1);  // [C, 1, ..., 1] against [N, C, ...]
+  per_channel[0] = input.size(1);
+  const auto cpu = [=](const std::vector<at::Tensor>& c) {
+    return std::get<0>(at::native_batch_norm(c[0], has_weight ? std::optional(c[3]) : std::nullopt,
+                                             has_bias ? std::optional(c[has_weight ? 4 : 3]) : std::nullopt, c[1], c[2],
+                                             false, momentum, eps));
+  };
+  at::Tensor out = record("native_batch_norm", inputs, input.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    const auto channel = [&](int x) { return g.reshape(x, per_channel); };
+    const int inv_std = g.unary(ExprOp::Rsqrt, g.binary_scalar(ExprOp::Add, channel(v[2]), eps));
+    int y = g.binary(ExprOp::Mul, g.binary(ExprOp::Sub, v[0], channel(v[1])), inv_std);
+    if (has_weight) y = g.binary(ExprOp::Mul, y, channel(v[3]));
+    if (has_bias) y = g.binary(ExprOp::Add, y, channel(v[has_weight ? 4 : 3]));
+    return y;
+  }, cpu);
+  const auto empty = at::empty({0}, input.options());
+  return {out, empty, at::empty({0}, input.options())};
+}
+
 // Convolutions are not lowered yet; torch routes other backends through convolution_overrideable,
 // which has no CPU kernel to fall back to, so it is forwarded to at::convolution on the CPU here.
 at::Tensor tpu_convolution_overrideable(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
@@ -480,6 +535,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("convolution_overrideable", tpu_convolution_overrideable);
   m.impl("histc", tpu_histc);
   m.impl("constant_pad_nd", tpu_constant_pad_nd);
+  m.impl("native_batch_norm", tpu_native_batch_norm);
 }
 
 }  // namespace vtpu::bridge
