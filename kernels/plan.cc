@@ -236,42 +236,6 @@ Launch lower_row(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& 
 
 }  // namespace
 
-std::shared_ptr<const isa::Program> ProgramCache::get_or_build(const std::string& key,
-                                                               const std::function<isa::Program()>& build, bool* hit) {
-  {
-    std::lock_guard lock(mutex_);
-    auto it = programs_.find(key);
-    if (it != programs_.end()) {
-      ++hits_;
-      if (hit) *hit = true;
-      return it->second;
-    }
-  }
-  auto program = std::make_shared<const isa::Program>(build());  // built outside the lock
-  std::lock_guard lock(mutex_);
-  ++misses_;
-  if (hit) *hit = false;
-  return programs_.emplace(key, std::move(program)).first->second;
-}
-
-uint64_t ProgramCache::hits() const {
-  std::lock_guard lock(mutex_);
-  return hits_;
-}
-uint64_t ProgramCache::misses() const {
-  std::lock_guard lock(mutex_);
-  return misses_;
-}
-size_t ProgramCache::size() const {
-  std::lock_guard lock(mutex_);
-  return programs_.size();
-}
-void ProgramCache::clear() {
-  std::lock_guard lock(mutex_);
-  programs_.clear();
-  hits_ = misses_ = 0;
-}
-
 Plan make_plan(const Graph& graph, FusionStrategy strategy, const sim::ChipConfig& chip, ProgramCache& cache) {
   Plan plan;
   plan.strategy = strategy;

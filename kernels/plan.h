@@ -4,37 +4,22 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "isa/program.h"
 #include "kernels/fusion.h"
 #include "kernels/graph.h"
 #include "kernels/memory_plan.h"
+#include "kernels/shared_cache.h"
 #include "sim/chip_config.h"
 
 namespace vtpu::kernels {
 
 // Programs keyed by a stable signature of the kernel spec and chip. Thread-safe.
-class ProgramCache {
- public:
-  std::shared_ptr<const isa::Program> get_or_build(const std::string& key, const std::function<isa::Program()>& build,
-                                                   bool* hit = nullptr);
-  uint64_t hits() const;
-  uint64_t misses() const;
-  size_t size() const;
-  void clear();
-
- private:
-  mutable std::mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<const isa::Program>> programs_;
-  uint64_t hits_ = 0, misses_ = 0;
-};
+using ProgramCache = SharedCache<isa::Program>;
 
 struct Launch {
   std::shared_ptr<const isa::Program> program;

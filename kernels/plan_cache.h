@@ -3,31 +3,18 @@
 // bind values by id, never addresses, so one plan serves every call. Thread-safe.
 #pragma once
 
-#include <cstdint>
 #include <memory>
-#include <mutex>
-#include <string>
-#include <unordered_map>
 
 #include "kernels/plan.h"
+#include "kernels/shared_cache.h"
 
 namespace vtpu::kernels {
 
-class PlanCache {
+class PlanCache : public SharedCache<Plan> {
  public:
-  explicit PlanCache(size_t capacity = 4096) : capacity_(capacity) {}
+  explicit PlanCache(size_t capacity = 4096) : SharedCache<Plan>(capacity) {}
   std::shared_ptr<const Plan> get_or_make(const Graph& graph, FusionStrategy strategy, const sim::ChipConfig& chip,
                                           ProgramCache& programs, bool* hit = nullptr);
-  uint64_t hits() const;
-  uint64_t misses() const;
-  size_t size() const;
-  void clear();
-
- private:
-  size_t capacity_;  // a workload with ever-new shapes must not grow the cache without bound
-  mutable std::mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<const Plan>> plans_;
-  uint64_t hits_ = 0, misses_ = 0;
 };
 
 }  // namespace vtpu::kernels

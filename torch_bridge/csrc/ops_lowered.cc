@@ -435,8 +435,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_batch_norm(
     if (has_bias) y = g.binary(ExprOp::Add, y, channel(v[has_weight ? 4 : 3]));
     return y;
   }, cpu);
-  const auto empty = at::empty({0}, input.options());
-  return {out, empty, at::empty({0}, input.options())};
+  return {out, at::empty({0}, input.options()), at::empty({0}, input.options())};  // eval: no saved statistics
 }
 
 // Convolutions are not lowered yet; torch routes other backends through convolution_overrideable,
