@@ -23,6 +23,8 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 HARNESS = ROOT / "tests" / "zoo" / "harness.py"
+sys.path.insert(0, str(HARNESS.parent))
+import harness  # noqa: E402  (its modes and tolerance, for the report)
 
 
 def all_model_types() -> list[str]:
@@ -97,9 +99,6 @@ def sweep(model_types: list[str], jobs: int, batch_size: int, timeout: float) ->
     return results
 
 
-TOLERANCE_TEXT = "1e-3"
-
-
 def write_report(results: dict, seconds: float, md_path: pathlib.Path, json_path: pathlib.Path,
                  commit: str = "") -> None:
     import torch
@@ -108,7 +107,7 @@ def write_report(results: dict, seconds: float, md_path: pathlib.Path, json_path
     rows = [results[k] for k in sorted(results)]
     ran = [r for r in rows if r["status"] == "ran"]
     by_status = collections.Counter(r["status"] for r in rows)
-    modes = ("strict_eager", "defer_and_fuse", "compiled")
+    modes = harness.MODES
     mode_counts = {m: collections.Counter(r["modes"][m]["status"] for r in ran) for m in modes}
     native_pass = sum(r["native"]["status"] == "pass" for r in ran)
     blockers = collections.Counter(r["native"].get("failing_op") or "(no aten op named)" for r in ran
@@ -125,7 +124,7 @@ def write_report(results: dict, seconds: float, md_path: pathlib.Path, json_path
            "built from its default config shrunk to 2 layers, width 64 (tests/zoo/harness.py; when that model fails on "
            "the CPU, a gentler shrink keeping the widths is tried), with random weights, "
            "and run forward on one small input on the CPU and on `tpu` in each mode, with the CPU fallback on. "
-           "A mode passes when every floating-point output is within 1e-3 of the CPU's, relative to the output's "
+           f"A mode passes when every floating-point output is within {harness.TOLERANCE:g} of the CPU's, relative to the output's "
            "largest magnitude. `native` repeats defer_and_fuse with the fallback off: it passes only when every op "
            "ran on the chip, and otherwise names the first aten op that has no lowering.", "",
            "## Totals", "",
@@ -152,7 +151,7 @@ def write_report(results: dict, seconds: float, md_path: pathlib.Path, json_path
             if mr["status"] == "error":
                 causes[(m, mr.get("failing_op") or mr["error"][:110])] += 1
             elif mr["status"] == "mismatch":
-                causes[(m, f"mismatch (relative error above {TOLERANCE_TEXT})")] += 1
+                causes[(m, f"mismatch (relative error above {harness.TOLERANCE:g})")] += 1
     out += ["", "## Why runs fail on tpu", "", "Every failing (architecture, mode), grouped by cause:", "",
             "| mode | cause | architectures |", "|---|---|---|"]
     out += [f"| {m} | {cause.replace('|', '/')} | {n} |" for (m, cause), n in sorted(causes.items(), key=lambda x: -x[1])]
