@@ -7,8 +7,10 @@ Prints:
     cached-call host time;
   - host wall time per forward of each vtpu mode against native PyTorch CPU eager and against
     torch.compile with inductor on the CPU (its compile time too);
-  - dynamic=True over several sequence lengths: Dynamo graphs compiled, plans made (kernels are
-    specialised per shape), and the host time of a new length vs a length seen before.
+  - dynamic=True over several sequence lengths: Dynamo graphs compiled, plans made, kernel
+    programs generated (row counts are launch arguments, so a new length generates only the
+    programs whose columns or contraction depend on it), and the host time of a new length vs a
+    length seen before.
 Token ids, positions and masks are int64, which the chip has no kernels for: those ops run through
 the CPU fallback (counted and printed); simulated time covers what ran on the chip.
 Usage: python3 bench/compiled_gpt2.py [--layers 2 --width 128 --tokens 64 --reps 5]
@@ -111,25 +113,32 @@ def dynamic_shapes(tpu_model, args):
     vtpu.set_mode("defer_and_fuse")
     torch._dynamo.reset()
     compiled = torch.compile(tpu_model, backend="tpu", dynamic=True)
-    lengths = [args.tokens // 2, args.tokens // 2 + 8, args.tokens, args.tokens // 2 + 8, args.tokens]
+    # Lengths the static runs above did not use (their plans and programs are cached already).
+    half = args.tokens // 2
+    lengths = [half, half + 8, half + 16, half + 8, half + 16]
     vtpu.reset_stats()
     print(f"\ndynamic=True over sequence lengths {lengths}:")
     seen = set()
+    programs_before_first = vtpu.stats()["cache_misses"]
     for n in lengths:
         ids = torch.randint(2, 1024, (2, n)).to("tpu")
-        before = vtpu.stats()
+        before, known = vtpu.stats(), set(vtpu.cached_programs())
         started = time.perf_counter()
         forward(compiled, ids).cpu()
         elapsed = time.perf_counter() - started
         after = vtpu.stats()
+        made = after["cache_misses"] - before["cache_misses"]
         print(f"  length {n:4} ({'seen' if n in seen else 'new '}): {elapsed * 1e3:8.1f} ms host, "
               f"Dynamo graphs compiled so far {after['compiled_graphs']}, "
               f"plans made {after['plan_cache_misses'] - before['plan_cache_misses']}, "
-              f"plans reused {after['plan_cache_hits'] - before['plan_cache_hits']}")
+              f"programs generated {made}, reused {after['cache_hits'] - before['cache_hits']}")
+        if made and n != lengths[0]:
+            kinds = sorted(" ".join(key.split("|")[:2]) for key in set(vtpu.cached_programs()) - known)
+            print("    generated: " + ", ".join(kinds))
         seen.add(n)
     s = vtpu.stats()
     print(f"  recompiles: {s['compiled_graphs'] - 1} Dynamo recompiles for {len(set(lengths))} lengths; "
-          f"{s['plan_cache_misses']} plans made in all (kernels are specialised per shape and cached)")
+          f"{s['plan_cache_misses']} plans and {s['cache_misses'] - programs_before_first} programs generated in all")
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ AsmWriter::AsmWriter(std::string name) : name_(std::move(name)), sregs_("scalar 
   header_ = fmt::format(".name {}\n", name_);
 }
 
-void AsmWriter::comment(std::string_view text) { text_ += fmt::format("  ; {}\n", text); }
+void AsmWriter::comment(std::string_view text) { *out_ += fmt::format("  ; {}\n", text); }
 
 int AsmWriter::argument(std::string_view name, isa::ArgumentKind kind) {
   header_ += fmt::format(".arg {} {}\n", name, kind == isa::ArgumentKind::Buffer ? "buffer" : "scalar");
@@ -53,7 +53,14 @@ int AsmWriter::argument(std::string_view name, isa::ArgumentKind kind) {
 
 std::string AsmWriter::new_label(std::string_view stem) { return fmt::format("{}_{}", stem, labels_++); }
 
-void AsmWriter::place(const std::string& label) { text_ += label + ":\n"; }
+void AsmWriter::place(const std::string& label) { *out_ += label + ":\n"; }
+
+void AsmWriter::cold(const std::function<void()>& body) {
+  if (out_ == &cold_) throw KernelError("cold sections do not nest");  // the inner one would split the outer
+  out_ = &cold_;
+  body();
+  out_ = &text_;
+}
 
 void AsmWriter::load_immediate(int sreg, int64_t value) {
   if (value < INT32_MIN || value > UINT32_MAX) throw KernelError(fmt::format("immediate {} does not fit 32 bits", value));
@@ -68,7 +75,7 @@ void AsmWriter::add_scaled(int dst, int src, int64_t factor, int scratch) {
 }
 
 isa::Program AsmWriter::assemble() const {
-  const std::string source = header_ + text_ + "  halt\n";
+  const std::string source = header_ + text_ + "  halt\n" + cold_;
   try {
     return isa::assemble(source, name_);
   } catch (const isa::AsmError& e) {

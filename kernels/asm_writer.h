@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <bitset>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -42,10 +43,14 @@ class AsmWriter {
   // One instruction (or directive) line, formatted with fmt.
   template <typename... A>
   void line(fmt::format_string<A...> format, A&&... args) {
-    text_ += "  ";
-    text_ += fmt::format(format, std::forward<A>(args)...);
-    text_ += '\n';
+    *out_ += "  ";
+    *out_ += fmt::format(format, std::forward<A>(args)...);
+    *out_ += '\n';
   }
+  // Emits what `body` writes out of line, after the program's final halt: code for rare paths
+  // (a ragged last block, a trap), reached by a branch that is not taken on the common path, so
+  // the common path never pays the taken-branch penalty. `body` must end in a jump or trap.
+  void cold(const std::function<void()>& body);
   void comment(std::string_view text);
   // Declares the next kernel argument and returns its index (used with `sarg`).
   int argument(std::string_view name, isa::ArgumentKind kind);
@@ -66,6 +71,8 @@ class AsmWriter {
   std::string name_;
   std::string header_;
   std::string text_;
+  std::string cold_;
+  std::string* out_ = &text_;
   int arguments_ = 0;
   int labels_ = 0;
   RegisterPool sregs_;

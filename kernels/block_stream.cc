@@ -19,7 +19,7 @@ constexpr int kSemInput = 0, kSemOutput = 2, kSemPrologue = 4;
 BlockStream::BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows, int64_t cols,
                          std::vector<StreamOperand> operands, int64_t max_block_cols, uint64_t budget_bytes,
                          int64_t extra_row_bytes)
-    : w_(w), rows_(rows), cols_(cols), operands_(std::move(operands)) {
+    : w_(w), cols_(cols), operands_(std::move(operands)) {
   if (rows < 1 || cols < 1) throw KernelError("empty tensors need no kernel");
   if (rows * cols >= (int64_t{1} << 31)) throw KernelError("tensor too large for one launch");
   bc_ = std::min(cols, max_block_cols);
@@ -36,14 +36,12 @@ BlockStream::BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows
   // every period (periods are multiples of 8).
   for (const auto& o : operands_) {
     if (o.layout != Layout::Periodic) continue;
-    if (o.period_rows <= 0 || o.period_rows % kSublanes != 0 || rows % o.period_rows != 0) {
-      throw KernelError(fmt::format("a periodic operand of {} rows over {} rows needs a period that is a multiple of 8 "
-                                    "dividing the rows", o.period_rows, rows));
+    if (o.period_rows <= 0 || o.period_rows % kSublanes != 0) {
+      throw KernelError(fmt::format("a periodic operand of {} rows needs a period that is a multiple of 8", o.period_rows));
     }
     while (o.period_rows % br_ != 0) br_ -= kSublanes;
   }
   col_blocks_ = (cols + bc_ - 1) / bc_;
-  blocks_ = ((rows + br_ - 1) / br_) * col_blocks_;
   for (const auto& o : operands_) {
     if (o.output && o.layout == Layout::Column && col_blocks_ != 1) throw KernelError("a Column output needs whole rows per block");
   }
@@ -72,6 +70,7 @@ BlockStream::BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows
     b.vmem[1] = o.layout == Layout::Scalar ? b.vmem[0] : place(bytes);
     buffers_.push_back(b);
   }
+  rows_arg_ = w_.argument("rows", isa::ArgumentKind::Scalar);
   for (int set = 0; set < 2; ++set) extra_[set] = extra_row_bytes ? place(br_ * extra_row_bytes) : next;
   vmem_end_ = next;
   if (next > chip.vmem_bytes) throw KernelError(fmt::format("needs {} bytes of VMEM, {} has {}", next, chip.name, chip.vmem_bytes));
@@ -97,7 +96,7 @@ void BlockStream::block_extent(int block_reg, const BlockExtent& e) {
   w_.line("srem s{}, s{}, s{}", e.col0, block_reg, t);
   w_.line("smuli s{}, s{}, {}", e.row0, e.row0, br_);
   w_.line("smuli s{}, s{}, {}", e.col0, e.col0, bc_);
-  w_.load_immediate(t, rows_);
+  w_.line("sarg s{}, {}", t, rows_arg_);
   w_.line("ssub s{}, s{}, s{}", e.rows, t, e.row0);
   w_.load_immediate(t, br_);
   w_.line("smin s{}, s{}, s{}", e.rows, e.rows, t);
@@ -178,7 +177,12 @@ void BlockStream::emit(RegisterPool& vregs, const std::function<void(int, const 
   auto& s = w_.sregs();
   load_scalars(vregs);
   const int block = s.take(), next = s.take(), nblocks = s.take(), two = s.take();
-  w_.load_immediate(nblocks, blocks_);
+  // blocks = ceil(rows / BR) * column blocks, from the row count passed at launch
+  w_.line("sarg s{}, {}", nblocks, rows_arg_);
+  w_.line("saddi s{}, s{}, {}", nblocks, nblocks, br_ - 1);
+  w_.load_immediate(two, br_);
+  w_.line("sdiv s{}, s{}, s{}", nblocks, nblocks, two);
+  w_.line("smuli s{}, s{}, {}", nblocks, nblocks, col_blocks_);
   w_.load_immediate(two, 2);
   w_.line("sli s{}, 0", block);
   issue_inputs(block, 0);

@@ -1,6 +1,10 @@
 // Streams a [rows, cols] grid through VMEM in double-buffered blocks: the skeleton shared by the
 // elementwise and row-wise kernels. It owns argument declaration, VMEM placement, the DMAs in and
 // out, the semaphores and the two-parity block loop; the caller emits each block's compute.
+//
+// The row count is a runtime scalar (the last kernel argument): `rows` only sizes the blocks, so
+// one program serves every row count, e.g. every sequence length of a [batch * seq, hidden]
+// activation. Column counts and periods stay immediates.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +34,7 @@ struct BlockExtent {
 
 class BlockStream {
  public:
+  // `rows`: the row count the blocks are sized for (the launch passes the real one).
   // `max_block_cols`: widest block (the full row for row-wise kernels). `budget_bytes`: VMEM per
   // buffer set for the Full operands; `extra_row_bytes` per block row is reserved for the caller.
   BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows, int64_t cols, std::vector<StreamOperand> operands,
@@ -66,10 +71,11 @@ class BlockStream {
   int outputs() const;
 
   AsmWriter& w_;
-  int64_t rows_, cols_;
+  int64_t cols_;
   std::vector<StreamOperand> operands_;
   std::vector<Buffer> buffers_;
-  int64_t br_ = 0, bc_ = 0, bc_pad_ = 0, col_blocks_ = 0, blocks_ = 0;
+  int rows_arg_ = 0;
+  int64_t br_ = 0, bc_ = 0, bc_pad_ = 0, col_blocks_ = 0;
   uint64_t extra_[2] = {0, 0};
   uint64_t vmem_end_ = 0;
 };

@@ -32,7 +32,7 @@ struct Operand {
 };
 
 struct ElementwiseSpec {
-  int64_t rows = 1;
+  int64_t rows = 1;  // the row count the blocks are sized for; the launch passes the real one
   int64_t cols = 1;
   std::vector<Operand> inputs;   // Input operand i of `expr` is inputs[i]
   std::vector<DType> outputs;    // one [rows, cols] tensor per expr output
@@ -44,7 +44,8 @@ struct ElementwiseSpec {
 // double-buffered block pipeline (2 * 9 + 5 + 8 = 31).
 inline constexpr size_t kMaxElementwiseOperands = 9;
 
-// Kernel arguments: the input buffers in order, then the output buffers.
+// Kernel arguments: the input buffers in order, the output buffers, then the row count (a scalar,
+// any value >= 1: see BlockStream).
 isa::Program make_elementwise(const ElementwiseSpec& spec, const sim::ChipConfig& chip);
 
 // How a loaded element is held in a vreg (bf16 widens to f32, int8/bool widen to int32).

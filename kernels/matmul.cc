@@ -11,6 +11,10 @@
 //    (transposing 128x128 blocks through vtrans) into the panel the MXUs load from.
 //  - Padding rows/columns of A and B are never written, so they stay zero (VMEM starts zeroed):
 //    ragged K adds nothing, ragged M and N compute values that are never written back.
+//  - M is a runtime scalar (the last argument): VMEM is sized for spec.m rows, and the row-block
+//    count, ragged extents and batch strides are computed from the M passed at launch, so one
+//    program serves every M up to spec.m (a Linear layer at any sequence length). A larger M
+//    traps (#1) instead of overrunning the VMEM sized for spec.m.
 #include "kernels/matmul.h"
 
 #include <algorithm>
@@ -85,9 +89,7 @@ class MatmulBuilder {
     bm_ = std::min<int64_t>({256, round_up(s.m, kSublanes), int64_t{chip_.mxu_acc_slots} / 2 * kSublanes});
     k_pad_ = round_up(s.k, d_);
     kt_ = k_pad_ / d_;
-    mb_ = (s.m + bm_ - 1) / bm_;
     nb_ = (s.n + bn_ - 1) / bn_;
-    blocks_ = s.batch * nb_ * mb_;
     eb_a_ = dtype_bytes(s.a_dtype);
     eb_b_ = dtype_bytes(s.b_dtype);
     eb_c_ = dtype_bytes(s.out_dtype);
@@ -133,18 +135,26 @@ class MatmulBuilder {
       epilogue_.push_back(e);
     }
     c_arg_ = w_.argument("c", isa::ArgumentKind::Buffer);
+    m_arg_ = w_.argument("m", isa::ArgumentKind::Scalar);
     if (next > vmem) {
       throw KernelError(fmt::format("matmul {}x{}x{}: needs {} bytes of VMEM, {} has {}", s.m, s.n, s.k, next, chip_.name, vmem));
     }
+  }
+
+  // dst = ceil(M / BM), the row blocks of the launch's M; clobbers s`scratch`.
+  void row_blocks(int dst, int scratch) {
+    w_.line("sarg s{}, {}", dst, m_arg_);
+    w_.line("saddi s{}, s{}, {}", dst, dst, bm_ - 1);
+    w_.load_immediate(scratch, bm_);
+    w_.line("sdiv s{}, s{}, s{}", dst, dst, scratch);
   }
 
   // (bt, nb, mb) of the flat block index in `block`.
   void decode(int block, int bt, int nb, int mb) {
     auto& r = w_.sregs();
     const int t = r.take();
-    w_.load_immediate(t, mb_);
-    w_.line("srem s{}, s{}, s{}", mb, block, t);
-    w_.line("sdiv s{}, s{}, s{}", bt, block, t);
+    w_.line("srem s{}, s{}, s{}", mb, block, row_blocks_);
+    w_.line("sdiv s{}, s{}, s{}", bt, block, row_blocks_);
     w_.load_immediate(t, nb_);
     w_.line("srem s{}, s{}, s{}", nb, bt, t);
     w_.line("sdiv s{}, s{}, s{}", bt, bt, t);
@@ -163,10 +173,29 @@ class MatmulBuilder {
   void extent(int dst, int start, int64_t total, int64_t cap) {
     const int t = w_.sregs().take();
     w_.load_immediate(t, total);
-    w_.line("ssub s{}, s{}, s{}", dst, t, start);
-    w_.load_immediate(t, cap);
-    w_.line("smin s{}, s{}, s{}", dst, dst, t);
+    clip(dst, start, t, cap);
     w_.sregs().release(t);
+  }
+  // The same along M, whose total is the launch's.
+  void row_extent(int dst, int start, int64_t cap) {
+    const int t = w_.sregs().take();
+    w_.line("sarg s{}, {}", t, m_arg_);
+    clip(dst, start, t, cap);
+    w_.sregs().release(t);
+  }
+  void clip(int dst, int start, int total, int64_t cap) {
+    w_.line("ssub s{}, s{}, s{}", dst, total, start);
+    w_.load_immediate(total, cap);
+    w_.line("smin s{}, s{}, s{}", dst, dst, total);
+  }
+
+  // s`hb` += bt * M * row_bytes: batch entry bt's [M, *] matrix (M at launch; batch 1 has none).
+  void add_batch_offset(int hb, int bt, int64_t row_bytes, int scratch) {
+    if (spec_.batch == 1) return;
+    w_.line("sarg s{}, {}", scratch, m_arg_);
+    w_.line("smul s{}, s{}, s{}", scratch, scratch, bt);
+    w_.line("smuli s{}, s{}, {}", scratch, scratch, row_bytes);
+    w_.line("sadd s{}, s{}, s{}", hb, hb, scratch);
   }
 
   void dma(bool to_vmem, int sem, int vm, int hb, int rows, int row_bytes, int64_t vstride, int64_t hstride) {
@@ -197,7 +226,7 @@ class MatmulBuilder {
     decode(block, b.bt, b.nb, b.mb);
     w_.line("smuli s{}, s{}, {}", b.row0, b.mb, bm_);
     w_.line("smuli s{}, s{}, {}", b.col0, b.nb, bn_);
-    extent(b.rows, b.row0, spec_.m, bm_);
+    row_extent(b.rows, b.row0, bm_);
     extent(b.cols, b.col0, spec_.n, bn_);
     return b;
   }
@@ -251,7 +280,7 @@ class MatmulBuilder {
     w_.add_scaled(vm, kt, d_ * eb_a_, t);
     w_.line("sarg s{}, {}", hb, a_arg_);
     w_.line("sadd s{}, s{}, s{}", hb, hb, t);
-    w_.add_scaled(hb, b.bt, spec_.m * spec_.k * eb_a_, t);
+    add_batch_offset(hb, b.bt, spec_.k * eb_a_, t);
     w_.add_scaled(hb, b.row0, spec_.k * eb_a_, t);
     w_.line("smuli s{}, s{}, {}", t, kd, eb_a_);
     dma(true, kSemInput, vm, hb, b.rows, t, k_pad_ * eb_a_, spec_.k * eb_a_);
@@ -267,7 +296,7 @@ class MatmulBuilder {
       if (e.operand.layout != Layout::Full) continue;
       w_.load_immediate(vm, e.vmem[parity]);
       w_.line("sarg s{}, {}", hb, e.arg);
-      w_.add_scaled(hb, b.bt, spec_.m * spec_.n * e.eb, t);
+      add_batch_offset(hb, b.bt, spec_.n * e.eb, t);
       w_.add_scaled(hb, b.row0, spec_.n * e.eb, t);
       w_.add_scaled(hb, b.col0, e.eb, t);
       w_.line("smuli s{}, s{}, {}", t, b.cols, e.eb);
@@ -302,11 +331,17 @@ class MatmulBuilder {
     for (auto& e : epilogue_) {
       if (e.operand.layout == Layout::Full) continue;
       const int vm = r.take(), hb = r.take(), one = r.take(), bytes = r.take();
+      // the whole operand in one row: [N], [M] (M at launch, at most the capacity) or one element
       const int64_t count = e.operand.layout == Layout::Row ? spec_.n : e.operand.layout == Layout::Column ? spec_.m : 1;
       w_.load_immediate(vm, e.vmem[0]);
       w_.line("sarg s{}, {}", hb, e.arg);
       w_.load_immediate(one, 1);
-      w_.load_immediate(bytes, count * e.eb);
+      if (e.operand.layout == Layout::Column) {
+        w_.line("sarg s{}, {}", bytes, m_arg_);
+        w_.line("smuli s{}, s{}, {}", bytes, bytes, e.eb);
+      } else {
+        w_.load_immediate(bytes, count * e.eb);
+      }
       dma(true, kSemPrologue, vm, hb, one, bytes, count * e.eb, count * e.eb);
       ++pending;
       for (int x : {vm, hb, one, bytes}) r.release(x);
@@ -499,11 +534,11 @@ class MatmulBuilder {
     w_.line("smuli s{}, s{}, {}", row0, mb, bm_);
     w_.line("saddi s{}, s{}, {}", row0, row0, first);
     w_.line("smuli s{}, s{}, {}", col0, nb, bn_);
-    extent(rows, row0, spec_.m, count);
+    row_extent(rows, row0, count);
     w_.line("bge s0, s{}, {}", rows, skip);
     extent(cols, col0, spec_.n, bn_);
     w_.line("sarg s{}, {}", hb, c_arg_);
-    w_.add_scaled(hb, bt, spec_.m * spec_.n * eb_c_, t);
+    add_batch_offset(hb, bt, spec_.n * eb_c_, t);
     w_.add_scaled(hb, row0, spec_.n * eb_c_, t);
     w_.add_scaled(hb, col0, eb_c_, t);
     w_.line("smuli s{}, s{}, {}", t, cols, eb_c_);
@@ -565,20 +600,45 @@ class MatmulBuilder {
         }
         last_b_part = b_part;
       }
-      w_.line("smuli s{}, s{}, {}", row, c.kt, d_ * eb_a_);
-      w_.line("sadd s{}, s{}, s{}", row, row, c.a_base);
-      for (int rt = 0; rt < bm_ / kSublanes; ++rt) {
-        const int g = vregs.take_run(group_);
-        load_lhs(g, row, a_part, vregs);
-        for (int j = 0; j < mxus_; ++j) w_.line("mxu.mm mxu{}, v{}, {}", j, g, slot0 + rt);
-        vregs.release_run(g, group_);
-        w_.line("saddi s{}, s{}, {}", row, row, kSublanes * k_pad_ * eb_a_);
-        // Two drain rows per matmul row: the drain finishes in the first half of the slice, so
-        // by its end the front end is a full queue ahead again and the next weight load hides.
-        for (int dr = 2 * rt; drain && pass == 0 && dr < 2 * rt + 2 && dr < bm_ / kSublanes; ++dr) {
-          drain_row(*drain, dr, vregs, masks);
+      // Row tiles past M's end (known only at launch) are skipped tile by tile, in a copy of the
+      // loop placed out of line: most blocks are full, and the checks (or a taken branch) would
+      // cost the front end issue slots the MXUs wait on. s`t` = rows left from this block's
+      // first; s`wt` is free until the next pass's weights.
+      const std::string ragged = w_.new_label("ragged_block"), rejoin = w_.new_label("rejoin");
+      w_.line("smuli s{}, s{}, {}", t, c.mb, bm_);
+      w_.line("sarg s{}, {}", row, m_arg_);
+      w_.line("ssub s{}, s{}, s{}", t, row, t);
+      w_.load_immediate(row, bm_);
+      w_.line("blt s{}, s{}, {}", t, row, ragged);
+      const auto row_tiles = [&](bool checked) {
+        w_.line("smuli s{}, s{}, {}", row, c.kt, d_ * eb_a_);
+        w_.line("sadd s{}, s{}, s{}", row, row, c.a_base);
+        for (int rt = 0; rt < bm_ / kSublanes; ++rt) {
+          const std::string skip = w_.new_label("no_rows");
+          if (checked && rt > 0) {  // tile 0 always holds a row
+            w_.load_immediate(wt, rt * kSublanes);
+            w_.line("bge s{}, s{}, {}", wt, t, skip);
+          }
+          const int g = vregs.take_run(group_);
+          load_lhs(g, row, a_part, vregs);
+          for (int j = 0; j < mxus_; ++j) w_.line("mxu.mm mxu{}, v{}, {}", j, g, slot0 + rt);
+          vregs.release_run(g, group_);
+          w_.line("saddi s{}, s{}, {}", row, row, kSublanes * k_pad_ * eb_a_);
+          w_.place(skip);
+          // Two drain rows per matmul row: the drain finishes in the first half of the slice, so
+          // by its end the front end is a full queue ahead again and the next weight load hides.
+          for (int dr = 2 * rt; drain && pass == 0 && dr < 2 * rt + 2 && dr < bm_ / kSublanes; ++dr) {
+            drain_row(*drain, dr, vregs, masks);
+          }
         }
-      }
+      };
+      row_tiles(false);
+      w_.place(rejoin);
+      w_.cold([&] {
+        w_.place(ragged);
+        row_tiles(true);
+        w_.line("jmp {}", rejoin);
+      });
     }
     for (int x : {row, wt, t}) r.release(x);
   }
@@ -645,9 +705,12 @@ class MatmulBuilder {
   void emit() {
     auto& r = w_.sregs();
     RegisterPool vregs("vector registers", 0, 31), masks("mask registers", 1, 7);
-    load_broadcast_operands(vregs);
     const int block = r.take(), next = r.take(), nblocks = r.take();
-    w_.load_immediate(nblocks, blocks_);
+    check_m(block, next);
+    load_broadcast_operands(vregs);
+    row_blocks_ = r.take();  // held for the whole program: every block decodes its index with it
+    row_blocks(row_blocks_, block);
+    w_.line("smuli s{}, s{}, {}", nblocks, row_blocks_, spec_.batch * nb_);
     w_.line("sli s{}, 0", block);
     issue_first_block(block);
     const std::string top = w_.new_label("block"), done = w_.new_label("done");
@@ -660,11 +723,24 @@ class MatmulBuilder {
     }
     w_.line("jmp {}", top);
     w_.place(done);
-    // The last block is drained after the loop; its parity is known here.
+    // The last block is drained after the loop, with the parity the launch's block count gives.
     if (full_epilogue_inputs()) w_.line("sem.wait sem{}, {}", kSemInput, full_epilogue_inputs());
     w_.line("saddi s{}, s{}, -1", block, block);
-    Drain d = begin_drain(block, static_cast<int>((blocks_ - 1) % 2), vregs);
-    // Written back in quarters as they drain: only this tile's write-back is left exposed.
+    const std::string odd = w_.new_label("last_odd"), end = w_.new_label("end");
+    w_.line("sli s{}, 1", next);
+    w_.line("sand s{}, s{}, s{}", next, block, next);
+    w_.line("bne s{}, s0, {}", next, odd);
+    final_drain(block, 0, vregs, masks);
+    w_.line("jmp {}", end);
+    w_.place(odd);
+    final_drain(block, 1, vregs, masks);
+    w_.place(end);
+  }
+
+  // Drains the last block, written back in quarters as they drain: only this tile's write-back
+  // is left exposed.
+  void final_drain(int block, int parity, RegisterPool& vregs, RegisterPool& masks) {
+    Drain d = begin_drain(block, parity, vregs);
     const int64_t tiles = bm_ / kSublanes, quarter = std::max<int64_t>(1, tiles / 4);
     for (int64_t first = 0; first < tiles; first += quarter) {
       for (int64_t rt = first; rt < std::min(tiles, first + quarter); ++rt) drain_row(d, static_cast<int>(rt), vregs, masks);
@@ -673,17 +749,31 @@ class MatmulBuilder {
     release_drain(d, vregs);
   }
 
+  // Traps (#1) unless 1 <= the launch's M <= spec.m, the rows VMEM was sized for.
+  void check_m(int scratch0, int scratch1) {
+    const std::string bad = w_.new_label("bad_m");
+    w_.line("sarg s{}, {}", scratch0, m_arg_);
+    w_.load_immediate(scratch1, spec_.m);
+    w_.line("blt s{}, s{}, {}", scratch1, scratch0, bad);
+    w_.line("bge s0, s{}, {}", scratch0, bad);
+    w_.cold([&] {
+      w_.place(bad);
+      w_.line("trap 1");
+    });
+  }
+
   const MatmulSpec& spec_;
   const sim::ChipConfig& chip_;
   AsmWriter w_;
   std::vector<std::pair<int, int>> pairs_;
   std::vector<EpilogueBuffer> epilogue_;
-  int64_t d_ = 128, bn_ = 0, bm_ = 0, k_pad_ = 0, kt_ = 0, mb_ = 0, nb_ = 0, blocks_ = 0;
+  int64_t d_ = 128, bn_ = 0, bm_ = 0, k_pad_ = 0, kt_ = 0, nb_ = 0;
   int group_ = 1, mxus_ = 1, eb_a_ = 2, eb_b_ = 2, eb_c_ = 4, a_parts_ = 1, b_parts_ = 1;
   bool staged_ = false, a_resident_ = false;
   uint64_t a_vmem_[2] = {0, 0}, c_vmem_[2] = {0, 0}, panel_vmem_ = 0, staging_vmem_ = 0;
   uint64_t a_panel_bytes_ = 0, part_bytes_ = 0, staging_bytes_ = 0, c_tile_bytes_ = 0;
-  int a_arg_ = 0, b_arg_ = 0, c_arg_ = 0;
+  int a_arg_ = 0, b_arg_ = 0, c_arg_ = 0, m_arg_ = 0;
+  int row_blocks_ = -1;  // the scalar register holding ceil(M / BM)
 };
 
 }  // namespace

@@ -21,7 +21,7 @@ int passes_for_precision(std::string_view precision);
 
 struct MatmulSpec {
   int64_t batch = 1;
-  int64_t m = 0, n = 0, k = 0;
+  int64_t m = 0, n = 0, k = 0;  // m: the most rows the program serves (the launch passes M)
   DType a_dtype = DType::BF16;  // A is [batch, M, K] row-major
   DType b_dtype = DType::BF16;  // B is [batch, K, N], or [batch, N, K] when b_transposed
   DType out_dtype = DType::F32; // C is [batch, M, N]
@@ -34,7 +34,8 @@ struct MatmulSpec {
   std::optional<Expr> epilogue;
 };
 
-// Kernel arguments: A, B, the epilogue inputs in order, C.
+// Kernel arguments: A, B, the epilogue inputs in order, C, then M (a scalar): VMEM is sized for
+// spec.m rows and the program runs for any M in 1..spec.m (it traps, #1, on others).
 isa::Program make_matmul(const MatmulSpec& spec, const sim::ChipConfig& chip);
 
 }  // namespace vtpu::kernels

@@ -3,9 +3,11 @@
 #include "kernels/plan.h"
 
 #include <algorithm>
+#include <bit>
 #include <climits>
 
 #include "kernels/asm_writer.h"
+#include "kernels/vreg_shape.h"
 #include "kernels/elementwise.h"
 #include "kernels/matmul.h"
 #include "kernels/rowwise.h"
@@ -69,6 +71,13 @@ class ExprBuilder {
   std::vector<int> operands_;
 };
 
+// Streaming kernels take their row count at launch (BlockStream); the planner sizes their blocks
+// for the next power of two, so a new sequence length reuses the programs generated for its
+// bucket instead of generating its own. Blocks never exceed the VMEM budget, so for rows past one
+// block the program is the one a specialised generator would make; below, it has one block either
+// way and only the DMA sizes, which follow the real row count, differ.
+int64_t row_bucket(int64_t rows) { return std::max<int64_t>(kSublanes, int64_t(std::bit_ceil(uint64_t(rows)))); }
+
 std::string layout_name(Layout l) {
   switch (l) {
     case Layout::Full: return "full";
@@ -116,6 +125,8 @@ Launch lower_elementwise(const Graph& g, const KernelGroup& grp, const sim::Chip
   Launch l;
   l.args = b.operands();
   l.args.insert(l.args.end(), grp.outputs.begin(), grp.outputs.end());
+  l.scalars = {int32_t(spec.rows)};
+  spec.rows = row_bucket(spec.rows);
   std::string key = fmt::format("ew|{}x{}|{}|", spec.rows, spec.cols, operand_key(spec.inputs));
   for (DType t : spec.outputs) key += fmt::format("{},", dtype_name(t));
   key += "|" + spec.expr.signature() + "|" + chip.name;
@@ -158,6 +169,8 @@ Launch lower_matmul(const Graph& g, const KernelGroup& grp, const sim::ChipConfi
     l.args.insert(l.args.end(), b.operands().begin(), b.operands().end());
   }
   l.args.push_back(last);
+  l.scalars = {int32_t(spec.m)};
+  spec.m = row_bucket(spec.m);
   const std::string key = fmt::format("mm|{}x{}x{}x{}|{}{}{}|t{}s{}p{}|{}|{}|{}", spec.batch, spec.m, spec.n, spec.k,
                                       dtype_name(spec.a_dtype), dtype_name(spec.b_dtype), dtype_name(spec.out_dtype),
                                       spec.b_transposed, spec.b_shared, spec.passes, operand_key(spec.epilogue_inputs),
@@ -227,6 +240,8 @@ Launch lower_row(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& 
     l.args.push_back(r.inputs[2]);
   }
   l.args.push_back(grp.nodes.back());
+  l.scalars = {int32_t(spec.rows)};
+  spec.rows = row_bucket(spec.rows);
   const std::string key = fmt::format("row|{}|{}x{}|{}|{}|{}|{}|{}{}{}|{}|{}", row_op_name(spec.op), spec.rows, spec.cols,
                                       operand_key(spec.inputs), dtype_name(spec.out_dtype), spec.eps, spec.correction,
                                       spec.has_weight, spec.has_bias, dtype_name(spec.weight_dtype), e.signature(), chip.name);

@@ -23,7 +23,8 @@ using ProgramCache = SharedCache<isa::Program>;
 
 struct Launch {
   std::shared_ptr<const isa::Program> program;
-  std::vector<int> args;  // the value bound to each kernel argument
+  std::vector<int> args;  // the value bound to each buffer argument
+  std::vector<int32_t> scalars;  // the scalar arguments that follow the buffers (a row count)
   std::string label;      // the fused nodes, e.g. "matmul+add+gelu"
   bool cache_hit = false;
 };

@@ -39,7 +39,8 @@ struct RowwiseSpec {
 // a sum of 8 tensors fits, of 9 does not). The fusion planner leaves larger prologues unfused.
 inline constexpr size_t kMaxRowOperands = 11;
 
-// Kernel arguments: the prologue inputs, then weight and bias if present, then the output.
+// Kernel arguments: the prologue inputs, then weight and bias if present, the output, then the
+// row count (a scalar, any value >= 1: see BlockStream).
 isa::Program make_rowwise(const RowwiseSpec& spec, const sim::ChipConfig& chip);
 
 }  // namespace vtpu::kernels

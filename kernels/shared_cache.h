@@ -4,12 +4,14 @@
 // (new shapes) empties the cache instead of growing it without bound.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace vtpu::kernels {
 
@@ -46,6 +48,13 @@ class SharedCache {
   size_t size() const {
     std::lock_guard lock(mutex_);
     return values_.size();
+  }
+  std::vector<std::string> keys() const {
+    std::lock_guard lock(mutex_);
+    std::vector<std::string> out;
+    for (const auto& [key, value] : values_) out.push_back(key);
+    std::sort(out.begin(), out.end());
+    return out;
   }
   void clear() {
     std::lock_guard lock(mutex_);

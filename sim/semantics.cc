@@ -179,6 +179,7 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
     case Opcode::Bne: branch(s[o[0]] != s[o[1]], o[2]); break;
     case Opcode::Jmp: branch(true, o[0]); break;
     case Opcode::Halt: out.halt = true; break;
+    case Opcode::Trap: fail(SimErrorKind::BadLaunch, fmt::format("trap #{}: the program refused its launch arguments", o[0])); break;
 
     case Opcode::Vadd: map2(v[o[0]], v[o[1]], v[o[2]], [](float a, float b) { return a + b; }); break;
     case Opcode::Vsub: map2(v[o[0]], v[o[1]], v[o[2]], [](float a, float b) { return a - b; }); break;

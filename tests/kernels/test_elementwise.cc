@@ -24,16 +24,19 @@ const sim::ChipConfig& v5e() {
   return chip;
 }
 
-// Runs a single-output f32 kernel of `spec` on f32 inputs, returns the output.
+// Runs a single-output f32 kernel of `spec` on f32 inputs, returns the output. `rows`: the row
+// count passed at launch (default spec.rows, the count the blocks were sized for).
 std::vector<float> run_f32(const kernels::ElementwiseSpec& spec, const std::vector<std::vector<float>>& inputs,
-                           sim::LaunchResult* result = nullptr) {
+                           sim::LaunchResult* result = nullptr, int64_t rows = 0) {
+  if (rows == 0) rows = spec.rows;
   const isa::Program program = kernels::make_elementwise(spec, v5e());
   std::vector<testing::Arg> args;
   for (const auto& in : inputs) args.push_back(testing::Arg::buf(testing::HostBuffer::of(in)));
-  args.push_back(testing::Arg::buf(testing::HostBuffer::of(std::vector<float>(size_t(spec.rows * spec.cols)))));
+  args.push_back(testing::Arg::buf(testing::HostBuffer::of(std::vector<float>(size_t(rows * spec.cols)))));
+  args.push_back(testing::Arg::val(int32_t(rows)));
   auto out = testing::run_program(program, args);
   if (result) *result = out.result;
-  return out.buffers.back().as<float>();
+  return out.buffers[inputs.size()].as<float>();
 }
 
 kernels::ElementwiseSpec unary_spec(int64_t rows, int64_t cols, ExprOp op) {
@@ -97,6 +100,29 @@ TEST_SUITE("kernels") {
       }
     }
     VTPU_CHECK_CLOSE(out, want, 0, 0);
+  }
+
+  TEST_CASE("the row count is a launch argument: blocks sized for 64 rows serve 16 to 4096") {
+    const int64_t cols = 300, period = 16;
+    kernels::ElementwiseSpec spec;
+    spec.rows = 64;
+    spec.cols = cols;
+    spec.inputs = {{DType::F32, Layout::Full}, {DType::F32, Layout::Column}, {DType::F32, Layout::Periodic, period}};
+    spec.outputs = {DType::F32};
+    auto& e = spec.expr;
+    e.add_output(e.binary(ExprOp::Add, e.binary(ExprOp::Mul, e.input(0, ValueType::F32), e.input(1, ValueType::F32)),
+                          e.input(2, ValueType::F32)));
+    const auto mask = testing::random_floats(period * cols, 7);
+    for (int64_t rows : {16, 48, 64, 4096}) {  // fewer rows than sized; one block; many blocks
+      CAPTURE(rows);
+      const auto x = testing::random_floats(rows * cols, 8), col = testing::random_floats(rows, 9);
+      const auto out = run_f32(spec, {x, col, mask}, nullptr, rows);
+      std::vector<double> want(rows * cols);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c) want[r * cols + c] = x[r * cols + c] * col[r] + mask[(r % period) * cols + c];
+      }
+      VTPU_CHECK_CLOSE(out, want, 0, 0);
+    }
   }
 
   TEST_CASE("unary ops against double-precision references") {
@@ -188,7 +214,8 @@ TEST_SUITE("kernels") {
     const auto program = kernels::make_elementwise(spec, v5e());
     auto out = testing::run_program(program, {testing::Arg::buf(testing::HostBuffer::of(x)), testing::Arg::buf(testing::HostBuffer::of(y)),
                                               testing::Arg::buf(testing::HostBuffer::of(std::vector<float>(n))),
-                                              testing::Arg::buf(testing::HostBuffer::of(std::vector<uint8_t>(n)))});
+                                              testing::Arg::buf(testing::HostBuffer::of(std::vector<uint8_t>(n))),
+                                              testing::Arg::val(int32_t(spec.rows))});
     const auto sel = out.buffers[2].as<float>();
     const auto flag = out.buffers[3].as<uint8_t>();
     for (int64_t i = 0; i < n; ++i) {
@@ -213,7 +240,8 @@ TEST_SUITE("kernels") {
     for (int64_t i = 0; i < n; ++i) a[i] = sim::f32_to_bf16_bits(af[i]);
     auto out = testing::run_program(kernels::make_elementwise(spec, v5e()),
                                     {testing::Arg::buf(testing::HostBuffer::of(a)), testing::Arg::buf(testing::HostBuffer::of(b)),
-                                     testing::Arg::buf(testing::HostBuffer::of(std::vector<uint16_t>(n)))});
+                                     testing::Arg::buf(testing::HostBuffer::of(std::vector<uint16_t>(n))),
+                                     testing::Arg::val(int32_t(spec.rows))});
     const auto c = out.buffers[2].as<uint16_t>();
     for (int64_t i = 0; i < n; ++i) {
       CAPTURE(i);
@@ -244,7 +272,8 @@ TEST_SUITE("kernels") {
                                     {testing::Arg::buf(testing::HostBuffer::of(x)), testing::Arg::buf(testing::HostBuffer::of(y)),
                                      testing::Arg::buf(testing::HostBuffer::of(std::vector<int32_t>(n))),
                                      testing::Arg::buf(testing::HostBuffer::of(std::vector<int8_t>(n))),
-                                     testing::Arg::buf(testing::HostBuffer::of(std::vector<uint8_t>(n)))});
+                                     testing::Arg::buf(testing::HostBuffer::of(std::vector<uint8_t>(n))),
+                                     testing::Arg::val(int32_t(spec.rows))});
     const auto r = out.buffers[2].as<int32_t>();
     const auto s = out.buffers[3].as<int8_t>();
     const auto ge = out.buffers[4].as<uint8_t>();

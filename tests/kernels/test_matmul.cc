@@ -8,6 +8,7 @@
 
 #include "kernels/matmul.h"
 #include "sim/bf16.h"
+#include "sim/sim_error.h"
 #include "support/numerics.h"
 #include "support/run_program.h"
 
@@ -44,24 +45,28 @@ struct Result {
   sim::LaunchResult launch;
 };
 
-// Runs spec on random inputs; `extra` are epilogue inputs (already in their dtype).
-Result run(const kernels::MatmulSpec& spec, const std::string& chip = "v5e", std::vector<testing::HostBuffer> extra = {}) {
-  const int64_t b = spec.batch, m = spec.m, n = spec.n, k = spec.k;
+// Runs spec on random inputs; `extra` are epilogue inputs (already in their dtype). `rows`: the M
+// passed at launch (default spec.m, the most the program serves).
+Result run(const kernels::MatmulSpec& spec, const std::string& chip = "v5e", std::vector<testing::HostBuffer> extra = {},
+           int64_t rows = 0) {
+  const int64_t b = spec.batch, m = rows > 0 ? rows : spec.m, n = spec.n, k = spec.k;
   const int64_t b_count = spec.b_shared ? 1 : b;
   const auto a = testing::random_floats(b * m * k, 21, -1, 1);
   const auto w = testing::random_floats(b_count * k * n, 22, -1, 1);
   std::vector<testing::Arg> args = {testing::Arg::buf(as_dtype(a, spec.a_dtype)), testing::Arg::buf(as_dtype(w, spec.b_dtype))};
   for (auto& e : extra) args.push_back(testing::Arg::buf(std::move(e)));
   args.push_back(testing::Arg::buf(testing::HostBuffer{std::vector<uint8_t>(b * m * n * (spec.out_dtype == DType::BF16 ? 2 : 4))}));
+  const size_t c_index = args.size() - 1;
+  args.push_back(testing::Arg::val(int32_t(m)));
   const auto program = kernels::make_matmul(spec, sim::load_chip(chip));
   auto out = testing::run_program(program, args, chip);
   Result r;
   r.launch = out.result;
   if (spec.out_dtype == DType::BF16) {
-    const auto bits = out.buffers.back().as<uint16_t>();
+    const auto bits = out.buffers[c_index].as<uint16_t>();
     for (uint16_t x : bits) r.c.push_back(sim::bf16_bits_to_f32(x));
   } else {
-    r.c = out.buffers.back().as<float>();
+    r.c = out.buffers[c_index].as<float>();
   }
   const auto as = seen(a, spec.a_dtype), ws = seen(w, spec.b_dtype);
   r.ref.resize(b * m, n);
@@ -196,6 +201,42 @@ TEST_SUITE("kernels") {
     // first block (which must load a whole B panel and its A panel) and the last block's
     // write-back stay exposed. Guard against regressions; bench/matmul_roofline tracks the rest.
     CHECK(simulated <= 1.30 * bound);
+  }
+
+  TEST_CASE("M is a launch argument: a program sized for 600 rows serves any M up to 600 and traps past it") {
+    const int64_t n = 200, k = 150;
+    auto s = spec_of(600, n, k);
+    s.epilogue_inputs = {{DType::F32, Layout::Column}, {DType::F32, Layout::Full}};
+    kernels::Expr e;  // acc * scale[row] + residual
+    e.add_output(e.binary(ExprOp::Add, e.binary(ExprOp::Mul, e.input(0, ValueType::F32), e.input(1, ValueType::F32)),
+                          e.input(2, ValueType::F32)));
+    s.epilogue = e;
+    for (int64_t m : {1, 9, 256, 300, 600}) {  // one tile; one short block; one full block; ragged last blocks
+      CAPTURE(m);
+      const auto scale = testing::random_floats(m, 33), residual = testing::random_floats(m * n, 34);
+      const auto r = run(s, "v5e", {testing::HostBuffer::of(scale), testing::HostBuffer::of(residual)}, m);
+      REQUIRE(r.c.size() == size_t(m * n));
+      std::vector<double> want(m * n);
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) want[i * n + j] = r.ref(i, j) * scale[i] + residual[i * n + j];
+      }
+      VTPU_CHECK_CLOSE(r.c, want, 1e-5, 1e-5);
+    }
+    auto batched = spec_of(64, 150, 130);  // per-batch strides follow the launch's M
+    batched.batch = 3;
+    CHECK(worst_relative(run(batched, "v5e", {}, 40)) <= 2.0 * 130 * std::ldexp(1.0, -24));
+    const auto too_many = [&] { run(spec_of(600, n, k), "v5e", {}, 601); };
+    CHECK_THROWS_WITH_AS(too_many(), doctest::Contains("trap #1"), sim::SimError);
+  }
+
+  TEST_CASE("a program sized for more rows costs what one generated for the launch's M costs") {
+    for (auto [m, capacity] : {std::pair<int64_t, int64_t>{40, 64}, {300, 512}, {1000, 1024}}) {
+      CAPTURE(m);
+      const auto exact = run(spec_of(m, 512, 256)).launch.cycles;
+      const auto sized = run(spec_of(capacity, 512, 256), "v5e", {}, m).launch.cycles;
+      MESSAGE("M ", m, ": generated for M ", exact, " cycles, for ", capacity, " rows ", sized, " cycles");
+      CHECK(sized <= exact * 1.02);
+    }
   }
 
   TEST_CASE("matmul errors name the problem") {

@@ -61,6 +61,32 @@ std::vector<float> execute(const kernels::Graph& g, const kernels::Plan& plan, c
 
 double gelu(double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }
 
+// Random inputs of an Mlp and its double-precision output.
+struct MlpCase {
+  std::vector<Bound> inputs;
+  std::vector<double> want;
+  MlpCase(const Mlp& mlp, int64_t t, int64_t d, int64_t hdim) {
+    const auto x = testing::random_floats(t * d, 51), w1 = testing::random_floats(hdim * d, 52, -0.3f, 0.3f),
+               b1 = testing::random_floats(hdim, 53), w2 = testing::random_floats(d * hdim, 54, -0.3f, 0.3f),
+               b2 = testing::random_floats(d, 55);
+    want.resize(t * d);
+    for (int64_t i = 0; i < t; ++i) {
+      std::vector<double> h(hdim);
+      for (int64_t j = 0; j < hdim; ++j) {
+        double acc = b1[j];
+        for (int64_t k = 0; k < d; ++k) acc += double(x[i * d + k]) * w1[j * d + k];
+        h[j] = gelu(acc);
+      }
+      for (int64_t j = 0; j < d; ++j) {
+        double acc = b2[j] + x[i * d + j];
+        for (int64_t k = 0; k < hdim; ++k) acc += h[k] * w2[j * hdim + k];
+        want[i * d + j] = acc;
+      }
+    }
+    inputs = {{mlp.x, x}, {mlp.w1, w1}, {mlp.b1, b1}, {mlp.w2, w2}, {mlp.b2, b2}};
+  }
+};
+
 }  // namespace
 
 TEST_SUITE("kernels") {
@@ -117,24 +143,9 @@ TEST_SUITE("kernels") {
   TEST_CASE("MLP block under none and greedy matches a double reference; greedy moves fewer bytes") {
     const int64_t t = 24, d = 40, hdim = 136;
     Mlp mlp(t, d, hdim);
-    const auto x = testing::random_floats(t * d, 51), w1 = testing::random_floats(hdim * d, 52, -0.3f, 0.3f),
-               b1 = testing::random_floats(hdim, 53), w2 = testing::random_floats(d * hdim, 54, -0.3f, 0.3f),
-               b2 = testing::random_floats(d, 55);
-    std::vector<double> want(t * d);
-    for (int64_t i = 0; i < t; ++i) {
-      std::vector<double> h(hdim);
-      for (int64_t j = 0; j < hdim; ++j) {
-        double acc = b1[j];
-        for (int64_t k = 0; k < d; ++k) acc += double(x[i * d + k]) * w1[j * d + k];
-        h[j] = gelu(acc);
-      }
-      for (int64_t j = 0; j < d; ++j) {
-        double acc = b2[j] + x[i * d + j];
-        for (int64_t k = 0; k < hdim; ++k) acc += h[k] * w2[j * hdim + k];
-        want[i * d + j] = acc;
-      }
-    }
-    const std::vector<Bound> inputs = {{mlp.x, x}, {mlp.w1, w1}, {mlp.b1, b1}, {mlp.w2, w2}, {mlp.b2, b2}};
+    const MlpCase data(mlp, t, d, hdim);
+    const auto& inputs = data.inputs;
+    const auto& want = data.want;
     kernels::ProgramCache cache;
     const auto& chip = sim::load_chip("v5e");
     bridge::PlanRun none_run, greedy_run;
@@ -159,6 +170,22 @@ TEST_SUITE("kernels") {
     for (const auto& l : again.launches) CHECK(l.cache_hit);
     CHECK(kernels::graph_signature(mlp.g) == kernels::graph_signature(Mlp(t, d, hdim).g));
     CHECK(kernels::graph_signature(mlp.g) != kernels::graph_signature(Mlp(t, d, hdim + 1).g));
+  }
+
+  TEST_CASE("token counts in one power-of-two bucket share every program (rows are launch arguments)") {
+    const int64_t d = 40, hdim = 136;
+    kernels::ProgramCache cache;
+    const auto& chip = sim::load_chip("v5e");
+    for (FusionStrategy strategy : {FusionStrategy::None, FusionStrategy::Greedy}) {  // elementwise, matmul kernels
+      for (auto [tokens, reused] : {std::pair<int64_t, bool>{24, false}, {17, true}, {32, true}, {33, false}, {64, true}}) {
+        CAPTURE(tokens);
+        Mlp mlp(tokens, d, hdim);
+        const MlpCase data(mlp, tokens, d, hdim);
+        const auto plan = kernels::make_plan(mlp.g, strategy, chip, cache);
+        for (const auto& l : plan.launches) CHECK(l.cache_hit == reused);
+        VTPU_CHECK_CLOSE(execute(mlp.g, plan, data.inputs), data.want, 1e-4, 1e-4);
+      }
+    }
   }
 
   TEST_CASE("attention block with a [S, S] causal mask broadcast over heads (periodic layout)") {

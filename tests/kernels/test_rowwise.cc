@@ -28,16 +28,20 @@ kernels::RowwiseSpec row_spec(int64_t rows, int64_t cols, RowOp op) {
   return s;
 }
 
-std::vector<float> run(const kernels::RowwiseSpec& spec, const std::vector<std::vector<float>>& inputs) {
+// `rows`: the row count passed at launch (default spec.rows, the count the blocks were sized for).
+std::vector<float> run(const kernels::RowwiseSpec& spec, const std::vector<std::vector<float>>& inputs, int64_t rows = 0) {
+  if (rows == 0) rows = spec.rows;
   std::vector<testing::Arg> args;
   for (const auto& in : inputs) args.push_back(testing::Arg::buf(testing::HostBuffer::of(in)));
-  const size_t n = kernels::row_op_reduces(spec.op) ? spec.rows : spec.rows * spec.cols;
+  const size_t n = kernels::row_op_reduces(spec.op) ? rows : rows * spec.cols;
   const int eb = spec.out_dtype == DType::BF16 ? 2 : 4;
   args.push_back(testing::Arg::buf(testing::HostBuffer{std::vector<uint8_t>(n * eb)}));
+  args.push_back(testing::Arg::val(int32_t(rows)));
   auto out = testing::run_program(kernels::make_rowwise(spec, sim::load_chip("v5e")), args);
-  if (spec.out_dtype == DType::F32) return out.buffers.back().as<float>();
+  const auto& result = out.buffers[inputs.size()];
+  if (spec.out_dtype == DType::F32) return result.as<float>();
   std::vector<float> v;
-  for (uint16_t b : out.buffers.back().as<uint16_t>()) v.push_back(sim::bf16_bits_to_f32(b));
+  for (uint16_t b : result.as<uint16_t>()) v.push_back(sim::bf16_bits_to_f32(b));
   return v;
 }
 
@@ -88,6 +92,20 @@ TEST_SUITE("kernels") {
     }
   }
 
+  TEST_CASE("the row count is a launch argument: one program per row width, any number of rows") {
+    const int64_t cols = 700;
+    for (RowOp op : {RowOp::Mean, RowOp::Max}) {  // a Column output: its DMA follows the launch's rows
+      CAPTURE(kernels::row_op_name(op));
+      const auto spec = row_spec(64, cols, op);
+      for (int64_t rows : {1, 13, 64, 3000}) {  // fewer rows than sized; one block; many blocks
+        CAPTURE(rows);
+        const auto x = testing::random_floats(rows * cols, 45);
+        const double atol = op == RowOp::Max ? 0 : 3.0 * cols * std::ldexp(1.0, -23) + 1e-6;
+        VTPU_CHECK_CLOSE(run(spec, {x}, rows), reduce_rows(x, rows, cols, op), atol, 1e-6);
+      }
+    }
+  }
+
   TEST_CASE("max propagates NaN; var with correction 0") {
     auto x = testing::random_floats(3 * 200, 42);
     x[250] = NAN;
@@ -118,7 +136,8 @@ TEST_SUITE("kernels") {
     }
     auto out = testing::run_program(kernels::make_rowwise(spec, sim::load_chip("v5e")),
                                     {testing::Arg::buf(testing::HostBuffer::of(a)), testing::Arg::buf(testing::HostBuffer::of(b)),
-                                     testing::Arg::buf(testing::HostBuffer::of(std::vector<float>(rows)))});
+                                     testing::Arg::buf(testing::HostBuffer::of(std::vector<float>(rows))),
+                                     testing::Arg::val(int32_t(rows))});
     VTPU_CHECK_CLOSE(out.buffers[2].as<float>(), want, 1e-4, 1e-5);
   }
 

@@ -87,6 +87,27 @@ def test_dynamic_shapes_do_not_recompile():
     assert stats["plan_cache_hits"] >= 1
 
 
+def test_new_lengths_reuse_row_kernels():
+    # Row counts are launch arguments: lengths in one power-of-two bucket share every program of a
+    # block whose sequence axis is only ever a row axis (norms, Linear layers, activations).
+    torch.manual_seed(0)
+    block = torch.nn.Sequential(torch.nn.LayerNorm(64), torch.nn.Linear(64, 96), torch.nn.GELU(), torch.nn.Linear(96, 64))
+    compiled = fresh_compile(block.to("tpu"), dynamic=True)
+    generated = {}
+    for n in [20, 24, 30, 40]:
+        x = torch.randn(1, n, 64)
+        before = vtpu.stats()["cache_misses"]
+        with torch.no_grad():
+            torch.testing.assert_close(compiled(x.to("tpu")).cpu(), block.cpu()(x), atol=1e-4, rtol=1e-4)
+        block.to("tpu")
+        generated[n] = vtpu.stats()["cache_misses"] - before
+    assert vtpu.stats()["compiled_graphs"] == 1
+    assert vtpu.stats()["plan_cache_misses"] == 4  # plans stay per shape (cheap); programs do not
+    assert generated[24] == generated[30] == 0, generated  # same bucket (32 rows) as 20
+    assert generated[40] > 0, generated  # the next bucket (64 rows) gets its own programs
+    assert any(key.startswith("mm|1x64x96x64|") for key in vtpu.cached_programs())
+
+
 def test_graph_break_runs_the_rest_eagerly():
     def with_break(x):
         y = (x * 3).relu()

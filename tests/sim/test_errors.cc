@@ -57,6 +57,13 @@ TEST_SUITE("sim") {
                     {"instruction 2"});
   }
 
+  TEST_CASE("trap fails the launch with its check number; not reached, it does nothing") {
+    check_sim_error(".arg n scalar\n  sarg s1, n\n  sli s2, 4\n  bge s2, s1, ok\n  trap 7\nok:\n  halt\n", {Arg::val(5)},
+                    sim::SimErrorKind::BadLaunch, {"instruction 3", "trap #7", "refused its launch arguments"});
+    CHECK_NOTHROW(testing::run_program(".arg n scalar\n  sarg s1, n\n  sli s2, 4\n  bge s2, s1, ok\n  trap 7\nok:\n  halt\n",
+                                       {Arg::val(4)}));
+  }
+
   TEST_CASE("reading uninitialised VMEM is reported when the check is on") {
     sim::SimOptions checked;
     checked.check_uninitialized = true;

@@ -86,6 +86,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("chip_name", [] { return Runtime::get().chip_name(); });
   m.def("stats", &stats);
   m.def("reset_stats", [] { Runtime::get().reset_stats(); });
+  m.def("cached_programs", [] { return Runtime::get().cache().keys(); });
   m.def("reset_peak_memory_stats", [](int device) { Runtime::get().device(device).reset_peak_memory(); });
   m.def("manual_seed", [](int device, uint64_t seed) {
     auto gen = at::globalContext().defaultGenerator(c10::Device(c10::DeviceType::PrivateUse1, device));

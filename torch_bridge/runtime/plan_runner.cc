@@ -42,6 +42,7 @@ PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, con
       }
       args.push_back(sim::KernelArg::buffer(address(v), bytes(v)));
     }
+    for (int32_t scalar : launch.scalars) args.push_back(sim::KernelArg::value(scalar));
     const sim::LaunchResult r = device.wait(device.launch(*launch.program, args));
     run_.cycles += r.cycles;
     run_.seconds += r.summary.seconds();

@@ -116,6 +116,13 @@ def stats() -> dict:
     return {**_C.stats(), **_compiled.compile_stats()}
 
 
+def cached_programs() -> list[str]:
+    """Signatures of the kernel programs generated so far, sorted ("mm|1x64x768x256|...": kind,
+    then sizes as the program was generated for them; rows and M are powers of two, since one
+    program serves every row count up to that)."""
+    return list(_C.cached_programs())
+
+
 def reset_stats() -> None:
     _C.reset_stats()
     _compiled.reset_compile_stats()
