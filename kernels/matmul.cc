@@ -463,7 +463,7 @@ class MatmulBuilder {
     const int t = r.take();
     w_.line("sli s{}, 2", t);
     w_.line("blt s{}, s{}, {}", block, t, free);  // this C buffer's previous write-back has landed
-    w_.line("sem.wait sem{}, 1", kSemOutput + parity);
+    w_.line("sem.wait sem{}, {}", kSemOutput + parity, drain_parts());
     w_.place(free);
     r.release(t);
     d.bt = r.take();
@@ -525,9 +525,10 @@ class MatmulBuilder {
     }
   }
 
-  // Writes rows [first, first + count) of the drained C tile back to HBM (clipped to the valid
-  // rows; nothing is issued when none are valid, so only the final drain may split its tile).
-  void write_back(int bt, int nb, int mb, int parity, int64_t first, int64_t count) {
+  // Writes rows [first, first + count) of the drained C tile back to HBM, clipped to the valid
+  // rows. When none are valid nothing is issued, but with `always_signal` the C buffer's
+  // semaphore is signalled anyway, so whoever waits for the block's parts counts them all.
+  void write_back(int bt, int nb, int mb, int parity, int64_t first, int64_t count, bool always_signal) {
     auto& r = w_.sregs();
     const int row0 = r.take(), col0 = r.take(), rows = r.take(), cols = r.take(), hb = r.take(), t = r.take();
     const std::string skip = w_.new_label("no_rows");
@@ -544,7 +545,15 @@ class MatmulBuilder {
     w_.line("smuli s{}, s{}, {}", t, cols, eb_c_);
     w_.load_immediate(col0, c_vmem_[parity] + first * bn_ * eb_c_);
     dma(false, kSemOutput + parity, col0, hb, rows, t, bn_ * eb_c_, spec_.n * eb_c_);
-    w_.place(skip);
+    if (always_signal) {
+      const std::string done = w_.new_label("written");
+      w_.line("jmp {}", done);
+      w_.place(skip);
+      w_.line("sem.signal sem{}, 1", kSemOutput + parity);
+      w_.place(done);
+    } else {
+      w_.place(skip);
+    }
     for (int x : {row0, col0, rows, cols, hb, t}) r.release(x);
   }
 
@@ -564,11 +573,17 @@ class MatmulBuilder {
     int bt, nb, mb, a_base, panel, staging, kt;
   };
 
-  // One K slice: wait for its pieces (converting B's if staged), issue the same slice of the next
-  // block, load the weights and stream the LHS rows. With `drain`, the previous block's
-  // accumulator rows are popped between this slice's matmul rows (its slots were filled long
-  // before), so the MXUs never idle while a block drains.
-  void emit_slice(const Compute& c, Drain* drain, RegisterPool& vregs, RegisterPool& masks) {
+  // A block is drained over the first two K slices of the next (one when K has a single slice),
+  // written back after each: spread out, the drain's pops and stores never hold up the front end
+  // long enough to delay the next slice's weight load.
+  int drain_parts() const { return kt_ >= 2 ? 2 : 1; }
+
+  // One K slice: wait for its pieces (converting B's if staged), load the weights, issue the same
+  // slice of the next block and stream the LHS rows. With `drain`, accumulator row tiles
+  // [drain_first, drain_end) of the previous block are popped between this slice's first matmul
+  // rows (their slots were filled long before), so the MXUs never idle while a block drains.
+  void emit_slice(const Compute& c, Drain* drain, RegisterPool& vregs, RegisterPool& masks, int64_t drain_first = 0,
+                  int64_t drain_end = 0) {
     auto& r = w_.sregs();
     const std::string have_a = w_.new_label("have_a"), have_b = w_.new_label("have_b"),
                       no_prefetch = w_.new_label("no_prefetch");
@@ -579,14 +594,9 @@ class MatmulBuilder {
     skip_unless_a_needed(c.nb, have_a);
     w_.line("sem.wait sem{}, 1", kSemInput);
     w_.place(have_a);
-    w_.line("bge s{}, s{}, {}", c.next, c.nblocks, no_prefetch);
-    {
-      const BlockRegs ahead = open_block(c.next);
-      issue_slice(ahead, c.kt, 1 - c.parity);
-      close_block(ahead);
-    }
-    w_.place(no_prefetch);
-    const int row = r.take(), wt = r.take(), t = r.take();
+    int row = -1, wt = -1, t = -1;
+    const auto take = [&] { row = r.take(), wt = r.take(), t = r.take(); };
+    take();
     const int slot0 = c.parity * static_cast<int>(bm_ / kSublanes);
     int last_b_part = -1;
     for (size_t pass = 0; pass < pairs_.size(); ++pass) {
@@ -599,6 +609,17 @@ class MatmulBuilder {
           w_.line("mxu.lw mxu{}, s{}, {}", j, t, bn_ * 2);
         }
         last_b_part = b_part;
+      }
+      if (pass == 0) {
+        // The same slice of the next block, issued after the weight load so its scalar work
+        // never delays the load (the front end reaches a slice's load just in time).
+        for (int x : {row, wt, t}) r.release(x);
+        w_.line("bge s{}, s{}, {}", c.next, c.nblocks, no_prefetch);
+        const BlockRegs ahead = open_block(c.next);
+        issue_slice(ahead, c.kt, 1 - c.parity);
+        close_block(ahead);
+        w_.place(no_prefetch);
+        take();
       }
       // Row tiles past M's end (known only at launch) are skipped tile by tile, in a copy of the
       // loop placed out of line: most blocks are full, and the checks (or a taken branch) would
@@ -625,10 +646,11 @@ class MatmulBuilder {
           vregs.release_run(g, group_);
           w_.line("saddi s{}, s{}, {}", row, row, kSublanes * k_pad_ * eb_a_);
           w_.place(skip);
-          // Two drain rows per matmul row: the drain finishes in the first half of the slice, so
-          // by its end the front end is a full queue ahead again and the next weight load hides.
-          for (int dr = 2 * rt; drain && pass == 0 && dr < 2 * rt + 2 && dr < bm_ / kSublanes; ++dr) {
-            drain_row(*drain, dr, vregs, masks);
+          // Over the first quarter of the slice: the write-back after it reads what the drain
+          // stored, so the drain must be done well before the slice's last matmul row is issued.
+          const int64_t span = std::max<int64_t>(1, bm_ / kSublanes / 4), count = drain_end - drain_first;
+          for (int64_t dr = drain_first + rt * count / span; drain && pass == 0 && dr < std::min(drain_end, drain_first + (rt + 1) * count / span); ++dr) {
+            drain_row(*drain, static_cast<int>(dr), vregs, masks);
           }
         }
       };
@@ -666,17 +688,22 @@ class MatmulBuilder {
     w_.line("sli s{}, 0", c.kt);
     w_.line("beq s{}, s0, {}", block, loop);  // block 0 has no predecessor to drain
     {
-      // Slice 0 with the previous block's drain folded in. Its Full epilogue tiles were issued
-      // before this block's slices, so they are waited for first.
+      // The first slices with the previous block's drain folded in. Its Full epilogue tiles were
+      // issued before this block's slices, so they are waited for first.
       if (full_epilogue_inputs()) w_.line("sem.wait sem{}, {}", kSemInput, full_epilogue_inputs());
       const int prev = r.take();
       w_.line("saddi s{}, s{}, -1", prev, block);
       Drain d = begin_drain(prev, 1 - parity, vregs);
       r.release(prev);
-      emit_slice(c, &d, vregs, masks);
-      write_back(d.bt, d.nb, d.mb, d.parity, 0, bm_);  // its first row is always valid: one signal per block
+      const int64_t tiles = bm_ / kSublanes;
+      for (int part = 0; part < drain_parts(); ++part) {
+        const int64_t first = tiles * part / drain_parts(), end = tiles * (part + 1) / drain_parts();
+        if (part > 0) w_.line("sli s{}, {}", c.kt, part);
+        emit_slice(c, &d, vregs, masks, first, end);
+        write_back(d.bt, d.nb, d.mb, d.parity, first * kSublanes, (end - first) * kSublanes, true);
+      }
       release_drain(d, vregs);
-      w_.line("sli s{}, 1", c.kt);
+      w_.line("sli s{}, {}", c.kt, drain_parts());
       const int nkt = r.take();
       w_.load_immediate(nkt, kt_);
       w_.line("bge s{}, s{}, {}", c.kt, nkt, after);
@@ -737,14 +764,13 @@ class MatmulBuilder {
     w_.place(end);
   }
 
-  // Drains the last block, written back in quarters as they drain: only this tile's write-back
-  // is left exposed.
+  // Drains the last block, each 8-row tile written back as soon as it is drained: the write-back
+  // of the last block's C cannot hide behind anything, so it starts as early as it can.
   void final_drain(int block, int parity, RegisterPool& vregs, RegisterPool& masks) {
     Drain d = begin_drain(block, parity, vregs);
-    const int64_t tiles = bm_ / kSublanes, quarter = std::max<int64_t>(1, tiles / 4);
-    for (int64_t first = 0; first < tiles; first += quarter) {
-      for (int64_t rt = first; rt < std::min(tiles, first + quarter); ++rt) drain_row(d, static_cast<int>(rt), vregs, masks);
-      write_back(d.bt, d.nb, d.mb, d.parity, first * kSublanes, std::min(tiles - first, quarter) * kSublanes);
+    for (int64_t rt = 0; rt < bm_ / kSublanes; ++rt) {
+      drain_row(d, static_cast<int>(rt), vregs, masks);
+      write_back(d.bt, d.nb, d.mb, d.parity, rt * kSublanes, kSublanes, false);
     }
     release_drain(d, vregs);
   }

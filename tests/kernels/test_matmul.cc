@@ -197,10 +197,10 @@ TEST_SUITE("kernels") {
     MESSAGE("generated 1024^3 matmul: ", simulated * 1e6, " us simulated, bound ", bound * 1e6, " us, ratio ", simulated / bound);
     CHECK(r.launch.summary.hbm_read_bytes + r.launch.summary.hbm_write_bytes == uint64_t(bytes));
     CHECK(simulated >= bound);
-    // ~1.26x: at this size compute (10.9 us) and minimum traffic (10.2 us) nearly tie, so the
-    // first block (which must load a whole B panel and its A panel) and the last block's
-    // write-back stay exposed. Guard against regressions; bench/matmul_roofline tracks the rest.
-    CHECK(simulated <= 1.30 * bound);
+    // ~1.21x: at this size compute (10.9 us) and minimum traffic (10.2 us) nearly tie, so the
+    // first block (which must load a whole B panel and its A panel while computing one block)
+    // and the last block's write-back stay exposed; bench/matmul_roofline tracks other sizes.
+    CHECK(simulated <= 1.25 * bound);
   }
 
   TEST_CASE("M is a launch argument: a program sized for 600 rows serves any M up to 600 and traps past it") {

@@ -81,9 +81,8 @@ TEST_SUITE("sim") {
     CHECK(s.flops == doctest::Approx(flops));
     CHECK(s.hbm_read_bytes + s.hbm_write_bytes == uint64_t(min_bytes));
     CHECK(simulated_s >= bound_s);
-    // The target is simulated <= 1.25 x bound; this program reaches ~1.32x (each block's
-    // drain waits for the last accumulator slot's fill before the next block may reuse the slots).
-    // Guard against regressions past that; bench/matmul_throughput keeps the 1.25x target visible.
-    CHECK(simulated_s <= 1.35 * bound_s);
+    // Within 25% of the bound (~1.20x): what stays exposed is block 0, which must load a whole B
+    // panel and its A panel while computing one block, and the last block's write-back.
+    CHECK(simulated_s <= 1.25 * bound_s);
   }
 }
