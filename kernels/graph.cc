@@ -241,6 +241,26 @@ int Graph::concat(const std::vector<int>& inputs, int64_t dim, std::string label
   return add(std::move(n));
 }
 
+int Graph::gather(int table, int index, bool index_pairs, std::string label) {
+  Node n;
+  n.kind = NodeKind::Gather;
+  n.inputs = {table, index};
+  n.index_pairs = index_pairs;
+  n.label = std::move(label);
+  const TensorType& t = node(table).type;
+  const TensorType& i = node(index).type;
+  const std::vector<int64_t> index_shape = index_pairs ? std::vector<int64_t>{i.shape.empty() ? 0 : i.shape[0], 2}
+                                                       : std::vector<int64_t>{i.numel()};
+  if (t.shape.empty()) throw KernelError(fmt::format("{}: the table needs at least one dim", n.label));
+  if (i.dtype != DType::I32 || i.shape != index_shape) {
+    throw KernelError(fmt::format("{}: indices must be i32[n]{} (got {})", n.label, index_pairs ? " as [n, 2] word pairs" : "",
+                                  to_string(i)));
+  }
+  n.type = t;
+  n.type.shape[0] = index_shape[0];
+  return add(std::move(n));
+}
+
 int Graph::full(TensorType type, double value, std::string label) {
   Node n;
   n.kind = NodeKind::Elementwise;

@@ -30,6 +30,7 @@ enum class NodeKind : uint8_t {
   Reshape,      // the same elements in the same order under another shape: no kernel, an alias
   StridedCopy,  // a dense copy of a strided view of inputs[0] (a whole buffer, flat)
   Concat,       // torch.cat of the inputs along `cat_dim`
+  Gather,       // rows of inputs[0] ([rows, ...]) picked by the indices inputs[1] (index_select, dim 0)
 };
 
 struct Node {
@@ -49,6 +50,8 @@ struct Node {
   std::vector<int64_t> strides;
   int64_t offset = 0;
   int64_t cat_dim = 0;
+  // Gather: the indices are int64 given as [n, 2] int32 words (low, high)
+  bool index_pairs = false;
   // Row
   RowOp row_op = RowOp::Sum;
   double eps = 1e-5;
@@ -77,6 +80,9 @@ class Graph {
                    std::string label = "contiguous");
   // torch.cat(inputs, dim): shapes equal except along dim, one dtype.
   int concat(const std::vector<int>& inputs, int64_t dim, std::string label = "cat");
+  // table[index]: rows of `table` ([rows, ...]) in the order of `index`, int32 [n], or int64
+  // given as its [n, 2] int32 words (`index_pairs`). Indices are checked on the chip.
+  int gather(int table, int index, bool index_pairs, std::string label = "index_select");
   // A tensor of `type` with every element `value` (zeros, ones, full).
   int full(TensorType type, double value, std::string label = "full");
   void mark_output(int value);

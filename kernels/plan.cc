@@ -12,6 +12,7 @@
 #include "kernels/matmul.h"
 #include "kernels/rowwise.h"
 #include "kernels/concat.h"
+#include "kernels/gather.h"
 #include "kernels/strided_copy.h"
 
 namespace vtpu::kernels {
@@ -199,9 +200,24 @@ Launch lower_concat(const Graph& g, const KernelGroup& grp, const sim::ChipConfi
   return l;
 }
 
+// One program per row width, dtype and index type: the index count and the table's row count are
+// launch arguments.
+Launch lower_gather(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
+  const Node& n = g.node(grp.nodes.front());
+  const TensorType& table = g.node(n.inputs[0]).type;
+  GatherSpec spec{n.type.dtype, table.shape[0] > 0 ? table.numel() / table.shape[0] : 1, n.index_pairs};
+  Launch l;
+  l.args = {n.inputs[0], n.inputs[1], grp.nodes.front()};
+  l.scalars = {int32_t(n.type.shape[0]), int32_t(table.shape[0])};
+  const std::string key = fmt::format("gather|{}|{}|{}|{}", dtype_name(spec.dtype), spec.width, spec.index_pairs, chip.name);
+  l.program = cache.get_or_build(key, [&] { return make_gather(spec, chip); }, &l.cache_hit);
+  return l;
+}
+
 Launch lower_copy(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
   const Node& n = g.node(grp.nodes.front());
   if (n.kind == NodeKind::Concat) return lower_concat(g, grp, chip, cache);
+  if (n.kind == NodeKind::Gather) return lower_gather(g, grp, chip, cache);
   StridedCopySpec spec{n.type.shape, n.strides, n.offset, n.type.dtype};
   Launch l;
   l.args = {n.inputs[0], grp.nodes.front()};
@@ -312,6 +328,7 @@ std::string graph_signature(const Graph& graph) {
     if (n.scalar_operand || n.expr_op == ExprOp::Constant) s += fmt::format(":s{}{}", n.scalar, n.scalar_first ? "f" : "");
     if (n.kind == NodeKind::Row) s += fmt::format(":e{}c{}", n.eps, n.correction);
     if (n.kind == NodeKind::Concat) s += fmt::format(":d{}", n.cat_dim);
+    if (n.kind == NodeKind::Gather) s += fmt::format(":p{}", n.index_pairs);
     if (n.kind == NodeKind::StridedCopy) {
       s += fmt::format(":o{}", n.offset);
       for (int64_t st : n.strides) s += fmt::format("/{}", st);

@@ -79,9 +79,9 @@ std::pair<int, int> enabled_lanes(const MaskReg& mask, int sl) {
 
 }  // namespace
 
-void Semantics::fail(SimErrorKind kind, const std::string& message) const {
+void Semantics::fail(SimErrorKind kind, const std::string& message, int trap_code) const {
   throw SimError(kind, fmt::format("core {} instruction {} `{}`: {}", core_.core_index, pc_,
-                                   isa::format_instruction(*current_), message));
+                                   isa::format_instruction(*current_), message), trap_code);
 }
 
 void Semantics::check_vmem(uint64_t lo, uint64_t hi, bool write) const {
@@ -172,6 +172,15 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
       s[o[0]] = args_[o[1]];
       break;
     case Opcode::Score: s[o[0]] = core_.core_index; break;
+    case Opcode::Sld: {
+      const int64_t at = int64_t{static_cast<uint32_t>(s[o[1]])} + o[2];
+      if (at % 4 != 0) fail(SimErrorKind::Misaligned, fmt::format("address {} not aligned to 4 bytes", at));
+      if (at < 0) fail(SimErrorKind::OutOfBounds, fmt::format("VMEM read at negative address {}", at));
+      check_vmem(static_cast<uint64_t>(at), static_cast<uint64_t>(at) + 4, false);
+      std::memcpy(&s[o[0]], core_.vmem.get() + at, 4);
+      out.vmem_read = Region::range(static_cast<uint64_t>(at), static_cast<uint64_t>(at) + 4);
+      break;
+    }
     case Opcode::Nop: break;
     case Opcode::Blt: branch(s[o[0]] < s[o[1]], o[2]); break;
     case Opcode::Bge: branch(s[o[0]] >= s[o[1]], o[2]); break;
@@ -179,7 +188,7 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
     case Opcode::Bne: branch(s[o[0]] != s[o[1]], o[2]); break;
     case Opcode::Jmp: branch(true, o[0]); break;
     case Opcode::Halt: out.halt = true; break;
-    case Opcode::Trap: fail(SimErrorKind::BadLaunch, fmt::format("trap #{}: the program refused its launch arguments", o[0])); break;
+    case Opcode::Trap: fail(SimErrorKind::Trap, fmt::format("trap #{}: the program refused its launch arguments", o[0]), o[0]); break;
 
     case Opcode::Vadd: map2(v[o[0]], v[o[1]], v[o[2]], [](float a, float b) { return a + b; }); break;
     case Opcode::Vsub: map2(v[o[0]], v[o[1]], v[o[2]], [](float a, float b) { return a - b; }); break;

@@ -37,7 +37,7 @@ class Semantics {
   StepOutcome step(const isa::Instruction& ins, size_t pc);
 
  private:
-  [[noreturn]] void fail(SimErrorKind kind, const std::string& message) const;
+  [[noreturn]] void fail(SimErrorKind kind, const std::string& message, int trap_code = -1) const;
   void check_vmem(uint64_t lo, uint64_t hi, bool write) const;
   void check_vmem_region(const Region& region, bool write) const;
   void mark_or_check_init(uint64_t lo, uint64_t hi, bool write) const;

@@ -17,15 +17,19 @@ enum class SimErrorKind {
   BadLaunch,        // wrong argument count/kinds, program fails verification
   OutOfMemory,      // HBM allocation that does not fit
   StepLimit,        // instruction budget exhausted (runaway loop)
+  Trap,             // a `trap` instruction: the program refused its arguments (trap_code() says which check)
 };
 
 class SimError : public std::runtime_error {
  public:
-  SimError(SimErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  SimError(SimErrorKind kind, const std::string& message, int trap_code = -1)
+      : std::runtime_error(message), kind_(kind), trap_code_(trap_code) {}
   SimErrorKind kind() const { return kind_; }
+  int trap_code() const { return trap_code_; }  // Trap only; -1 otherwise
 
  private:
   SimErrorKind kind_;
+  int trap_code_;
 };
 
 class OutOfMemoryError : public SimError {

@@ -163,12 +163,15 @@ Scheduled TimingModel::schedule(const isa::Instruction& ins, const StepOutcome& 
     case isa::Unit::Branch:
     case isa::Unit::Sync: {
       // Executes in the front end: issue stalls until its operands (or signals) are there.
-      const uint64_t start = std::max({issue_, deps, meta.unit == isa::Unit::Sync ? wait_ready : 0});
+      // A scalar load also waits for its VMEM word (a DMA that is still landing it).
+      const uint64_t start = std::max({issue_, deps, meta.unit == isa::Unit::Sync ? wait_ready : 0,
+                                       ins.opcode == Opcode::Sld ? vmem_ready(outcome.vmem_read) : 0});
       if (start > issue_) {
         issue_ = start;
         issued_this_cycle_ = 1;
       }
       s = {start, start + 1, start + 1};
+      if (ins.opcode == Opcode::Sld) s.ready = start + chip_.vld_latency_cycles;  // a VMEM read, like vld
       Track& t = tracks_[scalar_track_];
       t.busy_cycles += 1;
       ++t.instructions;

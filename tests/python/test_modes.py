@@ -215,3 +215,32 @@ def test_batch_norm_eval_on_the_chip_and_training_updates_running_stats():
             torch.testing.assert_close(chip.running_var.cpu(), cpu.running_var)
     finally:
         vtpu.set_cpu_fallback(False)
+
+
+@pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32])
+def test_embedding_and_index_select_run_on_the_chip(index_dtype):
+    vtpu.set_cpu_fallback(False)  # every op below runs on the chip, or the test fails
+    torch.manual_seed(7)
+    cpu = torch.nn.Embedding(97, 24)
+    chip = torch.nn.Embedding(97, 24)
+    chip.load_state_dict(cpu.state_dict())
+    chip = chip.to("tpu")
+    ids = torch.randint(0, 97, (3, 11), dtype=index_dtype)
+    ids[0, 0], ids[2, 10] = 96, 0  # both ends of the table
+    torch.testing.assert_close(chip(ids.to("tpu")).cpu(), cpu(ids), atol=0, rtol=0)
+    table = torch.randn(40, 3, 5).bfloat16()
+    pairs = torch.tensor([[5, 1], [39, 0], [5, 7]], dtype=index_dtype)
+    strided = pairs.to("tpu")[:, 0]  # a non-contiguous view of device indices
+    torch.testing.assert_close(torch.index_select(table.to("tpu"), 0, strided).cpu(), table[pairs[:, 0]], atol=0, rtol=0)
+    with pytest.raises(NotImplementedError, match="index_select.*dims other than 0"):
+        torch.index_select(table.to("tpu"), 1, strided)
+
+
+def test_an_index_outside_the_table_raises_index_error_at_the_next_sync():
+    vtpu.set_cpu_fallback(False)
+    table = torch.randn(10, 4).to("tpu")
+    for bad in ([2, 10], [-1]):
+        picked = torch.index_select(table, 0, torch.tensor(bad).to("tpu"))  # deferred: no error yet
+        with pytest.raises(IndexError, match="index out of range in self"):
+            picked.cpu()
+    assert torch.equal(torch.index_select(table, 0, torch.tensor([9]).to("tpu")).cpu(), table.cpu()[9:])  # still usable

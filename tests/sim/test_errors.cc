@@ -57,9 +57,16 @@ TEST_SUITE("sim") {
                     {"instruction 2"});
   }
 
+  TEST_CASE("sld checks alignment and bounds like a vector load") {
+    check_sim_error("  sli s1, 6\n  jmp L\nL:\n  sld s2, s1, 0\n  halt\n", {}, sim::SimErrorKind::Misaligned,
+                    {"instruction 2", "not aligned to 4 bytes"});
+    check_sim_error("  sli s1, 134217728\n  jmp L\nL:\n  sld s2, s1, 0\n  halt\n", {}, sim::SimErrorKind::OutOfBounds,
+                    {"instruction 2", "outside VMEM"});
+  }
+
   TEST_CASE("trap fails the launch with its check number; not reached, it does nothing") {
     check_sim_error(".arg n scalar\n  sarg s1, n\n  sli s2, 4\n  bge s2, s1, ok\n  trap 7\nok:\n  halt\n", {Arg::val(5)},
-                    sim::SimErrorKind::BadLaunch, {"instruction 3", "trap #7", "refused its launch arguments"});
+                    sim::SimErrorKind::Trap, {"instruction 3", "trap #7", "refused its launch arguments"});
     CHECK_NOTHROW(testing::run_program(".arg n scalar\n  sarg s1, n\n  sli s2, 4\n  bge s2, s1, ok\n  trap 7\nok:\n  halt\n",
                                        {Arg::val(4)}));
   }

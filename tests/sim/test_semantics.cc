@@ -394,6 +394,13 @@ right:
     }
   }
 
+  TEST_CASE("sld reads a VMEM word into a scalar register; the word can address the next load") {
+    auto x = random_inputs(31);
+    x[7] = std::bit_cast<float>(int32_t{4 * 1030});  // element 7 holds the byte address of element 1030
+    const auto got = vector_case("  sli s6, 20\n  sld s8, s6, 8\n  sld s8, s8, 0\n  vbcast v10, s8\n", x).out;
+    for (int i = 0; i < 1024; ++i) CHECK(got[i] == x[1030]);
+  }
+
   TEST_CASE("2-D strided DMA moves exactly the described rows") {
     std::vector<float> x(64 * 64);
     for (size_t i = 0; i < x.size(); ++i) x[i] = float(i);

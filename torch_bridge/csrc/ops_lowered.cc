@@ -353,6 +353,26 @@ at::Tensor tpu_cat(const at::ITensorListRef& tensors, int64_t dim) {
   }, [d](const std::vector<at::Tensor>& c) { return at::cat(c, d); });
 }
 
+// index_select along dim 0 (what nn.Embedding lowers to): a gather kernel reads the indices on
+// the chip. int64 indices are handed over as their int32 word pairs (a view of the same bytes);
+// an index outside the table raises IndexError at the next synchronisation, like a device-side
+// assert on other accelerators. Other dims go through the CPU fallback.
+at::Tensor tpu_index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
+  TORCH_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
+  const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+  const CpuFn cpu = [d, index](const std::vector<at::Tensor>& c) { return at::index_select(c[0], d, index.cpu()); };
+  const bool i64 = index.scalar_type() == at::kLong;
+  if (d != 0 || self.dim() == 0) return run_on_cpu("index_select", {self}, cpu, "dims other than 0");
+  TORCH_CHECK_INDEX(i64 || index.scalar_type() == at::kInt, "index_select(): Expected dtype int32 or int64 for index");
+  if (!index.device().is_privateuseone()) return run_on_cpu("index_select", {self}, cpu, "indices on the CPU");
+  at::Tensor flat = index.reshape({index.numel()});
+  if (!flat.is_contiguous()) flat = flat.cpu().contiguous().to(index.device());
+  const at::Tensor words = i64 ? flat.view(at::kInt).view({flat.numel(), 2}) : flat;
+  return record("index_select", {self, words}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    return g.gather(v[0], v[1], i64);
+  }, [&](const std::vector<at::Tensor>& c) { return at::index_select(c[0], d, index.cpu()); });
+}
+
 // Constant padding: per padded dim, constant blocks concatenated around the input (cat kernels).
 // Negative pads crop, which is a slice: those go to the CPU.
 at::Tensor tpu_constant_pad_nd(const at::Tensor& self, at::IntArrayRef pad, const at::Scalar& value) {
@@ -531,6 +551,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_layer_norm", tpu_native_layer_norm);
   m.impl("clone", tpu_clone);
   m.impl("cat", tpu_cat);
+  m.impl("index_select", tpu_index_select);
   m.impl("convolution_overrideable", tpu_convolution_overrideable);
   m.impl("histc", tpu_histc);
   m.impl("constant_pad_nd", tpu_constant_pad_nd);

@@ -7,6 +7,8 @@
 #include <memory>
 
 #include "kernels/asm_writer.h"
+#include "kernels/gather.h"
+#include "sim/sim_error.h"
 #include "torch_bridge/csrc/runtime.h"
 #include "torch_bridge/runtime/plan_runner.h"
 
@@ -205,13 +207,24 @@ void Recorder::flush() {
   }
   rt.stats().planning_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - planning_started).count();
   PlanRun run;
-  {
+  try {
     // Output buffers get HBM when the kernel writing them runs, like tensors allocated op by op.
     PlanExecution exec(device, *plan, bound, [&](int v) {
       const Output& out = outputs_.at(v);
       return rt.materialize(out.vaddr) + out.offset;
     });
     run = exec.run();
+  } catch (const sim::SimError& e) {
+    // Like a device-side assert: the pending results are lost (their tensors keep whatever their
+    // buffers held) and the error reaches the op that synchronised, not the one that caused it.
+    for (const auto& [v, out] : outputs_) rt.buffer(out.vaddr).pending_value = -1;
+    for (const auto& [d, addr] : retired_) rt.device(d).free(addr);
+    retired_.clear();
+    reset();
+    TORCH_CHECK_INDEX(!(e.kind() == sim::SimErrorKind::Trap && e.trap_code() == kernels::kGatherIndexTrap),
+                      "index out of range in self (vtpu: an index_select/embedding kernel met an index outside its "
+                      "table; pending results are lost): ", e.what());
+    TORCH_CHECK(false, "vtpu: a kernel failed on the chip (pending results are lost): ", e.what());
   }
   auto& s = rt.stats();
   s.flushes++;
