@@ -261,6 +261,24 @@ int Graph::gather(int table, int index, bool index_pairs, std::string label) {
   return add(std::move(n));
 }
 
+int Graph::random(TensorType type, RandomKind kind, double a, double b, int key, std::string label) {
+  Node n;
+  n.kind = NodeKind::Random;
+  n.inputs = {key};
+  n.type = std::move(type);
+  n.random_kind = kind;
+  n.random_a = a;
+  n.random_b = b;
+  n.label = std::move(label);
+  if (n.type.dtype != DType::F32 && n.type.dtype != DType::BF16) {
+    throw KernelError(fmt::format("{}: random numbers are f32 or bf16, not {}", n.label, dtype_name(n.type.dtype)));
+  }
+  if (node(key).type != TensorType{{2}, DType::I32}) {
+    throw KernelError(fmt::format("{}: the key is i32[2], not {}", n.label, to_string(node(key).type)));
+  }
+  return add(std::move(n));
+}
+
 int Graph::full(TensorType type, double value, std::string label) {
   Node n;
   n.kind = NodeKind::Elementwise;
@@ -283,6 +301,9 @@ int Graph::row(RowOp op, int x, int weight, int bias, double eps, std::string la
   n.label = label.empty() ? std::string(row_op_name(op)) : std::move(label);
   auto shape = node(x).type.shape;
   if (shape.empty()) throw KernelError(fmt::format("{}: needs at least one dim", n.label));
+  if (shape.back() > kMaxRowCols) {  // refused when recorded, so the op can fall back then, not fail at the flush
+    throw KernelError(fmt::format("{}: rows of {} elements exceed {}", n.label, shape.back(), kMaxRowCols));
+  }
   if (row_op_reduces(op)) shape.pop_back();
   const DType in = node(x).type.dtype;
   n.type = {shape, in == DType::BF16 ? DType::BF16 : DType::F32};

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/dtype.h"
+#include "kernels/random.h"
 #include "kernels/rowwise.h"
 #include "kernels/vector_expr.h"
 
@@ -31,6 +32,7 @@ enum class NodeKind : uint8_t {
   StridedCopy,  // a dense copy of a strided view of inputs[0] (a whole buffer, flat)
   Concat,       // torch.cat of the inputs along `cat_dim`
   Gather,       // rows of inputs[0] ([rows, ...]) picked by the indices inputs[1] (index_select, dim 0)
+  Random,       // random numbers of `random_kind` (Philox), keyed by inputs[0] (2 x i32)
 };
 
 struct Node {
@@ -52,6 +54,9 @@ struct Node {
   int64_t cat_dim = 0;
   // Gather: the indices are int64 given as [n, 2] int32 words (low, high)
   bool index_pairs = false;
+  // Random: the distribution and its parameters (uniform: [a, b); normal: mean a, std b)
+  RandomKind random_kind = RandomKind::Uniform;
+  double random_a = 0, random_b = 1;
   // Row
   RowOp row_op = RowOp::Sum;
   double eps = 1e-5;
@@ -83,6 +88,9 @@ class Graph {
   // table[index]: rows of `table` ([rows, ...]) in the order of `index`, int32 [n], or int64
   // given as its [n, 2] int32 words (`index_pairs`). Indices are checked on the chip.
   int gather(int table, int index, bool index_pairs, std::string label = "index_select");
+  // A tensor of `type` (f32 or bf16) of random numbers: element i is a function of the key (a
+  // value of 2 x i32, an input so the graph's signature does not change with it) and of i.
+  int random(TensorType type, RandomKind kind, double a, double b, int key, std::string label = "random");
   // A tensor of `type` with every element `value` (zeros, ones, full).
   int full(TensorType type, double value, std::string label = "full");
   void mark_output(int value);

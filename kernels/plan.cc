@@ -13,6 +13,7 @@
 #include "kernels/rowwise.h"
 #include "kernels/concat.h"
 #include "kernels/gather.h"
+#include "kernels/random.h"
 #include "kernels/strided_copy.h"
 
 namespace vtpu::kernels {
@@ -214,8 +215,22 @@ Launch lower_gather(const Graph& g, const KernelGroup& grp, const sim::ChipConfi
   return l;
 }
 
+// One program per distribution, parameters and dtype: the count and the key are launch inputs.
+Launch lower_random(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
+  const Node& n = g.node(grp.nodes.front());
+  const RandomSpec spec{n.random_kind, n.random_a, n.random_b, n.type.dtype};
+  Launch l;
+  l.args = {grp.nodes.front(), n.inputs[0]};
+  l.scalars = {int32_t(n.type.numel())};
+  const std::string key = fmt::format("random|{}|{}|{}|{}|{}", static_cast<int>(spec.kind), spec.a, spec.b,
+                                      dtype_name(spec.out), chip.name);
+  l.program = cache.get_or_build(key, [&] { return make_random(spec, chip); }, &l.cache_hit);
+  return l;
+}
+
 Launch lower_copy(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
   const Node& n = g.node(grp.nodes.front());
+  if (n.kind == NodeKind::Random) return lower_random(g, grp, chip, cache);
   if (n.kind == NodeKind::Concat) return lower_concat(g, grp, chip, cache);
   if (n.kind == NodeKind::Gather) return lower_gather(g, grp, chip, cache);
   StridedCopySpec spec{n.type.shape, n.strides, n.offset, n.type.dtype};
@@ -329,6 +344,7 @@ std::string graph_signature(const Graph& graph) {
     if (n.kind == NodeKind::Row) s += fmt::format(":e{}c{}", n.eps, n.correction);
     if (n.kind == NodeKind::Concat) s += fmt::format(":d{}", n.cat_dim);
     if (n.kind == NodeKind::Gather) s += fmt::format(":p{}", n.index_pairs);
+    if (n.kind == NodeKind::Random) s += fmt::format(":r{}/{}/{}", static_cast<int>(n.random_kind), n.random_a, n.random_b);
     if (n.kind == NodeKind::StridedCopy) {
       s += fmt::format(":o{}", n.offset);
       for (int64_t st : n.strides) s += fmt::format("/{}", st);

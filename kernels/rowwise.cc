@@ -18,7 +18,6 @@ namespace vtpu::kernels {
 namespace {
 
 constexpr uint64_t kBlockBudgetBytes = 512 * 1024;
-constexpr int64_t kMaxCols = 64 * 1024;  // a group's rows must sit in VMEM whole
 
 class RowwiseBuilder {
  public:
@@ -46,7 +45,7 @@ class RowwiseBuilder {
   }
 
   void validate() {
-    if (spec_.cols > kMaxCols) throw KernelError(fmt::format("row {}: rows of {} elements exceed {}", row_op_name(spec_.op), spec_.cols, kMaxCols));
+    if (spec_.cols > kMaxRowCols) throw KernelError(fmt::format("row {}: rows of {} elements exceed {}", row_op_name(spec_.op), spec_.cols, kMaxRowCols));
     if (spec_.inputs.empty()) throw KernelError("row kernel without inputs");
     if (spec_.prologue && spec_.prologue->outputs().size() != 1) throw KernelError("a row kernel's prologue has one output");
     const bool norm = spec_.op == RowOp::LayerNorm || spec_.op == RowOp::RmsNorm;

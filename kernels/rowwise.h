@@ -34,6 +34,9 @@ struct RowwiseSpec {
   DType weight_dtype = DType::F32; // of weight and bias
 };
 
+// The longest row a row kernel holds: a group of rows must sit in VMEM whole.
+inline constexpr int64_t kMaxRowCols = 64 * 1024;
+
 // Prologue inputs, weight, bias and output a row kernel takes at most: its row loops hold more
 // scalar registers than the elementwise kernel's, so fewer cursors fit (measured: layer_norm over
 // a sum of 8 tensors fits, of 9 does not). The fusion planner leaves larger prologues unfused.

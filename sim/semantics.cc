@@ -214,6 +214,16 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
       for (int i = 0; i < kVregElements; ++i) v[o[0]][i] = std::bit_cast<float>(i);
       break;
     case Opcode::Vand: imap2(v[o[0]], v[o[1]], v[o[2]], [](int32_t a, int32_t b) { return a & b; }); break;
+    case Opcode::Vxor: imap2(v[o[0]], v[o[1]], v[o[2]], [](int32_t a, int32_t b) { return a ^ b; }); break;
+    case Opcode::Vshri: {
+      const int shift = o[2];
+      if (shift >= 32) fail(SimErrorKind::BadLaunch, fmt::format("shift {} is not below 32", shift));
+      imap2(v[o[0]], v[o[1]], v[o[1]], [shift](int32_t a, int32_t) {
+        return static_cast<int32_t>(static_cast<uint32_t>(a) >> shift); });
+      break;
+    }
+    case Opcode::Vimulhu: imap2(v[o[0]], v[o[1]], v[o[2]], [](int32_t a, int32_t b) {
+        return static_cast<int32_t>((uint64_t{static_cast<uint32_t>(a)} * static_cast<uint32_t>(b)) >> 32); }); break;
     case Opcode::Vcmplt: compare(m[o[0]], v[o[1]], v[o[2]], [](float a, float b) { return a < b; }); break;
     case Opcode::Vcmple: compare(m[o[0]], v[o[1]], v[o[2]], [](float a, float b) { return a <= b; }); break;
     case Opcode::Vcmpeq: compare(m[o[0]], v[o[1]], v[o[2]], [](float a, float b) { return a == b; }); break;

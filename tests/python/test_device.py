@@ -136,6 +136,38 @@ def test_rng_is_reproducible_per_seed():
     assert torch.equal(torch.rand(3, device="tpu").cpu(), d)
 
 
+def test_random_numbers_are_made_on_the_chip():
+    vtpu.set_cpu_fallback(False)  # rand, randn, bernoulli_ and dropout all run as kernels
+    torch.tpu.manual_seed(5)
+    before = vtpu.stats()["kernels_launched"]
+    u = torch.rand(50000, device="tpu").cpu()
+    z = torch.randn(200, 250, device="tpu", dtype=torch.bfloat16).float().cpu()
+    assert vtpu.stats()["kernels_launched"] >= before + 2 and vtpu.stats()["host_to_device_bytes"] > 0
+    assert 0 <= u.min() and u.max() < 1
+    # Kolmogorov-Smirnov against U(0, 1): 1.63 / sqrt(n) is the 1% critical value.
+    assert (torch.arange(1, 50001) / 50000 - u.sort().values).abs().max() < 1.63 / 50000**0.5
+    assert abs(z.mean()) < 0.02 and abs(z.std() - 1) < 0.02  # ~3 standard errors at n = 50000
+    kept = torch.nn.functional.dropout(torch.ones(20000, device="tpu"), p=0.3, training=True).cpu()
+    assert set(kept.unique().tolist()) <= {0.0, torch.tensor(1 / 0.7).item()} and abs((kept == 0).float().mean() - 0.3) < 0.015
+    w = torch.ones(1000, device="tpu", requires_grad=True)
+    y = torch.nn.functional.dropout(w, p=0.5, training=True)
+    y.sum().backward()
+    assert torch.equal(w.grad.cpu(), y.detach().cpu())  # the backward reuses the forward's mask and scale
+    coin = torch.empty(20000, device="tpu").bernoulli_(0.25).cpu()
+    assert set(coin.unique().tolist()) <= {0.0, 1.0} and abs(coin.mean() - 0.25) < 0.015
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_reductions_longer_than_a_row_kernel_are_split_or_fall_back():
+    vtpu.set_cpu_fallback(False)
+    x = torch.randn(3, 250, 400)  # 100000 elements per reduction: two row-kernel passes
+    got = x.to("tpu").sum(dim=(1, 2)).cpu()
+    torch.testing.assert_close(got, x.sum(dim=(1, 2)), rtol=1e-5, atol=1e-3)
+    assert torch.equal(x.to("tpu").amax().cpu(), x.amax())
+    with pytest.raises(NotImplementedError, match="softmax: rows of 70000 elements exceed 65536"):
+        torch.softmax(torch.randn(2, 70000).to("tpu"), -1)  # refused when called, not at the next sync
+
+
 def test_printing_shows_values_and_device():
     text = repr(torch.tensor([1.5, -2.0]).to("tpu"))
     assert "1.5000" in text and "-2.0000" in text and "device='tpu:0'" in text

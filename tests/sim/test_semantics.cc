@@ -394,6 +394,22 @@ right:
     }
   }
 
+  TEST_CASE("vxor, vshri and vimulhu on 32-bit words against 64-bit scalar arithmetic") {
+    std::vector<float> x(3 * 1024);
+    std::mt19937 rng(5);
+    for (auto& v : x) v = std::bit_cast<float>(static_cast<uint32_t>(rng()));  // any bit pattern (NaNs too)
+    const auto word = [&](int k, int i) { return std::bit_cast<uint32_t>(x[k * 1024 + i]); };
+    const auto bits = [](float f) { return std::bit_cast<uint32_t>(f); };
+    const auto x_or = vector_case("  vxor v10, v1, v2", x).out;
+    const auto shifted = vector_case("  vshri v10, v1, 8", x).out;
+    const auto high = vector_case("  vimulhu v10, v1, v2", x).out;
+    for (int i = 0; i < 1024; ++i) {
+      CHECK(bits(x_or[i]) == (word(0, i) ^ word(1, i)));
+      CHECK(bits(shifted[i]) == word(0, i) >> 8);
+      CHECK(bits(high[i]) == uint32_t((uint64_t{word(0, i)} * word(1, i)) >> 32));
+    }
+  }
+
   TEST_CASE("sld reads a VMEM word into a scalar register; the word can address the next load") {
     auto x = random_inputs(31);
     x[7] = std::bit_cast<float>(int32_t{4 * 1030});  // element 7 holds the byte address of element 1030

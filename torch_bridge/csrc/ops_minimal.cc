@@ -122,27 +122,6 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
   return copy_from(self, dst, false);
 }
 
-// Random numbers are drawn on the host with the device's generator (a CPU generator seeded by
-// torch.tpu.manual_seed) and copied over; the chip has no RNG kernel yet.
-at::Generator device_generator(const at::Tensor& self, std::optional<at::Generator> gen) {
-  if (gen && gen->defined()) return *gen;
-  return at::globalContext().defaultGenerator(self.device());
-}
-
-at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
-  at::Tensor host = at::empty(self.sizes(), self.options().device(at::kCPU));
-  host.normal_(mean, std, device_generator(self, gen));
-  from_host(self, host);
-  return self;
-}
-
-at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
-  at::Tensor host = at::empty(self.sizes(), self.options().device(at::kCPU));
-  host.uniform_(from, to, device_generator(self, gen));
-  from_host(self, host);
-  return self;
-}
-
 at::Scalar local_scalar_dense(const at::Tensor& self) { return to_host(self).item(); }
 
 at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source) { return at::native::set_tensor_(self, source); }
@@ -164,8 +143,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", copy_from);
   m.impl("_copy_from_and_resize", copy_from_and_resize);
   m.impl("_local_scalar_dense", local_scalar_dense);
-  m.impl("normal_", normal_);
-  m.impl("uniform_", uniform_);
   m.impl("set_.source_Tensor", set_source_tensor);
   m.impl("set_.source_Storage", set_source_storage);
   m.impl("set_.source_Storage_storage_offset", set_source_storage_offset);

@@ -143,9 +143,26 @@ int reduce_dims(kernels::Graph& g, int v, const std::vector<int64_t>& dims, kern
     }
     src = g.strided_copy(v, sizes, st, 0, "permute_for_reduction");
   }
-  const int rows = g.reshape(src, {kept_numel, reduced_numel});
-  const int reduced = g.row(op, rows, -1, -1, 1e-5, "", correction);
-  return g.reshape(reduced, kept.empty() ? std::vector<int64_t>{} : kept);
+  const std::vector<int64_t> out_shape = kept.empty() ? std::vector<int64_t>{} : kept;
+  if (reduced_numel <= kernels::kMaxRowCols) {
+    const int reduced = g.row(op, g.reshape(src, {kept_numel, reduced_numel}), -1, -1, 1e-5, "", correction);
+    return g.reshape(reduced, out_shape);
+  }
+  // Longer than a row kernel holds: reduce [a, b] groups twice (sum, mean, max and min compose
+  // over equal groups). Checked here, per op, so an extent that cannot be split falls back now
+  // instead of failing at the flush.
+  const bool composes = op == kernels::RowOp::Sum || op == kernels::RowOp::Mean || op == kernels::RowOp::Max ||
+                        op == kernels::RowOp::Min;
+  int64_t b = std::min(reduced_numel, kernels::kMaxRowCols);
+  while (b > 1 && (reduced_numel % b != 0 || reduced_numel / b > kernels::kMaxRowCols)) --b;
+  if (!composes || b <= 1) {
+    throw kernels::KernelError(c10::str("a reduction over ", reduced_numel, " elements (more than ", kernels::kMaxRowCols,
+                                        composes ? " with no divisor to split them by)" : " and not a sum, mean, max or min)"));
+  }
+  const int64_t a = reduced_numel / b;
+  const int partial = g.row(op, g.reshape(src, {kept_numel * a, b}), -1, -1, 1e-5, "", correction);
+  const int reduced = g.row(op, g.reshape(partial, {kept_numel, a}), -1, -1, 1e-5, "", correction);
+  return g.reshape(reduced, out_shape);
 }
 
 }  // namespace vtpu::bridge
