@@ -100,8 +100,9 @@ struct TpuHooks final : public at::PrivateUse1HooksInterface {
 
 C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);
 
-// The device RNG is not on the chip yet: random tensors are drawn on the CPU with this generator
-// (seeded per device by torch.tpu.manual_seed) and copied over, counted like any host copy.
+// Each device's generator is a CPU generator (seeded by torch.tpu.manual_seed): it hands every
+// random op a fresh Philox key for the chip's kernels (csrc/ops_random.cc), and draws on the host
+// what the chip cannot fill (slices, integer dtypes).
 const at::Generator& TpuHooks::getDefaultGenerator(c10::DeviceIndex device) const {
   static std::vector<at::Generator> generators;
   static std::once_flag once;
