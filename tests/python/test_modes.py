@@ -169,7 +169,7 @@ def test_broadcasts_without_a_streaming_layout_are_expanded_on_the_chip():
 
 
 @pytest.mark.parametrize("dims,correction,keepdim", [((1, 2, 3), 1, True), ((1, 2, 3), 0, True), (None, 1, False), ((0,), 1, False)])
-def test_var_mean_and_group_norm_run_on_the_chip(dims, correction, keepdim):
+def test_var_mean_std_and_group_norm_run_on_the_chip(dims, correction, keepdim):
     vtpu.set_cpu_fallback(False)
     torch.manual_seed(5)
     x = torch.randn(2, 8, 5, 6) * 3 + 1
@@ -177,6 +177,8 @@ def test_var_mean_and_group_norm_run_on_the_chip(dims, correction, keepdim):
     want_var, want_mean = torch.var_mean(x, dim=dims, correction=correction, keepdim=keepdim)
     torch.testing.assert_close(var.cpu(), want_var, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(mean.cpu(), want_mean, atol=1e-6, rtol=1e-6)
+    std = torch.std(x.to("tpu"), dim=dims, correction=correction, keepdim=keepdim)
+    torch.testing.assert_close(std.cpu(), torch.std(x, dim=dims, correction=correction, keepdim=keepdim), atol=1e-5, rtol=1e-5)
     norm = torch.nn.GroupNorm(2, 8)
     torch.testing.assert_close(norm.to("tpu")(x.to("tpu")).cpu(), norm.cpu()(x), atol=1e-5, rtol=1e-5)
 

@@ -283,6 +283,12 @@ at::Tensor tpu_var(const at::Tensor& self, at::OptionalIntArrayRef dims, const s
   return reduce("var", RowOp::Var, self, dims, keepdim, cpu, static_cast<int64_t>(corr));
 }
 
+// std = sqrt(var): the square root fuses into the variance kernel's consumers.
+at::Tensor tpu_std(const at::Tensor& self, at::OptionalIntArrayRef dims, const std::optional<at::Scalar>& correction,
+                   bool keepdim) {
+  return tpu_sqrt(tpu_var(self, dims, correction, keepdim));
+}
+
 std::tuple<at::Tensor, at::Tensor> tpu_var_mean(const at::Tensor& self, at::OptionalIntArrayRef dims,
                                                 const std::optional<at::Scalar>& correction, bool keepdim) {
   std::vector<int64_t> d;
@@ -545,6 +551,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mean.dim", tpu_mean_dim);
   m.impl("amax", tpu_amax);
   m.impl("var.correction", tpu_var);
+  m.impl("std.correction", tpu_std);
   m.impl("var_mean.correction", tpu_var_mean);
   m.impl("sum", tpu_sum);
   m.impl("mean", tpu_mean);
