@@ -67,7 +67,8 @@ def main(out: pathlib.Path) -> None:
     lines = ["# OpInfo differential report", "",
              f"`scripts/opinfo_report.py`: each of the {total} OpInfo entries that support float32 on the CPU runs its "
              "first 3 float32 samples on `tpu` (v5e, defer_and_fuse) and on the CPU; results are compared with "
-             "atol = rtol = 1e-4. An op's status is its worst sample's: crash > error > unsupported > mismatch > "
+             "atol = rtol = 1e-4, except random ops (dropout, normal, uniform, rand_like, ...: the chip's Philox "
+             "stream is not the CPU's), whose shapes and dtypes are compared. An op's status is its worst sample's: crash > error > unsupported > mismatch > "
              "fallback > native. `native`: every aten op ran on the chip. `fallback`: some aten op inside needed the "
              "CPU (VTPU_CPU_FALLBACK) and the result matched. `unsupported`: it failed even with fallback (mostly "
              "int64 math, which the chip has no kernels for). `error`: another exception. `crash`: the process died "
