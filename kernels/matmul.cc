@@ -573,6 +573,32 @@ class MatmulBuilder {
     int bt, nb, mb, a_base, panel, staging, kt;
   };
 
+  // Single-pass kernels with B in bf16 as given load each slice's weights into the MXUs' back
+  // buffers during the slice before (mxu.lwb) and switch at the slice boundary (mxu.swap): a
+  // weight load (256 cycles on a 256-wide MXU) is as long as a slice, more than the unit queues
+  // run ahead, so loading at the boundary left the MXUs idle. Staged B and multi-pass kernels
+  // switch weights inside a slice and load at the boundary.
+  bool pipelined() const { return pairs_.size() == 1 && !staged_; }
+
+  // Loads slice kt + 1's weights into the back buffers (nothing on the last slice), when this
+  // block reads its B panel from HBM (`streaming`, waiting for the piece first) or when it does
+  // not. Uses s`scratch` (free between matmul rows).
+  void emit_next_weights(const Compute& c, int scratch, bool streaming) {
+    const std::string skip = w_.new_label("no_next_weights");
+    w_.line("saddi s{}, s{}, {}", scratch, c.kt, 1 - kt_);
+    w_.line("bge s{}, s0, {}", scratch, skip);  // the last slice: the next block's first loads its own
+    w_.line("{} s{}, s0, {}", streaming ? "bne" : "beq", c.mb, skip);
+    if (streaming) w_.line("sem.wait sem{}, 1", kSemInput);  // B(kt + 1), issued after A(kt)
+    w_.line("smuli s{}, s{}, {}", scratch, c.kt, d_ * bn_ * 2);
+    w_.line("saddi s{}, s{}, {}", scratch, scratch, d_ * bn_ * 2);
+    w_.line("sadd s{}, s{}, s{}", scratch, scratch, c.panel);
+    for (int j = 0; j < mxus_; ++j) {
+      w_.line("mxu.lwb mxu{}, s{}, {}", j, scratch, bn_ * 2);
+      w_.line("saddi s{}, s{}, {}", scratch, scratch, d_ * 2);
+    }
+    w_.place(skip);
+  }
+
   // A block is drained over the first two K slices of the next (one when K has a single slice),
   // written back after each: spread out, the drain's pops and stores never hold up the front end
   // long enough to delay the next slice's weight load.
@@ -587,18 +613,36 @@ class MatmulBuilder {
     auto& r = w_.sregs();
     const std::string have_a = w_.new_label("have_a"), have_b = w_.new_label("have_b"),
                       no_prefetch = w_.new_label("no_prefetch");
-    w_.line("bne s{}, s0, {}", c.mb, have_b);
-    w_.line("sem.wait sem{}, 1", kSemInput);
-    if (staged_) convert_slice(c.kt, c.panel, c.staging, vregs);
-    w_.place(have_b);
-    skip_unless_a_needed(c.nb, have_a);
-    w_.line("sem.wait sem{}, 1", kSemInput);
-    w_.place(have_a);
     int row = -1, wt = -1, t = -1;
     const auto take = [&] { row = r.take(), wt = r.take(), t = r.take(); };
     take();
+    if (pipelined()) {
+      // Slice 0 loads its weights; later slices switch to the ones loaded during the slice
+      // before (emit_next_weights), which waited for their B piece there.
+      const std::string later = w_.new_label("later_slice"), ready = w_.new_label("weights_ready");
+      w_.line("bne s{}, s0, {}", c.kt, later);
+      w_.line("bne s{}, s0, {}", c.mb, have_b);
+      w_.line("sem.wait sem{}, 1", kSemInput);
+      w_.place(have_b);
+      for (int j = 0; j < mxus_; ++j) {
+        w_.line("saddi s{}, s{}, {}", t, c.panel, int64_t(j) * d_ * 2);
+        w_.line("mxu.lw mxu{}, s{}, {}", j, t, bn_ * 2);
+      }
+      w_.line("jmp {}", ready);
+      w_.place(later);
+      for (int j = 0; j < mxus_; ++j) w_.line("mxu.swap mxu{}", j);
+      w_.place(ready);
+    } else {
+      w_.line("bne s{}, s0, {}", c.mb, have_b);
+      w_.line("sem.wait sem{}, 1", kSemInput);
+      if (staged_) convert_slice(c.kt, c.panel, c.staging, vregs);
+      w_.place(have_b);
+    }
+    skip_unless_a_needed(c.nb, have_a);
+    w_.line("sem.wait sem{}, 1", kSemInput);
+    w_.place(have_a);
     const int slot0 = c.parity * static_cast<int>(bm_ / kSublanes);
-    int last_b_part = -1;
+    int last_b_part = pipelined() ? 0 : -1;  // pipelined: the weights are in place already
     for (size_t pass = 0; pass < pairs_.size(); ++pass) {
       const auto [a_part, b_part] = pairs_[pass];
       if (b_part != last_b_part) {
@@ -651,6 +695,13 @@ class MatmulBuilder {
           const int64_t span = std::max<int64_t>(1, bm_ / kSublanes / 4), count = drain_end - drain_first;
           for (int64_t dr = drain_first + rt * count / span; drain && pass == 0 && dr < std::min(drain_end, drain_first + (rt + 1) * count / span); ++dr) {
             drain_row(*drain, static_cast<int>(dr), vregs, masks);
+          }
+          // The next slice's weights: right away when this block reuses a loaded B panel, half
+          // way through when its piece is still streaming in (waiting for it at the start would
+          // hold up this slice's matmuls behind the DMA).
+          if (pipelined() && rt == 0) emit_next_weights(c, wt, false);
+          if (pipelined() && rt == std::max<int64_t>(1, bm_ / kSublanes / 2) - (bm_ / kSublanes == 1)) {
+            emit_next_weights(c, wt, true);
           }
         }
       };

@@ -22,6 +22,7 @@ using MaskReg = std::array<uint8_t, kVregElements>;
 struct MxuState {
   int dim = 128;
   std::vector<float> weights;        // dim x dim, row-major W[k][n], bf16 values widened to f32
+  std::vector<float> back_weights;   // the other bf16 buffer: mxu.lwb fills it, mxu.swap exchanges
   std::vector<int32_t> weights_i8;   // dim x dim int8 values widened
   std::vector<float> acc;            // slots x 8 x dim
   std::vector<int32_t> acc_i32;      // slots x 8 x dim
@@ -51,6 +52,7 @@ struct CoreState {
       MxuState m;
       m.dim = mxu_dim;
       m.weights.assign(size_t(mxu_dim) * mxu_dim, 0.f);
+      m.back_weights.assign(size_t(mxu_dim) * mxu_dim, 0.f);
       m.weights_i8.assign(size_t(mxu_dim) * mxu_dim, 0);
       m.acc.assign(size_t(acc_slots) * kSublanes * mxu_dim, 0.f);
       m.acc_i32.assign(size_t(acc_slots) * kSublanes * mxu_dim, 0);

@@ -312,7 +312,12 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
     }
     case Opcode::Vld: case Opcode::Vldbf: case Opcode::Vldi8: vector_load(ins, out); break;
     case Opcode::Vst: case Opcode::Vstbf: case Opcode::Vsti8: vector_store(ins, out); break;
-    case Opcode::Mxlw: case Opcode::Mxlwi8: mxu_load_weights(ins, out); break;
+    case Opcode::Mxlw: case Opcode::Mxlwi8: case Opcode::Mxlwb: mxu_load_weights(ins, out); break;
+    case Opcode::Mxswap: {
+      MxuState& mxu = core_.mxus.at(o[0]);
+      std::swap(mxu.weights, mxu.back_weights);
+      break;
+    }
     case Opcode::Mxmm: case Opcode::Mxmmi8: mxu_matmul(ins, out); break;
     case Opcode::Mxpop: {
       MxuState& mxu = core_.mxus.at(o[1]);
@@ -434,10 +439,12 @@ void Semantics::mxu_load_weights(const isa::Instruction& ins, StepOutcome& out) 
       } else {
         uint16_t bits;
         std::memcpy(&bits, src + 2 * n, 2);
-        mxu.weights[size_t(k) * d + n] = bf16_bits_to_f32(bits);
+        mxu.back_weights[size_t(k) * d + n] = bf16_bits_to_f32(bits);
       }
     }
   }
+  // mxu.lw loads the back buffer and switches to it at once; mxu.lwb leaves the switch to mxu.swap.
+  if (ins.opcode == Opcode::Mxlw) std::swap(mxu.weights, mxu.back_weights);
   out.vmem_read = stride >= 0 ? Region{static_cast<uint64_t>(base), uint64_t(d), uint64_t(d) * elem, uint64_t(stride)}
                               : Region::range(static_cast<uint64_t>(lo), static_cast<uint64_t>(hi));
 }

@@ -229,16 +229,27 @@ Scheduled TimingModel::schedule(const isa::Instruction& ins, const StepOutcome& 
     case isa::Unit::Mxu: {
       const int x = ins.opcode == Opcode::Mxpop ? ins.operands[1] : ins.operands[0];
       MxuTiming& mt = mxus_[x];
-      if (ins.opcode == Opcode::Mxlw || ins.opcode == Opcode::Mxlwi8) {
-        // Loads the back buffer, which must be done serving matmuls issued before the last load.
+      if (ins.opcode == Opcode::Mxlw || ins.opcode == Opcode::Mxlwi8 || ins.opcode == Opcode::Mxlwb) {
+        // Loads the back buffer, which must be done serving matmuls issued before the last switch.
+        // mxu.lw switches to it at once (matmuls after it wait for the load); mxu.lwb does not.
         Track& t = tracks_[mxu_weight_tracks_[x]];
         const int back = 1 - mt.active;
         const uint64_t start = std::max({dispatch(t), deps, t.free_at, mt.buffer_last_use[back],
                                          vmem_ready(outcome.vmem_read)});
         s = {start, start + uint64_t(chip_.mxu_weight_load_cycles), start + uint64_t(chip_.mxu_weight_load_cycles)};
         record(t, s.start, s.end, ins);
-        mt.active = back;
-        mt.weights_ready = s.ready;
+        mt.buffer_loaded[back] = s.ready;
+        if (ins.opcode != Opcode::Mxlwb) {
+          mt.active = back;
+          mt.weights_ready = s.ready;
+        }
+      } else if (ins.opcode == Opcode::Mxswap) {
+        // In queue order with the matmuls: later ones wait for the back buffer's load.
+        Track& t = tracks_[mxu_tracks_[x]];
+        const uint64_t start = std::max({dispatch(t), deps, t.free_at});
+        s = {start, start, start};
+        mt.active = 1 - mt.active;
+        mt.weights_ready = std::max(start, mt.buffer_loaded[mt.active]);
       } else if (ins.opcode == Opcode::Mxpop) {
         Track& t = tracks_[mxu_tracks_[x]];
         const int group = chip_.mxu_dim / kLanes;

@@ -50,6 +50,7 @@ class TimingModel {
   struct MxuTiming {
     uint64_t weights_ready = 0;
     uint64_t buffer_last_use[2] = {0, 0};
+    uint64_t buffer_loaded[2] = {0, 0};  // when each buffer's last load ends
     int active = 0;
   };
 

@@ -293,6 +293,53 @@ right:
     for (int i = 0; i < 1024; ++i) CHECK(i8[i] == static_cast<float>(static_cast<int>(x[i])));
   }
 
+  TEST_CASE("MXU: mxu.lwb fills the back buffer while matmuls use the active weights; mxu.swap switches") {
+    std::vector<uint16_t> w(2 * 128 * 128);  // W1 then W2, small integers: every sum is exact
+    for (int k = 0; k < 128; ++k) {
+      for (int n = 0; n < 128; ++n) {
+        w[k * 128 + n] = sim::f32_to_bf16_bits(float((k + n) % 3));
+        w[128 * 128 + k * 128 + n] = sim::f32_to_bf16_bits(float((k * n) % 5));
+      }
+    }
+    const std::string src = R"(
+.arg w buffer
+.arg y buffer
+  sarg s1, w
+  sarg s3, y
+  sli s4, 0
+  sli s5, 1
+  sli s6, 65536
+  dma.h2v dq0, sem0, s4, s1, s5, s6, s6, s6
+  sem.wait sem0, 1
+  sli s7, 32768
+  sli s8, 1.0f
+  vbcast v1, s8
+  mxu.lw mxu1, s4, 256
+  mxu.lwb mxu1, s7, 256     ; W2 into the back buffer: the next matmul still uses W1
+  mxu.mm mxu1, v1, 0
+  mxu.swap mxu1
+  mxu.mm mxu1, v1, 1
+  mxu.pop v5, mxu1, 0
+  mxu.pop v6, mxu1, 1
+  sli s9, 65536
+  vst v5, m0, s9, 0, 512
+  vst v6, m0, s9, 4096, 512
+  sli s8, 8192
+  dma.v2h dq0, sem1, s9, s3, s5, s8, s8, s8
+  sem.wait sem1, 1
+)";
+    auto out = testing::run_program(src, {Arg::buf(HostBuffer::of(w)), Arg::buf(HostBuffer::of(std::vector<float>(2048)))});
+    const auto y = out.buffers[1].as<float>();
+    for (int n = 0; n < 128; ++n) {  // a row of ones times W = W's column sums
+      float sum1 = 0, sum2 = 0;
+      for (int k = 0; k < 128; ++k) sum1 += float((k + n) % 3), sum2 += float((k * n) % 5);
+      for (int r = 0; r < 8; ++r) {
+        CHECK(y[r * 128 + n] == sum1);
+        CHECK(y[1024 + r * 128 + n] == sum2);
+      }
+    }
+  }
+
   TEST_CASE("MXU: bf16 inputs, f32 accumulation over several pushes; int8 to int32") {
     // W (128x128 bf16) from x, LHS rows from another part of x; acc = L1 @ W + L2 @ W.
     std::mt19937 rng(9);
