@@ -261,6 +261,27 @@ int Graph::gather(int table, int index, bool index_pairs, std::string label) {
   return add(std::move(n));
 }
 
+int Graph::scatter_add(int src, int index, bool index_pairs, int64_t rows, int64_t padding_index, std::string label) {
+  Node n;
+  n.kind = NodeKind::ScatterAdd;
+  n.inputs = {src, index};
+  n.index_pairs = index_pairs;
+  n.padding_index = padding_index;
+  n.label = std::move(label);
+  const TensorType& s = node(src).type;
+  const TensorType& i = node(index).type;
+  if (s.shape.empty()) throw KernelError(fmt::format("{}: the rows need at least one dim", n.label));
+  const std::vector<int64_t> index_shape = index_pairs ? std::vector<int64_t>{s.shape[0], 2} : std::vector<int64_t>{s.shape[0]};
+  if (i.dtype != DType::I32 || i.shape != index_shape) {
+    throw KernelError(fmt::format("{}: indices must be i32{} for {} rows (got {})", n.label, index_pairs ? "[n, 2]" : "[n]",
+                                  s.shape[0], to_string(i)));
+  }
+  if (s.dtype != DType::F32 && s.dtype != DType::BF16) throw KernelError(fmt::format("{}: rows are f32 or bf16", n.label));
+  n.type = s;
+  n.type.shape[0] = rows;
+  return add(std::move(n));
+}
+
 int Graph::random(TensorType type, RandomKind kind, double a, double b, int key, std::string label) {
   Node n;
   n.kind = NodeKind::Random;

@@ -33,6 +33,7 @@ enum class NodeKind : uint8_t {
   Concat,       // torch.cat of the inputs along `cat_dim`
   Gather,       // rows of inputs[0] ([rows, ...]) picked by the indices inputs[1] (index_select, dim 0)
   Random,       // random numbers of `random_kind` (Philox), keyed by inputs[0] (2 x i32)
+  ScatterAdd,   // zeros of the node's shape, rows of inputs[0] added at the indices inputs[1]
 };
 
 struct Node {
@@ -52,8 +53,9 @@ struct Node {
   std::vector<int64_t> strides;
   int64_t offset = 0;
   int64_t cat_dim = 0;
-  // Gather: the indices are int64 given as [n, 2] int32 words (low, high)
+  // Gather, ScatterAdd: the indices are int64 given as [n, 2] int32 words (low, high)
   bool index_pairs = false;
+  int64_t padding_index = -1;  // ScatterAdd: rows at this index are skipped
   // Random: the distribution and its parameters (uniform: [a, b); normal: mean a, std b)
   RandomKind random_kind = RandomKind::Uniform;
   double random_a = 0, random_b = 1;
@@ -88,6 +90,10 @@ class Graph {
   // table[index]: rows of `table` ([rows, ...]) in the order of `index`, int32 [n], or int64
   // given as its [n, 2] int32 words (`index_pairs`). Indices are checked on the chip.
   int gather(int table, int index, bool index_pairs, std::string label = "index_select");
+  // zeros([rows, ...]) with src's rows ([n, ...]) added at `index` (i32 [n], or int64 as [n, 2]
+  // words), skipping `padding_index`: nn.Embedding's backward.
+  int scatter_add(int src, int index, bool index_pairs, int64_t rows, int64_t padding_index,
+                  std::string label = "embedding_dense_backward");
   // A tensor of `type` (f32 or bf16) of random numbers: element i is a function of the key (a
   // value of 2 x i32, an input so the graph's signature does not change with it) and of i.
   int random(TensorType type, RandomKind kind, double a, double b, int key, std::string label = "random");

@@ -14,6 +14,7 @@
 #include "kernels/concat.h"
 #include "kernels/gather.h"
 #include "kernels/random.h"
+#include "kernels/scatter_add.h"
 #include "kernels/strided_copy.h"
 
 namespace vtpu::kernels {
@@ -215,6 +216,19 @@ Launch lower_gather(const Graph& g, const KernelGroup& grp, const sim::ChipConfi
   return l;
 }
 
+// One program per row width, dtype and index type, like the gather.
+Launch lower_scatter_add(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
+  const Node& n = g.node(grp.nodes.front());
+  const TensorType& src = g.node(n.inputs[0]).type;
+  const ScatterAddSpec spec{n.type.dtype, src.shape[0] > 0 ? src.numel() / src.shape[0] : 1, n.index_pairs};
+  Launch l;
+  l.args = {n.inputs[0], n.inputs[1], grp.nodes.front()};
+  l.scalars = {int32_t(src.shape[0]), int32_t(n.type.shape[0]), int32_t(n.padding_index)};
+  const std::string key = fmt::format("scatter_add|{}|{}|{}|{}", dtype_name(spec.dtype), spec.width, spec.index_pairs, chip.name);
+  l.program = cache.get_or_build(key, [&] { return make_scatter_add(spec, chip); }, &l.cache_hit);
+  return l;
+}
+
 // One program per distribution, parameters and dtype: the count and the key are launch inputs.
 Launch lower_random(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
   const Node& n = g.node(grp.nodes.front());
@@ -231,6 +245,7 @@ Launch lower_random(const Graph& g, const KernelGroup& grp, const sim::ChipConfi
 Launch lower_copy(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
   const Node& n = g.node(grp.nodes.front());
   if (n.kind == NodeKind::Random) return lower_random(g, grp, chip, cache);
+  if (n.kind == NodeKind::ScatterAdd) return lower_scatter_add(g, grp, chip, cache);
   if (n.kind == NodeKind::Concat) return lower_concat(g, grp, chip, cache);
   if (n.kind == NodeKind::Gather) return lower_gather(g, grp, chip, cache);
   StridedCopySpec spec{n.type.shape, n.strides, n.offset, n.type.dtype};
@@ -343,7 +358,7 @@ std::string graph_signature(const Graph& graph) {
     if (n.scalar_operand || n.expr_op == ExprOp::Constant) s += fmt::format(":s{}{}", n.scalar, n.scalar_first ? "f" : "");
     if (n.kind == NodeKind::Row) s += fmt::format(":e{}c{}", n.eps, n.correction);
     if (n.kind == NodeKind::Concat) s += fmt::format(":d{}", n.cat_dim);
-    if (n.kind == NodeKind::Gather) s += fmt::format(":p{}", n.index_pairs);
+    if (n.kind == NodeKind::Gather || n.kind == NodeKind::ScatterAdd) s += fmt::format(":p{}/{}", n.index_pairs, n.padding_index);
     if (n.kind == NodeKind::Random) s += fmt::format(":r{}/{}/{}", static_cast<int>(n.random_kind), n.random_a, n.random_b);
     if (n.kind == NodeKind::StridedCopy) {
       s += fmt::format(":o{}", n.offset);

@@ -22,6 +22,28 @@ std::vector<int64_t> per_row(const Graph& g, int v) {
   return shape;
 }
 
+// nn.Embedding's backward: the rows of grad_output summed into zeros at their indices, in order,
+// on the chip (a scatter-add kernel). Scaling by frequency goes to the CPU.
+at::Tensor tpu_embedding_dense_backward(const at::Tensor& grad_output, const at::Tensor& indices, int64_t num_weights,
+                                        int64_t padding_idx, bool scale_grad_by_freq) {
+  const CpuFn cpu = [&](const std::vector<at::Tensor>& c) {
+    return at::embedding_dense_backward(c[0], indices.cpu(), num_weights, padding_idx, scale_grad_by_freq);
+  };
+  const bool index_ok = indices.scalar_type() == at::kLong || indices.scalar_type() == at::kInt;
+  if (scale_grad_by_freq || !index_ok || !indices.device().is_privateuseone()) {
+    return run_on_cpu("embedding_dense_backward", {grad_output}, cpu,
+                      scale_grad_by_freq ? "scale_grad_by_freq" : "indices that are not int32/int64 on the device");
+  }
+  const int64_t width = grad_output.numel() / std::max<int64_t>(indices.numel(), 1);
+  const at::Tensor rows = grad_output.reshape({indices.numel(), width});
+  const bool pairs = indices.scalar_type() == at::kLong;
+  at::Tensor out = record("embedding_dense_backward", {rows, index_words(indices)}, grad_output.scalar_type(),
+                          [&](Graph& g, const std::vector<int>& v) {
+                            return g.scatter_add(v[0], v[1], pairs, num_weights, padding_idx);
+                          }, cpu);
+  return out.view({num_weights, width});
+}
+
 at::Tensor tpu_threshold_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& threshold) {
   const double t = threshold.toDouble();
   return record("threshold_backward", {grad, self}, grad.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
@@ -134,6 +156,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_layer_norm_backward(
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("threshold_backward", tpu_threshold_backward);
+  m.impl("embedding_dense_backward", tpu_embedding_dense_backward);
   m.impl("gelu_backward", tpu_gelu_backward);
   m.impl("_softmax_backward_data", tpu_softmax_backward);
   m.impl("_log_softmax_backward_data", tpu_log_softmax_backward);

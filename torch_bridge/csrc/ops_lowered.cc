@@ -371,10 +371,7 @@ at::Tensor tpu_index_select(const at::Tensor& self, int64_t dim, const at::Tenso
   if (d != 0 || self.dim() == 0) return run_on_cpu("index_select", {self}, cpu, "dims other than 0");
   TORCH_CHECK_INDEX(i64 || index.scalar_type() == at::kInt, "index_select(): Expected dtype int32 or int64 for index");
   if (!index.device().is_privateuseone()) return run_on_cpu("index_select", {self}, cpu, "indices on the CPU");
-  at::Tensor flat = index.reshape({index.numel()});
-  if (!flat.is_contiguous()) flat = flat.cpu().contiguous().to(index.device());
-  const at::Tensor words = i64 ? flat.view(at::kInt).view({flat.numel(), 2}) : flat;
-  return record("index_select", {self, words}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+  return record("index_select", {self, index_words(index)}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
     return g.gather(v[0], v[1], i64);
   }, [&](const std::vector<at::Tensor>& c) { return at::index_select(c[0], d, index.cpu()); });
 }

@@ -14,6 +14,12 @@ namespace vtpu::bridge {
 
 bool is_cpu_scalar(const at::Tensor& t) { return t.is_cpu() && t.dim() == 0; }
 
+at::Tensor index_words(const at::Tensor& index) {
+  at::Tensor flat = index.reshape({index.numel()});
+  if (!flat.is_contiguous()) flat = flat.cpu().contiguous().to(index.device());
+  return index.scalar_type() == at::kLong ? flat.view(at::kInt).view({flat.numel(), 2}) : flat;
+}
+
 kernels::TensorType tensor_type(const at::Tensor& t) {
   return {std::vector<int64_t>(t.sizes().begin(), t.sizes().end()), to_kernel_dtype(t.scalar_type())};
 }

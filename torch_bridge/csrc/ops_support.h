@@ -37,6 +37,11 @@ void fill_on_chip(const at::Tensor& t, double value);
 // Runs an op on the CPU with the inputs copied over and the result copied back (fallback).
 at::Tensor run_on_cpu(const char* op, const std::vector<at::Tensor>& inputs, const CpuFn& cpu, const std::string& why);
 
+// Device int32 or int64 indices, flattened, as the gather and scatter-add kernels read them:
+// int32 as they are, int64 as a [n, 2] int32 view of the same bytes (word pairs; the kernels
+// check the high words). Non-contiguous indices are made dense through the host.
+at::Tensor index_words(const at::Tensor& index);
+
 // A CPU 0-dim tensor (a wrapped Python number) passed where a tensor goes.
 bool is_cpu_scalar(const at::Tensor& t);
 
