@@ -234,8 +234,10 @@ def test_embedding_and_index_select_run_on_the_chip(index_dtype):
     pairs = torch.tensor([[5, 1], [39, 0], [5, 7]], dtype=index_dtype)
     strided = pairs.to("tpu")[:, 0]  # a non-contiguous view of device indices
     torch.testing.assert_close(torch.index_select(table.to("tpu"), 0, strided).cpu(), table[pairs[:, 0]], atol=0, rtol=0)
-    with pytest.raises(NotImplementedError, match="index_select.*dims other than 0"):
-        torch.index_select(table.to("tpu"), 1, strided)
+    cols = torch.tensor([4, 0, 2, 4], dtype=index_dtype)  # along the last dim: moved first and back on the chip
+    picked = torch.index_select(table.to("tpu"), 2, cols.to("tpu"))
+    torch.testing.assert_close(picked.cpu(), torch.index_select(table, 2, cols), atol=0, rtol=0)
+    assert picked.is_contiguous()
 
 
 def test_an_index_outside_the_table_raises_index_error_at_the_next_sync():

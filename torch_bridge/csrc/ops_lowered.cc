@@ -359,17 +359,18 @@ at::Tensor tpu_cat(const at::ITensorListRef& tensors, int64_t dim) {
   }, [d](const std::vector<at::Tensor>& c) { return at::cat(c, d); });
 }
 
-// index_select along dim 0 (what nn.Embedding lowers to): a gather kernel reads the indices on
-// the chip. int64 indices are handed over as their int32 word pairs (a view of the same bytes);
-// an index outside the table raises IndexError at the next synchronisation, like a device-side
-// assert on other accelerators. Other dims go through the CPU fallback.
+// index_select (what nn.Embedding lowers to): a gather kernel reads the indices on the chip.
+// int64 indices are handed over as their int32 word pairs (a view of the same bytes); an index
+// outside the table raises IndexError at the next synchronisation, like a device-side assert on
+// other accelerators. Other dims are moved first and back after (strided copies on the chip).
 at::Tensor tpu_index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
   TORCH_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   const CpuFn cpu = [d, index](const std::vector<at::Tensor>& c) { return at::index_select(c[0], d, index.cpu()); };
   const bool i64 = index.scalar_type() == at::kLong;
-  if (d != 0 || self.dim() == 0) return run_on_cpu("index_select", {self}, cpu, "dims other than 0");
   TORCH_CHECK_INDEX(i64 || index.scalar_type() == at::kInt, "index_select(): Expected dtype int32 or int64 for index");
+  if (self.dim() == 0) return run_on_cpu("index_select", {self}, cpu, "a 0-d input");
+  if (d != 0) return tpu_index_select(self.movedim(d, 0), 0, index).movedim(0, d).contiguous();
   if (!index.device().is_privateuseone()) return run_on_cpu("index_select", {self}, cpu, "indices on the CPU");
   return record("index_select", {self, index_words(index)}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
     return g.gather(v[0], v[1], i64);
