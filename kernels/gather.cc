@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "kernels/asm_writer.h"
+#include "kernels/index_reader.h"
 
 namespace vtpu::kernels {
 namespace {
@@ -48,15 +49,7 @@ isa::Program make_gather(const GatherSpec& spec, const sim::ChipConfig& chip) {
   w.load_immediate(rb, row_bytes);
   w.line("bge s0, s{}, {}", n, done);
   w.place(chunk_loop);
-  // this chunk's indices -> VMEM
-  w.load_immediate(t, chunk);
-  w.line("ssub s{}, s{}, s{}", cnt, n, base);
-  w.line("smin s{}, s{}, s{}", cnt, cnt, t);
-  w.line("sarg s{}, {}", hb, index_arg);
-  w.add_scaled(hb, base, index_bytes, t);
-  w.load_immediate(vm, index_vmem);
-  w.line("smuli s{}, s{}, {}", bytes, cnt, index_bytes);
-  w.line("dma.h2v dq0, sem0, s{}, s{}, s{}, s{}, s{}, s{}", vm, hb, one, bytes, bytes, bytes);
+  issue_index_chunk(w, {n, base, one, cnt, hb, vm, bytes, t}, index_arg, index_bytes, index_vmem, chunk);
   // the staging buffer of this parity is free once chunk k-2's write-back has landed
   w.load_immediate(t, 2 * chunk);
   w.line("blt s{}, s{}, {}", base, t, staging_free);
@@ -68,13 +61,7 @@ isa::Program make_gather(const GatherSpec& spec, const sim::ChipConfig& chip) {
   w.line("saddi s{}, s{}, {}", vm, vm, int64_t(staging_vmem));
   w.line("sli s{}, 0", r);
   w.place(row_loop);
-  w.line("sld s{}, s{}, 0", idx, cursor);
-  if (spec.index_pairs) {
-    w.line("sld s{}, s{}, 4", t, cursor);
-    w.line("bne s{}, s0, {}", t, bad);  // negative, or past 2^31 rows
-  }
-  w.line("blt s{}, s0, {}", idx, bad);
-  w.line("bge s{}, s{}, {}", idx, rows, bad);
+  read_index(w, idx, cursor, rows, t, spec.index_pairs, bad);
   w.line("sarg s{}, {}", hb, table_arg);
   w.add_scaled(hb, idx, row_bytes, t);
   w.line("dma.h2v dq0, sem1, s{}, s{}, s{}, s{}, s{}, s{}", vm, hb, one, rb, rb, rb);
@@ -97,10 +84,7 @@ isa::Program make_gather(const GatherSpec& spec, const sim::ChipConfig& chip) {
   w.line("sxor s{}, s{}, s{}", parity, parity, one);
   w.line("blt s{}, s{}, {}", base, n, chunk_loop);
   w.place(done);
-  w.cold([&] {
-    w.place(bad);
-    w.line("trap {}", kGatherIndexTrap);
-  });
+  place_index_trap(w, bad);
   for (int x : {n, rows, base, parity, cnt, r, idx, cursor, vm, hb, one, bytes, rb, t}) s.release(x);
   return w.assemble();
 }

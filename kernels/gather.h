@@ -1,6 +1,7 @@
 // Row gather: out[i] = table[index[i]] for a [rows, width] table (torch.index_select along dim 0,
 // and so nn.Embedding). The indices are read on the chip with `sld` (data-dependent addressing),
-// each row moved by DMA; an index outside the table traps (#2) instead of reading other memory.
+// each row moved by DMA; an index outside the table traps (kIndexOutOfRangeTrap, kernels/
+// index_reader.h) instead of reading other memory.
 #pragma once
 
 #include <cstdint>
@@ -22,8 +23,5 @@ struct GatherSpec {
 // Kernel arguments: the table, the indices (int32, or int32 pairs), the output, then two scalars:
 // the number of indices and the number of table rows. One program serves every count of both.
 isa::Program make_gather(const GatherSpec& spec, const sim::ChipConfig& chip);
-
-// The trap a gather program raises on an index outside [0, table rows).
-inline constexpr int kGatherIndexTrap = 2;
 
 }  // namespace vtpu::kernels

@@ -33,6 +33,15 @@ DType result_dtype(ExprOp op, DType in) {
   return in;
 }
 
+// The number of indices in `i`, checked to be i32 [n], or int64 handed over as its [n, 2] words.
+int64_t index_count(const std::string& label, const TensorType& i, bool pairs) {
+  const bool ok = i.dtype == DType::I32 && (pairs ? i.shape.size() == 2 && i.shape[1] == 2 : i.shape.size() == 1);
+  if (!ok) {
+    throw KernelError(fmt::format("{}: indices must be i32[n]{} (got {})", label, pairs ? " as [n, 2] word pairs" : "", to_string(i)));
+  }
+  return i.shape[0];
+}
+
 }  // namespace
 
 int64_t TensorType::numel() const {
@@ -248,16 +257,9 @@ int Graph::gather(int table, int index, bool index_pairs, std::string label) {
   n.index_pairs = index_pairs;
   n.label = std::move(label);
   const TensorType& t = node(table).type;
-  const TensorType& i = node(index).type;
-  const std::vector<int64_t> index_shape = index_pairs ? std::vector<int64_t>{i.shape.empty() ? 0 : i.shape[0], 2}
-                                                       : std::vector<int64_t>{i.numel()};
   if (t.shape.empty()) throw KernelError(fmt::format("{}: the table needs at least one dim", n.label));
-  if (i.dtype != DType::I32 || i.shape != index_shape) {
-    throw KernelError(fmt::format("{}: indices must be i32[n]{} (got {})", n.label, index_pairs ? " as [n, 2] word pairs" : "",
-                                  to_string(i)));
-  }
   n.type = t;
-  n.type.shape[0] = index_shape[0];
+  n.type.shape[0] = index_count(n.label, node(index).type, index_pairs);
   return add(std::move(n));
 }
 
@@ -269,12 +271,9 @@ int Graph::scatter_add(int src, int index, bool index_pairs, int64_t rows, int64
   n.padding_index = padding_index;
   n.label = std::move(label);
   const TensorType& s = node(src).type;
-  const TensorType& i = node(index).type;
   if (s.shape.empty()) throw KernelError(fmt::format("{}: the rows need at least one dim", n.label));
-  const std::vector<int64_t> index_shape = index_pairs ? std::vector<int64_t>{s.shape[0], 2} : std::vector<int64_t>{s.shape[0]};
-  if (i.dtype != DType::I32 || i.shape != index_shape) {
-    throw KernelError(fmt::format("{}: indices must be i32{} for {} rows (got {})", n.label, index_pairs ? "[n, 2]" : "[n]",
-                                  s.shape[0], to_string(i)));
+  if (const int64_t count = index_count(n.label, node(index).type, index_pairs); count != s.shape[0]) {
+    throw KernelError(fmt::format("{}: {} indices for {} rows", n.label, count, s.shape[0]));
   }
   if (s.dtype != DType::F32 && s.dtype != DType::BF16) throw KernelError(fmt::format("{}: rows are f32 or bf16", n.label));
   n.type = s;

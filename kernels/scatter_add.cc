@@ -10,7 +10,7 @@
 
 #include "kernels/asm_writer.h"
 #include "kernels/elementwise.h"
-#include "kernels/gather.h"
+#include "kernels/index_reader.h"
 #include "kernels/vreg_shape.h"
 
 namespace vtpu::kernels {
@@ -83,26 +83,13 @@ isa::Program make_scatter_add(const ScatterAddSpec& spec, const sim::ChipConfig&
   const std::string chunk_top = w.new_label("chunk_top");
   w.line("bge s{}, s{}, {}", base, n, done);
   w.place(chunk_top);
-  w.load_immediate(t, kChunk);
-  w.line("ssub s{}, s{}, s{}", cnt, n, base);
-  w.line("smin s{}, s{}, s{}", cnt, cnt, t);
-  w.line("sarg s{}, {}", hb, index_arg);
-  w.add_scaled(hb, base, index_bytes, t);
-  w.load_immediate(vm, index_vmem);
-  w.line("smuli s{}, s{}, {}", u, cnt, index_bytes);
-  w.line("dma.h2v dq0, sem0, s{}, s{}, s{}, s{}, s{}, s{}", vm, hb, one, u, u, u);
+  issue_index_chunk(w, {n, base, one, cnt, hb, vm, u, t}, index_arg, index_bytes, index_vmem, kChunk);
   w.line("sem.wait sem0, 1");
   w.load_immediate(cursor, index_vmem);
   w.line("sli s{}, 0", r);
   w.place(row_loop);
-  w.line("sld s{}, s{}, 0", idx, cursor);
-  if (spec.index_pairs) {
-    w.line("sld s{}, s{}, 4", t, cursor);
-    w.line("bne s{}, s0, {}", t, bad);
-  }
+  read_index(w, idx, cursor, rows, t, spec.index_pairs, bad);  // checked first: a -1 is no padding index
   w.line("beq s{}, s{}, {}", idx, pad, next);
-  w.line("blt s{}, s0, {}", idx, bad);
-  w.line("bge s{}, s{}, {}", idx, rows, bad);
   // src row base + r and out row idx into VMEM
   w.line("sarg s{}, {}", hb, src_arg);
   w.line("sadd s{}, s{}, s{}", t, base, r);
@@ -135,10 +122,7 @@ isa::Program make_scatter_add(const ScatterAddSpec& spec, const sim::ChipConfig&
   w.line("sadd s{}, s{}, s{}", base, base, cnt);
   w.line("blt s{}, s{}, {}", base, n, chunk_top);
   w.place(done);
-  w.cold([&] {
-    w.place(bad);
-    w.line("trap {}", kGatherIndexTrap);
-  });
+  place_index_trap(w, bad);
   for (int x : {n, rows, pad, base, cnt, r, idx, cursor, vm, hb, one, rb, t, u}) s.release(x);
   return w.assemble();
 }

@@ -78,5 +78,7 @@ TEST_SUITE("kernels") {
     const std::vector<float> src(8, 1.0f);
     CHECK_THROWS_WITH_AS(scatter(src, 4, {0, 7}, 5, -1, DType::F32, false), doctest::Contains("trap #2"), sim::SimError);
     CHECK_THROWS_WITH_AS(scatter(src, 4, {0, -3}, 5, -1, DType::F32, true), doctest::Contains("trap #2"), sim::SimError);
+    // -1 is out of range, not a match for "no padding index" (-1)
+    CHECK_THROWS_WITH_AS(scatter(src, 4, {0, -1}, 5, -1, DType::F32, false), doctest::Contains("trap #2"), sim::SimError);
   }
 }

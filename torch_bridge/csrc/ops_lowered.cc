@@ -374,7 +374,7 @@ at::Tensor tpu_index_select(const at::Tensor& self, int64_t dim, const at::Tenso
   if (!index.device().is_privateuseone()) return run_on_cpu("index_select", {self}, cpu, "indices on the CPU");
   return record("index_select", {self, index_words(index)}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
     return g.gather(v[0], v[1], i64);
-  }, [&](const std::vector<at::Tensor>& c) { return at::index_select(c[0], d, index.cpu()); });
+  }, cpu);
 }
 
 // Constant padding: per padded dim, constant blocks concatenated around the input (cat kernels).

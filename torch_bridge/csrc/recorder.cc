@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "kernels/asm_writer.h"
-#include "kernels/gather.h"
+#include "kernels/index_reader.h"
 #include "sim/sim_error.h"
 #include "torch_bridge/csrc/runtime.h"
 #include "torch_bridge/runtime/plan_runner.h"
@@ -202,7 +202,7 @@ void Recorder::flush() {
     plan = rt.plans().get_or_make(graph_, rt.fusion(), device.chip(), rt.cache(), &hit);
     (hit ? rt.stats().plan_cache_hits : rt.stats().plan_cache_misses)++;
   } catch (const kernels::KernelError& e) {
-    reset();
+    settle();
     TORCH_CHECK(false, "vtpu: could not lower the pending ops: ", e.what());
   }
   rt.stats().planning_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - planning_started).count();
@@ -217,11 +217,8 @@ void Recorder::flush() {
   } catch (const sim::SimError& e) {
     // Like a device-side assert: the pending results are lost (their tensors keep whatever their
     // buffers held) and the error reaches the op that synchronised, not the one that caused it.
-    for (const auto& [v, out] : outputs_) rt.buffer(out.vaddr).pending_value = -1;
-    for (const auto& [d, addr] : retired_) rt.device(d).free(addr);
-    retired_.clear();
-    reset();
-    TORCH_CHECK_INDEX(!(e.kind() == sim::SimErrorKind::Trap && e.trap_code() == kernels::kGatherIndexTrap),
+    settle();
+    TORCH_CHECK_INDEX(!(e.kind() == sim::SimErrorKind::Trap && e.trap_code() == kernels::kIndexOutOfRangeTrap),
                       "index out of range in self (vtpu: an index_select/embedding kernel met an index outside its "
                       "table; pending results are lost): ", e.what());
     TORCH_CHECK(false, "vtpu: a kernel failed on the chip (pending results are lost): ", e.what());
@@ -236,6 +233,11 @@ void Recorder::flush() {
   size_t live_nodes = 0;
   for (const auto& l : plan->launches) live_nodes += std::count(l.label.begin(), l.label.end(), '+') + 1;
   s.ops_fused_away += live_nodes - run.launches;
+  settle();
+}
+
+void Recorder::settle() {
+  auto& rt = Runtime::get();
   for (const auto& [v, out] : outputs_) rt.buffer(out.vaddr).pending_value = -1;
   for (const auto& [d, addr] : retired_) rt.device(d).free(addr);
   retired_.clear();

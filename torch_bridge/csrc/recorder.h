@@ -42,6 +42,9 @@ class Recorder {
     uint64_t offset;
   };
   void reset();
+  // Ends a flush, run or failed: its outputs' buffers stop being pending, the HBM retired under
+  // pending readers is freed, and the graph is cleared.
+  void settle();
   std::optional<int> strided_view(const at::Tensor& t);
   int bind_input(sim::HbmAddress hbm, const kernels::TensorType& type, const c10::Storage& storage, const char* label);
   int device_;
