@@ -7,8 +7,10 @@
 #include "kernels/strided_copy.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "kernels/asm_writer.h"
+#include "kernels/transpose.h"
 
 namespace vtpu::kernels {
 namespace {
@@ -39,6 +41,24 @@ Collapsed collapse(const StridedCopySpec& s) {
   return c;
 }
 
+// A view whose two innermost (collapsed) dims are swapped relative to the source, [.., p, q] with
+// strides [.., 1, pitch]: the transpose kernel moves it in tiles. Only when both dims are long
+// enough for tiles to beat per-column DMAs (a tile costs ~70 instructions, a column ~20).
+std::optional<TransposeSpec> as_transpose(const Collapsed& c, const StridedCopySpec& s) {
+  const size_t rank = c.sizes.size();
+  if (rank < 2 || c.strides[rank - 2] != 1 || c.strides[rank - 1] <= 1) return std::nullopt;
+  if (c.sizes[rank - 2] < 8 || c.sizes[rank - 1] < 8) return std::nullopt;
+  TransposeSpec t;
+  t.outer_sizes.assign(c.sizes.begin(), c.sizes.end() - 2);
+  t.outer_strides.assign(c.strides.begin(), c.strides.end() - 2);
+  t.p = c.sizes[rank - 2];
+  t.q = c.sizes[rank - 1];
+  t.pitch = c.strides[rank - 1];
+  t.offset = s.offset;
+  t.dtype = s.dtype;
+  return t;
+}
+
 }  // namespace
 
 isa::Program make_strided_copy(const StridedCopySpec& spec, const sim::ChipConfig& chip) {
@@ -52,6 +72,7 @@ isa::Program make_strided_copy(const StridedCopySpec& spec, const sim::ChipConfi
   if (numel == 0) throw KernelError("strided copy: empty tensors need no kernel");
   if (numel >= (int64_t{1} << 31)) throw KernelError("strided copy: tensor too large for one launch");
   const Collapsed c = collapse(spec);
+  if (auto t = as_transpose(c, spec)) return make_transpose(*t, chip);
   const int eb = dtype_bytes(spec.dtype);
   const size_t rank = c.sizes.size();
   // The DMA's inner dims: (rows, row_bytes, hbm_stride).

@@ -35,6 +35,22 @@ def test_modes_agree_and_defer_fuses():
     assert f_stats["flushes"] == 1 and s_stats["flushes"] == s_stats["ops_recorded"]
 
 
+def test_per_kernel_profile_and_unit_utilisation():
+    torch.manual_seed(1)
+    args = (torch.randn(64, 96), torch.randn(256, 96) * 0.1, torch.randn(256), torch.randn(96, 256) * 0.1, torch.randn(96))
+    for mode in ("strict_eager", "defer_and_fuse"):
+        _, stats = run_in(mode, mlp, *args)
+        profile = stats["per_kernel"]
+        # every launch and every simulated cycle is accounted to exactly one kernel label
+        assert sum(p["launches"] for p in profile.values()) == stats["kernels_launched"]
+        assert sum(p["cycles"] for p in profile.values()) == stats["simulated_cycles"]
+        util = stats["unit_utilisation"]
+        assert all(0.0 <= u <= 1.0 for u in util.values())
+        mxu = [u for name, u in util.items() if name.endswith("mxu0")]
+        assert mxu and mxu[0] > 0  # two linears ran on the MXU
+    assert any("matmul" in label or "mm" in label for label in profile)
+
+
 def test_dead_intermediates_never_get_hbm():
     vtpu.set_mode("defer_and_fuse")
     vtpu.synchronize()

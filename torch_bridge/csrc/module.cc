@@ -50,6 +50,20 @@ py::dict stats() {
   d["plan_cache_misses"] = s.plan_cache_misses;
   d["cached_plans"] = rt.plans().size();
   d["planning_seconds"] = s.planning_seconds;
+  py::dict per_kernel;
+  for (const auto& [label, profile] : s.per_kernel) {
+    py::dict entry;
+    entry["launches"] = profile.launches;
+    entry["cycles"] = profile.cycles;
+    per_kernel[py::str(label)] = entry;
+  }
+  d["per_kernel"] = per_kernel;
+  // Busy cycles over simulated cycles: a unit that is busy half the time reports 0.5.
+  py::dict utilisation;
+  for (const auto& [unit, busy] : s.busy_cycles_per_unit) {
+    utilisation[py::str(unit)] = s.simulated_cycles ? double(busy) / double(s.simulated_cycles) : 0.0;
+  }
+  d["unit_utilisation"] = utilisation;
   py::list memory;
   for (int i = 0; i < rt.device_count(); ++i) {
     const auto m = rt.device(i).memory_stats();

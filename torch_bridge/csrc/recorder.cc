@@ -230,6 +230,11 @@ void Recorder::flush() {
   s.simulated_seconds += run.seconds;
   s.hbm_read_bytes += run.hbm_read_bytes;
   s.hbm_write_bytes += run.hbm_write_bytes;
+  for (const auto& [unit, busy] : run.busy_cycles_per_unit) s.busy_cycles_per_unit[unit] += busy;
+  for (const auto& [label, profile] : run.per_kernel) {
+    s.per_kernel[label].launches += profile.launches;
+    s.per_kernel[label].cycles += profile.cycles;
+  }
   size_t live_nodes = 0;
   for (const auto& l : plan->launches) live_nodes += std::count(l.label.begin(), l.label.end(), '+') + 1;
   s.ops_fused_away += live_nodes - run.launches;

@@ -21,6 +21,7 @@
 #include "kernels/plan.h"
 #include "kernels/plan_cache.h"
 #include "sim/device.h"
+#include "torch_bridge/runtime/plan_runner.h"
 #include "traces/trace_recorder.h"
 
 namespace vtpu::bridge {
@@ -54,7 +55,8 @@ struct Stats {
   uint64_t plan_cache_misses = 0;
   double planning_seconds = 0;      // host time making plans (fusion, memory plan, kernel generation)
   std::map<std::string, uint64_t> fallback_counts;
-  std::map<std::string, uint64_t> busy_cycles_per_unit;
+  std::map<std::string, uint64_t> busy_cycles_per_unit;  // summed over launches, for vtpu.stats()["unit_utilisation"]
+  std::map<std::string, KernelProfile> per_kernel;  // by fused label, summed over flushes
 };
 
 class Runtime {

@@ -49,6 +49,10 @@ PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, con
     run_.hbm_read_bytes += r.summary.hbm_read_bytes;
     run_.hbm_write_bytes += r.summary.hbm_write_bytes;
     ++run_.launches;
+    auto& profile = run_.per_kernel[launch.label];
+    profile.launches++;
+    profile.cycles += r.cycles;
+    for (const auto& unit : r.summary.units) run_.busy_cycles_per_unit[unit.name] += unit.busy_cycles;
     for (auto it = intermediates_.begin(); it != intermediates_.end();) {
       if (last_reader.at(it->first) == step) {
         device.free(it->second);

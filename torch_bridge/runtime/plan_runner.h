@@ -6,12 +6,19 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "kernels/plan.h"
 #include "sim/device.h"
 
 namespace vtpu::bridge {
+
+// Where a plan's cycles went, per kernel label ("matmul+add+gelu").
+struct KernelProfile {
+  uint64_t launches = 0;
+  uint64_t cycles = 0;
+};
 
 struct PlanRun {
   uint64_t cycles = 0;           // simulated, launches back to back
@@ -21,6 +28,8 @@ struct PlanRun {
   uint64_t arena_bytes = 0;      // HBM the plan's intermediates took
   uint64_t peak_hbm_bytes = 0;   // filled by callers that know the device's peak
   size_t launches = 0;
+  std::map<std::string, KernelProfile> per_kernel;
+  std::map<std::string, uint64_t> busy_cycles_per_unit;  // "mxu0", "vpu1", "dma2", ...
 };
 
 // Runs the plan in its constructor; intermediates are freed as they die.

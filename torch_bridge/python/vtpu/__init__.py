@@ -112,7 +112,8 @@ def synchronize(device: int | None = None) -> None:
 def stats() -> dict:
     """Counters since the last reset_stats(): simulated cycles and seconds, HBM traffic, kernels,
     ops recorded / fused / dead, flushes, program- and plan-cache hits, planning time, CPU
-    fallbacks, HBM in use, and compiled mode's compile and call times (vtpu.compiled)."""
+    fallbacks, HBM in use, per-kernel cycles ("per_kernel", by fused label), per-unit utilisation
+    ("unit_utilisation"), and compiled mode's compile and call times (vtpu.compiled)."""
     return {**_C.stats(), **_compiled.compile_stats()}
 
 
