@@ -248,13 +248,13 @@ Launch lower_copy(const Graph& g, const KernelGroup& grp, const sim::ChipConfig&
   if (n.kind == NodeKind::ScatterAdd) return lower_scatter_add(g, grp, chip, cache);
   if (n.kind == NodeKind::Concat) return lower_concat(g, grp, chip, cache);
   if (n.kind == NodeKind::Gather) return lower_gather(g, grp, chip, cache);
-  StridedCopySpec spec{n.type.shape, n.strides, n.offset, n.type.dtype};
+  // The view's sizes, strides and offset are launch scalars: one program per view structure.
+  const CopyPlan copy = plan_strided_copy({n.type.shape, n.strides, n.offset, n.type.dtype}, chip);
   Launch l;
   l.args = {n.inputs[0], grp.nodes.front()};
-  std::string key = fmt::format("copy|{}|{}|", to_string(n.type), n.offset);
-  for (int64_t s : n.strides) key += fmt::format("{},", s);
-  key += chip.name;
-  l.program = cache.get_or_build(key, [&] { return make_strided_copy(spec, chip); }, &l.cache_hit);
+  l.scalars = copy.scalars;
+  const std::string key = fmt::format("{}|{}", copy.shape.signature(), chip.name);
+  l.program = cache.get_or_build(key, [&] { return make_strided_copy(copy.shape, chip); }, &l.cache_hit);
   return l;
 }
 

@@ -1,12 +1,15 @@
 // Dims are first collapsed (adjacent dims that are contiguous in the source merge; size-1 dims
-// drop). The innermost one or two dims form one 2-D DMA: rows of the innermost dim when it is
-// contiguous, else rows of one element each. Every other dim is an outer index, decoded at run
-// time by division. Gathers for a chunk of outer indices fill a VMEM staging buffer, which goes
-// back to HBM in one contiguous DMA; two staging buffers alternate (the loop body is emitted
-// once per buffer because semaphores are immediates).
+// drop). Views whose two innermost dims are swapped go to the transpose kernel. Otherwise the
+// innermost one or two dims form one 2-D DMA: rows of the innermost dim when it is contiguous,
+// else rows of one element each. Every other dim is an outer index, decoded at run time by
+// division. Gathers for a chunk of outer indices fill a VMEM staging buffer, which goes back to
+// HBM in one contiguous DMA; two staging buffers alternate (the loop body is emitted once per
+// buffer because semaphores are immediates). Sizes and strides are launch scalars.
 #include "kernels/strided_copy.h"
 
 #include <algorithm>
+#include <bit>
+#include <limits>
 #include <optional>
 
 #include "kernels/asm_writer.h"
@@ -17,6 +20,9 @@ namespace {
 
 constexpr uint64_t kChunkBytes = 256 * 1024;
 constexpr int kSemGather = 0, kSemWrite = 2;
+// Scalar argument positions after src (0) and dst (1): offset, rows, row elements, row stride
+// (elements), then the outer sizes and the outer strides.
+constexpr int kOffsetArg = 2, kRowsArg = 3, kRowElemsArg = 4, kRowStrideArg = 5, kOuterArg = 6;
 
 struct Collapsed {
   std::vector<int64_t> sizes, strides;
@@ -59,52 +65,100 @@ std::optional<TransposeSpec> as_transpose(const Collapsed& c, const StridedCopyS
   return t;
 }
 
+int32_t scalar(int64_t v, const char* what) {
+  if (v > std::numeric_limits<int32_t>::max()) throw KernelError(fmt::format("strided copy: {} {} does not fit 32 bits", what, v));
+  return static_cast<int32_t>(v);
+}
+
 }  // namespace
 
-isa::Program make_strided_copy(const StridedCopySpec& spec, const sim::ChipConfig& chip) {
+std::string CopyShape::signature() const {
+  const char* k = kind == CopyKind::Rows ? "rows" : kind == CopyKind::Elements ? "elements" : "transpose";
+  return fmt::format("copy|{}|{}|{}|{}", k, outer_rank, dtype_name(dtype), staging_bytes);
+}
+
+CopyPlan plan_strided_copy(const StridedCopySpec& spec, const sim::ChipConfig& chip) {
   if (spec.sizes.size() != spec.strides.size()) throw KernelError("strided copy: sizes and strides differ in rank");
   if (!dtype_on_chip(spec.dtype)) throw KernelError(fmt::format("strided copy: {} is not supported on the chip", dtype_name(spec.dtype)));
   for (size_t i = 0; i < spec.sizes.size(); ++i) {
     if (spec.sizes[i] < 0 || spec.strides[i] < 0) throw KernelError("strided copy: negative sizes or strides");
   }
+  if (spec.offset < 0) throw KernelError("strided copy: negative offset");
   int64_t numel = 1;
   for (int64_t d : spec.sizes) numel *= d;
   if (numel == 0) throw KernelError("strided copy: empty tensors need no kernel");
   if (numel >= (int64_t{1} << 31)) throw KernelError("strided copy: tensor too large for one launch");
   const Collapsed c = collapse(spec);
-  if (auto t = as_transpose(c, spec)) return make_transpose(*t, chip);
+  CopyPlan plan;
+  plan.shape.dtype = spec.dtype;
+  if (auto t = as_transpose(c, spec)) {
+    plan.shape.kind = CopyKind::Transpose;
+    plan.shape.outer_rank = static_cast<int>(t->outer_sizes.size());
+    plan.scalars = transpose_scalars(*t);
+    return plan;
+  }
   const int eb = dtype_bytes(spec.dtype);
   const size_t rank = c.sizes.size();
-  // The DMA's inner dims: (rows, row_bytes, hbm_stride).
-  int64_t rows, row_bytes, hstride, inner_elems;
+  // The DMA's inner dims: rows of row_elems elements, row_stride elements apart in the source.
+  int64_t rows, row_elems, row_stride;
   size_t outer_rank;
   if (c.strides.back() == 1) {
-    row_bytes = c.sizes.back() * eb;
+    plan.shape.kind = CopyKind::Rows;
+    row_elems = c.sizes.back();
     rows = rank >= 2 ? c.sizes[rank - 2] : 1;
-    hstride = rank >= 2 ? c.strides[rank - 2] * eb : row_bytes;
+    row_stride = rank >= 2 ? c.strides[rank - 2] : row_elems;
     outer_rank = rank >= 2 ? rank - 2 : 0;
   } else {
-    row_bytes = eb;
+    plan.shape.kind = CopyKind::Elements;
+    row_elems = 1;
     rows = c.sizes.back();
-    hstride = c.strides.back() * eb;
+    row_stride = c.strides.back();
     outer_rank = rank - 1;
   }
-  inner_elems = rows * row_bytes / eb;
-  const uint64_t inner_bytes = uint64_t(inner_elems) * eb;
+  const uint64_t inner_bytes = uint64_t(rows * row_elems) * eb;
   if (inner_bytes > chip.vmem_bytes / 4) {
     throw KernelError(fmt::format("strided copy: an innermost slab of {} bytes does not fit VMEM staging", inner_bytes));
   }
-  int64_t outer = 1;
-  for (size_t i = 0; i < outer_rank; ++i) outer *= c.sizes[i];
-  const int64_t per_chunk = std::max<int64_t>(1, int64_t(kChunkBytes / inner_bytes));
-  const int64_t chunks = (outer + per_chunk - 1) / per_chunk;
-  const uint64_t staging = (uint64_t(per_chunk) * inner_bytes + 511) / 512 * 512;
+  // Staging holds at least one slab; slabs up to kChunkBytes share the one common size.
+  plan.shape.staging_bytes = std::max(kChunkBytes, std::bit_ceil(inner_bytes));
+  plan.shape.outer_rank = static_cast<int>(outer_rank);
+  plan.scalars = {scalar(spec.offset, "offset"), scalar(rows, "size"), scalar(row_elems, "size"), scalar(row_stride, "stride")};
+  for (size_t i = 0; i < outer_rank; ++i) plan.scalars.push_back(scalar(c.sizes[i], "size"));
+  for (size_t i = 0; i < outer_rank; ++i) plan.scalars.push_back(scalar(c.strides[i], "stride"));
+  return plan;
+}
+
+isa::Program make_strided_copy(const CopyShape& shape, const sim::ChipConfig& chip) {
+  if (shape.kind == CopyKind::Transpose) return make_transpose(shape.dtype, shape.outer_rank, chip);
+  if (!dtype_on_chip(shape.dtype)) throw KernelError(fmt::format("strided copy: {} is not supported on the chip", dtype_name(shape.dtype)));
+  if (2 * shape.staging_bytes > chip.vmem_bytes) throw KernelError("strided copy: staging does not fit VMEM");
+  const int eb = dtype_bytes(shape.dtype);
+  const int outer_rank = shape.outer_rank;
+  const int64_t staging = static_cast<int64_t>(shape.staging_bytes);
 
   AsmWriter w("strided_copy");
   auto& s = w.sregs();
-  const int src_arg = w.argument("src", isa::ArgumentKind::Buffer), dst_arg = w.argument("dst", isa::ArgumentKind::Buffer);
-  const int chunk = s.take(), nchunks = s.take(), two = s.take();
-  w.load_immediate(nchunks, chunks);
+  w.argument("src", isa::ArgumentKind::Buffer);
+  w.argument("dst", isa::ArgumentKind::Buffer);
+  for (const char* name : {"offset", "rows", "row_elems", "row_stride"}) w.argument(name, isa::ArgumentKind::Scalar);
+  for (int i = 0; i < outer_rank; ++i) w.argument(fmt::format("size{}", i), isa::ArgumentKind::Scalar);
+  for (int i = 0; i < outer_rank; ++i) w.argument(fmt::format("stride{}", i), isa::ArgumentKind::Scalar);
+  const int chunk = s.take(), nchunks = s.take(), two = s.take(), inner = s.take(), per_chunk = s.take(), outer = s.take();
+  // inner = slab bytes, outer = outer indices, per_chunk = slabs per staging buffer, chunks = ceil(outer / per_chunk)
+  w.line("sarg s{}, {}", inner, kRowsArg);
+  w.line("sarg s{}, {}", two, kRowElemsArg);
+  w.line("smul s{}, s{}, s{}", inner, inner, two);
+  w.line("smuli s{}, s{}, {}", inner, inner, eb);
+  w.line("sli s{}, 1", outer);
+  for (int i = 0; i < outer_rank; ++i) {
+    w.line("sarg s{}, {}", two, kOuterArg + i);
+    w.line("smul s{}, s{}, s{}", outer, outer, two);
+  }
+  w.load_immediate(per_chunk, staging);
+  w.line("sdiv s{}, s{}, s{}", per_chunk, per_chunk, inner);
+  w.line("sadd s{}, s{}, s{}", nchunks, outer, per_chunk);
+  w.line("saddi s{}, s{}, -1", nchunks, nchunks);
+  w.line("sdiv s{}, s{}, s{}", nchunks, nchunks, per_chunk);
   w.load_immediate(two, 2);
   w.line("sli s{}, 0", chunk);
   const std::string top = w.new_label("chunk"), done = w.new_label("done");
@@ -114,37 +168,37 @@ isa::Program make_strided_copy(const StridedCopySpec& spec, const sim::ChipConfi
     w.line("blt s{}, s{}, {}", chunk, two, free);  // this staging buffer's previous write-back has landed
     w.line("sem.wait sem{}, 1", kSemWrite + set);
     w.place(free);
-    // outer indices [first, last) of this chunk
+    // outer indices [first, first + count) of this chunk
     const int first = s.take(), count = s.take(), o = s.take(), t = s.take(), off = s.take(), vm = s.take(),
-              hb = s.take(), r = s.take(), rb = s.take(), vs = s.take(), hs = s.take(), k = s.take();
-    w.line("smuli s{}, s{}, {}", first, chunk, per_chunk);
-    w.load_immediate(count, outer);
-    w.line("ssub s{}, s{}, s{}", count, count, first);
-    w.load_immediate(t, per_chunk);
-    w.line("smin s{}, s{}, s{}", count, count, t);
+              hb = s.take(), r = s.take(), rb = s.take(), hs = s.take(), k = s.take(), after = s.take(), idx = s.take();
+    w.line("smul s{}, s{}, s{}", first, chunk, per_chunk);
+    w.line("ssub s{}, s{}, s{}", count, outer, first);
+    w.line("smin s{}, s{}, s{}", count, count, per_chunk);
+    w.line("sarg s{}, {}", r, kRowsArg);
+    w.line("sarg s{}, {}", rb, kRowElemsArg);
+    w.line("smuli s{}, s{}, {}", rb, rb, eb);
+    w.line("sarg s{}, {}", hs, kRowStrideArg);
+    w.line("smuli s{}, s{}, {}", hs, hs, eb);
     w.line("sli s{}, 0", k);
     w.place(gather);
     w.line("sadd s{}, s{}, s{}", o, first, k);
     // source element offset of outer index o: sum over outer dims of ((o / after) % size) * stride
-    w.load_immediate(off, spec.offset);
-    int64_t after = 1;
-    for (size_t i = outer_rank; i-- > 0;) {
-      w.load_immediate(t, after);
-      w.line("sdiv s{}, s{}, s{}", vm, o, t);
-      w.load_immediate(t, c.sizes[i]);
-      w.line("srem s{}, s{}, s{}", vm, vm, t);
-      w.add_scaled(off, vm, c.strides[i], vm);
-      after *= c.sizes[i];
+    w.line("sarg s{}, {}", off, kOffsetArg);
+    w.line("sli s{}, 1", after);
+    for (int i = outer_rank; i-- > 0;) {
+      w.line("sdiv s{}, s{}, s{}", idx, o, after);
+      w.line("sarg s{}, {}", t, kOuterArg + i);
+      w.line("srem s{}, s{}, s{}", idx, idx, t);
+      w.line("smul s{}, s{}, s{}", after, after, t);
+      w.line("sarg s{}, {}", t, kOuterArg + outer_rank + i);
+      w.line("smul s{}, s{}, s{}", idx, idx, t);
+      w.line("sadd s{}, s{}, s{}", off, off, idx);
     }
-    w.line("sarg s{}, {}", hb, src_arg);
+    w.line("sarg s{}, 0", hb);
     w.add_scaled(hb, off, eb, off);
-    w.line("smuli s{}, s{}, {}", vm, k, int64_t(inner_bytes));
+    w.line("smul s{}, s{}, s{}", vm, k, inner);
     w.line("saddi s{}, s{}, {}", vm, vm, set * staging);
-    w.load_immediate(r, rows);
-    w.load_immediate(rb, row_bytes);
-    w.load_immediate(vs, row_bytes);
-    w.load_immediate(hs, hstride);
-    w.line("dma.h2v dq0, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", kSemGather + set, vm, hb, r, rb, vs, hs);
+    w.line("dma.h2v dq0, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", kSemGather + set, vm, hb, r, rb, rb, hs);
     w.line("saddi s{}, s{}, 1", k, k);
     w.line("blt s{}, s{}, {}", k, count, gather);
     w.line("sli s{}, 0", k);  // each gather's signal, in issue order
@@ -154,12 +208,13 @@ isa::Program make_strided_copy(const StridedCopySpec& spec, const sim::ChipConfi
     w.line("blt s{}, s{}, {}", k, count, wait);
     // staging -> dst[first * inner ..], one contiguous DMA
     w.load_immediate(vm, set * staging);
-    w.line("sarg s{}, {}", hb, dst_arg);
-    w.add_scaled(hb, first, int64_t(inner_bytes), t);
-    w.line("smuli s{}, s{}, {}", rb, count, int64_t(inner_bytes));
+    w.line("sarg s{}, 1", hb);
+    w.line("smul s{}, s{}, s{}", t, first, inner);
+    w.line("sadd s{}, s{}, s{}", hb, hb, t);
+    w.line("smul s{}, s{}, s{}", rb, count, inner);
     w.line("sli s{}, 1", r);
     w.line("dma.v2h dq1, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", kSemWrite + set, vm, hb, r, rb, rb, rb);
-    for (int x : {first, count, o, t, off, vm, hb, r, rb, vs, hs, k}) s.release(x);
+    for (int x : {first, count, o, t, off, vm, hb, r, rb, hs, k, after, idx}) s.release(x);
     w.line("saddi s{}, s{}, 1", chunk, chunk);
     w.line("bge s{}, s{}, {}", chunk, nchunks, done);
   }

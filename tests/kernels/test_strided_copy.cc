@@ -2,7 +2,9 @@
 // expands (stride 0); checked element by element against index arithmetic on the host.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <numeric>
+#include <string>
 
 #include "kernels/asm_writer.h"
 #include "kernels/strided_copy.h"
@@ -20,10 +22,12 @@ void check_view(const std::vector<int64_t>& sizes, const std::vector<int64_t>& s
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<T>((i * 7 + 3) % 251);
   int64_t numel = 1;
   for (int64_t d : sizes) numel *= d;
-  auto out = testing::run_program(kernels::make_strided_copy({sizes, strides, offset, dtype}, sim::load_chip(chip)),
-                                  {testing::Arg::buf(testing::HostBuffer::of(src)),
-                                   testing::Arg::buf(testing::HostBuffer::of(std::vector<T>(numel)))},
-                                  chip);
+  const auto config = sim::load_chip(chip);
+  const kernels::CopyPlan plan = kernels::plan_strided_copy({sizes, strides, offset, dtype}, config);
+  std::vector<testing::Arg> args{testing::Arg::buf(testing::HostBuffer::of(src)),
+                                 testing::Arg::buf(testing::HostBuffer::of(std::vector<T>(numel)))};
+  for (int32_t v : plan.scalars) args.push_back(testing::Arg::val(v));
+  auto out = testing::run_program(kernels::make_strided_copy(plan.shape, config), std::move(args), chip);
   const auto got = out.buffers[1].template as<T>();
   std::vector<int64_t> index(sizes.size(), 0);
   for (int64_t flat = 0; flat < numel; ++flat) {
@@ -54,10 +58,32 @@ TEST_SUITE("kernels") {
     check_view<float>({3000, 40}, {1, 3000}, 0, 120000, DType::F32, "v6e");                  // many chunks
   }
 
+  TEST_CASE("strided copy: one program per view structure, sizes at launch") {
+    const auto chip = sim::load_chip("v5e");
+    // The head split of q, k and v out of a fused [batch, seq, 3 * hidden] projection, for every
+    // sequence length: the same program, with different scalars.
+    std::vector<std::string> signatures;
+    for (int64_t seq : {7, 32, 40, 129}) {
+      for (int64_t part : {0, 1, 2}) {
+        const kernels::StridedCopySpec spec{{2, 4, seq, 32}, {seq * 384, 32, 384, 1}, part * 128, DType::F32};
+        signatures.push_back(kernels::plan_strided_copy(spec, chip).shape.signature());
+        check_view<float>(spec.sizes, spec.strides, spec.offset, size_t(2 * seq * 384), DType::F32);
+      }
+    }
+    CHECK(std::count(signatures.begin(), signatures.end(), signatures.front()) == int(signatures.size()));
+    // A slab larger than the common staging buffer gets a program of its own.
+    const auto big = kernels::plan_strided_copy({{2, 300, 300}, {100000, 301, 1}, 0, DType::F32}, chip);
+    CHECK(big.shape.staging_bytes > 256 * 1024);
+    check_view<float>({2, 300, 300}, {100000, 301, 1}, 0, 200000, DType::F32);
+  }
+
   TEST_CASE("strided copy errors") {
-    CHECK_THROWS_WITH_AS(kernels::make_strided_copy({{2, 2}, {1}, 0, DType::F32}, sim::load_chip("v5e")),
-                         doctest::Contains("rank"), kernels::KernelError);
-    CHECK_THROWS_WITH_AS(kernels::make_strided_copy({{2}, {1}, 0, DType::I64}, sim::load_chip("v5e")),
-                         doctest::Contains("i64"), kernels::KernelError);
+    const auto chip = sim::load_chip("v5e");
+    CHECK_THROWS_WITH_AS(kernels::plan_strided_copy({{2, 2}, {1}, 0, DType::F32}, chip), doctest::Contains("rank"), kernels::KernelError);
+    CHECK_THROWS_WITH_AS(kernels::plan_strided_copy({{2}, {1}, 0, DType::I64}, chip), doctest::Contains("i64"), kernels::KernelError);
+    CHECK_THROWS_WITH_AS(kernels::plan_strided_copy({{2, 2}, {2, 1}, -1, DType::F32}, chip), doctest::Contains("negative"),
+                         kernels::KernelError);
+    CHECK_THROWS_WITH_AS(kernels::plan_strided_copy({{2, 2}, {int64_t{1} << 32, 1}, 0, DType::F32}, chip),
+                         doctest::Contains("32 bits"), kernels::KernelError);
   }
 }

@@ -1,4 +1,4 @@
-// The transpose kernel (what make_strided_copy picks for views whose two innermost dims are
+// The transpose kernel (what plan_strided_copy picks for views whose two innermost dims are
 // swapped): exact copies over ragged tile edges, batches with their own strides, row pitches
 // wider than a row, offsets and every dtype on the chip; its time against the HBM bound.
 #include <doctest/doctest.h>
@@ -26,10 +26,11 @@ testing::RunOutput check_transpose(const kernels::TransposeSpec& spec, const std
   std::vector<T> src(span);
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<T>((i * 7 + 3) % 251);
   const int64_t numel = outer * spec.p * spec.q;
-  auto out = testing::run_program(kernels::make_transpose(spec, sim::load_chip(chip)),
-                                  {testing::Arg::buf(testing::HostBuffer::of(src)),
-                                   testing::Arg::buf(testing::HostBuffer::of(std::vector<T>(numel)))},
-                                  chip);
+  std::vector<testing::Arg> args{testing::Arg::buf(testing::HostBuffer::of(src)),
+                                 testing::Arg::buf(testing::HostBuffer::of(std::vector<T>(numel)))};
+  for (int32_t v : kernels::transpose_scalars(spec)) args.push_back(testing::Arg::val(v));
+  const auto program = kernels::make_transpose(spec.dtype, int(spec.outer_sizes.size()), sim::load_chip(chip));
+  auto out = testing::run_program(program, std::move(args), chip);
   const auto got = out.buffers[1].template as<T>();
   for (int64_t o = 0; o < outer; ++o) {
     int64_t base = spec.offset, rest = o;
@@ -94,12 +95,16 @@ TEST_SUITE("kernels") {
     check_transpose<float>(plain(300, 500), "v6e");
   }
 
-  TEST_CASE("transpose: make_strided_copy picks it for swapped innermost dims") {
+  TEST_CASE("transpose: plan_strided_copy picks it for swapped innermost dims") {
     const auto chip = sim::load_chip("v5e");
-    CHECK(kernels::make_strided_copy({{200, 300}, {1, 200}, 0, DType::F32}, chip).name == "transpose");
-    CHECK(kernels::make_strided_copy({{2, 64, 32}, {2048, 1, 64}, 0, DType::F32}, chip).name == "transpose");
-    CHECK(kernels::make_strided_copy({{4, 9}, {20, 2}, 5, DType::F32}, chip).name == "strided_copy");  // not a transpose
-    CHECK(kernels::make_strided_copy({{4, 300}, {1, 4}, 0, DType::F32}, chip).name == "strided_copy");  // too thin for tiles
+    const auto kind = [&](kernels::StridedCopySpec spec) { return kernels::plan_strided_copy(spec, chip).shape.kind; };
+    CHECK(kind({{200, 300}, {1, 200}, 0, DType::F32}) == kernels::CopyKind::Transpose);
+    CHECK(kind({{2, 64, 32}, {2048, 1, 64}, 0, DType::F32}) == kernels::CopyKind::Transpose);
+    CHECK(kind({{4, 9}, {20, 2}, 5, DType::F32}) == kernels::CopyKind::Elements);  // not a transpose
+    CHECK(kind({{4, 300}, {1, 4}, 0, DType::F32}) == kernels::CopyKind::Elements);  // too thin for tiles
+    CHECK(kind({{4, 300}, {600, 1}, 0, DType::F32}) == kernels::CopyKind::Rows);
+    CHECK(kernels::make_strided_copy(kernels::plan_strided_copy({{200, 300}, {1, 200}, 0, DType::F32}, chip).shape, chip).name ==
+          "transpose");
   }
 
   TEST_CASE("transpose: time near the HBM bound") {
@@ -116,11 +121,11 @@ TEST_SUITE("kernels") {
   }
 
   TEST_CASE("transpose errors") {
-    const auto chip = sim::load_chip("v5e");
-    CHECK_THROWS_WITH_AS(kernels::make_transpose(plain(0, 4), chip), doctest::Contains("empty"), kernels::KernelError);
-    CHECK_THROWS_WITH_AS(kernels::make_transpose(plain(4, 4, DType::I64), chip), doctest::Contains("i64"), kernels::KernelError);
+    CHECK_THROWS_WITH_AS(kernels::transpose_scalars(plain(0, 4)), doctest::Contains("empty"), kernels::KernelError);
+    CHECK_THROWS_WITH_AS(kernels::transpose_scalars(plain(4, 4, DType::I64)), doctest::Contains("i64"), kernels::KernelError);
+    CHECK_THROWS_WITH_AS(kernels::make_transpose(DType::I64, 0, sim::load_chip("v5e")), doctest::Contains("i64"), kernels::KernelError);
     kernels::TransposeSpec s = plain(4, 4);
     s.outer_sizes = {2};
-    CHECK_THROWS_WITH_AS(kernels::make_transpose(s, chip), doctest::Contains("rank"), kernels::KernelError);
+    CHECK_THROWS_WITH_AS(kernels::transpose_scalars(s), doctest::Contains("rank"), kernels::KernelError);
   }
 }
