@@ -19,7 +19,7 @@ constexpr int kSemInput = 0, kSemOutput = 2, kSemPrologue = 4;
 BlockStream::BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows, int64_t cols,
                          std::vector<StreamOperand> operands, int64_t max_block_cols, uint64_t budget_bytes,
                          int64_t extra_row_bytes)
-    : w_(w), cols_(cols), operands_(std::move(operands)) {
+    : w_(w), operands_(std::move(operands)) {
   if (rows < 1 || cols < 1) throw KernelError("empty tensors need no kernel");
   if (rows * cols >= (int64_t{1} << 31)) throw KernelError("tensor too large for one launch");
   bc_ = std::min(cols, max_block_cols);
@@ -32,18 +32,8 @@ BlockStream::BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows
   }
   br_ = std::max<int64_t>(kSublanes, int64_t(budget_bytes) / std::max<int64_t>(bytes_per_row, 1) / kSublanes * kSublanes);
   br_ = std::min(br_, round_up(rows, kSublanes));
-  // A block must not cross a Periodic operand's period, so one DMA fetches its rows: BR divides
-  // every period (periods are multiples of 8).
   for (const auto& o : operands_) {
-    if (o.layout != Layout::Periodic) continue;
-    if (o.period_rows <= 0 || o.period_rows % kSublanes != 0) {
-      throw KernelError(fmt::format("a periodic operand of {} rows needs a period that is a multiple of 8", o.period_rows));
-    }
-    while (o.period_rows % br_ != 0) br_ -= kSublanes;
-  }
-  col_blocks_ = (cols + bc_ - 1) / bc_;
-  for (const auto& o : operands_) {
-    if (o.output && o.layout == Layout::Column && col_blocks_ != 1) throw KernelError("a Column output needs whole rows per block");
+    if (o.output && o.layout == Layout::Column && bc_ < cols) throw KernelError("a Column output needs whole rows per block");
   }
 
   uint64_t next = 0;
@@ -71,6 +61,10 @@ BlockStream::BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows
     buffers_.push_back(b);
   }
   rows_arg_ = w_.argument("rows", isa::ArgumentKind::Scalar);
+  cols_arg_ = w_.argument("cols", isa::ArgumentKind::Scalar);
+  for (size_t i = 0; i < operands_.size(); ++i) {
+    if (operands_[i].layout == Layout::Periodic) buffers_[i].period_arg = w_.argument(fmt::format("period{}", i), isa::ArgumentKind::Scalar);
+  }
   for (int set = 0; set < 2; ++set) extra_[set] = extra_row_bytes ? place(br_ * extra_row_bytes) : next;
   vmem_end_ = next;
   if (next > chip.vmem_bytes) throw KernelError(fmt::format("needs {} bytes of VMEM, {} has {}", next, chip.name, chip.vmem_bytes));
@@ -88,19 +82,48 @@ int BlockStream::outputs() const {
   return n;
 }
 
+void BlockStream::size_blocks() {
+  auto& s = w_.sregs();
+  br_reg_ = s.take();
+  col_blocks_reg_ = s.take();
+  const int t = s.take();
+  // A block must not cross a Periodic operand's period, so one DMA fetches its rows: the block
+  // rows shrink by 8 until they divide every period (periods are multiples of 8; the planner and
+  // stream_scalars check that).
+  w_.load_immediate(br_reg_, br_);
+  for (const Buffer& b : buffers_) {
+    if (b.period_arg < 0) continue;
+    const std::string check = w_.new_label("divides"), ok = w_.new_label("divides_ok");
+    const int zero = s.take();
+    w_.line("sli s{}, 0", zero);
+    w_.place(check);
+    w_.line("sarg s{}, {}", t, b.period_arg);
+    w_.line("srem s{}, s{}, s{}", t, t, br_reg_);
+    w_.line("beq s{}, s{}, {}", t, zero, ok);
+    w_.line("saddi s{}, s{}, {}", br_reg_, br_reg_, -kSublanes);
+    w_.line("jmp {}", check);
+    w_.place(ok);
+    s.release(zero);
+  }
+  // column blocks = ceil(cols / BC)
+  w_.line("sarg s{}, {}", col_blocks_reg_, cols_arg_);
+  w_.line("saddi s{}, s{}, {}", col_blocks_reg_, col_blocks_reg_, bc_ - 1);
+  w_.load_immediate(t, bc_);
+  w_.line("sdiv s{}, s{}, s{}", col_blocks_reg_, col_blocks_reg_, t);
+  s.release(t);
+}
+
 void BlockStream::block_extent(int block_reg, const BlockExtent& e) {
   auto& s = w_.sregs();
   const int t = s.take();
-  w_.load_immediate(t, col_blocks_);
-  w_.line("sdiv s{}, s{}, s{}", e.row0, block_reg, t);
-  w_.line("srem s{}, s{}, s{}", e.col0, block_reg, t);
-  w_.line("smuli s{}, s{}, {}", e.row0, e.row0, br_);
+  w_.line("sdiv s{}, s{}, s{}", e.row0, block_reg, col_blocks_reg_);
+  w_.line("srem s{}, s{}, s{}", e.col0, block_reg, col_blocks_reg_);
+  w_.line("smul s{}, s{}, s{}", e.row0, e.row0, br_reg_);
   w_.line("smuli s{}, s{}, {}", e.col0, e.col0, bc_);
   w_.line("sarg s{}, {}", t, rows_arg_);
   w_.line("ssub s{}, s{}, s{}", e.rows, t, e.row0);
-  w_.load_immediate(t, br_);
-  w_.line("smin s{}, s{}, s{}", e.rows, e.rows, t);
-  w_.load_immediate(t, cols_);
+  w_.line("smin s{}, s{}, s{}", e.rows, e.rows, br_reg_);
+  w_.line("sarg s{}, {}", t, cols_arg_);
   w_.line("ssub s{}, s{}, s{}", e.cols, t, e.col0);
   w_.load_immediate(t, bc_);
   w_.line("smin s{}, s{}, s{}", e.cols, e.cols, t);
@@ -116,20 +139,20 @@ void BlockStream::block_dma(size_t operand, int set, int sem, const BlockExtent&
   w_.load_immediate(vm, b.vmem[set]);
   w_.line("sarg s{}, {}", hb, b.arg);
   if (is_rowwise_stored(o.layout)) {
-    w_.load_immediate(rows, cols_);  // hbm offset = (row0 * cols + col0) * eb, row0 taken mod the period
+    w_.line("sarg s{}, {}", hstride, cols_arg_);  // hbm offset = (row0 * cols + col0) * eb, row0 taken mod the period
     if (o.layout == Layout::Periodic) {
-      w_.load_immediate(row_bytes, o.period_rows);
+      w_.line("sarg s{}, {}", row_bytes, b.period_arg);
       w_.line("srem s{}, s{}, s{}", row_bytes, e.row0, row_bytes);
-      w_.line("smul s{}, s{}, s{}", rows, rows, row_bytes);
+      w_.line("smul s{}, s{}, s{}", rows, hstride, row_bytes);
     } else {
-      w_.line("smul s{}, s{}, s{}", rows, rows, e.row0);
+      w_.line("smul s{}, s{}, s{}", rows, hstride, e.row0);
     }
     w_.line("sadd s{}, s{}, s{}", rows, rows, e.col0);
     w_.add_scaled(hb, rows, eb, rows);
     w_.line("smov s{}, s{}", rows, e.rows);
     w_.line("smuli s{}, s{}, {}", row_bytes, e.cols, eb);
     w_.load_immediate(vstride, b.row_stride);
-    w_.load_immediate(hstride, cols_ * eb);
+    w_.line("smuli s{}, s{}, {}", hstride, hstride, eb);
   } else {
     const int offset = o.layout == Layout::Row ? e.col0 : e.row0;
     const int count = o.layout == Layout::Row ? e.cols : e.rows;
@@ -176,13 +199,14 @@ void BlockStream::load_scalars(RegisterPool& vregs) {
 void BlockStream::emit(RegisterPool& vregs, const std::function<void(int, const BlockExtent&)>& compute) {
   auto& s = w_.sregs();
   load_scalars(vregs);
+  size_blocks();
   const int block = s.take(), next = s.take(), nblocks = s.take(), two = s.take();
-  // blocks = ceil(rows / BR) * column blocks, from the row count passed at launch
+  // blocks = ceil(rows / BR) * column blocks, from the shape passed at launch
   w_.line("sarg s{}, {}", nblocks, rows_arg_);
-  w_.line("saddi s{}, s{}, {}", nblocks, nblocks, br_ - 1);
-  w_.load_immediate(two, br_);
-  w_.line("sdiv s{}, s{}, s{}", nblocks, nblocks, two);
-  w_.line("smuli s{}, s{}, {}", nblocks, nblocks, col_blocks_);
+  w_.line("sadd s{}, s{}, s{}", nblocks, nblocks, br_reg_);
+  w_.line("saddi s{}, s{}, -1", nblocks, nblocks);
+  w_.line("sdiv s{}, s{}, s{}", nblocks, nblocks, br_reg_);
+  w_.line("smul s{}, s{}, s{}", nblocks, nblocks, col_blocks_reg_);
   w_.load_immediate(two, 2);
   w_.line("sli s{}, 0", block);
   issue_inputs(block, 0);
@@ -210,7 +234,7 @@ void BlockStream::emit(RegisterPool& vregs, const std::function<void(int, const 
   }
   w_.line("jmp {}", top);
   w_.place(done);
-  for (int r : {block, next, nblocks, two}) s.release(r);
+  for (int r : {block, next, nblocks, two, br_reg_, col_blocks_reg_}) s.release(r);
 }
 
 void load_operand_tile(AsmWriter& w, DType dtype, Layout layout, int vreg, int reg, int64_t offset, int64_t row_stride) {

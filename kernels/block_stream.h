@@ -2,9 +2,12 @@
 // elementwise and row-wise kernels. It owns argument declaration, VMEM placement, the DMAs in and
 // out, the semaphores and the two-parity block loop; the caller emits each block's compute.
 //
-// The row count is a runtime scalar (the last kernel argument): `rows` only sizes the blocks, so
-// one program serves every row count, e.g. every sequence length of a [batch * seq, hidden]
-// activation. Column counts and periods stay immediates.
+// The row count, the column count and every Periodic operand's period are launch scalars (the
+// last kernel arguments, in that order): `rows` and `cols` only size the blocks, so one program
+// serves every shape up to them, e.g. every sequence length of a [batch * seq, hidden] activation
+// or of a [batch * heads * seq, seq] score matrix. Blocks are sized for the most rows VMEM allows;
+// with Periodic operands the kernel first shrinks them until they divide every period (so one DMA
+// fetches a block's rows of a periodic operand).
 #pragma once
 
 #include <cstdint>
@@ -24,7 +27,6 @@ struct StreamOperand {
   DType dtype = DType::F32;
   Layout layout = Layout::Full;  // outputs: Full ([rows, cols]) or Column ([rows], row kernels)
   bool output = false;
-  int64_t period_rows = 0;       // Periodic inputs
 };
 
 // Registers holding the current block's origin and valid extent.
@@ -34,8 +36,8 @@ struct BlockExtent {
 
 class BlockStream {
  public:
-  // `rows`: the row count the blocks are sized for (the launch passes the real one).
-  // `max_block_cols`: widest block (the full row for row-wise kernels). `budget_bytes`: VMEM per
+  // `rows`, `cols`: the most rows and columns the program serves (the launch passes the real
+  // ones). `max_block_cols`: widest block (the full row for row-wise kernels). `budget_bytes`: VMEM per
   // buffer set for the Full operands; `extra_row_bytes` per block row is reserved for the caller.
   BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows, int64_t cols, std::vector<StreamOperand> operands,
               int64_t max_block_cols, uint64_t budget_bytes, int64_t extra_row_bytes = 0);
@@ -50,7 +52,7 @@ class BlockStream {
   const StreamOperand& operand(size_t i) const { return operands_.at(i); }
   size_t operand_count() const { return operands_.size(); }
   int scalar_vreg(size_t operand) const { return buffers_.at(operand).scalar_vreg; }
-  int64_t block_rows() const { return br_; }
+  int64_t max_block_rows() const { return br_; }  // the block rows the launch uses may be fewer
   int64_t block_cols_padded() const { return bc_pad_; }
   uint64_t vmem_end() const { return vmem_end_; }  // first free VMEM byte after the buffers
   // VMEM the caller asked for with extra_row_bytes, per set.
@@ -59,11 +61,13 @@ class BlockStream {
  private:
   struct Buffer {
     int arg = 0;
+    int period_arg = -1;  // Periodic operands: the scalar argument holding the period (rows)
     uint64_t vmem[2] = {0, 0};
     int64_t row_stride = 0;
     int scalar_vreg = -1;
   };
   void block_extent(int block_reg, const BlockExtent& e);
+  void size_blocks();  // s`br_reg_` and s`col_blocks_reg_` from the launch's shape
   void block_dma(size_t operand, int set, int sem, const BlockExtent& e);
   void issue_inputs(int block_reg, int set);
   void load_scalars(RegisterPool& vregs);
@@ -71,11 +75,11 @@ class BlockStream {
   int outputs() const;
 
   AsmWriter& w_;
-  int64_t cols_;
   std::vector<StreamOperand> operands_;
   std::vector<Buffer> buffers_;
-  int rows_arg_ = 0;
-  int64_t br_ = 0, bc_ = 0, bc_pad_ = 0, col_blocks_ = 0;
+  int rows_arg_ = 0, cols_arg_ = 0;
+  int br_reg_ = -1, col_blocks_reg_ = -1;  // registers holding the launch's block rows and column blocks
+  int64_t br_ = 0, bc_ = 0, bc_pad_ = 0;
   uint64_t extra_[2] = {0, 0};
   uint64_t vmem_end_ = 0;
 };

@@ -11,7 +11,6 @@ namespace vtpu::kernels {
 namespace {
 
 constexpr uint64_t kBlockBudgetBytes = 256 * 1024;  // VMEM per buffer set: big DMAs, short pipeline fill
-constexpr int64_t kMaxBlockCols = 2048;
 
 void validate(const ElementwiseSpec& spec) {
   if (spec.expr.outputs().size() != spec.outputs.size()) {
@@ -43,9 +42,9 @@ isa::Program make_elementwise(const ElementwiseSpec& spec, const sim::ChipConfig
   validate(spec);
   AsmWriter w("elementwise");
   std::vector<StreamOperand> operands;
-  for (const auto& in : spec.inputs) operands.push_back({in.dtype, in.layout, false, in.period_rows});
+  for (const auto& in : spec.inputs) operands.push_back({in.dtype, in.layout, false});
   for (DType out : spec.outputs) operands.push_back({out, Layout::Full, true});
-  BlockStream stream(w, chip, spec.rows, spec.cols, operands, kMaxBlockCols, kBlockBudgetBytes);
+  BlockStream stream(w, chip, spec.rows, spec.cols, operands, kMaxElementwiseBlockCols, kBlockBudgetBytes);
   RegisterPool vregs("vector registers", 0, 31), masks("mask registers", 1, 7);
   auto& s = w.sregs();
   stream.emit(vregs, [&](int set, const BlockExtent& e) {
@@ -108,6 +107,19 @@ isa::Program make_elementwise(const ElementwiseSpec& spec, const sim::ChipConfig
     for (int r : {groups, chunks, g, c}) s.release(r);
   });
   return w.assemble();
+}
+
+std::vector<int32_t> stream_scalars(int64_t rows, int64_t cols, const std::vector<Operand>& inputs) {
+  if (rows < 1 || cols < 1 || rows * cols >= (int64_t{1} << 31)) throw KernelError(fmt::format("a launch of {} x {} elements", rows, cols));
+  std::vector<int32_t> out{int32_t(rows), int32_t(cols)};
+  for (const auto& in : inputs) {
+    if (in.layout != Layout::Periodic) continue;
+    if (in.period_rows <= 0 || in.period_rows % kSublanes != 0 || in.period_rows > rows) {
+      throw KernelError(fmt::format("a periodic operand of {} rows needs a period that is a multiple of 8", in.period_rows));
+    }
+    out.push_back(int32_t(in.period_rows));
+  }
+  return out;
 }
 
 ValueType register_type(DType dtype) {

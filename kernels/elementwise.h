@@ -28,11 +28,14 @@ inline bool is_rowwise_stored(Layout l) { return l == Layout::Full || l == Layou
 struct Operand {
   DType dtype = DType::F32;
   Layout layout = Layout::Full;
-  int64_t period_rows = 0;  // Periodic only
+  // Periodic only: this launch's period in rows, a multiple of 8. Programs do not depend on it:
+  // the launch passes it (stream_scalars).
+  int64_t period_rows = 0;
 };
 
 struct ElementwiseSpec {
-  int64_t rows = 1;  // the row count the blocks are sized for; the launch passes the real one
+  // The most rows and columns the program serves; the launch passes the real ones.
+  int64_t rows = 1;
   int64_t cols = 1;
   std::vector<Operand> inputs;   // Input operand i of `expr` is inputs[i]
   std::vector<DType> outputs;    // one [rows, cols] tensor per expr output
@@ -40,13 +43,20 @@ struct ElementwiseSpec {
 };
 
 // Inputs plus outputs one kernel streams at most; the fusion planner stops growing a group there.
-// Scalar registers s1..s31: two cursors per operand, five for the tile loops, eight for the
-// double-buffered block pipeline (2 * 9 + 5 + 8 = 31).
-inline constexpr size_t kMaxElementwiseOperands = 9;
+// Scalar registers s1..s31: two cursors per operand, five for the tile loops, ten for the
+// double-buffered block pipeline and the launch's block shape (2 * 8 + 5 + 10 = 31).
+inline constexpr size_t kMaxElementwiseOperands = 8;
+// The widest block an elementwise kernel streams: wider tensors take several blocks per row.
+inline constexpr int64_t kMaxElementwiseBlockCols = 2048;
 
-// Kernel arguments: the input buffers in order, the output buffers, then the row count (a scalar,
-// any value >= 1: see BlockStream).
+// Kernel arguments: the input buffers in order, the output buffers, then stream_scalars().
 isa::Program make_elementwise(const ElementwiseSpec& spec, const sim::ChipConfig& chip);
+
+// The launch scalars of a kernel streamed by BlockStream (elementwise and row kernels): the row
+// count, the column count (each at least 1 and at most what the program was generated for), then
+// the period of each Periodic input, in input order. Throws KernelError for a period that is not
+// a positive multiple of 8 rows.
+std::vector<int32_t> stream_scalars(int64_t rows, int64_t cols, const std::vector<Operand>& inputs);
 
 // How a loaded element is held in a vreg (bf16 widens to f32, int8/bool widen to int32).
 ValueType register_type(DType dtype);

@@ -81,6 +81,14 @@ class ExprBuilder {
 // way and only the DMA sizes, which follow the real row count, differ.
 int64_t row_bucket(int64_t rows) { return std::max<int64_t>(kSublanes, int64_t(std::bit_ceil(uint64_t(rows)))); }
 
+// Elementwise kernels take their column count at launch too. Blocks are at most
+// kMaxElementwiseBlockCols wide, so every wider tensor shares one program; narrower ones round up
+// to a power of two of whole vregs (128 lanes), which sizes the VMEM buffers. The tile loops
+// follow the real count.
+int64_t col_bucket(int64_t cols) {
+  return std::min<int64_t>(kMaxElementwiseBlockCols, std::max<int64_t>(kLanes, int64_t(std::bit_ceil(uint64_t(cols)))));
+}
+
 std::string layout_name(Layout l) {
   switch (l) {
     case Layout::Full: return "full";
@@ -94,7 +102,7 @@ std::string layout_name(Layout l) {
 
 std::string operand_key(const std::vector<Operand>& ops) {
   std::string s;
-  for (const auto& o : ops) s += fmt::format("{}/{}/{},", dtype_name(o.dtype), layout_name(o.layout), o.period_rows);
+  for (const auto& o : ops) s += fmt::format("{}/{},", dtype_name(o.dtype), layout_name(o.layout));  // periods are launch scalars
   return s;
 }
 
@@ -128,8 +136,9 @@ Launch lower_elementwise(const Graph& g, const KernelGroup& grp, const sim::Chip
   Launch l;
   l.args = b.operands();
   l.args.insert(l.args.end(), grp.outputs.begin(), grp.outputs.end());
-  l.scalars = {int32_t(spec.rows)};
+  l.scalars = stream_scalars(spec.rows, spec.cols, spec.inputs);
   spec.rows = row_bucket(spec.rows);
+  spec.cols = col_bucket(spec.cols);
   std::string key = fmt::format("ew|{}x{}|{}|", spec.rows, spec.cols, operand_key(spec.inputs));
   for (DType t : spec.outputs) key += fmt::format("{},", dtype_name(t));
   key += "|" + spec.expr.signature() + "|" + chip.name;
@@ -286,7 +295,7 @@ Launch lower_row(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& 
     l.args.push_back(r.inputs[2]);
   }
   l.args.push_back(grp.nodes.back());
-  l.scalars = {int32_t(spec.rows)};
+  l.scalars = stream_scalars(spec.rows, spec.cols, spec.inputs);
   spec.rows = row_bucket(spec.rows);
   const std::string key = fmt::format("row|{}|{}x{}|{}|{}|{}|{}|{}{}{}|{}|{}", row_op_name(spec.op), spec.rows, spec.cols,
                                       operand_key(spec.inputs), dtype_name(spec.out_dtype), spec.eps, spec.correction,

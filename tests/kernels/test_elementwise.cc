@@ -24,16 +24,18 @@ const sim::ChipConfig& v5e() {
   return chip;
 }
 
-// Runs a single-output f32 kernel of `spec` on f32 inputs, returns the output. `rows`: the row
-// count passed at launch (default spec.rows, the count the blocks were sized for).
+// Runs a single-output f32 kernel of `spec` on f32 inputs, returns the output. `rows`, `cols`: the
+// shape passed at launch (default spec.rows x spec.cols, the shape the blocks were sized for);
+// Periodic inputs pass spec's period_rows.
 std::vector<float> run_f32(const kernels::ElementwiseSpec& spec, const std::vector<std::vector<float>>& inputs,
-                           sim::LaunchResult* result = nullptr, int64_t rows = 0) {
+                           sim::LaunchResult* result = nullptr, int64_t rows = 0, int64_t cols = 0) {
   if (rows == 0) rows = spec.rows;
+  if (cols == 0) cols = spec.cols;
   const isa::Program program = kernels::make_elementwise(spec, v5e());
   std::vector<testing::Arg> args;
   for (const auto& in : inputs) args.push_back(testing::Arg::buf(testing::HostBuffer::of(in)));
-  args.push_back(testing::Arg::buf(testing::HostBuffer::of(std::vector<float>(size_t(rows * spec.cols)))));
-  args.push_back(testing::Arg::val(int32_t(rows)));
+  args.push_back(testing::Arg::buf(testing::HostBuffer::of(std::vector<float>(size_t(rows * cols)))));
+  for (int32_t v : kernels::stream_scalars(rows, cols, spec.inputs)) args.push_back(testing::Arg::val(v));
   auto out = testing::run_program(program, args);
   if (result) *result = out.result;
   return out.buffers[inputs.size()].as<float>();
@@ -123,6 +125,49 @@ TEST_SUITE("kernels") {
       }
       VTPU_CHECK_CLOSE(out, want, 0, 0);
     }
+  }
+
+  TEST_CASE("the column count and periods are launch arguments: one program for every [S, S] mask") {
+    // scores [heads * S, S] * scale + mask [S, S] (periodic) + bias [S] (a row): programs sized
+    // for 512 columns and 64 rows, launched for S from 8 to 200.
+    kernels::ElementwiseSpec spec;
+    spec.rows = 64;
+    spec.cols = 512;
+    spec.inputs = {{DType::F32, Layout::Full}, {DType::F32, Layout::Periodic}, {DType::F32, Layout::Row}, {DType::F32, Layout::Scalar}};
+    spec.outputs = {DType::F32};
+    auto& e = spec.expr;
+    e.add_output(e.binary(ExprOp::Add,
+                          e.binary(ExprOp::Add, e.binary(ExprOp::Mul, e.input(0, ValueType::F32), e.input(3, ValueType::F32)),
+                                   e.input(1, ValueType::F32)),
+                          e.input(2, ValueType::F32)));
+    for (int64_t seq : {8, 24, 40, 200}) {
+      for (int64_t heads : {1, 3}) {
+        CAPTURE(seq);
+        CAPTURE(heads);
+        const int64_t rows = heads * seq, cols = seq;
+        spec.inputs[1].period_rows = seq;
+        const auto x = testing::random_floats(rows * cols, 20), mask = testing::random_floats(seq * seq, 21),
+                   bias = testing::random_floats(cols, 22), scale = testing::random_floats(1, 23);
+        const auto out = run_f32(spec, {x, mask, bias, scale}, nullptr, rows, cols);
+        std::vector<double> want(rows * cols);
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t c = 0; c < cols; ++c) {
+            want[r * cols + c] = (x[r * cols + c] * scale[0] + mask[(r % seq) * cols + c]) + bias[c];
+          }
+        }
+        VTPU_CHECK_CLOSE(out, want, 0, 0);
+      }
+    }
+    // more columns than one block (2048) holds: several column blocks per row, decided at launch
+    kernels::ElementwiseSpec wide = unary_spec(8, 2048, ExprOp::Neg);
+    const auto x = testing::random_floats(5 * 3000, 24);
+    const auto out = run_f32(wide, {x}, nullptr, 5, 3000);
+    std::vector<double> want(x.size());
+    for (size_t i = 0; i < x.size(); ++i) want[i] = -x[i];
+    VTPU_CHECK_CLOSE(out, want, 0, 0);
+    // a period that is not a multiple of 8 rows is refused before launch
+    spec.inputs[1].period_rows = 12;
+    CHECK_THROWS_WITH_AS(kernels::stream_scalars(24, 12, spec.inputs), doctest::Contains("multiple of 8"), kernels::KernelError);
   }
 
   TEST_CASE("unary ops against double-precision references") {
@@ -215,7 +260,7 @@ TEST_SUITE("kernels") {
     auto out = testing::run_program(program, {testing::Arg::buf(testing::HostBuffer::of(x)), testing::Arg::buf(testing::HostBuffer::of(y)),
                                               testing::Arg::buf(testing::HostBuffer::of(std::vector<float>(n))),
                                               testing::Arg::buf(testing::HostBuffer::of(std::vector<uint8_t>(n))),
-                                              testing::Arg::val(int32_t(spec.rows))});
+                                              testing::Arg::val(int32_t(spec.rows)), testing::Arg::val(int32_t(spec.cols))});
     const auto sel = out.buffers[2].as<float>();
     const auto flag = out.buffers[3].as<uint8_t>();
     for (int64_t i = 0; i < n; ++i) {
@@ -241,7 +286,7 @@ TEST_SUITE("kernels") {
     auto out = testing::run_program(kernels::make_elementwise(spec, v5e()),
                                     {testing::Arg::buf(testing::HostBuffer::of(a)), testing::Arg::buf(testing::HostBuffer::of(b)),
                                      testing::Arg::buf(testing::HostBuffer::of(std::vector<uint16_t>(n))),
-                                     testing::Arg::val(int32_t(spec.rows))});
+                                     testing::Arg::val(int32_t(spec.rows)), testing::Arg::val(int32_t(spec.cols))});
     const auto c = out.buffers[2].as<uint16_t>();
     for (int64_t i = 0; i < n; ++i) {
       CAPTURE(i);
@@ -273,7 +318,7 @@ TEST_SUITE("kernels") {
                                      testing::Arg::buf(testing::HostBuffer::of(std::vector<int32_t>(n))),
                                      testing::Arg::buf(testing::HostBuffer::of(std::vector<int8_t>(n))),
                                      testing::Arg::buf(testing::HostBuffer::of(std::vector<uint8_t>(n))),
-                                     testing::Arg::val(int32_t(spec.rows))});
+                                     testing::Arg::val(int32_t(spec.rows)), testing::Arg::val(int32_t(spec.cols))});
     const auto r = out.buffers[2].as<int32_t>();
     const auto s = out.buffers[3].as<int8_t>();
     const auto ge = out.buffers[4].as<uint8_t>();

@@ -36,7 +36,7 @@ std::vector<float> run(const kernels::RowwiseSpec& spec, const std::vector<std::
   const size_t n = kernels::row_op_reduces(spec.op) ? rows : rows * spec.cols;
   const int eb = spec.out_dtype == DType::BF16 ? 2 : 4;
   args.push_back(testing::Arg::buf(testing::HostBuffer{std::vector<uint8_t>(n * eb)}));
-  args.push_back(testing::Arg::val(int32_t(rows)));
+  for (int32_t v : kernels::stream_scalars(rows, spec.cols, spec.inputs)) args.push_back(testing::Arg::val(v));
   auto out = testing::run_program(kernels::make_rowwise(spec, sim::load_chip("v5e")), args);
   const auto& result = out.buffers[inputs.size()];
   if (spec.out_dtype == DType::F32) return result.as<float>();
@@ -137,7 +137,7 @@ TEST_SUITE("kernels") {
     auto out = testing::run_program(kernels::make_rowwise(spec, sim::load_chip("v5e")),
                                     {testing::Arg::buf(testing::HostBuffer::of(a)), testing::Arg::buf(testing::HostBuffer::of(b)),
                                      testing::Arg::buf(testing::HostBuffer::of(std::vector<float>(rows))),
-                                     testing::Arg::val(int32_t(rows))});
+                                     testing::Arg::val(int32_t(rows)), testing::Arg::val(int32_t(cols))});
     VTPU_CHECK_CLOSE(out.buffers[2].as<float>(), want, 1e-4, 1e-5);
   }
 
