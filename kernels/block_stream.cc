@@ -197,34 +197,38 @@ void BlockStream::load_scalars(RegisterPool& vregs) {
 }
 
 void BlockStream::emit(RegisterPool& vregs, const std::function<void(int, const BlockExtent&)>& compute) {
+  // Scalar registers are the budget that caps how many operands a kernel streams, so the block's
+  // extent is handed to `compute` to release once read, and recomputed for the write-backs.
   auto& s = w_.sregs();
   load_scalars(vregs);
   size_blocks();
-  const int block = s.take(), next = s.take(), nblocks = s.take(), two = s.take();
+  const int block = s.take(), next = s.take(), nblocks = s.take();
   // blocks = ceil(rows / BR) * column blocks, from the shape passed at launch
   w_.line("sarg s{}, {}", nblocks, rows_arg_);
   w_.line("sadd s{}, s{}, s{}", nblocks, nblocks, br_reg_);
   w_.line("saddi s{}, s{}, -1", nblocks, nblocks);
   w_.line("sdiv s{}, s{}, s{}", nblocks, nblocks, br_reg_);
   w_.line("smul s{}, s{}, s{}", nblocks, nblocks, col_blocks_reg_);
-  w_.load_immediate(two, 2);
+  // Each set's write-back semaphore starts as if a write-back had landed, so the first two blocks
+  // wait for nothing (no branch, no register for the test).
+  for (int set = 0; set < 2; ++set) w_.line("sem.signal sem{}, {}", kSemOutput + set, outputs());
   w_.line("sli s{}, 0", block);
   issue_inputs(block, 0);
   const std::string top = w_.new_label("block"), done = w_.new_label("done");
   w_.place(top);
   for (int set = 0; set < 2; ++set) {
-    const std::string no_prefetch = w_.new_label("no_prefetch"), out_free = w_.new_label("out_free");
+    const std::string no_prefetch = w_.new_label("no_prefetch");
     w_.line("saddi s{}, s{}, 1", next, block);
     w_.line("bge s{}, s{}, {}", next, nblocks, no_prefetch);
     issue_inputs(next, 1 - set);
     w_.place(no_prefetch);
     if (streamed_inputs() > 0) w_.line("sem.wait sem{}, {}", kSemInput + set, streamed_inputs());
-    w_.line("blt s{}, s{}, {}", block, two, out_free);  // the set's previous write-back must have landed
-    w_.line("sem.wait sem{}, {}", kSemOutput + set, outputs());
-    w_.place(out_free);
-    const BlockExtent e{s.take(), s.take(), s.take(), s.take()};
+    w_.line("sem.wait sem{}, {}", kSemOutput + set, outputs());  // the set's previous write-back has landed
+    BlockExtent e{s.take(), s.take(), s.take(), s.take()};
     block_extent(block, e);
-    compute(set, e);
+    compute(set, e);  // releases e's registers
+    e = {s.take(), s.take(), s.take(), s.take()};
+    block_extent(block, e);
     for (size_t i = 0; i < operands_.size(); ++i) {
       if (operands_[i].output) block_dma(i, set, kSemOutput + set, e);
     }
@@ -234,7 +238,7 @@ void BlockStream::emit(RegisterPool& vregs, const std::function<void(int, const 
   }
   w_.line("jmp {}", top);
   w_.place(done);
-  for (int r : {block, next, nblocks, two, br_reg_, col_blocks_reg_}) s.release(r);
+  for (int r : {block, next, nblocks, br_reg_, col_blocks_reg_}) s.release(r);
 }
 
 void load_operand_tile(AsmWriter& w, DType dtype, Layout layout, int vreg, int reg, int64_t offset, int64_t row_stride) {

@@ -43,7 +43,9 @@ class BlockStream {
               int64_t max_block_cols, uint64_t budget_bytes, int64_t extra_row_bytes = 0);
 
   // Emits the block loop. `compute(set, extent)` emits one block's work; inputs of that set have
-  // landed and outputs of that set may be written. Scalar inputs are loaded once into vregs first.
+  // landed and outputs of that set may be written. The extent's registers belong to `compute`,
+  // which must release them (after reading what it needs). Scalar inputs are loaded once into
+  // vregs first.
   void emit(RegisterPool& vregs, const std::function<void(int set, const BlockExtent&)>& compute);
 
   uint64_t vmem(size_t operand, int set) const { return buffers_.at(operand).vmem[set]; }
@@ -52,6 +54,7 @@ class BlockStream {
   const StreamOperand& operand(size_t i) const { return operands_.at(i); }
   size_t operand_count() const { return operands_.size(); }
   int scalar_vreg(size_t operand) const { return buffers_.at(operand).scalar_vreg; }
+  int cols_arg() const { return cols_arg_; }  // the argument holding the launch's column count
   int64_t max_block_rows() const { return br_; }  // the block rows the launch uses may be fewer
   int64_t block_cols_padded() const { return bc_pad_; }
   uint64_t vmem_end() const { return vmem_end_; }  // first free VMEM byte after the buffers

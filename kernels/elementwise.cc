@@ -53,6 +53,7 @@ isa::Program make_elementwise(const ElementwiseSpec& spec, const sim::ChipConfig
     w.line("sshri s{}, s{}, 3", groups, groups);
     w.line("saddi s{}, s{}, 127", chunks, e.cols);
     w.line("sshri s{}, s{}, 7", chunks, chunks);
+    for (int r : {e.row0, e.col0, e.rows, e.cols}) s.release(r);
     // Per streamed operand: a row base (advancing by 8 rows per group) and, except for Column
     // operands, a cursor (advancing by 128 columns per chunk).
     std::vector<int> rowbase(operands.size(), -1), cursor(operands.size(), -1);

@@ -297,7 +297,12 @@ Launch lower_row(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& 
   l.args.push_back(grp.nodes.back());
   l.scalars = stream_scalars(spec.rows, spec.cols, spec.inputs);
   spec.rows = row_bucket(spec.rows);
-  const std::string key = fmt::format("row|{}|{}x{}|{}|{}|{}|{}|{}{}{}|{}|{}", row_op_name(spec.op), spec.rows, spec.cols,
+  // Rows that are whole vregs wide (hidden sizes) keep a program of their exact width that masks
+  // nothing; other widths (sequence lengths: softmax over scores) share one per power of two.
+  spec.whole_chunks = spec.cols % kLanes == 0;
+  if (!spec.whole_chunks) spec.cols = std::max<int64_t>(kLanes, int64_t(std::bit_ceil(uint64_t(spec.cols))));
+  const std::string key = fmt::format("row|{}|{}x{}{}|{}|{}|{}|{}|{}{}{}|{}|{}", row_op_name(spec.op), spec.rows, spec.cols,
+                                      spec.whole_chunks ? "" : "(ragged)",
                                       operand_key(spec.inputs), dtype_name(spec.out_dtype), spec.eps, spec.correction,
                                       spec.has_weight, spec.has_bias, dtype_name(spec.weight_dtype), e.signature(), chip.name);
   l.program = cache.get_or_build(key, [&] { return make_rowwise(spec, chip); }, &l.cache_hit);

@@ -52,10 +52,8 @@ class RowwiseBuilder {
     if ((spec_.has_weight || spec_.has_bias) && !norm) throw KernelError("weight and bias belong to layer_norm / rms_norm");
     if (spec_.has_bias && spec_.op != RowOp::LayerNorm) throw KernelError("rms_norm has no bias");
     if (spec_.out_dtype != DType::F32 && spec_.out_dtype != DType::BF16) throw KernelError("row kernels write f32 or bf16");
-    if (spec_.op == RowOp::Var && spec_.cols - spec_.correction <= 0) {
-      // torch returns NaN (or inf) here; a kernel dividing by zero would too, but say it plainly.
-      throw KernelError("var: cols - correction must be positive");
-    }
+    if (spec_.whole_chunks && spec_.cols % kLanes != 0) throw KernelError("row kernel: whole chunks need a multiple of 128 columns");
+    if (spec_.correction < 0) throw KernelError("var: negative correction");
   }
 
   // m_lane0: lane 0 of every sublane (per-row results are stored from there); v_lane: the lane
@@ -80,7 +78,7 @@ class RowwiseBuilder {
   // Replaces lanes at or past the row's end in `x` by `identity` (only the last chunk is ragged;
   // s`remaining` holds cols - chunk * 128).
   void mask_tail(int x, int remaining, float identity) {
-    if (spec_.cols % kLanes == 0) return;
+    if (spec_.whole_chunks) return;
     const int v = vregs_.take(), id = vregs_.take(), t = w_.sregs().take();
     w_.line("vbcast v{}, s{}", v, remaining);
     w_.line("vicmp.lt m{}, v{}, v{}", tail_, lane_, v);
@@ -113,10 +111,11 @@ class RowwiseBuilder {
     c.scratch = s.take();
     w_.line("smov s{}, s{}", c.scratch, scratch_base_);
     c.remaining = s.take();
-    w_.load_immediate(c.remaining, spec_.cols);
+    w_.line("sarg s{}, {}", c.remaining, stream_->cols_arg());
     const int k = s.take(), n = s.take();
     w_.line("sli s{}, 0", k);
-    w_.load_immediate(n, (spec_.cols + kLanes - 1) / kLanes);
+    w_.line("saddi s{}, s{}, {}", n, c.remaining, kLanes - 1);
+    w_.line("sshri s{}, s{}, 7", n, n);
     const std::string loop = w_.new_label("chunk");
     w_.place(loop);
     body(c);
@@ -198,10 +197,17 @@ class RowwiseBuilder {
     return acc;
   }
 
-  void scale(int v, double factor) {
-    const int f = constant(static_cast<float>(factor));
-    w_.line("vmul v{}, v{}, v{}", v, v, f);
+  // v /= (the launch's column count - minus), in f32 (IEEE division, so a zero count gives inf or
+  // NaN as torch does).
+  void divide_by_cols(int v, int64_t minus = 0) {
+    const int t = w_.sregs().take(), f = vregs_.take();
+    w_.line("sarg s{}, {}", t, stream_->cols_arg());
+    if (minus != 0) w_.line("saddi s{}, s{}, {}", t, t, -minus);
+    w_.line("vbcast v{}, s{}", f, t);
+    w_.line("vcvt.i2f v{}, v{}", f, f);
+    w_.line("vdiv v{}, v{}, v{}", v, v, f);
     vregs_.release(f);
+    w_.sregs().release(t);
   }
 
   void store_row_result(int v) {
@@ -209,13 +215,12 @@ class RowwiseBuilder {
   }
 
   void group() {
-    const double n = static_cast<double>(spec_.cols);
     constexpr float inf = std::numeric_limits<float>::infinity();
     switch (spec_.op) {
       case RowOp::Sum: case RowOp::Mean: {
         const int acc = first_pass("vadd", 0.f);
         w_.line("vredsum.lane v{}, v{}", acc, acc);
-        if (spec_.op == RowOp::Mean) scale(acc, 1.0 / n);
+        if (spec_.op == RowOp::Mean) divide_by_cols(acc);
         store_row_result(acc);
         vregs_.release(acc);
         break;
@@ -231,9 +236,9 @@ class RowwiseBuilder {
       case RowOp::Var: {
         const int mean = first_pass("vadd", 0.f);
         w_.line("vredsum.lane v{}, v{}", mean, mean);
-        scale(mean, 1.0 / n);
+        divide_by_cols(mean);
         const int var = squared_deviations(mean);
-        scale(var, 1.0 / (n - double(spec_.correction)));
+        divide_by_cols(var, spec_.correction);
         store_row_result(var);
         vregs_.release(mean);
         vregs_.release(var);
@@ -276,7 +281,7 @@ class RowwiseBuilder {
         if (layer) {
           mean = first_pass("vadd", 0.f);
           w_.line("vredsum.lane v{}, v{}", mean, mean);
-          scale(mean, 1.0 / n);
+          divide_by_cols(mean);
           inv = squared_deviations(mean);
         } else {
           inv = constant(0.f);
@@ -289,7 +294,7 @@ class RowwiseBuilder {
           });
           w_.line("vredsum.lane v{}, v{}", inv, inv);
         }
-        scale(inv, 1.0 / n);  // biased variance / mean square, as torch's norms use
+        divide_by_cols(inv);  // biased variance / mean square, as torch's norms use
         const int eps = constant(static_cast<float>(spec_.eps));
         w_.line("vadd v{}, v{}, v{}", inv, inv, eps);
         vregs_.release(eps);
@@ -324,6 +329,7 @@ class RowwiseBuilder {
     const int groups = s.take(), g = s.take();
     w_.line("saddi s{}, s{}, 7", groups, e.rows);
     w_.line("sshri s{}, s{}, 3", groups, groups);
+    for (int r : {e.row0, e.col0, e.rows, e.cols}) s.release(r);
     rowbase_.assign(stream_->operand_count(), -1);
     for (size_t i = 0; i < stream_->operand_count(); ++i) {
       if (stream_->operand(i).layout == Layout::Scalar) continue;

@@ -2,6 +2,7 @@
 // host references, over ragged row lengths, with prologues and bf16 outputs.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -28,15 +29,18 @@ kernels::RowwiseSpec row_spec(int64_t rows, int64_t cols, RowOp op) {
   return s;
 }
 
-// `rows`: the row count passed at launch (default spec.rows, the count the blocks were sized for).
-std::vector<float> run(const kernels::RowwiseSpec& spec, const std::vector<std::vector<float>>& inputs, int64_t rows = 0) {
+// `rows`, `cols`: the shape passed at launch (default spec.rows x spec.cols, the shape the blocks
+// were sized for).
+std::vector<float> run(const kernels::RowwiseSpec& spec, const std::vector<std::vector<float>>& inputs, int64_t rows = 0,
+                       int64_t cols = 0) {
   if (rows == 0) rows = spec.rows;
+  if (cols == 0) cols = spec.cols;
   std::vector<testing::Arg> args;
   for (const auto& in : inputs) args.push_back(testing::Arg::buf(testing::HostBuffer::of(in)));
-  const size_t n = kernels::row_op_reduces(spec.op) ? rows : rows * spec.cols;
+  const size_t n = kernels::row_op_reduces(spec.op) ? rows : rows * cols;
   const int eb = spec.out_dtype == DType::BF16 ? 2 : 4;
   args.push_back(testing::Arg::buf(testing::HostBuffer{std::vector<uint8_t>(n * eb)}));
-  for (int32_t v : kernels::stream_scalars(rows, spec.cols, spec.inputs)) args.push_back(testing::Arg::val(v));
+  for (int32_t v : kernels::stream_scalars(rows, cols, spec.inputs)) args.push_back(testing::Arg::val(v));
   auto out = testing::run_program(kernels::make_rowwise(spec, sim::load_chip("v5e")), args);
   const auto& result = out.buffers[inputs.size()];
   if (spec.out_dtype == DType::F32) return result.as<float>();
@@ -104,6 +108,61 @@ TEST_SUITE("kernels") {
         VTPU_CHECK_CLOSE(run(spec, {x}, rows), reduce_rows(x, rows, cols, op), atol, 1e-6);
       }
     }
+  }
+
+  TEST_CASE("the column count is a launch argument: one program per power of two of row widths") {
+    // softmax over [heads * S, S] scores, mean and var over rows: programs sized for 512 columns
+    // serve every width up to 512; the mean divides by the launch's count.
+    for (RowOp op : {RowOp::Softmax, RowOp::Mean, RowOp::Var, RowOp::Max}) {
+      CAPTURE(kernels::row_op_name(op));
+      const auto spec = row_spec(64, 512, op);
+      for (int64_t cols : {2, 7, 129, 300, 512}) {
+        CAPTURE(cols);
+        const int64_t rows = 40;
+        const auto x = testing::random_floats(rows * cols, 46);
+        const auto got = run(spec, {x}, rows, cols);
+        if (op == RowOp::Softmax) {
+          std::vector<double> want(rows * cols);
+          for (int64_t r = 0; r < rows; ++r) {
+            double m = -1e300, sum = 0;
+            for (int64_t c = 0; c < cols; ++c) m = std::max(m, double(x[r * cols + c]));
+            for (int64_t c = 0; c < cols; ++c) sum += std::exp(x[r * cols + c] - m);
+            for (int64_t c = 0; c < cols; ++c) want[r * cols + c] = std::exp(x[r * cols + c] - m) / sum;
+          }
+          VTPU_CHECK_CLOSE(got, want, 1e-6, 1e-5);
+        } else {
+          const double atol = op == RowOp::Max ? 0 : 3.0 * cols * std::ldexp(1.0, -23) + 1e-6;
+          VTPU_CHECK_CLOSE(got, reduce_rows(x, rows, cols, op), atol, 1e-6);
+        }
+      }
+    }
+    // layer_norm with a [cols] weight and bias, sized for 256, launched for 200
+    auto ln = row_spec(16, 256, RowOp::LayerNorm);
+    ln.has_weight = ln.has_bias = true;
+    const int64_t rows = 10, cols = 200;
+    const auto x = testing::random_floats(rows * cols, 47), w = testing::random_floats(cols, 48), b = testing::random_floats(cols, 49);
+    std::vector<double> want(rows * cols);
+    for (int64_t r = 0; r < rows; ++r) {
+      double mean = 0, var = 0;
+      for (int64_t c = 0; c < cols; ++c) mean += x[r * cols + c];
+      mean /= cols;
+      for (int64_t c = 0; c < cols; ++c) var += (x[r * cols + c] - mean) * (x[r * cols + c] - mean);
+      const double inv = 1 / std::sqrt(var / cols + ln.eps);
+      for (int64_t c = 0; c < cols; ++c) want[r * cols + c] = (x[r * cols + c] - mean) * inv * w[c] + b[c];
+    }
+    VTPU_CHECK_CLOSE(run(ln, {x, w, b}, rows, cols), want, 1e-5, 1e-5);
+    // var over fewer columns than its correction: inf or NaN, as torch gives
+    const auto var = run(row_spec(8, 128, RowOp::Var), {testing::random_floats(8, 50)}, 8, 1);
+    for (float v : var) CHECK(!std::isfinite(v));
+  }
+
+  TEST_CASE("whole-chunk row kernels mask nothing and need a multiple of 128 columns") {
+    auto spec = row_spec(64, 256, RowOp::Sum);
+    spec.whole_chunks = true;
+    const auto x = testing::random_floats(64 * 256, 51);
+    VTPU_CHECK_CLOSE(run(spec, {x}), reduce_rows(x, 64, 256, RowOp::Sum), 3.0 * 256 * std::ldexp(1.0, -23) + 1e-6, 1e-6);
+    spec.cols = 200;
+    CHECK_THROWS_WITH_AS(kernels::make_rowwise(spec, sim::load_chip("v5e")), doctest::Contains("multiple of 128"), kernels::KernelError);
   }
 
   TEST_CASE("max propagates NaN; var with correction 0") {
@@ -212,5 +271,37 @@ TEST_SUITE("kernels") {
                          kernels::KernelError);
     spec = row_spec(2, 1 << 20, RowOp::Softmax);
     CHECK_THROWS_WITH_AS(kernels::make_rowwise(spec, sim::load_chip("v5e")), doctest::Contains("exceed"), kernels::KernelError);
+  }
+}
+
+TEST_SUITE("kernels") {
+  TEST_CASE("the fusion planner's operand caps fit the kernels' scalar registers") {
+    // The planner grows groups up to these caps; a kernel at a cap must still generate (the
+    // launch's shape and block sizing hold scalar registers too).
+    const auto chip = sim::load_chip("v5e");
+    const auto sum_of = [](kernels::Expr& e, size_t n) {
+      int acc = e.input(0, kernels::ValueType::F32);
+      for (size_t i = 1; i < n; ++i) acc = e.binary(kernels::ExprOp::Add, acc, e.input(int(i), kernels::ValueType::F32));
+      return acc;
+    };
+    kernels::ElementwiseSpec ew;
+    ew.rows = 64;
+    ew.cols = 300;
+    ew.inputs.assign(kernels::kMaxElementwiseOperands - 1, {DType::F32, kernels::Layout::Full});
+    ew.inputs.back().layout = kernels::Layout::Periodic;
+    ew.outputs = {DType::F32};
+    ew.expr.add_output(sum_of(ew.expr, ew.inputs.size()));
+    CHECK_NOTHROW(kernels::make_elementwise(ew, chip));
+    kernels::RowwiseSpec row;
+    row.rows = 64;
+    row.cols = 300;
+    row.op = kernels::RowOp::LayerNorm;
+    row.has_weight = row.has_bias = true;
+    row.inputs.assign(kernels::kMaxRowOperands - 3, {DType::F32, kernels::Layout::Full});
+    row.inputs.back().layout = kernels::Layout::Periodic;
+    kernels::Expr e;
+    e.add_output(sum_of(e, row.inputs.size()));
+    row.prologue = e;
+    CHECK_NOTHROW(kernels::make_rowwise(row, chip));
   }
 }
