@@ -1,6 +1,8 @@
 // torch.cat of dense tensors along one dim: each input is a [outer, width_i] block of the
 // [outer, total] output (width = its extent along the dim times the trailing elements), moved by
-// DMA: a dense gather into VMEM, a strided write-back into its columns of the output.
+// DMA: a dense gather into VMEM, a strided write-back into its columns of the output. The outer
+// count and the widths are launch scalars: one program per dtype and number of inputs (a KV cache
+// growing by a token, or a cat along the sequence, reuses it at every length).
 #pragma once
 
 #include <cstdint>
@@ -18,7 +20,11 @@ struct ConcatSpec {
   DType dtype = DType::F32;
 };
 
-// Kernel arguments: the inputs in order, then the output.
-isa::Program make_concat(const ConcatSpec& spec, const sim::ChipConfig& chip);
+// The launch scalars: outer, then each input's width. Throws KernelError for outputs too large
+// for one launch.
+std::vector<int32_t> concat_scalars(const ConcatSpec& spec);
+
+// Kernel arguments: `inputs` input buffers in order, the output, then concat_scalars().
+isa::Program make_concat(DType dtype, int inputs, const sim::ChipConfig& chip);
 
 }  // namespace vtpu::kernels

@@ -204,10 +204,9 @@ Launch lower_concat(const Graph& g, const KernelGroup& grp, const sim::ChipConfi
   Launch l;
   l.args = n.inputs;
   l.args.push_back(grp.nodes.front());
-  std::string key = fmt::format("cat|{}|{}|", dtype_name(spec.dtype), spec.outer);
-  for (int64_t wdt : spec.widths) key += fmt::format("{},", wdt);
-  key += chip.name;
-  l.program = cache.get_or_build(key, [&] { return make_concat(spec, chip); }, &l.cache_hit);
+  l.scalars = concat_scalars(spec);
+  const std::string key = fmt::format("cat|{}|{}|{}", dtype_name(spec.dtype), spec.widths.size(), chip.name);
+  l.program = cache.get_or_build(key, [&] { return make_concat(spec.dtype, int(spec.widths.size()), chip); }, &l.cache_hit);
   return l;
 }
 

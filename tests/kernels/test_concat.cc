@@ -24,8 +24,10 @@ void check_concat(int64_t outer, const std::vector<int64_t>& widths) {
     args.push_back(testing::Arg::buf(testing::HostBuffer::of(x)));
   }
   args.push_back(testing::Arg::buf(testing::HostBuffer::of(std::vector<float>(outer * total))));
-  auto out = testing::run_program(kernels::make_concat({outer, widths, DType::F32}, sim::load_chip("v5e")), args, "v5e");
-  const auto got = out.buffers.back().as<float>();
+  for (int32_t v : kernels::concat_scalars({outer, widths, DType::F32})) args.push_back(testing::Arg::val(v));
+  // one program per number of inputs: the shape is all launch scalars
+  auto out = testing::run_program(kernels::make_concat(DType::F32, int(widths.size()), sim::load_chip("v5e")), args, "v5e");
+  const auto got = out.buffers[widths.size()].as<float>();
   for (int64_t r = 0; r < outer; ++r) {
     int64_t column = 0;
     for (size_t i = 0; i < widths.size(); ++i) {
@@ -47,5 +49,13 @@ TEST_SUITE("kernels") {
     check_concat(7, {1, 129, 64});
     check_concat(1000, {3, 5});
     check_concat(3, {200000, 7});   // a row of 800 KB: column pieces through the 512 KB staging buffer
+    check_concat(4, {0, 9, 0});     // empty inputs move nothing
+    for (int64_t seq : {7, 40, 48, 129}) check_concat(2 * 4, {seq * 32, 32});  // a KV cache growing by one token
+  }
+
+  TEST_CASE("concat errors") {
+    CHECK_THROWS_WITH_AS(kernels::concat_scalars({1, {}, DType::F32}), doctest::Contains("no inputs"), kernels::KernelError);
+    CHECK_THROWS_WITH_AS(kernels::concat_scalars({1 << 20, {1 << 10}, DType::F32}), doctest::Contains("too large"), kernels::KernelError);
+    CHECK_THROWS_WITH_AS(kernels::make_concat(DType::I64, 2, sim::load_chip("v5e")), doctest::Contains("i64"), kernels::KernelError);
   }
 }
