@@ -33,7 +33,8 @@ int main() {
       const uint64_t a_bytes = s.m * s.k * 2, b_bytes = s.k * s.n * 2, c_bytes = s.m * s.n * 4;
       const auto a = device.allocate(a_bytes), b = device.allocate(b_bytes), c = device.allocate(c_bytes);
       const sim::KernelArg args[] = {sim::KernelArg::buffer(a, a_bytes), sim::KernelArg::buffer(b, b_bytes),
-                                     sim::KernelArg::buffer(c, c_bytes), sim::KernelArg::value(int32_t(spec.m))};
+                                     sim::KernelArg::buffer(c, c_bytes), sim::KernelArg::value(int32_t(spec.m)),
+                                     sim::KernelArg::value(int32_t(spec.n)), sim::KernelArg::value(int32_t(spec.k))};
       const auto t0 = std::chrono::steady_clock::now();
       const auto result = device.wait(device.launch(program, args));
       const double host_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

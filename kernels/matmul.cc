@@ -89,7 +89,6 @@ class MatmulBuilder {
     bm_ = std::min<int64_t>({256, round_up(s.m, kSublanes), int64_t{chip_.mxu_acc_slots} / 2 * kSublanes});
     k_pad_ = round_up(s.k, d_);
     kt_ = k_pad_ / d_;
-    nb_ = (s.n + bn_ - 1) / bn_;
     eb_a_ = dtype_bytes(s.a_dtype);
     eb_b_ = dtype_bytes(s.b_dtype);
     eb_c_ = dtype_bytes(s.out_dtype);
@@ -136,6 +135,8 @@ class MatmulBuilder {
     }
     c_arg_ = w_.argument("c", isa::ArgumentKind::Buffer);
     m_arg_ = w_.argument("m", isa::ArgumentKind::Scalar);
+    n_arg_ = w_.argument("n", isa::ArgumentKind::Scalar);
+    k_arg_ = w_.argument("k", isa::ArgumentKind::Scalar);
     if (next > vmem) {
       throw KernelError(fmt::format("matmul {}x{}x{}: needs {} bytes of VMEM, {} has {}", s.m, s.n, s.k, next, chip_.name, vmem));
     }
@@ -155,54 +156,77 @@ class MatmulBuilder {
     const int t = r.take();
     w_.line("srem s{}, s{}, s{}", mb, block, row_blocks_);
     w_.line("sdiv s{}, s{}, s{}", bt, block, row_blocks_);
-    w_.load_immediate(t, nb_);
+    column_blocks(t);
     w_.line("srem s{}, s{}, s{}", nb, bt, t);
     w_.line("sdiv s{}, s{}, s{}", bt, bt, t);
     r.release(t);
   }
 
+  // dst = ceil(N / BN), the column blocks of the launch's N.
+  void column_blocks(int dst) {
+    const int t = w_.sregs().take();
+    w_.line("sarg s{}, {}", dst, n_arg_);
+    w_.line("saddi s{}, s{}, {}", dst, dst, bn_ - 1);
+    w_.load_immediate(t, bn_);
+    w_.line("sdiv s{}, s{}, s{}", dst, dst, t);
+    w_.sregs().release(t);
+  }
+
+  // dst = the launch's N (or K) times `factor` bytes: an HBM row pitch.
+  void pitch(int dst, int arg, int64_t factor) {
+    w_.line("sarg s{}, {}", dst, arg);
+    w_.line("smuli s{}, s{}, {}", dst, dst, factor);
+  }
+  // s`hb` += s`index` * (the launch's N or K) * factor, through s`scratch`.
+  void add_pitched(int hb, int index, int arg, int64_t factor, int scratch) {
+    pitch(scratch, arg, factor);
+    w_.line("smul s{}, s{}, s{}", scratch, scratch, index);
+    w_.line("sadd s{}, s{}, s{}", hb, hb, scratch);
+  }
+
   // Panels alternate between two buffers in the order they are used: (bt * NB + nb) & 1.
   void panel_parity(int dst, int bt, int nb, int scratch) {
-    w_.line("smuli s{}, s{}, {}", dst, bt, nb_);
+    column_blocks(scratch);
+    w_.line("smul s{}, s{}, s{}", dst, bt, scratch);
     w_.line("sadd s{}, s{}, s{}", dst, dst, nb);
     w_.line("sli s{}, 1", scratch);
     w_.line("sand s{}, s{}, s{}", dst, dst, scratch);
   }
 
-  // dst = min(cap, total - start): the valid extent of a ragged block.
-  void extent(int dst, int start, int64_t total, int64_t cap) {
+  // dst = min(cap, total - start): the valid extent of a ragged block along the dim whose launch
+  // size is argument `arg` (M, N or K).
+  void extent(int dst, int start, int arg, int64_t cap) {
     const int t = w_.sregs().take();
-    w_.load_immediate(t, total);
+    w_.line("sarg s{}, {}", t, arg);
     clip(dst, start, t, cap);
     w_.sregs().release(t);
   }
-  // The same along M, whose total is the launch's.
-  void row_extent(int dst, int start, int64_t cap) {
-    const int t = w_.sregs().take();
-    w_.line("sarg s{}, {}", t, m_arg_);
-    clip(dst, start, t, cap);
-    w_.sregs().release(t);
-  }
+  void row_extent(int dst, int start, int64_t cap) { extent(dst, start, m_arg_, cap); }
   void clip(int dst, int start, int total, int64_t cap) {
     w_.line("ssub s{}, s{}, s{}", dst, total, start);
     w_.load_immediate(total, cap);
     w_.line("smin s{}, s{}, s{}", dst, dst, total);
   }
 
-  // s`hb` += bt * M * row_bytes: batch entry bt's [M, *] matrix (M at launch; batch 1 has none).
-  void add_batch_offset(int hb, int bt, int64_t row_bytes, int scratch) {
+  // s`hb` += bt * M * (row elements) * eb: batch entry bt's [M, *] matrix, rows as long as the
+  // launch's N or K (`row_arg`). M, N and K are the launch's; batch 1 has no offset.
+  void add_batch_offset(int hb, int bt, int row_arg, int eb, int scratch) {
     if (spec_.batch == 1) return;
+    const int t = w_.sregs().take();
     w_.line("sarg s{}, {}", scratch, m_arg_);
     w_.line("smul s{}, s{}, s{}", scratch, scratch, bt);
-    w_.line("smuli s{}, s{}, {}", scratch, scratch, row_bytes);
+    pitch(t, row_arg, eb);
+    w_.line("smul s{}, s{}, s{}", scratch, scratch, t);
     w_.line("sadd s{}, s{}, s{}", hb, hb, scratch);
+    w_.sregs().release(t);
   }
 
-  void dma(bool to_vmem, int sem, int vm, int hb, int rows, int row_bytes, int64_t vstride, int64_t hstride) {
+  // A DMA whose HBM rows are the launch's N or K (`pitch_arg`) elements of `eb` bytes apart.
+  void dma(bool to_vmem, int sem, int vm, int hb, int rows, int row_bytes, int64_t vstride, int pitch_arg, int eb) {
     auto& r = w_.sregs();
     const int vs = r.take(), hs = r.take();
     w_.load_immediate(vs, vstride);
-    w_.load_immediate(hs, hstride);
+    pitch(hs, pitch_arg, eb);
     w_.line("{} dq{}, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", to_vmem ? "dma.h2v" : "dma.v2h", to_vmem ? 0 : 1, sem, vm,
             hb, rows, row_bytes, vs, hs);
     r.release(vs);
@@ -227,7 +251,7 @@ class MatmulBuilder {
     w_.line("smuli s{}, s{}, {}", b.row0, b.mb, bm_);
     w_.line("smuli s{}, s{}, {}", b.col0, b.nb, bn_);
     row_extent(b.rows, b.row0, bm_);
-    extent(b.cols, b.col0, spec_.n, bn_);
+    extent(b.cols, b.col0, n_arg_, bn_);
     return b;
   }
 
@@ -243,12 +267,16 @@ class MatmulBuilder {
     const int kd = r.take(), vm = r.take(), hb = r.take(), t = r.take();
     const std::string skip_a = w_.new_label("issue_skip_a"), skip_b = w_.new_label("issue_skip_b");
     w_.line("smuli s{}, s{}, {}", t, kt, d_);
-    extent(kd, t, spec_.k, d_);  // valid K of this slice
+    extent(kd, t, k_arg_, d_);  // valid K of this slice
     // slice kt of B's panel for column block nb, only with the first row block
     w_.line("bne s{}, s0, {}", b.mb, skip_b);
     w_.line("sarg s{}, {}", hb, b_arg_);
-    if (!spec_.b_shared) {
-      w_.add_scaled(hb, b.bt, spec_.k * spec_.n * eb_b_, t);
+    if (!spec_.b_shared) {  // batch entry bt's B: bt * K * N elements in (vm is free until below)
+      pitch(t, k_arg_, eb_b_);
+      w_.line("sarg s{}, {}", vm, n_arg_);
+      w_.line("smul s{}, s{}, s{}", t, t, vm);
+      w_.line("smul s{}, s{}, s{}", t, t, b.bt);
+      w_.line("sadd s{}, s{}, s{}", hb, hb, t);
     }
     panel_parity(vm, b.bt, b.nb, t);
     const uint64_t dst_base = staged_ ? staging_vmem_ : panel_vmem_;
@@ -258,15 +286,15 @@ class MatmulBuilder {
     if (spec_.b_transposed) {  // rows n of B^T [N, K], columns kt*D .. of each
       w_.add_scaled(vm, kt, d_ * eb_b_, t);
       w_.line("sadd s{}, s{}, s{}", hb, hb, t);
-      w_.add_scaled(hb, b.col0, spec_.k * eb_b_, t);
+      add_pitched(hb, b.col0, k_arg_, eb_b_, t);
       w_.line("smuli s{}, s{}, {}", t, kd, eb_b_);
-      dma(true, kSemInput, vm, hb, b.cols, t, k_pad_ * eb_b_, spec_.k * eb_b_);
+      dma(true, kSemInput, vm, hb, b.cols, t, k_pad_ * eb_b_, k_arg_, eb_b_);
     } else {  // rows kt*D .. of B [K, N], columns col0 ..
       w_.add_scaled(vm, kt, d_ * bn_ * eb_b_, t);
-      w_.add_scaled(hb, kt, d_ * spec_.n * eb_b_, t);
+      add_pitched(hb, kt, n_arg_, d_ * eb_b_, t);
       w_.add_scaled(hb, b.col0, eb_b_, t);
       w_.line("smuli s{}, s{}, {}", t, b.cols, eb_b_);
-      dma(true, kSemInput, vm, hb, kd, t, bn_ * eb_b_, spec_.n * eb_b_);
+      dma(true, kSemInput, vm, hb, kd, t, bn_ * eb_b_, n_arg_, eb_b_);
     }
     w_.place(skip_b);
     // A[bt, row0 .., kt*D ..] -> the A panel
@@ -280,10 +308,10 @@ class MatmulBuilder {
     w_.add_scaled(vm, kt, d_ * eb_a_, t);
     w_.line("sarg s{}, {}", hb, a_arg_);
     w_.line("sadd s{}, s{}, s{}", hb, hb, t);
-    add_batch_offset(hb, b.bt, spec_.k * eb_a_, t);
-    w_.add_scaled(hb, b.row0, spec_.k * eb_a_, t);
+    add_batch_offset(hb, b.bt, k_arg_, eb_a_, t);
+    add_pitched(hb, b.row0, k_arg_, eb_a_, t);
     w_.line("smuli s{}, s{}, {}", t, kd, eb_a_);
-    dma(true, kSemInput, vm, hb, b.rows, t, k_pad_ * eb_a_, spec_.k * eb_a_);
+    dma(true, kSemInput, vm, hb, b.rows, t, k_pad_ * eb_a_, k_arg_, eb_a_);
     w_.place(skip_a);
     for (int x : {kd, vm, hb, t}) r.release(x);
   }
@@ -296,11 +324,11 @@ class MatmulBuilder {
       if (e.operand.layout != Layout::Full) continue;
       w_.load_immediate(vm, e.vmem[parity]);
       w_.line("sarg s{}, {}", hb, e.arg);
-      add_batch_offset(hb, b.bt, spec_.n * e.eb, t);
-      w_.add_scaled(hb, b.row0, spec_.n * e.eb, t);
+      add_batch_offset(hb, b.bt, n_arg_, e.eb, t);
+      add_pitched(hb, b.row0, n_arg_, e.eb, t);
       w_.add_scaled(hb, b.col0, e.eb, t);
       w_.line("smuli s{}, s{}, {}", t, b.cols, e.eb);
-      dma(true, kSemInput, vm, hb, b.rows, t, bn_ * e.eb, spec_.n * e.eb);
+      dma(true, kSemInput, vm, hb, b.rows, t, bn_ * e.eb, n_arg_, e.eb);
     }
     for (int x : {vm, hb, t}) r.release(x);
   }
@@ -331,18 +359,18 @@ class MatmulBuilder {
     for (auto& e : epilogue_) {
       if (e.operand.layout == Layout::Full) continue;
       const int vm = r.take(), hb = r.take(), one = r.take(), bytes = r.take();
-      // the whole operand in one row: [N], [M] (M at launch, at most the capacity) or one element
-      const int64_t count = e.operand.layout == Layout::Row ? spec_.n : e.operand.layout == Layout::Column ? spec_.m : 1;
+      // the whole operand in one row: [N], [M] (N and M at launch, at most the capacity) or one element
+      const int64_t capacity = e.operand.layout == Layout::Row ? spec_.n : e.operand.layout == Layout::Column ? spec_.m : 1;
+      const int count_arg = e.operand.layout == Layout::Row ? n_arg_ : m_arg_;
       w_.load_immediate(vm, e.vmem[0]);
       w_.line("sarg s{}, {}", hb, e.arg);
       w_.load_immediate(one, 1);
-      if (e.operand.layout == Layout::Column) {
-        w_.line("sarg s{}, {}", bytes, m_arg_);
-        w_.line("smuli s{}, s{}, {}", bytes, bytes, e.eb);
+      if (e.operand.layout == Layout::Scalar) {
+        w_.load_immediate(bytes, e.eb);
       } else {
-        w_.load_immediate(bytes, count * e.eb);
+        pitch(bytes, count_arg, e.eb);
       }
-      dma(true, kSemPrologue, vm, hb, one, bytes, count * e.eb, count * e.eb);
+      dma(true, kSemPrologue, vm, hb, one, bytes, capacity * e.eb, count_arg, e.eb);
       ++pending;
       for (int x : {vm, hb, one, bytes}) r.release(x);
     }
@@ -537,14 +565,14 @@ class MatmulBuilder {
     w_.line("smuli s{}, s{}, {}", col0, nb, bn_);
     row_extent(rows, row0, count);
     w_.line("bge s0, s{}, {}", rows, skip);
-    extent(cols, col0, spec_.n, bn_);
+    extent(cols, col0, n_arg_, bn_);
     w_.line("sarg s{}, {}", hb, c_arg_);
-    add_batch_offset(hb, bt, spec_.n * eb_c_, t);
-    w_.add_scaled(hb, row0, spec_.n * eb_c_, t);
+    add_batch_offset(hb, bt, n_arg_, eb_c_, t);
+    add_pitched(hb, row0, n_arg_, eb_c_, t);
     w_.add_scaled(hb, col0, eb_c_, t);
     w_.line("smuli s{}, s{}, {}", t, cols, eb_c_);
     w_.load_immediate(col0, c_vmem_[parity] + first * bn_ * eb_c_);
-    dma(false, kSemOutput + parity, col0, hb, rows, t, bn_ * eb_c_, spec_.n * eb_c_);
+    dma(false, kSemOutput + parity, col0, hb, rows, t, bn_ * eb_c_, n_arg_, eb_c_);
     if (always_signal) {
       const std::string done = w_.new_label("written");
       w_.line("jmp {}", done);
@@ -784,11 +812,13 @@ class MatmulBuilder {
     auto& r = w_.sregs();
     RegisterPool vregs("vector registers", 0, 31), masks("mask registers", 1, 7);
     const int block = r.take(), next = r.take(), nblocks = r.take();
-    check_m(block, next);
+    check_shape(block, next);
     load_broadcast_operands(vregs);
     row_blocks_ = r.take();  // held for the whole program: every block decodes its index with it
     row_blocks(row_blocks_, block);
-    w_.line("smuli s{}, s{}, {}", nblocks, row_blocks_, spec_.batch * nb_);
+    column_blocks(next);
+    w_.line("smul s{}, s{}, s{}", nblocks, row_blocks_, next);
+    w_.line("smuli s{}, s{}, {}", nblocks, nblocks, spec_.batch);
     w_.line("sli s{}, 0", block);
     issue_first_block(block);
     const std::string top = w_.new_label("block"), done = w_.new_label("done");
@@ -826,13 +856,21 @@ class MatmulBuilder {
     release_drain(d, vregs);
   }
 
-  // Traps (#1) unless 1 <= the launch's M <= spec.m, the rows VMEM was sized for.
-  void check_m(int scratch0, int scratch1) {
-    const std::string bad = w_.new_label("bad_m");
-    w_.line("sarg s{}, {}", scratch0, m_arg_);
-    w_.load_immediate(scratch1, spec_.m);
-    w_.line("blt s{}, s{}, {}", scratch1, scratch0, bad);
-    w_.line("bge s0, s{}, {}", scratch0, bad);
+  // Traps (#1) unless the launch's shape fits the program: 1 <= M <= spec.m (the rows VMEM was
+  // sized for), 1 <= N <= spec.n (its columns) and spec.k - D < K <= spec.k (its K slices: the
+  // K loops run spec.k / D slices, so K must reach the last one).
+  void check_shape(int scratch0, int scratch1) {
+    const std::string bad = w_.new_label("bad_shape");
+    const auto within = [&](int arg, int64_t low, int64_t high) {  // low < value <= high
+      w_.line("sarg s{}, {}", scratch0, arg);
+      w_.load_immediate(scratch1, high);
+      w_.line("blt s{}, s{}, {}", scratch1, scratch0, bad);
+      w_.load_immediate(scratch1, low);
+      w_.line("bge s{}, s{}, {}", scratch1, scratch0, bad);
+    };
+    within(m_arg_, 0, spec_.m);
+    within(n_arg_, 0, spec_.n);
+    within(k_arg_, k_pad_ - d_, spec_.k);
     w_.cold([&] {
       w_.place(bad);
       w_.line("trap 1");
@@ -844,12 +882,12 @@ class MatmulBuilder {
   AsmWriter w_;
   std::vector<std::pair<int, int>> pairs_;
   std::vector<EpilogueBuffer> epilogue_;
-  int64_t d_ = 128, bn_ = 0, bm_ = 0, k_pad_ = 0, kt_ = 0, nb_ = 0;
+  int64_t d_ = 128, bn_ = 0, bm_ = 0, k_pad_ = 0, kt_ = 0;
   int group_ = 1, mxus_ = 1, eb_a_ = 2, eb_b_ = 2, eb_c_ = 4, a_parts_ = 1, b_parts_ = 1;
   bool staged_ = false, a_resident_ = false;
   uint64_t a_vmem_[2] = {0, 0}, c_vmem_[2] = {0, 0}, panel_vmem_ = 0, staging_vmem_ = 0;
   uint64_t a_panel_bytes_ = 0, part_bytes_ = 0, staging_bytes_ = 0, c_tile_bytes_ = 0;
-  int a_arg_ = 0, b_arg_ = 0, c_arg_ = 0, m_arg_ = 0;
+  int a_arg_ = 0, b_arg_ = 0, c_arg_ = 0, m_arg_ = 0, n_arg_ = 0, k_arg_ = 0;
   int row_blocks_ = -1;  // the scalar register holding ceil(M / BM)
 };
 
@@ -864,6 +902,14 @@ int passes_for_precision(std::string_view precision) {
 
 isa::Program make_matmul(const MatmulSpec& spec, const sim::ChipConfig& chip) {
   return MatmulBuilder(spec, chip).build();
+}
+
+std::vector<int32_t> matmul_scalars(const MatmulSpec& spec, const sim::ChipConfig& chip, int64_t m, int64_t n, int64_t k) {
+  const int64_t d = chip.mxu_dim, k_pad = round_up(spec.k, d);
+  if (m < 1 || m > spec.m || n < 1 || n > spec.n || k <= k_pad - d || k > spec.k) {
+    throw KernelError(fmt::format("matmul: a launch of {}x{}x{} does not fit a program for {}x{}x{}", m, n, k, spec.m, spec.n, spec.k));
+  }
+  return {int32_t(m), int32_t(n), int32_t(k)};
 }
 
 }  // namespace vtpu::kernels

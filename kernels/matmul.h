@@ -21,7 +21,9 @@ int passes_for_precision(std::string_view precision);
 
 struct MatmulSpec {
   int64_t batch = 1;
-  int64_t m = 0, n = 0, k = 0;  // m: the most rows the program serves (the launch passes M)
+  // The program's capacity; the launch passes the real M, N and K: any M in 1..m, N in 1..n and
+  // K in (k_pad - D, k] (k_pad = k rounded up to the MXU size D: the same number of K slices).
+  int64_t m = 0, n = 0, k = 0;
   DType a_dtype = DType::BF16;  // A is [batch, M, K] row-major
   DType b_dtype = DType::BF16;  // B is [batch, K, N], or [batch, N, K] when b_transposed
   DType out_dtype = DType::F32; // C is [batch, M, N]
@@ -34,8 +36,12 @@ struct MatmulSpec {
   std::optional<Expr> epilogue;
 };
 
-// Kernel arguments: A, B, the epilogue inputs in order, C, then M (a scalar): VMEM is sized for
-// spec.m rows and the program runs for any M in 1..spec.m (it traps, #1, on others).
+// Kernel arguments: A, B, the epilogue inputs in order, C, then M, N and K (scalars): VMEM is
+// sized for spec's capacity and the program runs for any shape within it (it traps, #1, on
+// others; matmul_scalars checks first).
 isa::Program make_matmul(const MatmulSpec& spec, const sim::ChipConfig& chip);
 
+// The launch scalars {M, N, K} of a launch of `spec`'s program; throws KernelError when the shape
+// is outside what the program serves.
+std::vector<int32_t> matmul_scalars(const MatmulSpec& spec, const sim::ChipConfig& chip, int64_t m, int64_t n, int64_t k);
 }  // namespace vtpu::kernels

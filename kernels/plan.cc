@@ -181,8 +181,18 @@ Launch lower_matmul(const Graph& g, const KernelGroup& grp, const sim::ChipConfi
     l.args.insert(l.args.end(), b.operands().begin(), b.operands().end());
   }
   l.args.push_back(last);
-  l.scalars = {int32_t(spec.m)};
-  spec.m = row_bucket(spec.m);
+  // M, N and K are launch scalars. Programs are generated for M's power-of-two bucket, N rounded
+  // up to its column block (one MXU width up to all of the core's MXUs, then multiples of those)
+  // and K rounded up to whole MXU slices: what the generator would lay out for the exact shape,
+  // so sharing costs nothing. A [S, S] score matmul or a probs @ V over S keys reuses one program
+  // for every S in a window of 128.
+  const int64_t d = chip.mxu_dim, all_mxus = int64_t{chip.mxu_per_core} * d;
+  const int64_t n_block = std::min(all_mxus, round_up(spec.n, d));
+  const int64_t m = spec.m, n = spec.n, k = spec.k;
+  spec.m = row_bucket(m);
+  spec.n = round_up(n, n_block);
+  spec.k = round_up(k, d);
+  l.scalars = matmul_scalars(spec, chip, m, n, k);
   const std::string key = fmt::format("mm|{}x{}x{}x{}|{}{}{}|t{}s{}p{}|{}|{}|{}", spec.batch, spec.m, spec.n, spec.k,
                                       dtype_name(spec.a_dtype), dtype_name(spec.b_dtype), dtype_name(spec.out_dtype),
                                       spec.b_transposed, spec.b_shared, spec.passes, operand_key(spec.epilogue_inputs),

@@ -45,11 +45,11 @@ struct Result {
   sim::LaunchResult launch;
 };
 
-// Runs spec on random inputs; `extra` are epilogue inputs (already in their dtype). `rows`: the M
-// passed at launch (default spec.m, the most the program serves).
+// Runs spec on random inputs; `extra` are epilogue inputs (already in their dtype). `rows`,
+// `cols`, `depth`: the M, N and K passed at launch (default spec's, the most the program serves).
 Result run(const kernels::MatmulSpec& spec, const std::string& chip = "v5e", std::vector<testing::HostBuffer> extra = {},
-           int64_t rows = 0) {
-  const int64_t b = spec.batch, m = rows > 0 ? rows : spec.m, n = spec.n, k = spec.k;
+           int64_t rows = 0, int64_t cols = 0, int64_t depth = 0) {
+  const int64_t b = spec.batch, m = rows > 0 ? rows : spec.m, n = cols > 0 ? cols : spec.n, k = depth > 0 ? depth : spec.k;
   const int64_t b_count = spec.b_shared ? 1 : b;
   const auto a = testing::random_floats(b * m * k, 21, -1, 1);
   const auto w = testing::random_floats(b_count * k * n, 22, -1, 1);
@@ -57,7 +57,8 @@ Result run(const kernels::MatmulSpec& spec, const std::string& chip = "v5e", std
   for (auto& e : extra) args.push_back(testing::Arg::buf(std::move(e)));
   args.push_back(testing::Arg::buf(testing::HostBuffer{std::vector<uint8_t>(b * m * n * (spec.out_dtype == DType::BF16 ? 2 : 4))}));
   const size_t c_index = args.size() - 1;
-  args.push_back(testing::Arg::val(int32_t(m)));
+  // the launch's shape, unchecked: a shape outside the program must trap on the chip
+  for (int64_t v : {m, n, k}) args.push_back(testing::Arg::val(int32_t(v)));
   const auto program = kernels::make_matmul(spec, sim::load_chip(chip));
   auto out = testing::run_program(program, args, chip);
   Result r;
@@ -227,6 +228,53 @@ TEST_SUITE("kernels") {
     CHECK(worst_relative(run(batched, "v5e", {}, 40)) <= 2.0 * 130 * std::ldexp(1.0, -24));
     const auto too_many = [&] { run(spec_of(600, n, k), "v5e", {}, 601); };
     CHECK_THROWS_WITH_AS(too_many(), doctest::Contains("trap #1"), sim::SimError);
+  }
+
+  TEST_CASE("N and K are launch arguments: one program per column block and per number of K slices") {
+    // Scores Q @ K^T ([B*H, S, d] @ [d, S]: N = S) and probs @ V (K = S) for sequence lengths in
+    // one window of 128 share the program generated for 128.
+    for (int64_t seq : {1, 40, 127, 128}) {
+      CAPTURE(seq);
+      auto scores = spec_of(128, 128, 32, DType::F32);
+      scores.batch = 3;
+      scores.b_transposed = true;  // K^T read from the dense [S, d] keys
+      scores.passes = 3;
+      // 3 passes drop lo(a) * lo(b), at most 2^-18 of each |ab|, and round the lo parts to bf16
+      // (2^-17): within 2^-16 of sum |ab| with f32 accumulation on top.
+      CHECK(worst_relative(run(scores, "v5e", {}, seq, seq, 32)) <= std::ldexp(1.0, -16));
+      auto probs_v = spec_of(128, 32, 128, DType::BF16);
+      probs_v.batch = 3;
+      const int64_t k = seq;
+      CHECK(worst_relative(run(probs_v, "v5e", {}, seq, 32, k)) <= 2.0 * k * std::ldexp(1.0, -24));
+    }
+    // wider than the core's MXUs (v5e: 4 x 128): column blocks counted at launch; a [N] bias
+    // epilogue follows the launch's N; K over several slices, the last ragged
+    auto wide = spec_of(64, 1024, 384);
+    wide.epilogue_inputs = {{DType::F32, Layout::Row}};
+    kernels::Expr e;
+    e.add_output(e.binary(ExprOp::Add, e.input(0, ValueType::F32), e.input(1, ValueType::F32)));
+    wide.epilogue = e;
+    const int64_t n = 700, k = 300;
+    const auto bias = testing::random_floats(n, 33);
+    const auto r = run(wide, "v5e", {testing::HostBuffer::of(bias)}, 50, n, k);
+    std::vector<double> want(50 * n);
+    for (int64_t i = 0; i < 50; ++i) {
+      for (int64_t j = 0; j < n; ++j) want[i * n + j] = r.ref(i, j) + bias[j];
+    }
+    VTPU_CHECK_CLOSE(r.c, want, 2.0 * k * std::ldexp(1.0, -24) * 3 * 3, 1e-5);
+    // the same work costs the same cycles in the shared program as in one generated for it
+    const auto exact = run(spec_of(40, 40, 40)).launch.cycles, shared = run(spec_of(64, 128, 128), "v5e", {}, 40, 40, 40).launch.cycles;
+    MESSAGE("40x40x40: exact program ", exact, " cycles, program for 64x128x128 ", shared, " cycles");
+    CHECK(shared <= exact * 1.02);
+    // shapes outside the program trap on the chip, and are refused before launch
+    const auto chip = sim::load_chip("v5e");
+    const auto too_wide = [&] { run(spec_of(64, 128, 128), "v5e", {}, 64, 129, 128); };
+    CHECK_THROWS_WITH_AS(too_wide(), doctest::Contains("trap #1"), sim::SimError);
+    const auto too_shallow = [&] { run(spec_of(64, 128, 256), "v5e", {}, 64, 128, 128); };  // would skip a slice's data
+    CHECK_THROWS_WITH_AS(too_shallow(), doctest::Contains("trap #1"), sim::SimError);
+    CHECK_THROWS_WITH_AS(kernels::matmul_scalars(spec_of(64, 128, 256), chip, 64, 128, 100), doctest::Contains("does not fit"),
+                         kernels::KernelError);
+    CHECK(kernels::matmul_scalars(spec_of(64, 128, 256), chip, 10, 1, 129) == std::vector<int32_t>{10, 1, 129});
   }
 
   TEST_CASE("a program sized for more rows costs what one generated for the launch's M costs") {

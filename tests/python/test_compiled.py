@@ -105,7 +105,36 @@ def test_new_lengths_reuse_row_kernels():
     assert vtpu.stats()["plan_cache_misses"] == 4  # plans stay per shape (cheap); programs do not
     assert generated[24] == generated[30] == 0, generated  # same bucket (32 rows) as 20
     assert generated[40] > 0, generated  # the next bucket (64 rows) gets its own programs
-    assert any(key.startswith("mm|1x64x96x64|") for key in vtpu.cached_programs())
+    assert any(key.startswith("mm|1x64x") for key in vtpu.cached_programs())  # a matmul for the 64-row bucket
+
+
+def test_new_lengths_generate_no_attention_kernels():
+    # Column counts, contraction lengths, periods and view shapes are launch arguments too, so a
+    # whole attention block (head split and merge, scores, causal mask, softmax, probs @ V) at a
+    # new length inside a row bucket reuses every program of the first length.
+    torch.manual_seed(0)
+    heads, dim = 4, 64
+
+    def attention(x, mask, w_qkv, w_out):
+        b, s, _ = x.shape
+        q, k, v = (x @ w_qkv).split(dim, dim=-1)
+        q, k, v = (t.view(b, s, heads, dim // heads).transpose(1, 2) for t in (q, k, v))
+        scores = (q @ k.transpose(-1, -2) / (dim // heads) ** 0.5).masked_fill(mask, float("-inf"))
+        out = torch.softmax(scores, dim=-1) @ v
+        return out.transpose(1, 2).reshape(b, s, dim) @ w_out
+
+    w_qkv, w_out = torch.randn(dim, 3 * dim) * 0.1, torch.randn(dim, dim) * 0.1
+    compiled = fresh_compile(attention, dynamic=True)
+    generated = {}
+    for n in [17, 24, 31, 24]:
+        x, mask = torch.randn(2, n, dim), torch.ones(n, n).tril() == 0  # causal
+        before = vtpu.stats()["cache_misses"]
+        with torch.no_grad():
+            out = compiled(x.to("tpu"), mask.to("tpu"), w_qkv.to("tpu"), w_out.to("tpu")).cpu()
+        generated[n] = vtpu.stats()["cache_misses"] - before
+        torch.testing.assert_close(out, attention(x, mask, w_qkv, w_out), atol=1e-4, rtol=1e-4)
+    assert vtpu.stats()["compiled_graphs"] == 1
+    assert generated[17] > 0 and generated[24] == generated[31] == 0, generated
 
 
 def test_graph_break_runs_the_rest_eagerly():
