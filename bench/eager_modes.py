@@ -7,7 +7,9 @@ that ran on the chip. Prints, side by side:
   - simulated device time and peak HBM of each mode, and the ratios (target: defer >= 1.5x
     faster, lower peak HBM);
   - host wall time of each mode against native PyTorch CPU eager;
-  - host overhead per eager op: a tiny tensor add, us/op, vtpu (strict) vs native CPU.
+  - host overhead per eager op: a tiny tensor add, us/op, vtpu (strict) vs native CPU;
+  - simulated time by kind of kernel (matmuls, layout copies, row kernels, elementwise) in both
+    modes: what fusion can and cannot shorten.
 Usage: PYTHONPATH=torch_bridge/python python3 bench/eager_modes.py
 """
 import pathlib
@@ -52,6 +54,32 @@ def run_mode(mode, model_cpu, x_cpu, backward=True):
     return loss, wall, stats, peak
 
 
+MATMULS = ("mm", "bmm", "addmm", "matmul")
+ROW_OPS = ("sum", "mean", "amax", "amin", "max", "min", "var", "std", "softmax", "log_softmax", "layer_norm", "rms_norm")
+LAYOUT = ("contiguous", "permute_for_reduction", "cat", "expand", "index_select", "embedding")
+
+
+def kind_of(label):
+    """The kind of kernel a fused label ran as: its first node for matmuls and layout copies
+    (a matmul's epilogue follows it), its last node for row kernels (a prologue precedes it)."""
+    nodes = label.split("+")
+    if nodes[0] in MATMULS:
+        return "matmul (+epilogue)"
+    if nodes[0] in LAYOUT:
+        return "layout copies"
+    if nodes[-1] in ROW_OPS:
+        return "row kernels"
+    return "elementwise"
+
+
+def time_by_kind(stats, clock_hz):
+    """Simulated microseconds per kind of kernel, from vtpu.stats()["per_kernel"]."""
+    out = {}
+    for label, p in stats["per_kernel"].items():
+        out[kind_of(label)] = out.get(kind_of(label), 0.0) + p["cycles"] / clock_hz * 1e6
+    return out
+
+
 def per_op_overhead(device, n=2000):
     a = torch.ones(8, device=device)
     b = torch.ones(8, device=device)
@@ -92,6 +120,13 @@ def main():
           f"{fs['kernels_launched']} kernels, defer {fd['simulated_seconds'] * 1e6:.1f} us in {fd['kernels_launched']} "
           f"kernels and {fd['flushes']} flush(es): {fs['simulated_seconds'] / fd['simulated_seconds']:.2f}x; "
           f"peak HBM {fs_peak / 1e6:.3f} vs {fd_peak / 1e6:.3f} MB")
+    # Where the simulated time goes: fusion can only shrink the elementwise and row kernels' share
+    # (and drop whole launches); matmuls and layout copies cost the same in both modes.
+    clock_hz = s_stats["simulated_cycles"] / s_stats["simulated_seconds"]
+    s_kinds, d_kinds = time_by_kind(s_stats, clock_hz), time_by_kind(d_stats, clock_hz)
+    print("forward + backward, simulated us by kind of kernel (strict -> defer):")
+    for kind in sorted(set(s_kinds) | set(d_kinds), key=lambda k: -s_kinds.get(k, 0)):
+        print(f"  {kind:20} {s_kinds.get(kind, 0):8.1f} -> {d_kinds.get(kind, 0):8.1f}")
     fallbacks = ", ".join(f"{k} x{v}" for k, v in sorted(d_stats["cpu_fallbacks"].items()))
     print(f"ops on the CPU (not lowered yet): {fallbacks}")
     vtpu.set_mode("strict_eager")
