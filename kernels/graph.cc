@@ -330,6 +330,22 @@ int Graph::row(RowOp op, int x, int weight, int bias, double eps, std::string la
   return add(std::move(n));
 }
 
+int Graph::column_reduce(RowOp op, int x, std::string label) {
+  Node n;
+  n.kind = NodeKind::ColumnReduce;
+  n.row_op = op;
+  n.inputs = {x};
+  n.label = label.empty() ? std::string(row_op_name(op)) : std::move(label);
+  const TensorType& t = node(x).type;
+  if (op != RowOp::Sum && op != RowOp::Mean && op != RowOp::Max && op != RowOp::Min) {
+    throw KernelError(fmt::format("{}: only sums, means, maxima and minima reduce over the leading axis", n.label));
+  }
+  if (t.shape.size() != 2) throw KernelError(fmt::format("{}: reduces a 2-D tensor over its leading axis", n.label));
+  if (t.dtype != DType::F32 && t.dtype != DType::BF16) throw KernelError(fmt::format("{}: f32 or bf16", n.label));
+  n.type = {{t.shape[1]}, t.dtype};
+  return add(std::move(n));
+}
+
 void Graph::mark_output(int value) {
   node(value);  // range check
   outputs_.push_back(value);

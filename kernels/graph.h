@@ -34,6 +34,7 @@ enum class NodeKind : uint8_t {
   Gather,       // rows of inputs[0] ([rows, ...]) picked by the indices inputs[1] (index_select, dim 0)
   Random,       // random numbers of `random_kind` (Philox), keyed by inputs[0] (2 x i32)
   ScatterAdd,   // zeros of the node's shape, rows of inputs[0] added at the indices inputs[1]
+  ColumnReduce, // row_op (sum, mean, max, min) over the leading axis of inputs[0] ([rows, cols] -> [cols])
 };
 
 struct Node {
@@ -79,6 +80,9 @@ class Graph {
   // Reductions keep no dim: [..., n] -> [...]. Norms take optional [n] weight and bias (-1: none).
   int row(RowOp op, int x, int weight = -1, int bias = -1, double eps = 1e-5, std::string label = "",
           int64_t correction = 1);
+  // row_op (Sum, Mean, Max or Min) over the leading axis of a 2-D x: [rows, cols] -> [cols] (a
+  // sum over dim 0, without permuting x first).
+  int column_reduce(RowOp op, int x, std::string label = "");
   // x's elements under another shape (a view of a result): the planner makes x's producer write
   // it to HBM and readers of the reshape read that buffer.
   int reshape(int x, std::vector<int64_t> shape, std::string label = "view");

@@ -11,6 +11,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/matmul.h"
 #include "kernels/rowwise.h"
+#include "kernels/column_reduce.h"
 #include "kernels/concat.h"
 #include "kernels/gather.h"
 #include "kernels/random.h"
@@ -260,10 +261,30 @@ Launch lower_random(const Graph& g, const KernelGroup& grp, const sim::ChipConfi
   return l;
 }
 
+// One program per op, dtypes and strip width (columns rounded up to 128, at most 1024): rows
+// and columns are launch scalars.
+Launch lower_column_reduce(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
+  const Node& n = g.node(grp.nodes.front());
+  const auto& x = g.node(n.inputs[0]).type;
+  ColumnReduceSpec spec;
+  spec.op = n.row_op;
+  spec.in_dtype = x.dtype;
+  spec.out_dtype = n.type.dtype;
+  spec.cols = std::min<int64_t>(1024, round_up(x.shape[1], kLanes));
+  Launch l;
+  l.args = {n.inputs[0], grp.nodes.front()};
+  l.scalars = column_reduce_scalars(spec, x.shape[0], x.shape[1]);
+  const std::string key = fmt::format("colred|{}|{}{}|{}|{}", row_op_name(spec.op), dtype_name(spec.in_dtype),
+                                      dtype_name(spec.out_dtype), spec.cols, chip.name);
+  l.program = cache.get_or_build(key, [&] { return make_column_reduce(spec, chip); }, &l.cache_hit);
+  return l;
+}
+
 Launch lower_copy(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
   const Node& n = g.node(grp.nodes.front());
   if (n.kind == NodeKind::Random) return lower_random(g, grp, chip, cache);
   if (n.kind == NodeKind::ScatterAdd) return lower_scatter_add(g, grp, chip, cache);
+  if (n.kind == NodeKind::ColumnReduce) return lower_column_reduce(g, grp, chip, cache);
   if (n.kind == NodeKind::Concat) return lower_concat(g, grp, chip, cache);
   if (n.kind == NodeKind::Gather) return lower_gather(g, grp, chip, cache);
   // The view's sizes, strides and offset are launch scalars: one program per view structure.

@@ -199,6 +199,25 @@ def test_var_mean_std_and_group_norm_run_on_the_chip(dims, correction, keepdim):
     torch.testing.assert_close(norm.to("tpu")(x.to("tpu")).cpu(), norm.cpu()(x), atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_reductions_over_leading_dims_need_no_permute(dtype):
+    # sum over tokens (a bias's gradient), mean/amax/amin over leading dims: one column reduction
+    # kernel each, no transposing copy first.
+    vtpu.set_cpu_fallback(False)
+    torch.manual_seed(7)
+    x = (torch.randn(3, 70, 300) * 2).to(dtype)
+    tol = dict(atol=1e-4, rtol=1e-5) if dtype == torch.float32 else dict(atol=0.05, rtol=1 / 128)
+    vtpu.reset_stats()
+    xt = x.to("tpu")
+    for got, want in [(xt.sum(0), x.float().sum(0)), (xt.sum((0, 1)), x.float().sum((0, 1))),
+                      (xt.mean((0, 1), keepdim=True), x.float().mean((0, 1), keepdim=True)),
+                      (xt.amax(0), x.amax(0)), (xt.amin((0, 1)), x.amin((0, 1)))]:
+        torch.testing.assert_close(got.cpu().float(), want.float(), **tol)
+    labels = vtpu.stats()["per_kernel"]
+    assert not any("permute_for_reduction" in label for label in labels), labels
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
 @pytest.mark.parametrize("pad,value", [((1, 2), 0.0), ((0, 3, 2, 0), 1.5), ((1, 1, 1, 1, 1, 1), -2.0)])
 def test_constant_padding_runs_on_the_chip(pad, value):
     vtpu.set_cpu_fallback(False)

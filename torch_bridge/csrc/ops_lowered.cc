@@ -222,7 +222,7 @@ at::Tensor tpu_log_softmax(const at::Tensor& self, int64_t dim, bool half_to_flo
   return row_op("_log_softmax", RowOp::LogSoftmax, self, cpu, half_to_float ? at::kFloat : self.scalar_type());
 }
 
-// sum / mean / amax over any dims (none given: all). The reduced dims are permuted last on the
+// sum / mean / amax / amin over any dims (none given: all). The reduced dims are permuted last on the
 // chip when needed (see reduce_dims); integer sums fall back (row kernels accumulate in f32).
 at::Tensor reduce(const char* op, RowOp r, const at::Tensor& self, at::OptionalIntArrayRef dims_opt, bool keepdim,
                   const CpuFn& cpu, int64_t correction = 1) {
@@ -267,6 +267,11 @@ at::Tensor tpu_amax(const at::Tensor& self, at::IntArrayRef dims, bool keepdim) 
   std::vector<int64_t> d(dims.begin(), dims.end());
   return reduce("amax", RowOp::Max, self, dims, keepdim,
                      [d, keepdim](const std::vector<at::Tensor>& c) { return at::amax(c[0], d, keepdim); });
+}
+at::Tensor tpu_amin(const at::Tensor& self, at::IntArrayRef dims, bool keepdim) {
+  std::vector<int64_t> d(dims.begin(), dims.end());
+  return reduce("amin", RowOp::Min, self, dims, keepdim,
+                [d, keepdim](const std::vector<at::Tensor>& c) { return at::amin(c[0], d, keepdim); });
 }
 
 // var / var_mean over any dims with an integer correction (Bessel's by default); group norm
@@ -548,6 +553,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sum.dim_IntList", tpu_sum_dim);
   m.impl("mean.dim", tpu_mean_dim);
   m.impl("amax", tpu_amax);
+  m.impl("amin", tpu_amin);
   m.impl("var.correction", tpu_var);
   m.impl("std.correction", tpu_std);
   m.impl("var_mean.correction", tpu_var_mean);

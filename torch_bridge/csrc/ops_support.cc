@@ -7,6 +7,7 @@
 
 #include "kernels/asm_writer.h"
 #include "kernels/fusion.h"
+#include "kernels/vreg_shape.h"
 #include "torch_bridge/csrc/recorder.h"
 #include "torch_bridge/csrc/runtime.h"
 
@@ -138,6 +139,16 @@ int reduce_dims(kernels::Graph& g, int v, const std::vector<int64_t>& dims, kern
     }
   }
   for (int64_t d : dims) order.push_back(d);
+  // Over leading dims (a bias's gradient: a sum over tokens) and at least a vreg wide: one column
+  // reduction, no permute first.
+  bool leading = !kept.empty();
+  for (size_t i = 0; i < dims.size(); ++i) leading &= std::find(dims.begin(), dims.end(), int64_t(i)) != dims.end();
+  const bool column_op = op == kernels::RowOp::Sum || op == kernels::RowOp::Mean || op == kernels::RowOp::Max ||
+                         op == kernels::RowOp::Min;
+  const kernels::DType dtype = g.node(v).type.dtype;
+  if (leading && column_op && kept_numel >= kernels::kLanes && (dtype == kernels::DType::F32 || dtype == kernels::DType::BF16)) {
+    return g.reshape(g.column_reduce(op, g.reshape(v, {reduced_numel, kept_numel})), kept);
+  }
   bool already_last = true;
   for (size_t i = 0; i < order.size(); ++i) already_last &= order[i] == int64_t(i);
   int src = v;
