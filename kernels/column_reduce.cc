@@ -2,8 +2,7 @@
 // G accumulators (one vreg per 128 columns) live in registers across them: reset on the strip's
 // first block, reduced over sublanes and written out on its last. Rows past the end of a ragged
 // block are replaced by the reduction's identity (a sublane mask from `vmaskn`). Block j+1's DMA
-// is issued before block j is reduced, alternating two VMEM buffers (the body is emitted once
-// per buffer because semaphores are immediates).
+// is issued before block j is reduced, alternating two VMEM buffers (kernels/job_loop.h).
 #include "kernels/column_reduce.h"
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 
 #include "kernels/asm_writer.h"
 #include "kernels/elementwise.h"
+#include "kernels/job_loop.h"
 #include "kernels/vreg_shape.h"
 
 namespace vtpu::kernels {
@@ -56,23 +56,8 @@ class ColumnReduceWriter {
     identity_ = vregs_.take();
     w_.load_float(next, identity());
     w_.line("vbcast v{}, s{}", identity_, next);
-    w_.line("sli s{}, 0", job);
-    issue_input(job, 0);
-    const std::string top = w_.new_label("block"), done = w_.new_label("done");
-    w_.place(top);
-    for (int set = 0; set < 2; ++set) {
-      const std::string no_prefetch = w_.new_label("no_prefetch");
-      w_.line("saddi s{}, s{}, 1", next, job);
-      w_.line("bge s{}, s{}, {}", next, jobs, no_prefetch);
-      issue_input(next, 1 - set);
-      w_.place(no_prefetch);
-      w_.line("sem.wait sem{}, 1", kSemIn + set);
-      reduce_block(job, set);
-      w_.line("smov s{}, s{}", job, next);
-      w_.line("bge s{}, s{}, {}", job, jobs, done);
-    }
-    w_.line("jmp {}", top);
-    w_.place(done);
+    emit_job_loop(w_, job, next, jobs, kSemIn, [&](int j, int set) { issue_input(j, set); },
+                  [&](int set) { reduce_block(job, set); });
     return w_.assemble();
   }
 

@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "kernels/asm_writer.h"
+#include "kernels/outer_offset.h"
 #include "kernels/transpose.h"
 
 namespace vtpu::kernels {
@@ -184,16 +185,7 @@ isa::Program make_strided_copy(const CopyShape& shape, const sim::ChipConfig& ch
     w.line("sadd s{}, s{}, s{}", o, first, k);
     // source element offset of outer index o: sum over outer dims of ((o / after) % size) * stride
     w.line("sarg s{}, {}", off, kOffsetArg);
-    w.line("sli s{}, 1", after);
-    for (int i = outer_rank; i-- > 0;) {
-      w.line("sdiv s{}, s{}, s{}", idx, o, after);
-      w.line("sarg s{}, {}", t, kOuterArg + i);
-      w.line("srem s{}, s{}, s{}", idx, idx, t);
-      w.line("smul s{}, s{}, s{}", after, after, t);
-      w.line("sarg s{}, {}", t, kOuterArg + outer_rank + i);
-      w.line("smul s{}, s{}, s{}", idx, idx, t);
-      w.line("sadd s{}, s{}, s{}", off, off, idx);
-    }
+    add_outer_offset(w, off, o, outer_rank, kOuterArg, after, idx, t);
     w.line("sarg s{}, 0", hb);
     w.add_scaled(hb, off, eb, off);
     w.line("smul s{}, s{}, s{}", vm, k, inner);

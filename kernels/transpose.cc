@@ -3,8 +3,7 @@
 // of its 128x128 tiles is loaded into 16 vregs, turned over in the cross-lane unit (vtrans) and
 // stored into an output buffer whose rows are dst rows (p), which leaves by one 2-D DMA. Strips
 // of several tiles make each DMA long enough that its HBM time, not its latency, sets the pace.
-// Two buffer sets alternate so job j+1's input DMA overlaps job j (the body is emitted once per
-// set because semaphores are immediates). Lanes and sublanes past a ragged tile's edge carry
+// Two buffer sets alternate so job j+1's input DMA overlaps job j (kernels/job_loop.h). Lanes and sublanes past a ragged tile's edge carry
 // stale VMEM that is transposed along but never written back: only the valid region is DMA'd out.
 // Every size is a launch scalar, read with `sarg` where it is used.
 #include "kernels/transpose.h"
@@ -13,6 +12,8 @@
 #include <limits>
 
 #include "kernels/asm_writer.h"
+#include "kernels/job_loop.h"
+#include "kernels/outer_offset.h"
 #include "kernels/elementwise.h"
 #include "kernels/vreg_shape.h"
 
@@ -54,46 +55,33 @@ class TransposeWriter {
     for (const char* name : {"offset", "p", "q", "pitch"}) w_.argument(name, isa::ArgumentKind::Scalar);
     for (int i = 0; i < outer_rank_; ++i) w_.argument(fmt::format("size{}", i), isa::ArgumentKind::Scalar);
     for (int i = 0; i < outer_rank_; ++i) w_.argument(fmt::format("stride{}", i), isa::ArgumentKind::Scalar);
-    const int job = s.take(), next = s.take(), jobs = s.take(), two = s.take();
+    const int job = s.take(), next = s.take(), jobs = s.take(), scratch = s.take();
     p_strips_ = s.take();
     q_tiles_ = s.take();
     // p_strips = ceil(p / strip), q_tiles = ceil(q / 128), jobs = outer * q_tiles * p_strips
     w_.line("sarg s{}, {}", p_strips_, kPArg);
     w_.line("saddi s{}, s{}, {}", p_strips_, p_strips_, strip_ - 1);
-    w_.load_immediate(two, strip_);
-    w_.line("sdiv s{}, s{}, s{}", p_strips_, p_strips_, two);
+    w_.load_immediate(scratch, strip_);
+    w_.line("sdiv s{}, s{}, s{}", p_strips_, p_strips_, scratch);
     w_.line("sarg s{}, {}", q_tiles_, kQArg);
     w_.line("saddi s{}, s{}, {}", q_tiles_, q_tiles_, kTile - 1);
     w_.line("sshri s{}, s{}, 7", q_tiles_, q_tiles_);
     w_.line("smul s{}, s{}, s{}", jobs, p_strips_, q_tiles_);
     for (int i = 0; i < outer_rank_; ++i) {
-      w_.line("sarg s{}, {}", two, kOuterArg + i);
-      w_.line("smul s{}, s{}, s{}", jobs, jobs, two);
+      w_.line("sarg s{}, {}", scratch, kOuterArg + i);
+      w_.line("smul s{}, s{}, s{}", jobs, jobs, scratch);
     }
-    w_.load_immediate(two, 2);
-    w_.line("sli s{}, 0", job);
-    issue_input(job, 0);
-    const std::string top = w_.new_label("tile"), done = w_.new_label("done");
-    w_.place(top);
-    for (int set = 0; set < 2; ++set) {
-      const std::string no_prefetch = w_.new_label("no_prefetch"), out_free = w_.new_label("out_free");
-      w_.line("saddi s{}, s{}, 1", next, job);
-      w_.line("bge s{}, s{}, {}", next, jobs, no_prefetch);
-      issue_input(next, 1 - set);
-      w_.place(no_prefetch);
-      w_.line("sem.wait sem{}, 1", kSemIn + set);
-      w_.line("blt s{}, s{}, {}", job, two, out_free);  // this set's previous write-back has landed
-      w_.line("sem.wait sem{}, 1", kSemOut + set);
-      w_.place(out_free);
+    // Each set's write-back semaphore starts as if a write-back had landed, so the first two jobs
+    // wait for nothing.
+    for (int set = 0; set < 2; ++set) w_.line("sem.signal sem{}, 1", kSemOut + set);
+    s.release(scratch);
+    emit_job_loop(w_, job, next, jobs, kSemIn, [&](int j, int set) { issue_input(j, set); }, [&](int set) {
+      w_.line("sem.wait sem{}, 1", kSemOut + set);  // this set's previous write-back has landed
       const Job j = decode(job);
       turn_over(set, j);
       write_back(set, j);
       release(j);
-      w_.line("smov s{}, s{}", job, next);
-      w_.line("bge s{}, s{}, {}", job, jobs, done);
-    }
-    w_.line("jmp {}", top);
-    w_.place(done);
+    });
     return w_.assemble();
   }
 
@@ -119,16 +107,7 @@ class TransposeWriter {
     w_.line("sadd s{}, s{}, s{}", j.dst, j.dst, j.rows);
     // src = offset + sum over outer dims of ((o / after) % size) * stride + q0 * pitch + p0
     w_.line("sarg s{}, {}", j.src, kOffsetArg);
-    w_.line("sli s{}, 1", after);
-    for (int i = outer_rank_; i-- > 0;) {
-      w_.line("sdiv s{}, s{}, s{}", idx, o, after);
-      w_.line("sarg s{}, {}", t, kOuterArg + i);
-      w_.line("srem s{}, s{}, s{}", idx, idx, t);
-      w_.line("smul s{}, s{}, s{}", after, after, t);
-      w_.line("sarg s{}, {}", t, kOuterArg + outer_rank_ + i);
-      w_.line("smul s{}, s{}, s{}", idx, idx, t);
-      w_.line("sadd s{}, s{}, s{}", j.src, j.src, idx);
-    }
+    add_outer_offset(w_, j.src, o, outer_rank_, kOuterArg, after, idx, t);
     w_.line("sarg s{}, {}", t, kPitchArg);
     w_.line("smul s{}, s{}, s{}", t, t, j.rows);
     w_.line("sadd s{}, s{}, s{}", j.src, j.src, t);

@@ -1,0 +1,18 @@
+// The double-buffered loop of kernels that stream jobs through two VMEM buffer sets: job j+1's
+// inputs are issued into the other set before job j's body runs, so its DMA overlaps the body.
+// The body is emitted once per set because semaphores are immediates.
+#pragma once
+
+#include <functional>
+
+#include "kernels/asm_writer.h"
+
+namespace vtpu::kernels {
+
+// Runs jobs 0 .. s`jobs` - 1 with s`job` holding the current one (s`next` is scratch for the
+// next). `issue(job_reg, set)` emits the DMAs of a job's inputs into a set, signalling semaphore
+// `input_sem` + set once; `body(set)` emits a job's work once they have landed.
+void emit_job_loop(AsmWriter& w, int job, int next, int jobs, int input_sem, const std::function<void(int, int)>& issue,
+                   const std::function<void(int)>& body);
+
+}  // namespace vtpu::kernels
