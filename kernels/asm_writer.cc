@@ -74,6 +74,13 @@ void AsmWriter::add_scaled(int dst, int src, int64_t factor, int scratch) {
   line("sadd s{}, s{}, s{}", dst, dst, scratch);
 }
 
+void AsmWriter::ceil_div_argument(int dst, int arg, int64_t divisor, int scratch) {
+  line("sarg s{}, {}", dst, arg);
+  line("saddi s{}, s{}, {}", dst, dst, divisor - 1);
+  load_immediate(scratch, divisor);
+  line("sdiv s{}, s{}, s{}", dst, dst, scratch);
+}
+
 isa::Program AsmWriter::assemble() const {
   const std::string source = header_ + text_ + "  halt\n" + cold_;
   try {

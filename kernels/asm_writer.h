@@ -62,6 +62,9 @@ class AsmWriter {
   void load_float(int sreg, float value);
   // s`dst` += s`src` * factor, through s`scratch` (address arithmetic: base + index * stride).
   void add_scaled(int dst, int src, int64_t factor, int scratch);
+  // s`dst` = ceil(kernel argument #arg / divisor), through s`scratch`: how many blocks of
+  // `divisor` cover a size passed at launch.
+  void ceil_div_argument(int dst, int arg, int64_t divisor, int scratch);
 
   RegisterPool& sregs() { return sregs_; }
   const std::string& text() const { return text_; }

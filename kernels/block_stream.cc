@@ -1,12 +1,13 @@
-// Blocks of BR rows x BC cols in row-major block order. The loop body is emitted twice (buffer
-// set 0 and 1), because semaphores are immediates: set s waits on sem s for its inputs and on
-// sem 2+s for the write-back of the block that used the set before. Block b+1's inputs are issued
-// before block b computes, so DMA overlaps compute. Padding lanes and sublanes of a ragged block
-// compute garbage that is never written back (only the valid region is DMA'd out).
+// Blocks of BR rows x BC cols in row-major block order, through the double-buffered job loop
+// (kernels/job_loop.h): set s waits on sem s for its inputs and on sem 2+s for the write-back of
+// the block that used the set before. Block b+1's inputs are issued before block b computes, so
+// DMA overlaps compute. Padding lanes and sublanes of a ragged block compute garbage that is
+// never written back (only the valid region is DMA'd out).
 #include "kernels/block_stream.h"
 
 #include <algorithm>
 
+#include "kernels/job_loop.h"
 #include "kernels/vreg_shape.h"
 
 namespace vtpu::kernels {
@@ -94,22 +95,16 @@ void BlockStream::size_blocks() {
   for (const Buffer& b : buffers_) {
     if (b.period_arg < 0) continue;
     const std::string check = w_.new_label("divides"), ok = w_.new_label("divides_ok");
-    const int zero = s.take();
-    w_.line("sli s{}, 0", zero);
     w_.place(check);
     w_.line("sarg s{}, {}", t, b.period_arg);
     w_.line("srem s{}, s{}, s{}", t, t, br_reg_);
-    w_.line("beq s{}, s{}, {}", t, zero, ok);
+    w_.line("beq s{}, s0, {}", t, ok);
     w_.line("saddi s{}, s{}, {}", br_reg_, br_reg_, -kSublanes);
     w_.line("jmp {}", check);
     w_.place(ok);
-    s.release(zero);
   }
   // column blocks = ceil(cols / BC)
-  w_.line("sarg s{}, {}", col_blocks_reg_, cols_arg_);
-  w_.line("saddi s{}, s{}, {}", col_blocks_reg_, col_blocks_reg_, bc_ - 1);
-  w_.load_immediate(t, bc_);
-  w_.line("sdiv s{}, s{}, s{}", col_blocks_reg_, col_blocks_reg_, t);
+  w_.ceil_div_argument(col_blocks_reg_, cols_arg_, bc_, t);
   s.release(t);
 }
 
@@ -212,32 +207,19 @@ void BlockStream::emit(RegisterPool& vregs, const std::function<void(int, const 
   // Each set's write-back semaphore starts as if a write-back had landed, so the first two blocks
   // wait for nothing (no branch, no register for the test).
   for (int set = 0; set < 2; ++set) w_.line("sem.signal sem{}, {}", kSemOutput + set, outputs());
-  w_.line("sli s{}, 0", block);
-  issue_inputs(block, 0);
-  const std::string top = w_.new_label("block"), done = w_.new_label("done");
-  w_.place(top);
-  for (int set = 0; set < 2; ++set) {
-    const std::string no_prefetch = w_.new_label("no_prefetch");
-    w_.line("saddi s{}, s{}, 1", next, block);
-    w_.line("bge s{}, s{}, {}", next, nblocks, no_prefetch);
-    issue_inputs(next, 1 - set);
-    w_.place(no_prefetch);
-    if (streamed_inputs() > 0) w_.line("sem.wait sem{}, {}", kSemInput + set, streamed_inputs());
-    w_.line("sem.wait sem{}, {}", kSemOutput + set, outputs());  // the set's previous write-back has landed
-    BlockExtent e{s.take(), s.take(), s.take(), s.take()};
-    block_extent(block, e);
-    compute(set, e);  // releases e's registers
-    e = {s.take(), s.take(), s.take(), s.take()};
-    block_extent(block, e);
-    for (size_t i = 0; i < operands_.size(); ++i) {
-      if (operands_[i].output) block_dma(i, set, kSemOutput + set, e);
-    }
-    for (int r : {e.row0, e.col0, e.rows, e.cols}) s.release(r);
-    w_.line("smov s{}, s{}", block, next);
-    w_.line("bge s{}, s{}, {}", block, nblocks, done);
-  }
-  w_.line("jmp {}", top);
-  w_.place(done);
+  emit_job_loop(w_, block, next, nblocks, kSemInput, streamed_inputs(), [&](int b, int set) { issue_inputs(b, set); },
+                [&](int set) {
+                  w_.line("sem.wait sem{}, {}", kSemOutput + set, outputs());  // the set's previous write-back has landed
+                  BlockExtent e{s.take(), s.take(), s.take(), s.take()};
+                  block_extent(block, e);
+                  compute(set, e);  // releases e's registers
+                  e = {s.take(), s.take(), s.take(), s.take()};
+                  block_extent(block, e);
+                  for (size_t i = 0; i < operands_.size(); ++i) {
+                    if (operands_[i].output) block_dma(i, set, kSemOutput + set, e);
+                  }
+                  for (int r : {e.row0, e.col0, e.rows, e.cols}) s.release(r);
+                });
   for (int r : {block, next, nblocks, br_reg_, col_blocks_reg_}) s.release(r);
 }
 

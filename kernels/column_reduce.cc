@@ -43,20 +43,14 @@ class ColumnReduceWriter {
     const int job = s.take(), next = s.take(), jobs = s.take();
     row_blocks_ = s.take();
     // row blocks = ceil(rows / BR); jobs = strips * row blocks, strips = ceil(cols / W)
-    w_.line("sarg s{}, {}", row_blocks_, kRowsArg);
-    w_.line("saddi s{}, s{}, {}", row_blocks_, row_blocks_, br_ - 1);
-    w_.load_immediate(next, br_);
-    w_.line("sdiv s{}, s{}, s{}", row_blocks_, row_blocks_, next);
-    w_.line("sarg s{}, {}", jobs, kColsArg);
-    w_.line("saddi s{}, s{}, {}", jobs, jobs, width_ - 1);
-    w_.load_immediate(next, width_);
-    w_.line("sdiv s{}, s{}, s{}", jobs, jobs, next);
+    w_.ceil_div_argument(row_blocks_, kRowsArg, br_, next);
+    w_.ceil_div_argument(jobs, kColsArg, width_, next);
     w_.line("smul s{}, s{}, s{}", jobs, jobs, row_blocks_);
     acc_ = vregs_.take_run(g_);
     identity_ = vregs_.take();
     w_.load_float(next, identity());
     w_.line("vbcast v{}, s{}", identity_, next);
-    emit_job_loop(w_, job, next, jobs, kSemIn, [&](int j, int set) { issue_input(j, set); },
+    emit_job_loop(w_, job, next, jobs, kSemIn, 1, [&](int j, int set) { issue_input(j, set); },
                   [&](int set) { reduce_block(job, set); });
     return w_.assemble();
   }

@@ -2,8 +2,8 @@
 
 namespace vtpu::kernels {
 
-void emit_job_loop(AsmWriter& w, int job, int next, int jobs, int input_sem, const std::function<void(int, int)>& issue,
-                   const std::function<void(int)>& body) {
+void emit_job_loop(AsmWriter& w, int job, int next, int jobs, int input_sem, int input_signals,
+                   const std::function<void(int, int)>& issue, const std::function<void(int)>& body) {
   w.line("sli s{}, 0", job);
   issue(job, 0);
   const std::string top = w.new_label("job"), done = w.new_label("jobs_done");
@@ -14,7 +14,7 @@ void emit_job_loop(AsmWriter& w, int job, int next, int jobs, int input_sem, con
     w.line("bge s{}, s{}, {}", next, jobs, no_prefetch);
     issue(next, 1 - set);
     w.place(no_prefetch);
-    w.line("sem.wait sem{}, 1", input_sem + set);
+    if (input_signals > 0) w.line("sem.wait sem{}, {}", input_sem + set, input_signals);
     body(set);
     w.line("smov s{}, s{}", job, next);
     w.line("bge s{}, s{}, {}", job, jobs, done);

@@ -10,9 +10,10 @@
 namespace vtpu::kernels {
 
 // Runs jobs 0 .. s`jobs` - 1 with s`job` holding the current one (s`next` is scratch for the
-// next). `issue(job_reg, set)` emits the DMAs of a job's inputs into a set, signalling semaphore
-// `input_sem` + set once; `body(set)` emits a job's work once they have landed.
-void emit_job_loop(AsmWriter& w, int job, int next, int jobs, int input_sem, const std::function<void(int, int)>& issue,
-                   const std::function<void(int)>& body);
+// next). `issue(job_reg, set)` emits the DMAs of a job's inputs into a set, which signal semaphore
+// `input_sem` + set `input_signals` times in all (0: the job has no inputs to wait for);
+// `body(set)` emits a job's work once they have landed.
+void emit_job_loop(AsmWriter& w, int job, int next, int jobs, int input_sem, int input_signals,
+                   const std::function<void(int, int)>& issue, const std::function<void(int)>& body);
 
 }  // namespace vtpu::kernels

@@ -144,10 +144,7 @@ class MatmulBuilder {
 
   // dst = ceil(M / BM), the row blocks of the launch's M; clobbers s`scratch`.
   void row_blocks(int dst, int scratch) {
-    w_.line("sarg s{}, {}", dst, m_arg_);
-    w_.line("saddi s{}, s{}, {}", dst, dst, bm_ - 1);
-    w_.load_immediate(scratch, bm_);
-    w_.line("sdiv s{}, s{}, s{}", dst, dst, scratch);
+    w_.ceil_div_argument(dst, m_arg_, bm_, scratch);
   }
 
   // (bt, nb, mb) of the flat block index in `block`.
@@ -165,10 +162,7 @@ class MatmulBuilder {
   // dst = ceil(N / BN), the column blocks of the launch's N.
   void column_blocks(int dst) {
     const int t = w_.sregs().take();
-    w_.line("sarg s{}, {}", dst, n_arg_);
-    w_.line("saddi s{}, s{}, {}", dst, dst, bn_ - 1);
-    w_.load_immediate(t, bn_);
-    w_.line("sdiv s{}, s{}, s{}", dst, dst, t);
+    w_.ceil_div_argument(dst, n_arg_, bn_, t);
     w_.sregs().release(t);
   }
 

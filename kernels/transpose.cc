@@ -59,10 +59,7 @@ class TransposeWriter {
     p_strips_ = s.take();
     q_tiles_ = s.take();
     // p_strips = ceil(p / strip), q_tiles = ceil(q / 128), jobs = outer * q_tiles * p_strips
-    w_.line("sarg s{}, {}", p_strips_, kPArg);
-    w_.line("saddi s{}, s{}, {}", p_strips_, p_strips_, strip_ - 1);
-    w_.load_immediate(scratch, strip_);
-    w_.line("sdiv s{}, s{}, s{}", p_strips_, p_strips_, scratch);
+    w_.ceil_div_argument(p_strips_, kPArg, strip_, scratch);
     w_.line("sarg s{}, {}", q_tiles_, kQArg);
     w_.line("saddi s{}, s{}, {}", q_tiles_, q_tiles_, kTile - 1);
     w_.line("sshri s{}, s{}, 7", q_tiles_, q_tiles_);
@@ -75,7 +72,7 @@ class TransposeWriter {
     // wait for nothing.
     for (int set = 0; set < 2; ++set) w_.line("sem.signal sem{}, 1", kSemOut + set);
     s.release(scratch);
-    emit_job_loop(w_, job, next, jobs, kSemIn, [&](int j, int set) { issue_input(j, set); }, [&](int set) {
+    emit_job_loop(w_, job, next, jobs, kSemIn, 1, [&](int j, int set) { issue_input(j, set); }, [&](int set) {
       w_.line("sem.wait sem{}, 1", kSemOut + set);  // this set's previous write-back has landed
       const Job j = decode(job);
       turn_over(set, j);
