@@ -219,10 +219,11 @@ int Graph::strided_copy(int source, std::vector<int64_t> sizes, std::vector<int6
   n.strides = std::move(strides);
   n.offset = offset;
   n.label = std::move(label);
-  int64_t last = offset;  // the view must stay inside the source
-  for (size_t i = 0; i < n.strides.size(); ++i) last += (n.type.shape[i] - 1) * n.strides[i];
-  if (n.type.numel() > 0 && last >= node(source).type.numel()) {
-    throw KernelError(fmt::format("{}: the view reaches element {} of a {}-element buffer", n.label, last, node(source).type.numel()));
+  int64_t first = offset, last = offset;  // the view must stay inside the source
+  for (size_t i = 0; i < n.strides.size(); ++i) (n.strides[i] < 0 ? first : last) += (n.type.shape[i] - 1) * n.strides[i];
+  if (n.type.numel() > 0 && (first < 0 || last >= node(source).type.numel())) {
+    throw KernelError(fmt::format("{}: the view reaches elements {}..{} of a {}-element buffer", n.label, first, last,
+                                  node(source).type.numel()));
   }
   return add(std::move(n));
 }
@@ -307,6 +308,21 @@ int Graph::full(TensorType type, double value, std::string label) {
   n.type = std::move(type);
   n.label = std::move(label);
   return add(std::move(n));
+}
+
+int Graph::pad(int x, int64_t dim, int64_t before, int64_t after, double value, std::string label) {
+  if (before < 0 || after < 0) throw KernelError(fmt::format("{}: negative padding", label));
+  std::vector<int> parts;
+  for (int64_t width : {before, int64_t(-1), after}) {
+    if (width < 0) {
+      parts.push_back(x);
+    } else if (width > 0) {
+      TensorType block = node(x).type;
+      block.shape.at(dim) = width;
+      parts.push_back(full(block, value, label));
+    }
+  }
+  return parts.size() == 1 ? x : concat(parts, dim, std::move(label));
 }
 
 int Graph::row(RowOp op, int x, int weight, int bias, double eps, std::string label, int64_t correction) {

@@ -89,6 +89,8 @@ class Graph {
   // Dense copy of the view (sizes, strides, offset) of `source`'s elements in row-major order.
   int strided_copy(int source, std::vector<int64_t> sizes, std::vector<int64_t> strides, int64_t offset,
                    std::string label = "contiguous");
+  // x with `before` and `after` elements of `value` around it along `dim` (blocks concatenated).
+  int pad(int x, int64_t dim, int64_t before, int64_t after, double value = 0, std::string label = "pad");
   // torch.cat(inputs, dim): shapes equal except along dim, one dtype.
   int concat(const std::vector<int>& inputs, int64_t dim, std::string label = "cat");
   // table[index]: rows of `table` ([rows, ...]) in the order of `index`, int32 [n], or int64

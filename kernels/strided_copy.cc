@@ -81,10 +81,18 @@ std::string CopyShape::signature() const {
 CopyPlan plan_strided_copy(const StridedCopySpec& spec, const sim::ChipConfig& chip) {
   if (spec.sizes.size() != spec.strides.size()) throw KernelError("strided copy: sizes and strides differ in rank");
   if (!dtype_on_chip(spec.dtype)) throw KernelError(fmt::format("strided copy: {} is not supported on the chip", dtype_name(spec.dtype)));
+  // Outer dims may step backwards (a flipped view, as the convolution's input gradient reads its
+  // windows); the view must still start inside the source.
+  int64_t first = spec.offset;
+  bool backwards = false;
   for (size_t i = 0; i < spec.sizes.size(); ++i) {
-    if (spec.sizes[i] < 0 || spec.strides[i] < 0) throw KernelError("strided copy: negative sizes or strides");
+    if (spec.sizes[i] < 0) throw KernelError("strided copy: negative sizes");
+    if (spec.strides[i] < 0 && spec.sizes[i] > 1) {
+      first += (spec.sizes[i] - 1) * spec.strides[i];
+      backwards = true;
+    }
   }
-  if (spec.offset < 0) throw KernelError("strided copy: negative offset");
+  if (first < 0) throw KernelError("strided copy: the view starts before the source buffer");
   int64_t numel = 1;
   for (int64_t d : spec.sizes) numel *= d;
   if (numel == 0) throw KernelError("strided copy: empty tensors need no kernel");
@@ -92,7 +100,7 @@ CopyPlan plan_strided_copy(const StridedCopySpec& spec, const sim::ChipConfig& c
   const Collapsed c = collapse(spec);
   CopyPlan plan;
   plan.shape.dtype = spec.dtype;
-  if (auto t = as_transpose(c, spec)) {
+  if (auto t = backwards ? std::nullopt : as_transpose(c, spec)) {
     plan.shape.kind = CopyKind::Transpose;
     plan.shape.outer_rank = static_cast<int>(t->outer_sizes.size());
     plan.scalars = transpose_scalars(*t);
@@ -115,6 +123,10 @@ CopyPlan plan_strided_copy(const StridedCopySpec& spec, const sim::ChipConfig& c
     rows = c.sizes.back();
     row_stride = c.strides.back();
     outer_rank = rank - 1;
+  }
+  // The DMA walks its rows forwards: only outer dims (decoded in signed scalar registers) may not.
+  if (row_stride < 0) {
+    throw KernelError("strided copy: the innermost two dims must not step backwards");
   }
   const uint64_t inner_bytes = uint64_t(rows * row_elems) * eb;
   if (inner_bytes > chip.vmem_bytes / 4) {

@@ -7,9 +7,8 @@
 
 #include "kernels/fusion.h"
 #include "kernels/plan.h"
-#include "sim/sim_device.h"
 #include "support/numerics.h"
-#include "torch_bridge/runtime/plan_runner.h"
+#include "support/run_graph.h"
 
 using namespace vtpu;
 using kernels::DType;
@@ -35,35 +34,11 @@ struct Mlp {
   }
 };
 
-struct Bound {
-  int value;
-  std::vector<float> data;
-};
-
-// Runs `plan` with the given input data; returns the first output and the run's counters.
-std::vector<float> execute(const kernels::Graph& g, const kernels::Plan& plan, const std::vector<Bound>& inputs,
-                           bridge::PlanRun* run = nullptr) {
-  sim::SimDevice device(sim::load_chip("v5e"));
-  std::map<int, sim::HbmAddress> bound;
-  for (const auto& in : inputs) {
-    const auto addr = device.allocate(in.data.size() * 4);
-    device.copy_to_device(addr, {reinterpret_cast<const uint8_t*>(in.data.data()), in.data.size() * 4});
-    bound[in.value] = addr;
-  }
-  const int out = g.outputs().at(0);
-  std::vector<float> result(g.node(out).type.numel());
-  bound[out] = device.allocate(result.size() * 4);
-  bridge::PlanExecution exec(device, plan, bound);
-  if (run) *run = exec.run();
-  device.copy_to_host({reinterpret_cast<uint8_t*>(result.data()), result.size() * 4}, exec.address(out));
-  return result;
-}
-
 double gelu(double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }
 
 // Random inputs of an Mlp and its double-precision output.
 struct MlpCase {
-  std::vector<Bound> inputs;
+  std::vector<testing::Bound> inputs;
   std::vector<double> want;
   MlpCase(const Mlp& mlp, int64_t t, int64_t d, int64_t hdim) {
     const auto x = testing::random_floats(t * d, 51), w1 = testing::random_floats(hdim * d, 52, -0.3f, 0.3f),
@@ -151,8 +126,8 @@ TEST_SUITE("kernels") {
     bridge::PlanRun none_run, greedy_run;
     const auto none_plan = kernels::make_plan(mlp.g, FusionStrategy::None, chip, cache);
     const auto greedy_plan = kernels::make_plan(mlp.g, FusionStrategy::Greedy, chip, cache);
-    const auto y_none = execute(mlp.g, none_plan, inputs, &none_run);
-    const auto y_greedy = execute(mlp.g, greedy_plan, inputs, &greedy_run);
+    const auto y_none = testing::run_graph(mlp.g, none_plan, inputs, &none_run);
+    const auto y_greedy = testing::run_graph(mlp.g, greedy_plan, inputs, &greedy_run);
     // 6-pass f32 matmuls and a 1.5e-7 erf: f32-level agreement with the double reference.
     VTPU_CHECK_CLOSE(y_none, want, 1e-4, 1e-4);
     VTPU_CHECK_CLOSE(y_greedy, want, 1e-4, 1e-4);
@@ -183,7 +158,7 @@ TEST_SUITE("kernels") {
         const MlpCase data(mlp, tokens, d, hdim);
         const auto plan = kernels::make_plan(mlp.g, strategy, chip, cache);
         for (const auto& l : plan.launches) CHECK(l.cache_hit == reused);
-        VTPU_CHECK_CLOSE(execute(mlp.g, plan, data.inputs), data.want, 1e-4, 1e-4);
+        VTPU_CHECK_CLOSE(testing::run_graph(mlp.g, plan, data.inputs), data.want, 1e-4, 1e-4);
       }
     }
   }
@@ -226,7 +201,7 @@ TEST_SUITE("kernels") {
     for (auto s : {FusionStrategy::None, FusionStrategy::Greedy}) {
       CAPTURE(kernels::fusion_strategy_name(s));
       const auto plan = kernels::make_plan(g, s, sim::load_chip("v5e"), cache);
-      const auto out = execute(g, plan, {{q, qd}, {k, kd}, {v, vd}, {mask, md}});
+      const auto out = testing::run_graph(g, plan, {{q, qd}, {k, kd}, {v, vd}, {mask, md}});
       VTPU_CHECK_CLOSE(out, want, 1e-5, 1e-4);
     }
   }

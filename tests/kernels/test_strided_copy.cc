@@ -77,11 +77,23 @@ TEST_SUITE("kernels") {
     check_view<float>({2, 300, 300}, {100000, 301, 1}, 0, 200000, DType::F32);
   }
 
+  TEST_CASE("strided copy: outer dims stepping backwards (flipped windows)") {
+    // A 3x3 kernel's windows over a 6x6 image, flipped in both kernel dims: [3, 3, 4, 4] with
+    // strides [-6, -1, 6, 1] from the last window's corner.
+    check_view<float>({3, 3, 4, 4}, {-6, -1, 6, 1}, 2 * 6 + 2, 36, DType::F32);
+    check_view<float>({2, 5, 7}, {-40, 7, 2}, 40, 81, DType::F32);  // elements kind, batch reversed
+    check_view<uint16_t>({4, 3, 130}, {-130, 520, 1}, 390, 4 * 3 * 130, DType::BF16);
+  }
+
   TEST_CASE("strided copy errors") {
     const auto chip = sim::load_chip("v5e");
     CHECK_THROWS_WITH_AS(kernels::plan_strided_copy({{2, 2}, {1}, 0, DType::F32}, chip), doctest::Contains("rank"), kernels::KernelError);
     CHECK_THROWS_WITH_AS(kernels::plan_strided_copy({{2}, {1}, 0, DType::I64}, chip), doctest::Contains("i64"), kernels::KernelError);
-    CHECK_THROWS_WITH_AS(kernels::plan_strided_copy({{2, 2}, {2, 1}, -1, DType::F32}, chip), doctest::Contains("negative"),
+    CHECK_THROWS_WITH_AS(kernels::plan_strided_copy({{2, 2}, {2, 1}, -1, DType::F32}, chip), doctest::Contains("starts before"),
+                         kernels::KernelError);
+    CHECK_THROWS_WITH_AS(kernels::plan_strided_copy({{3, 2}, {-2, 1}, 4, DType::F32}, chip), doctest::Contains("backwards"),
+                         kernels::KernelError);
+    CHECK_THROWS_WITH_AS(kernels::plan_strided_copy({{2, 2}, {-4, 1}, 2, DType::F32}, chip), doctest::Contains("starts before"),
                          kernels::KernelError);
     CHECK_THROWS_WITH_AS(kernels::plan_strided_copy({{2, 2}, {int64_t{1} << 32, 1}, 0, DType::F32}, chip),
                          doctest::Contains("32 bits"), kernels::KernelError);

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "kernels/reduce_dims.h"
 #include "torch_bridge/csrc/ops_support.h"
 #include "torch_bridge/csrc/runtime.h"
 
@@ -141,12 +142,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_layer_norm_backward(
   }
   if (mask[1] && has_w) {
     dw = record("native_layer_norm_backward", inputs, weight->scalar_type(), [&](Graph& g, const std::vector<int>& v) {
-      return reduce_dims(g, g.binary(ExprOp::Mul, v[0], xhat_of(g, v)), rows_dims, RowOp::Sum);
+      return kernels::reduce_dims(g, g.binary(ExprOp::Mul, v[0], xhat_of(g, v)), rows_dims, RowOp::Sum);
     }, cpu_part(1));
   }
   if (mask[2] && bias && bias->defined()) {
     db = record("native_layer_norm_backward", inputs, bias->scalar_type(), [&](Graph& g, const std::vector<int>& v) {
-      return reduce_dims(g, v[0], rows_dims, RowOp::Sum);
+      return kernels::reduce_dims(g, v[0], rows_dims, RowOp::Sum);
     }, cpu_part(2));
   }
   return {dx, dw, db};

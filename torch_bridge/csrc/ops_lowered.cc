@@ -8,6 +8,7 @@
 #include <torch/library.h>
 
 #include "kernels/matmul.h"
+#include "kernels/reduce_dims.h"
 #include "torch_bridge/csrc/ops_support.h"
 #include "torch_bridge/csrc/recorder.h"
 #include "torch_bridge/csrc/runtime.h"
@@ -244,7 +245,7 @@ at::Tensor reduce(const char* op, RowOp r, const at::Tensor& self, at::OptionalI
     else if (keepdim) shape.push_back(1);
   }
   at::Tensor out = record(op, {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
-    return reduce_dims(g, v[0], dims, r, correction);
+    return kernels::reduce_dims(g, v[0], dims, r, correction);
   }, cpu);
   return out.view(shape);
 }
@@ -382,34 +383,32 @@ at::Tensor tpu_index_select(const at::Tensor& self, int64_t dim, const at::Tenso
   }, cpu);
 }
 
-// Constant padding: per padded dim, constant blocks concatenated around the input (cat kernels).
-// Negative pads crop, which is a slice: those go to the CPU.
+// Constant padding: per padded dim, constant blocks concatenated around the input (cat kernels);
+// negative pads crop (a convolution's padding='same' backward), one strided copy after.
 at::Tensor tpu_constant_pad_nd(const at::Tensor& self, at::IntArrayRef pad, const at::Scalar& value) {
   const std::vector<int64_t> p(pad.begin(), pad.end());
   const auto cpu = [p, value](const std::vector<at::Tensor>& c) { return at::constant_pad_nd(c[0], p, value); };
-  bool cropping = false;
-  for (int64_t x : p) cropping |= x < 0;
-  if (cropping || p.size() % 2 || int64_t(p.size()) > 2 * self.dim()) {
-    return run_on_cpu("constant_pad_nd", {self}, cpu, "negative (cropping) or malformed padding");
-  }
+  bool malformed = p.size() % 2 || int64_t(p.size()) > 2 * self.dim();
+  for (size_t i = 0; !malformed && i < p.size() / 2; ++i) malformed |= self.size(self.dim() - 1 - i) + p[2 * i] + p[2 * i + 1] <= 0;
+  if (malformed) return run_on_cpu("constant_pad_nd", {self}, cpu, "malformed padding, or cropping everything");
   const double fill = value.toDouble();
   return record("constant_pad_nd", {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
     int x = v[0];
     for (size_t i = 0; i < p.size() / 2; ++i) {
-      const int64_t dim = self.dim() - 1 - static_cast<int64_t>(i);
-      std::vector<int> parts;
-      for (int64_t width : {p[2 * i], int64_t(-1), p[2 * i + 1]}) {
-        if (width < 0) {
-          parts.push_back(x);
-        } else if (width > 0) {
-          auto type = g.node(x).type;
-          type.shape[dim] = width;
-          parts.push_back(g.full(type, fill, "pad"));
-        }
-      }
-      if (parts.size() > 1) x = g.concat(parts, dim, "pad");
+      x = g.pad(x, self.dim() - 1 - static_cast<int64_t>(i), std::max<int64_t>(p[2 * i], 0), std::max<int64_t>(p[2 * i + 1], 0), fill);
     }
-    return x;
+    std::vector<int64_t> sizes = g.node(x).type.shape, strides(sizes.size(), 1);
+    for (size_t d = sizes.size(); d-- > 1;) strides[d - 1] = strides[d] * sizes[d];
+    int64_t offset = 0;
+    bool cropping = false;
+    for (size_t i = 0; i < p.size() / 2; ++i) {
+      const size_t d = sizes.size() - 1 - i;
+      const int64_t before = std::min<int64_t>(p[2 * i], 0), after = std::min<int64_t>(p[2 * i + 1], 0);
+      offset -= before * strides[d];
+      sizes[d] += before + after;
+      cropping |= before < 0 || after < 0;
+    }
+    return cropping ? g.strided_copy(x, sizes, strides, offset, "crop") : x;
   }, cpu);
 }
 
@@ -465,21 +464,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_batch_norm(
     return y;
   }, cpu);
   return {out, at::empty({0}, input.options()), at::empty({0}, input.options())};  // eval: no saved statistics
-}
-
-// Convolutions are not lowered yet; torch routes other backends through convolution_overrideable,
-// which has no CPU kernel to fall back to, so it is forwarded to at::convolution on the CPU here.
-at::Tensor tpu_convolution_overrideable(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
-                                        at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
-                                        bool transposed, at::IntArrayRef output_padding, int64_t groups) {
-  std::vector<at::Tensor> inputs = {input, weight};
-  const bool has_bias = bias && bias->defined();
-  if (has_bias) inputs.push_back(*bias);
-  std::vector<int64_t> st(stride.begin(), stride.end()), pa(padding.begin(), padding.end()), di(dilation.begin(), dilation.end()),
-      op(output_padding.begin(), output_padding.end());
-  return run_on_cpu("convolution_overrideable", inputs, [=](const std::vector<at::Tensor>& c) {
-    return at::convolution(c[0], c[1], has_bias ? std::optional(c[2]) : std::nullopt, st, pa, di, transposed, op, groups);
-  }, "convolutions are not lowered yet");
 }
 
 // histc has no chip kernel. Accelerator backends (CUDA) count integer inputs, the CPU kernel only
@@ -563,7 +547,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("clone", tpu_clone);
   m.impl("cat", tpu_cat);
   m.impl("index_select", tpu_index_select);
-  m.impl("convolution_overrideable", tpu_convolution_overrideable);
   m.impl("histc", tpu_histc);
   m.impl("constant_pad_nd", tpu_constant_pad_nd);
   m.impl("native_batch_norm", tpu_native_batch_norm);

@@ -25,12 +25,6 @@ at::Tensor record(const char* op, const std::vector<at::Tensor>& inputs, c10::Sc
 // dst (whole dense buffer) <- src, converting dtype on the chip.
 void record_copy(const at::Tensor& dst, const at::Tensor& src);
 
-// Sum (or mean) of value `v` over `dims` (sorted, non-negative): the reduced dims are permuted
-// last by a strided copy when they are not already, flattened, and reduced by a row kernel.
-// The result has the kept dims' shape. Throws KernelError when the reduced extent exceeds what
-// one row kernel holds.
-int reduce_dims(kernels::Graph& g, int v, const std::vector<int64_t>& dims, kernels::RowOp op, int64_t correction = 1);
-
 // Writes `value` into every element of `t` on the chip.
 void fill_on_chip(const at::Tensor& t, double value);
 

@@ -1,0 +1,105 @@
+"""Convolutions on the chip (kernels/convolution.h through aten::convolution_overrideable and its
+backward): forward, input, weight and bias gradients against the CPU with the fallback off, in
+both modes, for the shapes models use (padding, strides, dilation, groups, depthwise, patch
+embeddings, conv1d, transposed convolutions), and a clear error for what stays off the chip."""
+import pytest
+import torch
+
+import vtpu
+
+# (module factory, input shape). Default matmul precision ('highest'): f32-accurate MXU passes.
+CASES = {
+    "3x3_pad1": (lambda: torch.nn.Conv2d(3, 8, 3, padding=1), (2, 3, 12, 12)),
+    "stride2_no_bias": (lambda: torch.nn.Conv2d(4, 6, (3, 2), stride=2, padding=(1, 0), bias=False), (1, 4, 17, 13)),
+    "dilation2": (lambda: torch.nn.Conv2d(2, 3, 3, dilation=2, padding=2), (2, 2, 11, 12)),
+    "groups2": (lambda: torch.nn.Conv2d(4, 6, 3, padding=1, groups=2), (2, 4, 8, 8)),
+    "depthwise_7x7": (lambda: torch.nn.Conv2d(24, 24, 7, padding=3, groups=24), (2, 24, 9, 9)),
+    "patch_embedding": (lambda: torch.nn.Conv2d(3, 16, 8, stride=8), (2, 3, 32, 32)),
+    "padding_same": (lambda: torch.nn.Conv2d(3, 4, 4, padding="same"), (1, 3, 10, 10)),
+    "conv1d": (lambda: torch.nn.Conv1d(4, 5, 5, stride=2, padding=2), (2, 4, 50)),
+    "conv1d_depthwise": (lambda: torch.nn.Conv1d(8, 8, 3, padding=1, groups=8), (2, 8, 30)),
+    "conv_transpose2d": (lambda: torch.nn.ConvTranspose2d(4, 3, 3, stride=2, padding=1, output_padding=1), (2, 4, 7, 7)),
+    "conv_transpose1d": (lambda: torch.nn.ConvTranspose1d(4, 2, 4, stride=2, padding=1), (2, 4, 20)),
+}
+
+
+@pytest.fixture
+def no_fallback():
+    vtpu.set_cpu_fallback(False)
+    vtpu.synchronize()
+    vtpu.reset_stats()
+    yield
+    vtpu.set_mode("defer_and_fuse")
+
+
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_forward_and_gradients_match_cpu(case, mode, no_fallback):
+    vtpu.set_mode(mode)
+    make, shape = CASES[case]
+    torch.manual_seed(0)
+    cpu = make()
+    tpu = make().to("tpu")
+    tpu.load_state_dict(cpu.state_dict())
+    x = torch.randn(shape, requires_grad=True)
+    xt = x.detach().to("tpu").requires_grad_(True)
+    y, yt = cpu(x), tpu(xt)
+    grad = torch.randn_like(y)
+    y.backward(grad)
+    yt.backward(grad.to("tpu"))
+    torch.testing.assert_close(yt.cpu(), y, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(xt.grad.cpu(), x.grad, atol=1e-4, rtol=1e-4)
+    for name, p in cpu.named_parameters():
+        torch.testing.assert_close(dict(tpu.named_parameters())[name].grad.cpu(), p.grad, atol=1e-4, rtol=1e-4, msg=name)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_negative_padding_crops_on_the_chip(no_fallback):
+    # padding="same" with an even kernel pads asymmetrically; its backward crops (negative pads).
+    x = torch.randn(2, 3, 5, 6)
+    for pad in [(1, -2), (-1, 2, 0, -3), (2, 1, 1, 0)]:
+        got = torch.nn.functional.pad(x.to("tpu"), pad, value=0.5).cpu()
+        torch.testing.assert_close(got, torch.nn.functional.pad(x, pad, value=0.5), atol=0, rtol=0)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_bf16_convolution(no_fallback):
+    torch.manual_seed(0)
+    x, w = torch.randn(2, 8, 10, 10).bfloat16(), torch.randn(16, 8, 3, 3).bfloat16()
+    got = torch.nn.functional.conv2d(x.to("tpu"), w.to("tpu"), padding=1).cpu()
+    assert got.dtype == torch.bfloat16
+    want = torch.nn.functional.conv2d(x.float(), w.float(), padding=1)
+    # bf16 inputs, f32 accumulation on the MXU, one bf16 rounding of the result (2^-8 relative).
+    torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=1e-2)
+
+
+def test_small_cnn_trains_like_cpu(no_fallback):
+    def make():
+        torch.manual_seed(1)
+        return torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(4, 4, 3, stride=2),
+                                   torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(4 * 3 * 3, 2))
+
+    x, target = torch.randn(8, 1, 8, 8), torch.randn(8, 2)
+    losses = {}
+    for device in ["cpu", "tpu"]:
+        model = make().to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        losses[device] = []
+        for _ in range(5):
+            opt.zero_grad()
+            loss = ((model(x.to(device)) - target.to(device)) ** 2).mean()
+            loss.backward()
+            opt.step()
+            losses[device].append(loss.item())
+    assert losses["tpu"][-1] < losses["tpu"][0]
+    torch.testing.assert_close(torch.tensor(losses["tpu"]), torch.tensor(losses["cpu"]), atol=1e-4, rtol=1e-4)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_unsupported_convolutions_name_the_op_and_the_reason(no_fallback):
+    x, w = torch.randn(1, 2, 4, 4, 4, device="tpu"), torch.randn(3, 2, 2, 2, 2, device="tpu")
+    with pytest.raises(NotImplementedError, match=r"convolution_overrideable.*spatial dims"):
+        torch.nn.functional.conv3d(x, w)
+    wide, grouped = torch.randn(1, 64, 4, 4, device="tpu"), torch.randn(64, 2, 1, 1, device="tpu")
+    with pytest.raises(NotImplementedError, match="more than 16 groups"):
+        torch.nn.functional.conv2d(wide, grouped, groups=32)
