@@ -9,47 +9,10 @@
 
 #include "kernels/asm_writer.h"
 #include "kernels/reduce_dims.h"
+#include "kernels/windows.h"
 
 namespace vtpu::kernels {
 namespace {
-
-using Pair = std::array<int64_t, 2>;
-
-// One axis of a window gather: its extent and its step through the source buffer (elements).
-struct Axis {
-  int64_t size = 1, stride = 0;
-};
-
-// The windows over a dense [N, Cb, Hb, Wb] buffer: element (c, i, j, n, y, x) is
-// buf[n, c0 + c, y0 + i * step_i + y * stride_y, x0 + j * step_j + x * stride_x].
-struct Windows {
-  Axis c, i, j, n, y, x;
-  int64_t offset = 0;
-  int64_t taps() const { return i.size * j.size; }
-};
-
-Windows windows_of(const std::vector<int64_t>& buf, int64_t c0, int64_t channels, Pair kernel, Pair kernel_step, Pair origin,
-                   Pair out, Pair stride) {
-  const int64_t plane = buf[2] * buf[3], row = buf[3];
-  Windows w;
-  w.c = {channels, plane};
-  w.i = {kernel[0], kernel_step[0] * row};
-  w.j = {kernel[1], kernel_step[1]};
-  w.n = {buf[0], buf[1] * plane};
-  w.y = {out[0], stride[0] * row};
-  w.x = {out[1], stride[1]};
-  w.offset = c0 * plane + origin[0] * row + origin[1];
-  return w;
-}
-
-int gather(Graph& g, int buf, const Windows& w, std::initializer_list<Axis> order, std::vector<int64_t> shape) {
-  std::vector<int64_t> sizes, strides;
-  for (const Axis& a : order) {
-    sizes.push_back(a.size);
-    strides.push_back(a.stride);
-  }
-  return g.reshape(g.strided_copy(buf, sizes, strides, w.offset, "im2col"), std::move(shape));
-}
 
 // Columns as [K, N*P] (DMA rows of output positions, one per channel, tap and image, when the
 // width stride is 1) or as [N*P, K] (rows of kernel width, one per position and channel),
@@ -65,11 +28,6 @@ int columns(Graph& g, int buf, const Windows& w, bool by_position) {
   const int64_t k = w.c.size * w.taps(), np = w.n.size * w.y.size * w.x.size;
   if (by_position) return gather(g, buf, w, {w.n, w.y, w.x, w.c, w.i, w.j}, {np, k});
   return gather(g, buf, w, {w.c, w.i, w.j, w.n, w.y, w.x}, {k, np});
-}
-
-int pad_hw(Graph& g, int x, Pair before, Pair after) {
-  x = g.pad(x, 2, before[0], after[0], 0, "conv_pad");
-  return g.pad(x, 3, before[1], after[1], 0, "conv_pad");
 }
 
 // [C, N*P] (channels first, as the matmuls produce) -> [N, C, h, w].
@@ -104,7 +62,7 @@ int taps_by_channel(Graph& g, int w) {
 // unit (the MXU would see one row per channel).
 int depthwise(Graph& g, int buf, const Windows& w, int taps, Pair out) {
   const int64_t t = w.taps(), n = w.n.size, c = w.c.size, p = w.y.size * w.x.size;
-  const int cols = gather(g, buf, w, {w.i, w.j, w.n, w.c, w.y, w.x}, {t, n, c, p});
+  const int cols = gather_by_tap(g, buf, w);
   const int prod = g.binary(ExprOp::Mul, cols, per_channel_column(g, taps, t, n, c), "depthwise_conv2d");
   const int sum = g.column_reduce(RowOp::Sum, g.reshape(prod, {t, n * c * p}), "depthwise_conv2d");
   return g.reshape(sum, {n, c, out[0], out[1]});
@@ -183,28 +141,9 @@ int conv2d_input_grad(Graph& g, int grad_y, int w, std::array<int64_t, 2> input_
   const std::string why = conv2d_unsupported(c, o, groups);
   if (!why.empty()) throw KernelError("conv2d input gradient: " + why);
   const Pair kernel{ws[2], ws[3]};
-  // Dilate grad_y by the stride (each value followed by stride - 1 zeros), then pad so that every
-  // flipped window the input positions read lies inside: dx[h] = sum_i w[i] * g_ext[h + pad + (k-1-i) * dil].
-  int ge = grad_y;
-  Pair dilated{gs[2], gs[3]};
-  for (int d = 0; d < 2; ++d) {
-    if (p.stride[d] == 1) continue;
-    auto shape = g.node(ge).type.shape;
-    std::vector<int64_t> split(shape.begin(), shape.begin() + 3 + d);
-    split.push_back(1);
-    split.insert(split.end(), shape.begin() + 3 + d, shape.end());
-    ge = g.pad(g.reshape(ge, split), 3 + d, 0, p.stride[d] - 1, 0, "conv_dilate");
-    dilated[d] *= p.stride[d];
-    shape[2 + d] = dilated[d];
-    ge = g.reshape(ge, shape);
-  }
-  Pair lead, tail, origin;
-  for (int d = 0; d < 2; ++d) {
-    lead[d] = (kernel[d] - 1) * p.dilation[d];
-    tail[d] = std::max<int64_t>(0, input_hw[d] + p.padding[d] - dilated[d]);
-    origin[d] = p.padding[d] + lead[d];
-  }
-  ge = pad_hw(g, ge, lead, tail);
+  // dx[h] = sum over taps i of w[i] * grad_y dilated by the stride, read at h + padding - i * dilation.
+  Pair origin;
+  const int ge = dilate_and_pad_for_flipped_reads(g, grad_y, kernel, input_hw, p.stride, p.padding, p.dilation, origin);
   const auto buf = g.node(ge).type.shape;  // a copy: adding nodes moves them
   const Pair flipped{-p.dilation[0], -p.dilation[1]};
   if (is_depthwise(c, o, groups)) {
@@ -238,7 +177,7 @@ int conv2d_weight_grad(Graph& g, int grad_y, int x, std::array<int64_t, 2> kerne
     // dw[c, t] = sum over n, p of grad_y[n, c, p] * windows[t, n, c, p]
     const Windows win = windows_of(buf, 0, c, kernel_hw, p.dilation, {0, 0}, out, p.stride);
     const int64_t pos = out[0] * out[1];
-    const int cols = gather(g, xp, win, {win.i, win.j, win.n, win.c, win.y, win.x}, {t, n, c, pos});
+    const int cols = gather_by_tap(g, xp, win);
     const int prod = g.binary(ExprOp::Mul, cols, g.reshape(grad_y, {n, c, pos}), "depthwise_conv2d_weight_grad");
     const int by_tap = reduce_dims(g, prod, {1, 3}, RowOp::Sum);  // [T, C]
     return g.reshape(g.strided_copy(by_tap, {c, t}, {1, c}, 0, "conv_taps"), {c, 1, kernel_hw[0], kernel_hw[1]});
