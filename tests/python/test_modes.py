@@ -218,14 +218,18 @@ def test_reductions_over_leading_dims_need_no_permute(dtype):
     assert vtpu.stats()["cpu_fallback_ops"] == 0
 
 
-@pytest.mark.parametrize("pad,value", [((1, 2), 0.0), ((0, 3, 2, 0), 1.5), ((1, 1, 1, 1, 1, 1), -2.0)])
+# Negative pads crop (padding="same" with an even kernel pads asymmetrically; its backward crops).
+@pytest.mark.parametrize("pad,value", [((1, 2), 0.0), ((0, 3, 2, 0), 1.5), ((1, 1, 1, 1, 1, 1), -2.0), ((1, -2), 0.0),
+                                       ((-1, 2, 0, -3), 0.5)])
 def test_constant_padding_runs_on_the_chip(pad, value):
     vtpu.set_cpu_fallback(False)
+    vtpu.reset_stats()
     x = torch.randn(2, 3, 5, 7)
     got = torch.nn.functional.pad(x.to("tpu"), pad, value=value)
     torch.testing.assert_close(got.cpu(), torch.nn.functional.pad(x, pad, value=value), atol=0, rtol=0)
-    with pytest.raises(NotImplementedError, match="constant_pad_nd.*cropping"):
-        torch.nn.functional.pad(x.to("tpu"), (-1, 2))  # a crop is a slice: CPU only, and only when allowed
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+    with pytest.raises(NotImplementedError, match="constant_pad_nd.*cropping everything"):
+        torch.nn.functional.pad(x.to("tpu"), (-4, -3))
 
 
 def test_batch_norm_eval_on_the_chip_and_training_updates_running_stats():
