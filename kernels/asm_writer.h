@@ -69,6 +69,7 @@ class AsmWriter {
   RegisterPool& sregs() { return sregs_; }
   const std::string& text() const { return text_; }
   isa::Program assemble() const;  // throws KernelError with the listing's line on failure
+  const std::string& name() const { return name_; }
 
  private:
   std::string name_;

@@ -300,6 +300,20 @@ int Graph::random(TensorType type, RandomKind kind, double a, double b, int key,
   return add(std::move(n));
 }
 
+int Graph::iota(TensorType type, std::string label) {
+  Node n;
+  n.kind = NodeKind::Iota;
+  n.type = std::move(type);
+  n.label = std::move(label);
+  if (n.type.dtype != DType::F32 && n.type.dtype != DType::I32) {
+    throw KernelError(fmt::format("{}: indices are f32 or i32, not {}", n.label, dtype_name(n.type.dtype)));
+  }
+  if (n.type.dtype == DType::F32 && n.type.numel() > (int64_t{1} << 24)) {
+    throw KernelError(fmt::format("{}: more than 2^24 indices are not exact in f32", n.label));
+  }
+  return add(std::move(n));
+}
+
 int Graph::full(TensorType type, double value, std::string label) {
   Node n;
   n.kind = NodeKind::Elementwise;

@@ -35,6 +35,7 @@ enum class NodeKind : uint8_t {
   Random,       // random numbers of `random_kind` (Philox), keyed by inputs[0] (2 x i32)
   ScatterAdd,   // zeros of the node's shape, rows of inputs[0] added at the indices inputs[1]
   ColumnReduce, // row_op (sum, mean, max, min) over the leading axis of inputs[0] ([rows, cols] -> [cols])
+  Iota,         // element i (flat, row-major) = i, f32 or i32; no inputs
 };
 
 struct Node {
@@ -103,6 +104,8 @@ class Graph {
   // A tensor of `type` (f32 or bf16) of random numbers: element i is a function of the key (a
   // value of 2 x i32, an input so the graph's signature does not change with it) and of i.
   int random(TensorType type, RandomKind kind, double a, double b, int key, std::string label = "random");
+  // A tensor of `type` (f32, exact below 2^24, or i32) whose element i (flat, row-major) is i.
+  int iota(TensorType type, std::string label = "iota");
   // A tensor of `type` with every element `value` (zeros, ones, full).
   int full(TensorType type, double value, std::string label = "full");
   void mark_output(int value);

@@ -14,6 +14,7 @@
 #include "kernels/column_reduce.h"
 #include "kernels/concat.h"
 #include "kernels/gather.h"
+#include "kernels/iota.h"
 #include "kernels/random.h"
 #include "kernels/scatter_add.h"
 #include "kernels/strided_copy.h"
@@ -261,6 +262,17 @@ Launch lower_random(const Graph& g, const KernelGroup& grp, const sim::ChipConfi
   return l;
 }
 
+// One program per dtype: the count is a launch scalar.
+Launch lower_iota(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
+  const Node& n = g.node(grp.nodes.front());
+  Launch l;
+  l.args = {grp.nodes.front()};
+  l.scalars = {int32_t(n.type.numel())};
+  l.program = cache.get_or_build(fmt::format("iota|{}|{}", dtype_name(n.type.dtype), chip.name),
+                                 [&] { return make_iota(n.type.dtype, chip); }, &l.cache_hit);
+  return l;
+}
+
 // One program per op, dtypes and strip width (columns rounded up to 128, at most 1024): rows
 // and columns are launch scalars.
 Launch lower_column_reduce(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
@@ -283,6 +295,7 @@ Launch lower_column_reduce(const Graph& g, const KernelGroup& grp, const sim::Ch
 Launch lower_copy(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
   const Node& n = g.node(grp.nodes.front());
   if (n.kind == NodeKind::Random) return lower_random(g, grp, chip, cache);
+  if (n.kind == NodeKind::Iota) return lower_iota(g, grp, chip, cache);
   if (n.kind == NodeKind::ScatterAdd) return lower_scatter_add(g, grp, chip, cache);
   if (n.kind == NodeKind::ColumnReduce) return lower_column_reduce(g, grp, chip, cache);
   if (n.kind == NodeKind::Concat) return lower_concat(g, grp, chip, cache);

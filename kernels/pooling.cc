@@ -55,10 +55,9 @@ int windows_by_tap(Graph& g, int x, const Geometry& geo, const Pool2dParams& p, 
 
 // The flat input position each window tap reads, [T, N*C*P] (every image and channel reads the
 // same positions: a stride-0 axis).
-int position_windows(Graph& g, int positions, const Geometry& geo, const Pool2dParams& p) {
+int position_windows(Graph& g, const Geometry& geo, const Pool2dParams& p) {
   if (geo.in[0] * geo.in[1] >= (int64_t{1} << 24)) throw KernelError("max_pool2d: more than 2^24 positions per image");
-  if (g.node(positions).type.numel() != geo.in[0] * geo.in[1]) throw KernelError("max_pool2d: positions must hold H * W values");
-  const int grid = g.reshape(positions, {1, 1, geo.in[0], geo.in[1]});
+  const int grid = g.iota({{1, 1, geo.in[0], geo.in[1]}, DType::F32}, "max_pool2d_positions");
   const int padded = pad_hw(g, grid, p.padding, padding_after(geo, p), kNoPosition);  // never a maximum's position
   Windows w = windows_of(g.node(padded).type.shape, 0, 1, p.kernel, p.dilation, {0, 0}, geo.out, p.stride);
   w.c = {geo.images, 0};
@@ -132,26 +131,26 @@ int avg_pool2d_backward(Graph& g, int grad_y, Pair input_hw, const Pool2dParams&
   return g.reshape(dx, {gs[0], gs[1], input_hw[0], input_hw[1]});
 }
 
-std::pair<int, int> max_pool2d(Graph& g, int x, int positions, const Pool2dParams& p) {
+std::pair<int, int> max_pool2d(Graph& g, int x, const Pool2dParams& p) {
   const auto xs = g.node(x).type.shape;
   const Geometry geo = geometry(xs, p, "max_pool2d");
   const int cols = windows_by_tap(g, x, geo, p, -std::numeric_limits<double>::infinity());
   const int max = g.column_reduce(RowOp::Max, cols, "max_pool2d");
   // The first maximum in scan order is the one at the smallest position.
-  const int at = position_windows(g, positions, geo, p);
+  const int at = position_windows(g, geo, p);
   const int none = g.full({{1}, DType::F32}, kNoPosition, "max_pool2d_indices");
   const int first = g.column_reduce(RowOp::Min, g.where(g.binary(ExprOp::Eq, cols, max), at, none), "max_pool2d_indices");
   const std::vector<int64_t> shape{xs[0], xs[1], geo.out[0], geo.out[1]};
   return {g.reshape(max, shape), g.reshape(first, shape)};
 }
 
-int max_pool2d_backward(Graph& g, int grad_y, int indices, int positions, Pair input_hw, const Pool2dParams& p) {
+int max_pool2d_backward(Graph& g, int grad_y, int indices, Pair input_hw, const Pool2dParams& p) {
   const auto gs = g.node(grad_y).type.shape;
   if (gs.size() != 4) throw KernelError("max_pool2d_backward: grad_output must be 4-D");
   const Geometry geo = geometry({gs[0], gs[1], input_hw[0], input_hw[1]}, p, "max_pool2d_backward");
   if (gs[2] != geo.out[0] || gs[3] != geo.out[1]) throw KernelError("max_pool2d_backward: grad_output does not match the windows");
   const int64_t m = geo.images * geo.positions();
-  const int at = position_windows(g, positions, geo, p);
+  const int at = position_windows(g, geo, p);
   const int zero = g.full({{1}, g.node(grad_y).type.dtype}, 0, "max_pool2d_backward");
   const int routed = g.where(g.binary(ExprOp::Eq, at, g.reshape(indices, {m})), g.reshape(grad_y, {m}), zero, "max_pool2d_backward");
   const int dx = col2im(g, g.reshape(routed, {geo.taps, geo.images, geo.out[0], geo.out[1]}), p.kernel, input_hw, p.stride,

@@ -28,12 +28,11 @@ int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad
 int avg_pool2d(Graph& g, int x, const Pool2dParams& p);
 int avg_pool2d_backward(Graph& g, int grad_y, Pair input_hw, const Pool2dParams& p);
 
-// Flat input positions (h * W + w) are f32 here, exact below 2^24: `positions` is an [H * W]
-// input holding 0, 1, 2, ... (the graph has no iota). Returns (max [N, C, OH, OW], position of
-// the first maximum in each window, f32 [N, C, OH, OW]).
-std::pair<int, int> max_pool2d(Graph& g, int x, int positions, const Pool2dParams& p);
+// Flat input positions (h * W + w) are f32 here (an iota), exact below 2^24. Returns (max
+// [N, C, OH, OW], position of the first maximum in each window, f32 [N, C, OH, OW]).
+std::pair<int, int> max_pool2d(Graph& g, int x, const Pool2dParams& p);
 // grad_y routed to the positions `indices` (f32, as max_pool2d gives them) names, summed where
 // windows overlap: [N, C, H, W].
-int max_pool2d_backward(Graph& g, int grad_y, int indices, int positions, Pair input_hw, const Pool2dParams& p);
+int max_pool2d_backward(Graph& g, int grad_y, int indices, Pair input_hw, const Pool2dParams& p);
 
 }  // namespace vtpu::kernels

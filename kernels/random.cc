@@ -1,16 +1,14 @@
 // Per 8x128 tile: counters = the tiles' flat element indices (viota + base), ten Philox rounds on
 // the VPU (vimul / vimulhu for the 32x32 -> 64-bit products, vxor, viadd for the key schedule),
 // then the first one or two words become f32 uniforms and an Expr shapes them (Box-Muller's log,
-// sqrt and cos come from TileCodegen). Tiles are stored into one of two staging buffers; a
-// block's elements leave in one DMA while the next block computes.
+// sqrt and cos come from TileCodegen). The tile loop and its staging are kernels/flat_generator.
 #include "kernels/random.h"
 
 #include <algorithm>
 
 #include "kernels/asm_writer.h"
-#include "kernels/elementwise.h"
+#include "kernels/flat_generator.h"
 #include "kernels/vector_expr.h"
-#include "kernels/vreg_shape.h"
 
 namespace vtpu::kernels {
 namespace {
@@ -18,8 +16,6 @@ namespace {
 constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;  // Philox4x32 multipliers
 constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;  // and Weyl key increments
 constexpr int kRounds = 10;
-constexpr int64_t kTile = kSublanes * kLanes;
-constexpr int64_t kBlockTiles = 64;  // tiles per staging buffer
 
 // The distribution applied to operand 0 (and 1): uniforms in [0, 1) resp. (0, 1].
 Expr shape_expr(const RandomSpec& spec) {
@@ -52,9 +48,7 @@ std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> c, std::array<uint
 
 isa::Program make_random(const RandomSpec& spec, const sim::ChipConfig& chip) {
   if (spec.out != DType::F32 && spec.out != DType::BF16) throw KernelError("random: the output is f32 or bf16");
-  const int eb = dtype_bytes(spec.out);
-  const uint64_t key_vmem = 0, staging_vmem = 512, staging_bytes = uint64_t(kBlockTiles * kTile * eb);
-  if (staging_vmem + 2 * staging_bytes > chip.vmem_bytes) throw KernelError(fmt::format("random: {} has too little VMEM", chip.name));
+  constexpr uint64_t kKeyVmem = 0, kStagingVmem = 512;
   const Expr expr = shape_expr(spec);
 
   AsmWriter w("random");
@@ -63,54 +57,29 @@ isa::Program make_random(const RandomSpec& spec, const sim::ChipConfig& chip) {
   const int count_arg = w.argument("count", isa::ArgumentKind::Scalar);
   auto& s = w.sregs();
   RegisterPool vregs("vector registers", 0, 31), masks("mask registers", 1, 7);
-  const int n = s.take(), base = s.take(), parity = s.take(), cnt = s.take(), tiles = s.take(), tile = s.take(),
-            cursor = s.take(), k0 = s.take(), k1 = s.take(), t = s.take(), u = s.take(), scratch = s.take();
+  const int k0 = s.take(), k1 = s.take(), t = s.take(), u = s.take(), scratch = s.take();
   TileCodegen codegen(w, vregs, masks, scratch);
-  const std::string block_loop = w.new_label("block"), tile_loop = w.new_label("tile"), free = w.new_label("staging_free"),
-                    done = w.new_label("done");
   // the key: two words through VMEM into scalar registers
-  w.load_immediate(t, key_vmem);
+  w.load_immediate(t, kKeyVmem);
   w.line("sarg s{}, {}", u, key_arg);
-  w.load_immediate(cnt, 8);
-  w.line("sli s{}, 1", tile);
-  w.line("dma.h2v dq0, sem0, s{}, s{}, s{}, s{}, s{}, s{}", t, u, tile, cnt, cnt, cnt);
+  w.load_immediate(k0, 8);
+  w.line("sli s{}, 1", k1);
+  w.line("dma.h2v dq0, sem0, s{}, s{}, s{}, s{}, s{}, s{}", t, u, k1, k0, k0, k0);
   w.line("sem.wait sem0, 1");
   w.line("sld s{}, s{}, 0", k0, t);
   w.line("sld s{}, s{}, 4", k1, t);
+  s.release(t);
+  s.release(u);
   // constants for every tile
-  const int m0 = vregs.take(), m1 = vregs.take(), w0 = vregs.take(), w1 = vregs.take(), lanes = vregs.take();
+  const int m0 = vregs.take(), m1 = vregs.take(), w0 = vregs.take(), w1 = vregs.take();
   for (auto [reg, value] : {std::pair{m0, kM0}, {m1, kM1}, {w0, kW0}, {w1, kW1}}) {
-    w.load_immediate(t, value);
-    w.line("vbcast v{}, s{}", reg, t);
+    w.load_immediate(scratch, value);
+    w.line("vbcast v{}, s{}", reg, scratch);
   }
-  w.line("viota v{}", lanes);
-  w.line("sarg s{}, {}", n, count_arg);
-  w.line("sli s{}, 0", base);
-  w.line("sli s{}, 0", parity);
-  w.line("bge s0, s{}, {}", n, done);
-  w.place(block_loop);
-  w.load_immediate(t, kBlockTiles * kTile);
-  w.line("ssub s{}, s{}, s{}", cnt, n, base);
-  w.line("smin s{}, s{}, s{}", cnt, cnt, t);  // elements of this block
-  w.line("saddi s{}, s{}, {}", tiles, cnt, kTile - 1);
-  w.line("sshri s{}, s{}, 10", tiles, tiles);
-  // the staging buffer of this parity is free once block k-2's write-back has landed
-  w.load_immediate(t, 2 * kBlockTiles * kTile);
-  w.line("blt s{}, s{}, {}", base, t, free);
-  w.line("sem.wait sem2, 1");
-  w.place(free);
-  w.line("smuli s{}, s{}, {}", cursor, parity, int64_t(staging_bytes));
-  w.line("saddi s{}, s{}, {}", cursor, cursor, int64_t(staging_vmem));
-  w.line("sli s{}, 0", tile);
-  w.place(tile_loop);
-  {
-    // counter (base + tile * 1024 + lane index, 0, 0, 0), key (k0, k1)
-    int c[4] = {vregs.take(), vregs.take(), vregs.take(), vregs.take()};
+  emit_flat_generator(w, chip, vregs, codegen, spec.out, out_arg, count_arg, kStagingVmem, [&](int indices) {
+    // counter (flat index, 0, 0, 0), key (k0, k1)
+    int c[4] = {indices, vregs.take(), vregs.take(), vregs.take()};
     const int key0 = vregs.take(), key1 = vregs.take();
-    w.line("smuli s{}, s{}, {}", t, tile, kTile);
-    w.line("sadd s{}, s{}, s{}", t, t, base);
-    w.line("vbcast v{}, s{}", c[0], t);
-    w.line("viadd v{}, v{}, v{}", c[0], c[0], lanes);
     for (int i = 1; i < 4; ++i) w.line("vbcast v{}, s0", c[i]);
     w.line("vbcast v{}, s{}", key0, k0);
     w.line("vbcast v{}, s{}", key1, k1);
@@ -151,30 +120,13 @@ isa::Program make_random(const RandomSpec& spec, const sim::ChipConfig& chip) {
     const auto results = codegen.emit(expr, [](int, int) { throw KernelError("random: operands are preset"); },
                                       {{0, {ValueType::F32, c[0]}}, {1, {ValueType::F32, c[1]}}});
     const TileValue v = codegen.to_type(results[0], ValueType::F32, false);
-    w.line("{} v{}, m0, s{}, 0, {}", store_mnemonic(spec.out), v.reg, cursor, kLanes * eb);
-    if (v.reg != results[0].reg) codegen.release(v);
+    if (v.reg != results[0].reg) codegen.release(results[0]);
     for (int i = 0; i < 2; ++i) {
-      if (results[0].reg != c[i]) vregs.release(c[i]);
+      if (v.reg != c[i] && results[0].reg != c[i]) vregs.release(c[i]);
     }
-    codegen.release(results[0]);
-  }
-  w.line("saddi s{}, s{}, {}", cursor, cursor, kTile * eb);
-  w.line("saddi s{}, s{}, 1", tile, tile);
-  w.line("blt s{}, s{}, {}", tile, tiles, tile_loop);
-  // the block's elements leave in one DMA (one row of cnt elements)
-  w.line("smuli s{}, s{}, {}", cursor, parity, int64_t(staging_bytes));
-  w.line("saddi s{}, s{}, {}", cursor, cursor, int64_t(staging_vmem));
-  w.line("sarg s{}, {}", u, out_arg);
-  w.add_scaled(u, base, eb, t);
-  w.line("smuli s{}, s{}, {}", t, cnt, eb);
-  w.line("sli s{}, 1", tile);
-  w.line("dma.v2h dq1, sem2, s{}, s{}, s{}, s{}, s{}, s{}", cursor, u, tile, t, t, t);
-  w.line("sadd s{}, s{}, s{}", base, base, cnt);
-  w.line("sli s{}, 1", t);
-  w.line("sxor s{}, s{}, s{}", parity, parity, t);
-  w.line("blt s{}, s{}, {}", base, n, block_loop);
-  w.place(done);
-  for (int x : {n, base, parity, cnt, tiles, tile, cursor, k0, k1, t, u, scratch}) s.release(x);
+    return v;
+  });
+  for (int x : {k0, k1, scratch}) s.release(x);
   return w.assemble();
 }
 

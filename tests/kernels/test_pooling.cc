@@ -54,7 +54,7 @@ AvgWindow avg_window(const kernels::Pool2dParams& p, int64_t oh, int64_t ow) {
   return {h0, h1, w0, w1, divisor};
 }
 
-// Runs a graph built by `build` over inputs x [N,C,H,W], grad_y [N,C,OH,OW], positions [H*W] and indices.
+// Runs a graph built by `build` over inputs x [N,C,H,W], grad_y [N,C,OH,OW] and indices.
 template <typename Build>
 std::vector<float> run(const kernels::Pool2dParams& p, const std::vector<float>& x, const std::vector<float>& gy,
                        const std::vector<float>& indices, Build build) {
@@ -62,16 +62,13 @@ std::vector<float> run(const kernels::Pool2dParams& p, const std::vector<float>&
   kernels::Graph g;
   const int xv = g.input({{kN, kC, kH, kW}, DType::F32}, "x");
   const int gv = g.input({{kN, kC, out[0], out[1]}, DType::F32}, "grad_y");
-  const int pv = g.input({{kH * kW}, DType::F32}, "positions");
   const int iv = g.input({{kN, kC, out[0], out[1]}, DType::F32}, "indices");
-  int y = build(g, xv, gv, pv, iv);
+  int y = build(g, xv, gv, iv);
   while (g.node(y).kind == kernels::NodeKind::Reshape) y = g.node(y).inputs[0];
   g.mark_output(y);
-  std::vector<float> positions(kH * kW);
-  for (size_t i = 0; i < positions.size(); ++i) positions[i] = float(i);
   kernels::ProgramCache cache;
   const auto plan = kernels::make_plan(g, kernels::FusionStrategy::Greedy, sim::load_chip("v5e"), cache);
-  return testing::run_graph(g, plan, {{xv, x}, {gv, gy}, {pv, positions}, {iv, indices}});
+  return testing::run_graph(g, plan, {{xv, x}, {gv, gy}, {iv, indices}});
 }
 
 void check_average(const kernels::Pool2dParams& p) {
@@ -90,9 +87,9 @@ void check_average(const kernels::Pool2dParams& p) {
           }
       }
   const std::vector<float> none(gy.size(), 0);
-  VTPU_CHECK_CLOSE(run(p, x, gy, none, [&](kernels::Graph& g, int xv, int, int, int) { return kernels::avg_pool2d(g, xv, p); }),
+  VTPU_CHECK_CLOSE(run(p, x, gy, none, [&](kernels::Graph& g, int xv, int, int) { return kernels::avg_pool2d(g, xv, p); }),
                    want_y, 1e-5, 1e-5);
-  VTPU_CHECK_CLOSE(run(p, x, gy, none, [&](kernels::Graph& g, int, int gv, int, int) {
+  VTPU_CHECK_CLOSE(run(p, x, gy, none, [&](kernels::Graph& g, int, int gv, int) {
                      return kernels::avg_pool2d_backward(g, gv, {kH, kW}, p);
                    }),
                    want_dx, 1e-5, 1e-5);
@@ -121,12 +118,12 @@ void check_max(const kernels::Pool2dParams& p) {
         indices[yi] = float(at);
         want_dx[nc * kH * kW + at] += gy[yi];
       }
-  VTPU_CHECK_CLOSE(run(p, x, gy, indices, [&](kernels::Graph& g, int xv, int, int pv, int) { return kernels::max_pool2d(g, xv, pv, p).first; }),
+  VTPU_CHECK_CLOSE(run(p, x, gy, indices, [&](kernels::Graph& g, int xv, int, int) { return kernels::max_pool2d(g, xv, p).first; }),
                    want_y, 0, 0);
-  VTPU_CHECK_CLOSE(run(p, x, gy, indices, [&](kernels::Graph& g, int xv, int, int pv, int) { return kernels::max_pool2d(g, xv, pv, p).second; }),
+  VTPU_CHECK_CLOSE(run(p, x, gy, indices, [&](kernels::Graph& g, int xv, int, int) { return kernels::max_pool2d(g, xv, p).second; }),
                    want_at, 0, 0);
-  VTPU_CHECK_CLOSE(run(p, x, gy, indices, [&](kernels::Graph& g, int, int gv, int pv, int iv) {
-                     return kernels::max_pool2d_backward(g, gv, iv, pv, {kH, kW}, p);
+  VTPU_CHECK_CLOSE(run(p, x, gy, indices, [&](kernels::Graph& g, int, int gv, int iv) {
+                     return kernels::max_pool2d_backward(g, gv, iv, {kH, kW}, p);
                    }),
                    want_dx, 1e-6, 1e-6);
 }

@@ -52,11 +52,6 @@ std::string unsupported(const at::Tensor& self) {
   return "";
 }
 
-// 0, 1, ..., H * W - 1 as f32 on self's device: the flat positions max pooling reports.
-at::Tensor positions_for(const at::Tensor& self) {
-  return at::arange(self.size(-2) * self.size(-1), at::TensorOptions().dtype(at::kFloat)).to(self.device());
-}
-
 Pair spatial(const at::Tensor& t) { return {t.size(-2), t.size(-1)}; }
 
 at::Tensor tpu_avg_pool2d(const at::Tensor& self, at::IntArrayRef kernel, at::IntArrayRef stride, at::IntArrayRef padding,
@@ -109,13 +104,12 @@ std::tuple<at::Tensor, at::Tensor> tpu_max_pool2d_with_indices(const at::Tensor&
     return {std::get<0>(r).to(self.device()), std::get<1>(r).to(self.device())};
   }
   const auto p = pool_params(kernel, stride, padding, dilation, ceil_mode);
-  const at::Tensor positions = positions_for(self);
-  at::Tensor values = record("max_pool2d_with_indices", {self, positions}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
-    return unlift_like(g, kernels::max_pool2d(g, lift(g, v[0]), v[1], p).first, self);
+  at::Tensor values = record("max_pool2d_with_indices", {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    return unlift_like(g, kernels::max_pool2d(g, lift(g, v[0]), p).first, self);
   }, cpu_output(0));
   // The indices as int32 (low, high) pairs: positions are below 2^24, so the high words are zero.
-  at::Tensor pairs = record("max_pool2d_with_indices", {self, positions}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
-    const int at = g.cast(unlift_like(g, kernels::max_pool2d(g, lift(g, v[0]), v[1], p).second, self), kernels::DType::I32);
+  at::Tensor pairs = record("max_pool2d_with_indices", {self}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
+    const int at = g.cast(unlift_like(g, kernels::max_pool2d(g, lift(g, v[0]), p).second, self), kernels::DType::I32);
     auto shape = g.node(at).type.shape;
     shape.push_back(1);
     const int low = g.reshape(at, shape);
@@ -140,14 +134,13 @@ at::Tensor tpu_max_pool2d_with_indices_backward(const at::Tensor& grad_output, c
     return run_on_cpu("max_pool2d_with_indices_backward", all, cpu, "indices that are not int64 on the tpu");
   }
   const auto p = pool_params(kernel, stride, padding, dilation, ceil_mode);
-  const at::Tensor positions = positions_for(self);
   const at::Tensor words = index_words(indices);  // [n, 2] int32
-  return record("max_pool2d_with_indices_backward", {grad_output, words, positions}, self.scalar_type(),
+  return record("max_pool2d_with_indices_backward", {grad_output, words}, self.scalar_type(),
                 [&](Graph& g, const std::vector<int>& v) {
     const int64_t n = g.node(v[1]).type.shape[0];
     auto shape = g.node(lift(g, v[0])).type.shape;
     const int low = g.cast(g.strided_copy(v[1], {n}, {2}, 0, "max_pool2d_indices"), kernels::DType::F32);
-    return unlift_like(g, kernels::max_pool2d_backward(g, lift(g, v[0]), g.reshape(low, shape), v[2], spatial(self), p), self);
+    return unlift_like(g, kernels::max_pool2d_backward(g, lift(g, v[0]), g.reshape(low, shape), spatial(self), p), self);
   }, [cpu, self, indices](const std::vector<at::Tensor>& c) { return cpu({c[0], self.cpu(), indices.cpu()}); });
 }
 
