@@ -186,7 +186,7 @@ void BlockStream::load_scalars(RegisterPool& vregs) {
     w_.line("dma.h2v dq0, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", kSemPrologue, vm, hb, one, bytes, bytes, bytes);
     w_.line("sem.wait sem{}, 1", kSemPrologue);
     b.scalar_vreg = vregs.take();
-    load_scalar_broadcast(w_, operands_[i].dtype, b.scalar_vreg, vm, one);
+    load_scalar_broadcast(w_, operands_[i].dtype, b.scalar_vreg, vm);
     for (int r : {vm, hb, one, bytes}) s.release(r);
   }
 }
@@ -241,10 +241,11 @@ void load_tile(AsmWriter& w, const BlockStream& stream, size_t i, int vreg, int 
   load_operand_tile(w, o.dtype, o.layout, vreg, o.layout == Layout::Column ? column_cursor : cursor, 0, stream.row_stride(i));
 }
 
-void load_scalar_broadcast(AsmWriter& w, DType dtype, int vreg, int vmem_reg, int one_reg) {
-  w.line("vmaskn m1, s{}", one_reg);  // lane 0 of sublane 0 only
-  w.line("{} v{}, m1, s{}, 0, 0", load_mnemonic(dtype), vreg, vmem_reg);
-  w.line("vbcast.sub v{}, v{}, 0", vreg, vreg);
+void load_scalar_broadcast(AsmWriter& w, DType dtype, int vreg, int vmem_reg) {
+  // Every sublane reads the same 128 elements (row stride 0; the buffer is padded for it), and
+  // lane 0 is broadcast. No mask register: those belong to the caller's pool (a row kernel keeps
+  // its per-row store mask in one across the whole launch).
+  w.line("{} v{}, m0, s{}, 0, 0", load_mnemonic(dtype), vreg, vmem_reg);
   w.line("vbcast.lane v{}, v{}, 0", vreg, vreg);
 }
 

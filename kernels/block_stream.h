@@ -96,8 +96,8 @@ void load_operand_tile(AsmWriter& w, DType dtype, Layout layout, int vreg, int r
 // the others from s`cursor`.
 void load_tile(AsmWriter& w, const BlockStream& stream, size_t i, int vreg, int cursor, int column_cursor);
 
-// vreg = the one element at VMEM s`vmem_reg` in every lane (s`one_reg` must hold 1; uses m1).
-// Only that element is read, so nothing past a one-element buffer is touched.
-void load_scalar_broadcast(AsmWriter& w, DType dtype, int vreg, int vmem_reg, int one_reg);
+// vreg = the element at VMEM s`vmem_reg` in every lane. Reads 128 elements from there: the
+// buffer must be padded to a full row (BlockStream's and the matmul's scalar buffers are).
+void load_scalar_broadcast(AsmWriter& w, DType dtype, int vreg, int vmem_reg);
 
 }  // namespace vtpu::kernels

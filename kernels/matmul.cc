@@ -371,13 +371,11 @@ class MatmulBuilder {
     if (pending) w_.line("sem.wait sem{}, {}", kSemPrologue, pending);
     for (auto& e : epilogue_) {
       if (e.operand.layout != Layout::Scalar) continue;
-      const int vm = r.take(), one = r.take();
+      const int vm = r.take();
       w_.load_immediate(vm, e.vmem[0]);
-      w_.load_immediate(one, 1);
       e.preset_vreg = vregs.take();
-      load_scalar_broadcast(w_, e.operand.dtype, e.preset_vreg, vm, one);
+      load_scalar_broadcast(w_, e.operand.dtype, e.preset_vreg, vm);
       r.release(vm);
-      r.release(one);
     }
   }
 

@@ -217,3 +217,30 @@ TEST_SUITE("kernels") {
     CHECK_THROWS_WITH_AS(g.input({{2}, DType::I64}), doctest::Contains("i64 tensors are not supported"), kernels::KernelError);
   }
 }
+
+TEST_SUITE("kernels") {
+  TEST_CASE("a scalar operand reaches every row of a row kernel's prologue (argmax's pattern)") {
+    // Regression: the scalar's broadcast load borrowed mask register m1, which a row kernel holds
+    // for its per-row stores, so only every eighth row was written.
+    for (bool constant : {false, true}) {
+      kernels::Graph g;
+      const int x = g.input({{16, 5}, DType::F32}, "x");
+      const int five = g.input({{1}, DType::F32}, "five");
+      const int max = g.reshape(g.row(RowOp::Max, x), {16, 1});
+      const int none = constant ? g.full({{1}, DType::F32}, 5.0) : five;
+      const int position = g.where(g.binary(ExprOp::Eq, x, max), g.iota({{5}, DType::F32}), none);
+      g.mark_output(g.row(RowOp::Min, position));
+      kernels::ProgramCache cache;
+      const auto plan = kernels::make_plan(g, FusionStrategy::Greedy, sim::load_chip("v5e"), cache);
+      const auto xd = testing::random_floats(80, 3);
+      std::vector<double> want(16);
+      for (int r = 0; r < 16; ++r) {
+        int best = 0;
+        for (int c = 1; c < 5; ++c) best = xd[r * 5 + c] > xd[r * 5 + best] ? c : best;
+        want[r] = best;
+      }
+      CAPTURE(constant);
+      VTPU_CHECK_CLOSE(testing::run_graph(g, plan, {{x, xd}, {five, {5.f}}}), want, 0, 0);
+    }
+  }
+}
