@@ -118,9 +118,13 @@ void fill_on_chip(const at::Tensor& t, double value) {
     t.copy_(host);
     return;
   }
-  Recorder& rec = Recorder::of(t.device().index());
-  const int v = rec.graph().full(tensor_type(t), value);
-  rec.define_output(t, v, "fill_");
+  define_on_chip(t, "fill_", [&](kernels::Graph& g) { return g.full(tensor_type(t), value); });
+}
+
+void define_on_chip(const at::Tensor& out, const char* op, const std::function<int(kernels::Graph&)>& build) {
+  Recorder& rec = Recorder::of(out.device().index());
+  const int v = build(rec.graph());
+  rec.define_output(out, v, op);
   rec.op_recorded();
 }
 

@@ -25,6 +25,10 @@ at::Tensor record(const char* op, const std::vector<at::Tensor>& inputs, c10::Sc
 // dst (whole dense buffer) <- src, converting dtype on the chip.
 void record_copy(const at::Tensor& dst, const at::Tensor& src);
 
+// Makes `out` (a whole dense buffer) the result of the value `build` adds, with no tensor
+// inputs (factories: fills, arange). The caller holds the runtime's lock.
+void define_on_chip(const at::Tensor& out, const char* op, const std::function<int(kernels::Graph&)>& build);
+
 // Writes `value` into every element of `t` on the chip.
 void fill_on_chip(const at::Tensor& t, double value);
 
