@@ -5,6 +5,7 @@
 #include <ATen/WrapDimUtils.h>
 
 #include <algorithm>
+#include <limits>
 #include <torch/library.h>
 
 #include "kernels/matmul.h"
@@ -158,6 +159,13 @@ at::Tensor tpu_where(const at::Tensor& condition, const at::Tensor& self, const 
                 [&](Graph& g, const std::vector<int>& v) { return g.where(v[0], v[1], v[2]); }, cpu);
 }
 
+at::Tensor& tpu_where_out(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
+  const at::Tensor result = tpu_where(condition, self, other);
+  if (!out.sizes().equals(result.sizes())) out.resize_(result.sizes());
+  out.copy_(result);
+  return out;
+}
+
 at::Tensor tpu_masked_fill(const at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
   return tpu_where(mask, at::scalar_tensor(value, self.scalar_type()), self);
 }
@@ -221,6 +229,22 @@ at::Tensor tpu_log_softmax(const at::Tensor& self, int64_t dim, bool half_to_flo
   const auto cpu = [dim, half_to_float](const std::vector<at::Tensor>& c) { return at::_log_softmax(c[0], dim, half_to_float); };
   if (!last_dim(dim, self.dim())) return run_on_cpu("_log_softmax", {self}, cpu, "log_softmax over a dim other than the last");
   return row_op("_log_softmax", RowOp::LogSoftmax, self, cpu, half_to_float ? at::kFloat : self.scalar_type());
+}
+
+// softmax whose rows of only -inf give zeros instead of NaN (what scaled_dot_product_attention
+// runs, so fully masked rows stay finite): a row is fully masked when its max is -inf.
+at::Tensor tpu_safe_softmax(const at::Tensor& self, int64_t dim, std::optional<c10::ScalarType> dtype) {
+  const auto cpu = [dim, dtype](const std::vector<at::Tensor>& c) { return at::_safe_softmax(c[0], dim, dtype); };
+  const auto out_dtype = dtype.value_or(self.scalar_type());
+  if (!last_dim(dim, self.dim()) || self.dim() == 0) return run_on_cpu("_safe_softmax", {self}, cpu, "softmax over a dim other than the last");
+  return record("_safe_softmax", {self}, out_dtype, [&](Graph& g, const std::vector<int>& v) {
+    auto column = g.node(v[0]).type.shape;
+    column.back() = 1;
+    const int max = g.reshape(g.row(RowOp::Max, v[0]), column);
+    const int masked = g.binary_scalar(ExprOp::Eq, max, -std::numeric_limits<double>::infinity());
+    const int probs = g.row(RowOp::Softmax, v[0]);
+    return g.where(masked, g.full({{1}, g.node(probs).type.dtype}, 0, "_safe_softmax"), probs, "_safe_softmax");
+  }, cpu);
 }
 
 // sum / mean / amax / amin over any dims (none given: all). The reduced dims are permuted last on the
@@ -526,6 +550,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("gt.Scalar", tpu_gt_scalar);
   m.impl("ge.Scalar", tpu_ge_scalar);
   m.impl("where.self", tpu_where);
+  m.impl("where.self_out", tpu_where_out);
   m.impl("masked_fill.Scalar", tpu_masked_fill);
   m.impl("fill_.Scalar", tpu_fill_);
   m.impl("zero_", tpu_zero_);
@@ -534,6 +559,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addmm", tpu_addmm);
   m.impl("_softmax", tpu_softmax);
   m.impl("_log_softmax", tpu_log_softmax);
+  m.impl("_safe_softmax", tpu_safe_softmax);
   m.impl("sum.dim_IntList", tpu_sum_dim);
   m.impl("mean.dim", tpu_mean_dim);
   m.impl("amax", tpu_amax);
