@@ -314,6 +314,21 @@ int Graph::iota(TensorType type, std::string label) {
   return add(std::move(n));
 }
 
+int Graph::int64_narrow(int words, int64_t bound, std::string label) {
+  const TensorType& t = node(words).type;
+  if (t.dtype != DType::I32 || t.shape.empty() || t.shape.back() != 2) {
+    throw KernelError(fmt::format("{}: int64 words are i32[.., 2], not {}", label, to_string(t)));
+  }
+  if (bound < 1 || bound > (int64_t{1} << 31)) throw KernelError(fmt::format("{}: bound {} outside [1, 2^31]", label, bound));
+  Node n;
+  n.kind = NodeKind::Int64Narrow;
+  n.inputs = {words};
+  n.type = {std::vector<int64_t>(t.shape.begin(), t.shape.end() - 1), DType::I32};
+  n.narrow_bound = bound;
+  n.label = std::move(label);
+  return add(std::move(n));
+}
+
 int Graph::full(TensorType type, double value, std::string label) {
   Node n;
   n.kind = NodeKind::Elementwise;

@@ -36,6 +36,7 @@ enum class NodeKind : uint8_t {
   ScatterAdd,   // zeros of the node's shape, rows of inputs[0] added at the indices inputs[1]
   ColumnReduce, // row_op (sum, mean, max, min) over the leading axis of inputs[0] ([rows, cols] -> [cols])
   Iota,         // element i (flat, row-major) = i, f32 or i32; no inputs
+  Int64Narrow,  // int64 values given as [.., 2] int32 words -> [..] int32, checked within `narrow_bound`
 };
 
 struct Node {
@@ -61,6 +62,8 @@ struct Node {
   // Random: the distribution and its parameters (uniform: [a, b); normal: mean a, std b)
   RandomKind random_kind = RandomKind::Uniform;
   double random_a = 0, random_b = 1;
+  // Int64Narrow: values must lie in (-narrow_bound, narrow_bound), else the kernel traps
+  int64_t narrow_bound = 0;
   // Row
   RowOp row_op = RowOp::Sum;
   double eps = 1e-5;
@@ -106,6 +109,10 @@ class Graph {
   int random(TensorType type, RandomKind kind, double a, double b, int key, std::string label = "random");
   // A tensor of `type` (f32, exact below 2^24, or i32) whose element i (flat, row-major) is i.
   int iota(TensorType type, std::string label = "iota");
+  // int64 values, given as their [.., 2] int32 words (low, high), as int32 [..]: the chip checks
+  // every high word and that |value| < bound (at most 2^31), and traps otherwise
+  // (kernels/int64_narrow.h).
+  int int64_narrow(int words, int64_t bound, std::string label = "int64_narrow");
   // A tensor of `type` with every element `value` (zeros, ones, full).
   int full(TensorType type, double value, std::string label = "full");
   void mark_output(int value);

@@ -3,6 +3,7 @@
 #include "kernels/plan.h"
 
 #include <algorithm>
+#include <limits>
 #include <bit>
 #include <climits>
 
@@ -14,6 +15,7 @@
 #include "kernels/column_reduce.h"
 #include "kernels/concat.h"
 #include "kernels/gather.h"
+#include "kernels/int64_narrow.h"
 #include "kernels/iota.h"
 #include "kernels/random.h"
 #include "kernels/scatter_add.h"
@@ -273,6 +275,17 @@ Launch lower_iota(const Graph& g, const KernelGroup& grp, const sim::ChipConfig&
   return l;
 }
 
+// One program: the count and the bound are launch scalars. A bound of 2^31 (comparisons) is
+// passed as 2^31 - 1, which refuses the two int32 extremes as well.
+Launch lower_int64_narrow(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
+  const Node& n = g.node(grp.nodes.front());
+  Launch l;
+  l.args = {n.inputs[0], grp.nodes.front()};
+  l.scalars = {int32_t(n.type.numel()), int32_t(std::min<int64_t>(n.narrow_bound, std::numeric_limits<int32_t>::max()))};
+  l.program = cache.get_or_build(fmt::format("int64_narrow|{}", chip.name), [&] { return make_int64_narrow(chip); }, &l.cache_hit);
+  return l;
+}
+
 // One program per op, dtypes and strip width (columns rounded up to 128, at most 1024): rows
 // and columns are launch scalars.
 Launch lower_column_reduce(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
@@ -296,6 +309,7 @@ Launch lower_copy(const Graph& g, const KernelGroup& grp, const sim::ChipConfig&
   const Node& n = g.node(grp.nodes.front());
   if (n.kind == NodeKind::Random) return lower_random(g, grp, chip, cache);
   if (n.kind == NodeKind::Iota) return lower_iota(g, grp, chip, cache);
+  if (n.kind == NodeKind::Int64Narrow) return lower_int64_narrow(g, grp, chip, cache);
   if (n.kind == NodeKind::ScatterAdd) return lower_scatter_add(g, grp, chip, cache);
   if (n.kind == NodeKind::ColumnReduce) return lower_column_reduce(g, grp, chip, cache);
   if (n.kind == NodeKind::Concat) return lower_concat(g, grp, chip, cache);
@@ -417,6 +431,7 @@ std::string graph_signature(const Graph& graph) {
     if (n.kind == NodeKind::Concat) s += fmt::format(":d{}", n.cat_dim);
     if (n.kind == NodeKind::Gather || n.kind == NodeKind::ScatterAdd) s += fmt::format(":p{}/{}", n.index_pairs, n.padding_index);
     if (n.kind == NodeKind::Random) s += fmt::format(":r{}/{}/{}", static_cast<int>(n.random_kind), n.random_a, n.random_b);
+    if (n.kind == NodeKind::Int64Narrow) s += fmt::format(":b{}", n.narrow_bound);
     if (n.kind == NodeKind::StridedCopy) {
       s += fmt::format(":o{}", n.offset);
       for (int64_t st : n.strides) s += fmt::format("/{}", st);

@@ -111,22 +111,22 @@ CopyPlan plan_strided_copy(const StridedCopySpec& spec, const sim::ChipConfig& c
   // The DMA's inner dims: rows of row_elems elements, row_stride elements apart in the source.
   int64_t rows, row_elems, row_stride;
   size_t outer_rank;
+  // The DMA walks its rows forwards: a dim stepping backwards becomes an outer dim (decoded in
+  // signed scalar registers), and the DMA moves one row (or element) at a time.
   if (c.strides.back() == 1) {
     plan.shape.kind = CopyKind::Rows;
     row_elems = c.sizes.back();
-    rows = rank >= 2 ? c.sizes[rank - 2] : 1;
-    row_stride = rank >= 2 ? c.strides[rank - 2] : row_elems;
-    outer_rank = rank >= 2 ? rank - 2 : 0;
+    const bool row_dim = rank >= 2 && c.strides[rank - 2] >= 0;
+    rows = row_dim ? c.sizes[rank - 2] : 1;
+    row_stride = row_dim ? c.strides[rank - 2] : row_elems;
+    outer_rank = row_dim ? rank - 2 : rank - 1;
   } else {
     plan.shape.kind = CopyKind::Elements;
     row_elems = 1;
-    rows = c.sizes.back();
-    row_stride = c.strides.back();
-    outer_rank = rank - 1;
-  }
-  // The DMA walks its rows forwards: only outer dims (decoded in signed scalar registers) may not.
-  if (row_stride < 0) {
-    throw KernelError("strided copy: the innermost two dims must not step backwards");
+    const bool row_dim = c.strides.back() >= 0;
+    rows = row_dim ? c.sizes.back() : 1;
+    row_stride = row_dim ? c.strides.back() : 1;
+    outer_rank = row_dim ? rank - 1 : rank;
   }
   const uint64_t inner_bytes = uint64_t(rows * row_elems) * eb;
   if (inner_bytes > chip.vmem_bytes / 4) {

@@ -138,6 +138,8 @@ TEST_SUITE("kernels") {
 
   TEST_CASE("conv2d: conv1d as height 1") {
     check_all({2, 4, 1, 50, 3, 1, 5, params({1, 2}, {0, 2}, {1, 1})});
+    // one image: the flipped taps are the second innermost dim of the gradient's gather
+    check_all({1, 4, 1, 30, 3, 1, 5, params({1, 1}, {0, 2}, {1, 1})});
   }
 
   TEST_CASE("conv2d errors") {

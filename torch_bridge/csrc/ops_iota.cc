@@ -1,10 +1,11 @@
 // Ops built on the chip's iota (kernels/iota.h): arange, tril/triu masks, argmax/argmin. int64
 // results (arange's default dtype, argmax's indices) are made as int32 (low, high) word pairs
-// and land in the int64 tensor's bytes; values outside int32 stay on the CPU.
+// (int64_words) and land in the int64 tensor's bytes; values outside int32 stay on the CPU.
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtils.h>
 #include <torch/library.h>
 
+#include <cmath>
 #include <limits>
 
 #include "kernels/asm_writer.h"
@@ -20,15 +21,6 @@ using kernels::ExprOp;
 using kernels::Graph;
 
 bool fits_int32(double v) { return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max(); }
-
-// int32 value v ([..]) as int64's [.., 2] word pairs: the sign fills the high word.
-int int64_words(Graph& g, int v) {
-  auto shape = g.node(v).type.shape;
-  shape.push_back(1);
-  const int low = g.reshape(v, shape);
-  const int high = g.unary(ExprOp::Neg, g.cast(g.binary_scalar(ExprOp::Lt, low, 0), DType::I32));
-  return g.concat({low, high}, static_cast<int64_t>(shape.size()) - 1, "int64_words");
-}
 
 at::Tensor& tpu_arange_out(const at::Scalar& start, const at::Scalar& end, const at::Scalar& step, at::Tensor& out) {
   // torch's own size computation and argument checks, on the meta device
@@ -62,6 +54,7 @@ at::Tensor& tpu_arange_out(const at::Scalar& start, const at::Scalar& end, const
       define_on_chip(target, "arange", [&](Graph& g) { return g.cast(values(g), to_kernel_dtype(type)); });
     }
   }
+  if (type == at::kLong) set_int64_bound(target, static_cast<int64_t>(std::max(std::fabs(first), std::fabs(last))));
   if (!target.is_same(out)) out.copy_(target);
   return out;
 }
@@ -104,8 +97,9 @@ at::Tensor arg_extreme(const char* op, const at::Tensor& self, std::optional<int
     const int hit = g.binary(ExprOp::Or, g.binary(ExprOp::Eq, x, extreme), g.binary(ExprOp::Ne, x, x));
     const int position = g.where(hit, g.iota({{width}, DType::F32}, op), g.full({{1}, DType::F32}, double(width), op));
     return int64_words(g, g.cast(g.row(kernels::RowOp::Min, position, -1, -1, 1e-5, op), DType::I32));
-  }, [cpu, out_shape](const std::vector<at::Tensor>& c) { return cpu(c).reshape(out_shape).to(at::kInt).unsqueeze(-1); });
-  at::Tensor indices = pairs.size(-1) == 2 ? pairs.view(at::kLong).squeeze(-1) : pairs.to(at::kLong).squeeze(-1);
+  }, [cpu, out_shape](const std::vector<at::Tensor>& c) { return cpu(c).reshape(out_shape); });
+  at::Tensor indices = as_int64(pairs);
+  if (!indices.is_same(pairs)) set_int64_bound(indices, width - 1);
   if (!dim) return keepdim ? indices.reshape(std::vector<int64_t>(self.dim(), 1)) : indices.reshape({});
   return keepdim ? indices.unsqueeze(d) : indices;
 }

@@ -10,6 +10,7 @@
 
 #include "kernels/matmul.h"
 #include "kernels/reduce_dims.h"
+#include "torch_bridge/csrc/ops_int64.h"
 #include "torch_bridge/csrc/ops_support.h"
 #include "torch_bridge/csrc/recorder.h"
 #include "torch_bridge/csrc/runtime.h"
@@ -43,6 +44,7 @@ at::Tensor binary(const char* op, ExprOp e, const at::Tensor& self, const at::Te
   const bool true_div = e == ExprOp::Div && at::isIntegralType(dtype, true);
   const auto result = true_div ? at::kFloat : dtype;
   const double a = alpha.toDouble();
+  if (auto words = int64_binary(op, e, self, other, a, result, cpu)) return *words;
   if (is_cpu_scalar(other)) {
     const double s = other.item().toDouble() * a;
     // Both go to record: the CPU fallback needs the scalar too; only device tensors get values.

@@ -2,12 +2,16 @@
 // resize, copies between host and device, reading a scalar, set_. Copies and scalar reads are
 // sync points: pending work on the device lands first.
 #include <ATen/ATen.h>
+
+#include <limits>
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/as_strided_cpu_dispatch.h>
 #include <ATen/ops/set_cpu_dispatch.h>
 #include <torch/library.h>
+
+#include <limits>
 
 #include "torch_bridge/csrc/ops_support.h"
 #include "torch_bridge/csrc/recorder.h"
@@ -78,12 +82,27 @@ at::Tensor to_host(const at::Tensor& src) {
 }
 
 // Writes host data into a device tensor (pending work lands first, so nothing overwrites it).
+// The largest |value| among int64 data written from the host (nullopt: INT64_MIN, whose
+// magnitude has no int64).
+std::optional<int64_t> host_int64_bound(const at::Tensor& host) {
+  if (host.numel() == 0) return 0;
+  const at::Tensor v = host.to(at::kLong);
+  const int64_t lo = v.min().item<int64_t>(), hi = v.max().item<int64_t>();
+  if (lo == std::numeric_limits<int64_t>::min()) return std::nullopt;
+  return std::max(-lo, hi);
+}
+
 void from_host(const at::Tensor& dst, const at::Tensor& host) {
   auto& rt = Runtime::get();
   const int device = dst.device().index();
   Recorder::of(device).flush();
   const uint64_t vaddr = storage_vaddr(dst);
-  const Buffer& b = rt.buffer(vaddr);
+  Buffer& b = rt.buffer(vaddr);
+  {
+    const std::optional<int64_t> written = dst.scalar_type() == at::kLong ? host_int64_bound(host) : std::nullopt;
+    if (is_whole_buffer(dst)) b.int64_bound = written;
+    else b.int64_bound = b.int64_bound && written ? std::optional(std::max(*b.int64_bound, *written)) : std::nullopt;
+  }
   const uint64_t offset = dst.storage_offset() * dst.element_size();
   if (dst.is_contiguous()) {
     const at::Tensor src = host.to(dst.scalar_type()).contiguous();

@@ -107,17 +107,13 @@ std::tuple<at::Tensor, at::Tensor> tpu_max_pool2d_with_indices(const at::Tensor&
   at::Tensor values = record("max_pool2d_with_indices", {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
     return unlift_like(g, kernels::max_pool2d(g, lift(g, v[0]), p).first, self);
   }, cpu_output(0));
-  // The indices as int32 (low, high) pairs: positions are below 2^24, so the high words are zero.
+  // The indices as int32 (low, high) words.
   at::Tensor pairs = record("max_pool2d_with_indices", {self}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
-    const int at = g.cast(unlift_like(g, kernels::max_pool2d(g, lift(g, v[0]), p).second, self), kernels::DType::I32);
-    auto shape = g.node(at).type.shape;
-    shape.push_back(1);
-    const int low = g.reshape(at, shape);
-    shape.back() = 2;
-    return g.pad(low, static_cast<int64_t>(shape.size()) - 1, 0, 1, 0, "max_pool2d_indices");
-  }, [&](const std::vector<at::Tensor>& c) { return cpu_output(1)(c).to(at::kInt).unsqueeze(-1); });
-  if (pairs.scalar_type() != at::kInt || pairs.size(-1) != 2) return {values, pairs.to(at::kLong).squeeze(-1)};  // the CPU made them
-  return {values, pairs.view(at::kLong).squeeze(-1)};
+    return int64_words(g, g.cast(unlift_like(g, kernels::max_pool2d(g, lift(g, v[0]), p).second, self), kernels::DType::I32));
+  }, cpu_output(1));
+  at::Tensor indices = as_int64(pairs);
+  if (!indices.is_same(pairs)) set_int64_bound(indices, self.size(-2) * self.size(-1) - 1);
+  return {values, indices};
 }
 
 at::Tensor tpu_max_pool2d_with_indices_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel,

@@ -121,6 +121,27 @@ void fill_on_chip(const at::Tensor& t, double value) {
   define_on_chip(t, "fill_", [&](kernels::Graph& g) { return g.full(tensor_type(t), value); });
 }
 
+int int64_words(kernels::Graph& g, int v) {
+  auto shape = g.node(v).type.shape;
+  shape.push_back(1);
+  const int low = g.reshape(v, shape);
+  const int high = g.unary(kernels::ExprOp::Neg, g.cast(g.binary_scalar(kernels::ExprOp::Lt, low, 0), kernels::DType::I32));
+  return g.concat({low, high}, static_cast<int64_t>(shape.size()) - 1, "int64_words");
+}
+
+std::optional<int64_t> int64_bound_of(const at::Tensor& t) { return Runtime::get().buffer(storage_vaddr(t)).int64_bound; }
+
+void set_int64_bound(const at::Tensor& t, std::optional<int64_t> bound) {
+  auto& rt = Runtime::get();
+  std::lock_guard lock(rt.mutex());
+  rt.buffer(storage_vaddr(t)).int64_bound = bound;
+}
+
+at::Tensor as_int64(const at::Tensor& words) {
+  if (words.scalar_type() == at::kLong) return words;  // the CPU fallback made the real thing
+  return words.view(at::kLong).squeeze(-1);
+}
+
 void define_on_chip(const at::Tensor& out, const char* op, const std::function<int(kernels::Graph&)>& build) {
   Recorder& rec = Recorder::of(out.device().index());
   const int v = build(rec.graph());

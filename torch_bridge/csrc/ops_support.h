@@ -40,6 +40,17 @@ at::Tensor run_on_cpu(const char* op, const std::vector<at::Tensor>& inputs, con
 // check the high words). Non-contiguous indices are made dense through the host.
 at::Tensor index_words(const at::Tensor& index);
 
+// int32 value v ([..]) as int64's [.., 2] int32 words (the sign fills the high word), and the
+// int64 tensor a recorded [.., 2] int32 result holds (or the result itself when it already is
+// int64: the op ran on the CPU).
+int int64_words(kernels::Graph& g, int v);
+at::Tensor as_int64(const at::Tensor& words);
+
+// The known bound on |value| of the int64 elements in t's buffer (Buffer::int64_bound), and
+// setting it after an op that knows its result's range wrote t.
+std::optional<int64_t> int64_bound_of(const at::Tensor& t);
+void set_int64_bound(const at::Tensor& t, std::optional<int64_t> bound);
+
 // A CPU 0-dim tensor (a wrapped Python number) passed where a tensor goes.
 bool is_cpu_scalar(const at::Tensor& t);
 

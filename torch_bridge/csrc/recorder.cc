@@ -8,6 +8,7 @@
 
 #include "kernels/asm_writer.h"
 #include "kernels/index_reader.h"
+#include "kernels/int64_narrow.h"
 #include "sim/sim_error.h"
 #include "torch_bridge/csrc/runtime.h"
 #include "torch_bridge/runtime/plan_runner.h"
@@ -155,6 +156,7 @@ void Recorder::define_output(const at::Tensor& out, int value, const char* op) {
     }
   }
   b.pending_value = value;
+  b.int64_bound.reset();  // the op that knows its values' range says so (set_int64_bound)
   outputs_[value] = {vaddr, 0};
 }
 
@@ -221,6 +223,9 @@ void Recorder::flush() {
     TORCH_CHECK_INDEX(!(e.kind() == sim::SimErrorKind::Trap && e.trap_code() == kernels::kIndexOutOfRangeTrap),
                       "index out of range in self (vtpu: an index_select/embedding kernel met an index outside its "
                       "table; pending results are lost): ", e.what());
+    TORCH_CHECK(!(e.kind() == sim::SimErrorKind::Trap && e.trap_code() == kernels::kInt64RangeTrap),
+                "vtpu: an int64 value is outside the range the chip computes int64 ops in (int64 math runs on "
+                "int32 words: |value| < 2^30 for add/sub, < 2^31 otherwise; pending results are lost): ", e.what());
     TORCH_CHECK(false, "vtpu: a kernel failed on the chip (pending results are lost): ", e.what());
   }
   auto& s = rt.stats();

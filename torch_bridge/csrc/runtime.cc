@@ -74,7 +74,7 @@ uint64_t Runtime::allocate(int device_index, uint64_t bytes) {
   device(device_index);  // range check
   const uint64_t vaddr = next_vaddr_;
   next_vaddr_ += (std::max<uint64_t>(bytes, 1) + 4095) / 4096 * 4096 + 4096;  // a gap catches overruns
-  buffers_[vaddr] = Buffer{device_index, bytes, std::nullopt, -1};
+  buffers_[vaddr] = Buffer{device_index, bytes, std::nullopt, -1, std::nullopt};
   if (mode_ == Mode::StrictEager && bytes > 0) {
     try {
       materialize(vaddr);

@@ -35,6 +35,9 @@ struct Buffer {
   uint64_t bytes = 0;
   std::optional<sim::HbmAddress> hbm;  // backing HBM, once materialised
   int pending_value = -1;              // value of the device's pending graph that will fill it
+  // Every int64 element it holds has |value| <= this; unknown (nullopt) after any write that does
+  // not say. int64 ops run on the chip only on operands with a known bound (ops_int64.h).
+  std::optional<int64_t> int64_bound;
 };
 
 struct Stats {

@@ -1,0 +1,69 @@
+// int64 word pairs narrowed to int32 on the chip (kernels/int64_narrow.h): exact for values
+// inside the bound, including negatives and chunks past the first; a trap (kInt64RangeTrap) for
+// a value at or past the bound and for a high word that is not the low word's sign.
+#include <doctest/doctest.h>
+
+#include <cstring>
+
+#include "kernels/int64_narrow.h"
+#include "sim/sim_error.h"
+#include "support/run_graph.h"
+
+using namespace vtpu;
+using kernels::DType;
+
+namespace {
+
+// run_graph moves f32 vectors: int32 data travels as their bit patterns.
+std::vector<float> as_floats(const std::vector<int32_t>& v) {
+  std::vector<float> f(v.size());
+  std::memcpy(f.data(), v.data(), v.size() * 4);
+  return f;
+}
+
+std::vector<int32_t> narrow(const std::vector<int64_t>& values, int64_t bound) {
+  std::vector<int32_t> words(values.size() * 2);
+  std::memcpy(words.data(), values.data(), values.size() * 8);  // little-endian: (low, high)
+  kernels::Graph g;
+  const int in = g.input({{int64_t(values.size()), 2}, DType::I32}, "words");
+  g.mark_output(g.int64_narrow(in, bound));
+  kernels::ProgramCache cache;
+  const auto plan = kernels::make_plan(g, kernels::FusionStrategy::Greedy, sim::load_chip("v5e"), cache);
+  const auto out = testing::run_graph(g, plan, {{in, as_floats(words)}});
+  std::vector<int32_t> result(out.size());
+  std::memcpy(result.data(), out.data(), out.size() * 4);
+  return result;
+}
+
+}  // namespace
+
+TEST_SUITE("kernels") {
+  TEST_CASE("int64 narrow: exact inside the bound, over several chunks") {
+    std::vector<int64_t> values;
+    for (int64_t i = 0; i < 9000; ++i) values.push_back((i % 2 ? -1 : 1) * (i * 104729 % (int64_t{1} << 30)));
+    values.back() = (int64_t{1} << 30) - 1;
+    const auto got = narrow(values, int64_t{1} << 30);
+    REQUIRE(got.size() == values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (got[i] != values[i]) FAIL("element ", i, ": got ", got[i], " want ", values[i]);
+    }
+  }
+
+  TEST_CASE("int64 narrow: values outside the bound or int32 trap") {
+    const auto traps = [](std::vector<int64_t> v, int64_t bound) {
+      try {
+        narrow(v, bound);
+      } catch (const sim::SimError& e) {
+        return e.kind() == sim::SimErrorKind::Trap && e.trap_code() == kernels::kInt64RangeTrap;
+      }
+      return false;
+    };
+    CHECK(traps({1, 2, int64_t{1} << 30}, int64_t{1} << 30));
+    CHECK(traps({-(int64_t{1} << 30), 0}, int64_t{1} << 30));
+    CHECK(traps({5, int64_t{1} << 32}, int64_t{1} << 31));        // low word 0: the high word gives it away
+    CHECK(traps({-(int64_t{1} << 33) + 7, 1}, int64_t{1} << 31));  // a negative beyond int32
+    CHECK_FALSE(traps({-(int64_t{1} << 30) + 1, (int64_t{1} << 30) - 1}, int64_t{1} << 30));
+    kernels::Graph g;
+    CHECK_THROWS_WITH_AS(g.int64_narrow(g.input({{4}, DType::I32}), 8), doctest::Contains("i32[.., 2]"), kernels::KernelError);
+  }
+}

@@ -1,0 +1,84 @@
+// See ops_int64.h.
+#include "torch_bridge/csrc/ops_int64.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace vtpu::bridge {
+namespace {
+
+using kernels::ExprOp;
+using kernels::Graph;
+
+// The bound operands of `e` must stay under for int32 to compute it exactly; 0: not on this path.
+int64_t bound_for(ExprOp e) {
+  switch (e) {
+    case ExprOp::Add: case ExprOp::Sub: return int64_t{1} << 30;
+    case ExprOp::Eq: case ExprOp::Ne: case ExprOp::Lt: case ExprOp::Le: case ExprOp::Gt: case ExprOp::Ge:
+    case ExprOp::Max: case ExprOp::Min: case ExprOp::Div:
+      return int64_t{1} << 31;
+    default: return 0;
+  }
+}
+
+bool int64_on_chip(const at::Tensor& t) { return t.device().is_privateuseone() && t.scalar_type() == at::kLong; }
+
+}  // namespace
+
+std::optional<at::Tensor> int64_binary(const char* op, ExprOp e, const at::Tensor& self, const at::Tensor& other, double alpha,
+                                       c10::ScalarType result_dtype, const CpuFn& cpu) {
+  if (!int64_on_chip(self) && !int64_on_chip(other)) return std::nullopt;
+  const int64_t bound = bound_for(e);
+  if (bound == 0 || alpha != 1.0) return std::nullopt;
+  // Each operand's known magnitude: int64 tensors carry it with their buffer (set by whoever
+  // wrote them: host copies, arange, these ops); unknown ones stay off this path.
+  std::vector<at::Tensor> inputs;
+  int64_t magnitude[2] = {0, 0};
+  int k = 0;
+  for (const at::Tensor* t : {&self, &other}) {
+    int64_t& m = magnitude[k++];
+    if (is_cpu_scalar(*t)) {
+      const double v = std::fabs(t->item().toDouble());
+      if (!(v < double(bound))) return std::nullopt;
+      m = static_cast<int64_t>(v);
+    } else if (int64_on_chip(*t)) {
+      const auto known = int64_bound_of(*t);
+      if (!known || *known >= bound) return std::nullopt;
+      m = *known;
+    } else if (at::isIntegralType(t->scalar_type(), /*includeBool=*/true)) {
+      m = int64_t{1} << 31;  // an int32 operand: only against int64 under comparisons' bound
+      if (bound < m) return std::nullopt;
+    } else {
+      return std::nullopt;  // int64 against floats: the CPU keeps torch's int64 -> float rounding
+    }
+    inputs.push_back(int64_on_chip(*t) ? index_words(*t) : *t);
+  }
+  const bool long_result = result_dtype == at::kLong;
+  const at::Tensor self_cpu = self, other_cpu = other;
+  const at::Tensor out = record(op, inputs, long_result ? at::kInt : result_dtype, [&](Graph& g, const std::vector<int>& v) {
+    // v holds the device operands in order; CPU scalars become scalar operands of the op.
+    std::vector<int> operand;
+    size_t next = 0;
+    for (const at::Tensor* t : {&self, &other}) {
+      if (is_cpu_scalar(*t)) {
+        operand.push_back(-1);
+        continue;
+      }
+      int x = v[next++];
+      if (int64_on_chip(*t)) x = g.reshape(g.int64_narrow(x, bound, op), t->sizes().vec());
+      operand.push_back(x);
+    }
+    int r;
+    if (operand[1] < 0) r = g.binary_scalar(e, operand[0], other.item().toDouble());
+    else if (operand[0] < 0) r = g.binary_scalar(e, operand[1], self.item().toDouble(), /*scalar_first=*/true);
+    else r = g.binary(e, operand[0], operand[1]);
+    return long_result ? int64_words(g, r) : r;
+  }, [cpu, self_cpu, other_cpu](const std::vector<at::Tensor>&) { return cpu({self_cpu.cpu(), other_cpu.cpu()}); });
+  if (!long_result) return out;
+  const at::Tensor result = as_int64(out);
+  if (result.is_same(out)) return result;  // computed on the CPU: the host copy set its bound
+  set_int64_bound(result, e == ExprOp::Add || e == ExprOp::Sub ? magnitude[0] + magnitude[1] : std::max(magnitude[0], magnitude[1]));
+  return result;
+}
+
+}  // namespace vtpu::bridge

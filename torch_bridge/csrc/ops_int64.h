@@ -1,0 +1,24 @@
+// int64 elementwise ops on the chip: the operands' int32 words are narrowed on the chip (checked:
+// kernels/int64_narrow.h), the op runs in int32, and int64 results are widened back to word
+// pairs. Add and sub need |values| < 2^30 (so no int32 sum wraps), comparisons, max/min and true
+// division < 2^31. Operands run this way only when their magnitude is known to be below that
+// (Buffer::int64_bound: host copies measure it, arange and these ops derive it); others stay on
+// the CPU path, and the narrowing kernel's check traps should a bound ever be wrong. What
+// position ids, cache positions and masks need; multiplication and other ops stay on the CPU.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <optional>
+
+#include "kernels/vector_expr.h"
+#include "torch_bridge/csrc/ops_support.h"
+
+namespace vtpu::bridge {
+
+// self (e) other with `alpha` scaling other, when an operand is an int64 tpu tensor and the op is
+// one the words path runs; nullopt otherwise (the caller's path decides: usually the fallback).
+std::optional<at::Tensor> int64_binary(const char* op, kernels::ExprOp e, const at::Tensor& self, const at::Tensor& other,
+                                       double alpha, c10::ScalarType result_dtype, const CpuFn& cpu);
+
+}  // namespace vtpu::bridge
