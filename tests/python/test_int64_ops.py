@@ -1,0 +1,83 @@
+"""int64 arithmetic on the chip (torch_bridge/csrc/ops_int64.h): add/sub/comparisons/max/min and
+true division of int64 tensors whose magnitude is known, run on their int32 words; unknown or
+large magnitudes stay off the chip (an error naming the op without the fallback, the CPU's
+answer with it); and the position-id arithmetic of decoder models end to end."""
+import pytest
+import torch
+
+import vtpu
+
+
+@pytest.fixture
+def no_fallback():
+    vtpu.set_cpu_fallback(False)
+    vtpu.synchronize()
+    vtpu.reset_stats()
+    yield
+
+
+OPS = {
+    "add": lambda a, b: a + b,
+    "sub_scalar_left": lambda a, b: 7 - a,
+    "add_scalar": lambda a, b: a + 1000,
+    "lt": lambda a, b: a < b,
+    "eq_scalar": lambda a, b: a == 3,
+    "ge_int32": lambda a, b: a >= b.int(),
+    "maximum": lambda a, b: torch.maximum(a, b),
+    "minimum": lambda a, b: torch.minimum(a, b),
+    "true_div": lambda a, b: a / 4,
+    "chain": lambda a, b: ((a + b) - (b - a)) + (a + b),
+}
+
+
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_int64_ops_match_cpu(name, mode, no_fallback):
+    vtpu.set_mode(mode)
+    a, b = torch.arange(-6, 18).view(4, 6), torch.randint(-1000, 1000, (4, 6))
+    got = OPS[name](a.to("tpu"), b.to("tpu"))
+    want = OPS[name](a, b)
+    assert got.dtype == want.dtype
+    torch.testing.assert_close(got.cpu(), want)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+    vtpu.set_mode("defer_and_fuse")
+
+
+def test_large_or_unknown_magnitudes_stay_off_the_chip(no_fallback):
+    big = torch.tensor([2**40, -3])
+    with pytest.raises(NotImplementedError, match="aten::add"):
+        big.to("tpu") + 1
+    at_bound = torch.tensor([2**30])  # add needs |value| < 2^30, so int32 sums cannot wrap
+    with pytest.raises(NotImplementedError, match="aten::add"):
+        at_bound.to("tpu") + 1
+    vtpu.set_cpu_fallback(True)
+    try:
+        with pytest.warns(UserWarning):
+            assert (big.to("tpu") + 1).cpu().tolist() == [2**40 + 1, -2]
+        assert ((at_bound.to("tpu") < 5)).cpu().tolist() == [False]  # comparisons allow up to 2^31
+    finally:
+        vtpu.set_cpu_fallback(False)
+
+
+def test_bounds_follow_the_arithmetic(no_fallback):
+    # Each sum doubles the known bound; past 2^30 the chip stops taking the operands.
+    x = torch.tensor([2**27]).to("tpu")
+    y = x + x  # 2^28
+    y = y + y  # 2^29
+    assert (y - 1).cpu().tolist() == [2**29 - 1]
+    z = y + y  # 2^30: at the bound, its own sums leave the chip
+    assert z.cpu().tolist() == [2**30]
+    with pytest.raises(NotImplementedError, match="aten::add"):
+        z + 1
+
+
+def test_decoder_position_ids_and_causal_mask_on_the_chip(no_fallback):
+    past, length = 5, 7
+    cache_position = torch.arange(past, past + length, device="tpu")
+    position_ids = cache_position.unsqueeze(0) + 0
+    kv = torch.arange(past + length, device="tpu")
+    causal = kv.view(1, -1) <= cache_position.view(-1, 1)
+    want_causal = torch.arange(past + length).view(1, -1) <= torch.arange(past, past + length).view(-1, 1)
+    assert position_ids.cpu().tolist() == [list(range(past, past + length))]
+    assert torch.equal(causal.cpu(), want_causal)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
