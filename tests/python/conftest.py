@@ -44,3 +44,16 @@ def cpu_fallback():
         warnings.simplefilter("ignore")
         yield
     vtpu.set_cpu_fallback(False)
+
+
+@pytest.fixture
+def no_fallback():
+    """The CPU fallback off and the counters reset, so a test sees every op it runs stay on the chip
+    (or fail naming the op); defer_and_fuse is restored afterwards."""
+    import vtpu
+
+    vtpu.set_cpu_fallback(False)
+    vtpu.synchronize()
+    vtpu.reset_stats()
+    yield
+    vtpu.set_mode("defer_and_fuse")

@@ -8,14 +8,6 @@ import torch
 import vtpu
 
 
-@pytest.fixture
-def no_fallback():
-    vtpu.set_cpu_fallback(False)
-    vtpu.synchronize()
-    vtpu.reset_stats()
-    yield
-
-
 OPS = {
     "add": lambda a, b: a + b,
     "sub_scalar_left": lambda a, b: 7 - a,

@@ -9,10 +9,7 @@ import vtpu
 
 
 @pytest.fixture(autouse=True)
-def no_fallback():
-    vtpu.set_cpu_fallback(False)
-    vtpu.synchronize()
-    vtpu.reset_stats()
+def stays_on_the_chip(no_fallback):
     yield
     assert vtpu.stats()["cpu_fallback_ops"] == 0
 

@@ -18,15 +18,6 @@ CASES = {
 }
 
 
-@pytest.fixture
-def no_fallback():
-    vtpu.set_cpu_fallback(False)
-    vtpu.synchronize()
-    vtpu.reset_stats()
-    yield
-    vtpu.set_mode("defer_and_fuse")
-
-
 @pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_pooling_and_gradient_match_cpu(case, mode, no_fallback):
