@@ -5,7 +5,6 @@
 #include "kernels/convolution.h"
 
 #include <algorithm>
-#include <initializer_list>
 
 #include "kernels/asm_writer.h"
 #include "kernels/reduce_dims.h"
