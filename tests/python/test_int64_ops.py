@@ -73,3 +73,17 @@ def test_decoder_position_ids_and_causal_mask_on_the_chip(no_fallback):
     assert position_ids.cpu().tolist() == [list(range(past, past + length))]
     assert torch.equal(causal.cpu(), want_causal)
     assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+@pytest.mark.parametrize("args", [(), (1,), (0, True)])
+def test_integer_sums_run_on_the_chip_when_f32_counts_exactly(args, no_fallback):
+    mask = torch.rand(5, 9) > 0.4
+    small = torch.randint(-128, 128, (5, 9), dtype=torch.int8)
+    for t in (mask, small, torch.arange(45).view(5, 9)):
+        got, want = t.to("tpu").sum(*args), t.sum(*args)
+        assert got.dtype == want.dtype == torch.int64
+        assert torch.equal(got.cpu(), want)
+    assert (mask.to("tpu").sum() == mask.numel()).item() == bool(mask.all())  # transformers' fast_all
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+    with pytest.raises(NotImplementedError, match="integer reductions"):
+        torch.ones(4, dtype=torch.int32, device="tpu").sum()  # int32: magnitude unknown

@@ -62,3 +62,16 @@ def test_argmax_argmin_match_cpu_with_ties_and_nan(dim, keepdim):
 def test_greedy_decoding_step_stays_on_the_chip():
     logits = torch.randn(2, 50)
     assert torch.equal(logits.to("tpu").argmax(-1).cpu(), logits.argmax(-1))
+
+
+def test_max_min_over_a_dim_and_overall():
+    x = (torch.randn(4, 6, 5) * 2).round()
+    x[2, 3, 1] = float("nan")
+    for op in (torch.max, torch.min):
+        for dim, keepdim in [(0, False), (2, True), (-2, False)]:
+            values, indices = op(x.to("tpu"), dim, keepdim)
+            want_values, want_indices = op(x, dim, keepdim)
+            torch.testing.assert_close(values.cpu(), want_values, equal_nan=True)
+            assert torch.equal(indices.cpu(), want_indices)
+        finite = x.nan_to_num()
+        assert op(finite.to("tpu")).item() == op(finite).item()

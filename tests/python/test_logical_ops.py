@@ -67,3 +67,10 @@ def test_masked_attention_runs_on_the_chip(mode):
         assert not got.isnan().any()
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
     vtpu.set_mode("defer_and_fuse")
+
+
+def test_masked_fill_in_place():
+    x = torch.randn(3, 5)
+    xt = x.to("tpu")
+    xt.masked_fill_(xt > 0, -1.5)
+    assert torch.equal(xt.cpu(), x.masked_fill(x > 0, -1.5))

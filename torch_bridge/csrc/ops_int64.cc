@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/reduce_dims.h"
+
 namespace vtpu::bridge {
 namespace {
 
@@ -78,6 +80,28 @@ std::optional<at::Tensor> int64_binary(const char* op, ExprOp e, const at::Tenso
   const at::Tensor result = as_int64(out);
   if (result.is_same(out)) return result;  // computed on the CPU: the host copy set its bound
   set_int64_bound(result, e == ExprOp::Add || e == ExprOp::Sub ? magnitude[0] + magnitude[1] : std::max(magnitude[0], magnitude[1]));
+  return result;
+}
+
+std::optional<at::Tensor> int64_sum(const at::Tensor& self, const std::vector<int64_t>& dims, const CpuFn& cpu) {
+  int64_t magnitude;
+  if (self.scalar_type() == at::kBool) magnitude = 1;
+  else if (self.scalar_type() == at::kChar) magnitude = 128;
+  else if (int64_on_chip(self) && int64_bound_of(self)) magnitude = *int64_bound_of(self);
+  else return std::nullopt;
+  int64_t extent = 1;
+  for (int64_t d : dims) extent *= self.size(d);
+  if (magnitude > 0 && extent >= (int64_t{1} << 24) / magnitude) return std::nullopt;  // f32 sums stay exact below 2^24
+  const bool words = int64_on_chip(self);
+  const at::Tensor input = words ? index_words(self) : self;
+  const at::Tensor source = self;
+  const at::Tensor out = record("sum", {input}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
+    const int x = words ? g.reshape(g.int64_narrow(v[0], magnitude + 1, "sum"), source.sizes().vec()) : v[0];
+    const int total = kernels::reduce_dims(g, g.cast(x, kernels::DType::F32), dims, kernels::RowOp::Sum);
+    return int64_words(g, g.cast(total, kernels::DType::I32));
+  }, [cpu, source](const std::vector<at::Tensor>&) { return cpu({source.cpu()}); });
+  const at::Tensor result = as_int64(out);
+  if (!result.is_same(out)) set_int64_bound(result, magnitude * extent);
   return result;
 }
 

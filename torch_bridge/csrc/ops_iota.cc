@@ -110,6 +110,17 @@ at::Tensor tpu_argmin(const at::Tensor& self, std::optional<int64_t> dim, bool k
   return arg_extreme("argmin", self, dim, keepdim, false);
 }
 
+// max / min over a dim: the values (amax/amin) and the first position holding them.
+std::tuple<at::Tensor, at::Tensor> tpu_max_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+  return {at::amax(self, {dim}, keepdim), arg_extreme("max", self, dim, keepdim, true)};
+}
+std::tuple<at::Tensor, at::Tensor> tpu_min_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
+  return {at::amin(self, {dim}, keepdim), arg_extreme("min", self, dim, keepdim, false)};
+}
+// max / min of everything.
+at::Tensor tpu_max(const at::Tensor& self) { return at::amax(self, at::IntArrayRef{}, false); }
+at::Tensor tpu_min(const at::Tensor& self) { return at::amin(self, at::IntArrayRef{}, false); }
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -118,6 +129,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("triu", tpu_triu);
   m.impl("argmax", tpu_argmax);
   m.impl("argmin", tpu_argmin);
+  m.impl("max.dim", tpu_max_dim);
+  m.impl("min.dim", tpu_min_dim);
+  m.impl("max", tpu_max);
+  m.impl("min", tpu_min);
 }
 
 }  // namespace vtpu::bridge

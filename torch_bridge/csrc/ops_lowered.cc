@@ -171,6 +171,9 @@ at::Tensor& tpu_where_out(const at::Tensor& condition, const at::Tensor& self, c
 at::Tensor tpu_masked_fill(const at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
   return tpu_where(mask, at::scalar_tensor(value, self.scalar_type()), self);
 }
+at::Tensor& tpu_masked_fill_(at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
+  return inplace(self, tpu_masked_fill(self, mask, value));
+}
 
 // torch.zeros / ones / full: a constant kernel writing self, which is never read (so a fresh
 // tensor stays without HBM until the flush).
@@ -250,7 +253,8 @@ at::Tensor tpu_safe_softmax(const at::Tensor& self, int64_t dim, std::optional<c
 }
 
 // sum / mean / amax / amin over any dims (none given: all). The reduced dims are permuted last on the
-// chip when needed (see reduce_dims); integer sums fall back (row kernels accumulate in f32).
+// chip when needed (see reduce_dims); integer sums run when f32 accumulation is exact for them
+// (int64_sum), other integer reductions fall back.
 at::Tensor reduce(const char* op, RowOp r, const at::Tensor& self, at::OptionalIntArrayRef dims_opt, bool keepdim,
                   const CpuFn& cpu, int64_t correction = 1) {
   std::vector<int64_t> dims;
@@ -261,15 +265,20 @@ at::Tensor reduce(const char* op, RowOp r, const at::Tensor& self, at::OptionalI
   }
   std::sort(dims.begin(), dims.end());
   dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
-  if (at::isIntegralType(self.scalar_type(), true)) return run_on_cpu(op, {self}, cpu, "integer reductions");
-  if (self.numel() == 0) return cpu({self.cpu()}).to(self.device());  // nothing to reduce on the chip
-  if (self.dim() == 0) return run_on_cpu(op, {self}, cpu, "reductions of 0-dim tensors");
   std::vector<int64_t> shape;
   for (int64_t d = 0; d < self.dim(); ++d) {
     const bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
     if (!reduced) shape.push_back(self.size(d));
     else if (keepdim) shape.push_back(1);
   }
+  if (self.numel() == 0) return cpu({self.cpu()}).to(self.device());  // nothing to reduce on the chip
+  if (at::isIntegralType(self.scalar_type(), true)) {
+    if (r == RowOp::Sum && self.dim() > 0) {
+      if (auto counted = int64_sum(self, dims, cpu)) return counted->view(shape);
+    }
+    return run_on_cpu(op, {self}, cpu, "integer reductions of unknown magnitude (sums of bool, int8 and small int64 run)");
+  }
+  if (self.dim() == 0) return run_on_cpu(op, {self}, cpu, "reductions of 0-dim tensors");
   at::Tensor out = record(op, {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
     return kernels::reduce_dims(g, v[0], dims, r, correction);
   }, cpu);
@@ -280,7 +289,9 @@ at::Tensor tpu_sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, boo
   std::vector<int64_t> d;
   if (dims) d.assign(dims->begin(), dims->end());
   const auto cpu = [d, keepdim, dtype](const std::vector<at::Tensor>& c) { return at::sum(c[0], d, keepdim, dtype); };
-  if (dtype && *dtype != self.scalar_type()) return run_on_cpu("sum", {self}, cpu, "a sum with a dtype argument");
+  // Integer sums are int64 anyway; other dtype arguments change the accumulation.
+  const bool int64_anyway = dtype == at::kLong && at::isIntegralType(self.scalar_type(), true);
+  if (dtype && *dtype != self.scalar_type() && !int64_anyway) return run_on_cpu("sum", {self}, cpu, "a sum with a dtype argument");
   return reduce("sum", RowOp::Sum, self, dims, keepdim, cpu);
 }
 at::Tensor tpu_mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, std::optional<c10::ScalarType> dtype) {
@@ -554,6 +565,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("where.self", tpu_where);
   m.impl("where.self_out", tpu_where_out);
   m.impl("masked_fill.Scalar", tpu_masked_fill);
+  m.impl("masked_fill_.Scalar", tpu_masked_fill_);
   m.impl("fill_.Scalar", tpu_fill_);
   m.impl("zero_", tpu_zero_);
   m.impl("mm", tpu_mm);
