@@ -18,6 +18,7 @@ bool is_cpu_scalar(const at::Tensor& t) { return t.is_cpu() && t.dim() == 0; }
 at::Tensor index_words(const at::Tensor& index) {
   at::Tensor flat = index.reshape({index.numel()});
   if (!flat.is_contiguous()) flat = flat.cpu().contiguous().to(index.device());
+  else if (flat.numel() == 1 && flat.stride(0) != 1) flat = flat.as_strided({1}, {1});  // one element: any stride is dense
   return index.scalar_type() == at::kLong ? flat.view(at::kInt).view({flat.numel(), 2}) : flat;
 }
 
