@@ -287,3 +287,15 @@ def test_an_index_outside_the_table_raises_index_error_at_the_next_sync():
         with pytest.raises(IndexError, match="index out of range in self"):
             picked.cpu()
     assert torch.equal(torch.index_select(table, 0, torch.tensor([9]).to("tpu")).cpu(), table.cpu()[9:])  # still usable
+
+
+@pytest.mark.parametrize("beta,threshold", [(1.0, 20.0), (2.0, 5.0), (0.5, 10.0)])
+def test_softplus_runs_on_the_chip(beta, threshold):
+    vtpu.set_cpu_fallback(False)
+    vtpu.reset_stats()
+    x = torch.cat([torch.linspace(-30, 30, 1001), torch.tensor([-100.0, 100.0, 0.0])])
+    got = torch.nn.functional.softplus(x.to("tpu"), beta, threshold).cpu()
+    # Written with log(1 + exp(-|beta x|)) instead of torch's log1p: below 6e-8 / beta absolute
+    # error where the result is tiny, f32 rounding elsewhere.
+    torch.testing.assert_close(got, torch.nn.functional.softplus(x, beta, threshold), atol=2e-7 / beta, rtol=2e-7)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0

@@ -96,6 +96,21 @@ at::Tensor tpu_gelu(const at::Tensor& self, c10::string_view approximate) {
                [approx](const std::vector<at::Tensor>& c) { return at::gelu(c[0], approx); });
 }
 
+// softplus(x) = log(1 + exp(beta x)) / beta, as max(beta x, 0) + log(1 + exp(-|beta x|)) so exp
+// never overflows; x itself past the threshold, as torch. Where torch's log1p keeps the tiny
+// values of very negative inputs, 1 + exp(-|beta x|) rounds to 1: an absolute error below 6e-8 / beta.
+at::Tensor tpu_softplus(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
+  const double b = beta.toDouble(), t = threshold.toDouble();
+  const auto cpu = [beta, threshold](const std::vector<at::Tensor>& c) { return at::softplus(c[0], beta, threshold); };
+  if (!at::isFloatingType(self.scalar_type())) return run_on_cpu("softplus", {self}, cpu, "integer inputs");
+  return record("softplus", {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    const int bx = g.binary_scalar(ExprOp::Mul, v[0], b);
+    const int tail = g.unary(ExprOp::Log, g.binary_scalar(ExprOp::Add, g.unary(ExprOp::Exp, g.unary(ExprOp::Neg, g.unary(ExprOp::Abs, bx))), 1));
+    const int soft = g.binary_scalar(ExprOp::Div, g.binary(ExprOp::Add, g.binary_scalar(ExprOp::Max, bx, 0), tail), b);
+    return g.where(g.binary_scalar(ExprOp::Gt, bx, t), v[0], soft, "softplus");
+  }, cpu);
+}
+
 #define VTPU_BINARY(name, expr, aten_call)                                                                  \
   at::Tensor tpu_##name(const at::Tensor& self, const at::Tensor& other) {                                        \
     return binary(#name, expr, self, other, 1, [](const std::vector<at::Tensor>& c) { return aten_call(c[0], c[1]); }); \
@@ -537,6 +552,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sin", tpu_sin);
   m.impl("cos", tpu_cos);
   m.impl("gelu", tpu_gelu);
+  m.impl("softplus", tpu_softplus);
   m.impl("add.Tensor", tpu_add);
   m.impl("sub.Tensor", tpu_sub);
   m.impl("mul.Tensor", tpu_mul);
