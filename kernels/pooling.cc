@@ -45,12 +45,18 @@ Pair padding_after(const Geometry& geo, const Pool2dParams& p) {
   return {p.padding[0] + geo.extra[0], p.padding[1] + geo.extra[1]};
 }
 
+// The windows of a padded [1, C, h, w] buffer, tap-major: [T, channels * P]. `repeat`: its one
+// plane read for every channel (a stride-0 channel axis).
+int taps_of(Graph& g, int padded, int64_t channels, bool repeat, const Geometry& geo, const Pool2dParams& p) {
+  Windows w = windows_of(g.node(padded).type.shape, 0, repeat ? 1 : channels, p.kernel, p.dilation, {0, 0}, geo.out, p.stride);
+  if (repeat) w.c = {channels, 0};
+  return g.reshape(gather_by_tap(g, padded, w), {geo.taps, channels * geo.positions()});
+}
+
 // x's windows tap-major, [T, N*C*P], reading `fill` outside the input.
 int windows_by_tap(Graph& g, int x, const Geometry& geo, const Pool2dParams& p, double fill) {
   const int flat = g.reshape(x, {1, geo.images, geo.in[0], geo.in[1]});
-  const int xp = pad_hw(g, flat, p.padding, padding_after(geo, p), fill);
-  const Windows w = windows_of(g.node(xp).type.shape, 0, geo.images, p.kernel, p.dilation, {0, 0}, geo.out, p.stride);
-  return g.reshape(gather_by_tap(g, xp, w), {geo.taps, geo.images * geo.positions()});
+  return taps_of(g, pad_hw(g, flat, p.padding, padding_after(geo, p), fill), geo.images, false, geo, p);
 }
 
 // The flat input position each window tap reads, [T, N*C*P] (every image and channel reads the
@@ -59,9 +65,7 @@ int position_windows(Graph& g, const Geometry& geo, const Pool2dParams& p) {
   if (geo.in[0] * geo.in[1] >= (int64_t{1} << 24)) throw KernelError("max_pool2d: more than 2^24 positions per image");
   const int grid = g.iota({{1, 1, geo.in[0], geo.in[1]}, DType::F32}, "max_pool2d_positions");
   const int padded = pad_hw(g, grid, p.padding, padding_after(geo, p), kNoPosition);  // never a maximum's position
-  Windows w = windows_of(g.node(padded).type.shape, 0, 1, p.kernel, p.dilation, {0, 0}, geo.out, p.stride);
-  w.c = {geo.images, 0};
-  return g.reshape(gather_by_tap(g, padded, w), {geo.taps, geo.images * geo.positions()});
+  return taps_of(g, padded, geo.images, true, geo, p);
 }
 
 // Each window's count of elements that count in the average, [P]: the input, and its padding
@@ -75,8 +79,7 @@ int window_counts(Graph& g, const Geometry& geo, const Pool2dParams& p) {
   }
   const int ones = g.full({{1, 1, ones_hw[0], ones_hw[1]}, DType::F32}, 1.0, "pool_count");
   const int mask = pad_hw(g, ones, before, after, 0);
-  const Windows w = windows_of(g.node(mask).type.shape, 0, 1, p.kernel, p.dilation, {0, 0}, geo.out, p.stride);
-  return g.column_reduce(RowOp::Sum, g.reshape(gather_by_tap(g, mask, w), {geo.taps, geo.positions()}), "pool_count");
+  return g.column_reduce(RowOp::Sum, taps_of(g, mask, 1, false, geo, p), "pool_count");
 }
 
 // Whether every window divides by the full tap count (no override, no partial ceil windows).

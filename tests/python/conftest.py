@@ -57,3 +57,23 @@ def no_fallback():
     vtpu.reset_stats()
     yield
     vtpu.set_mode("defer_and_fuse")
+
+
+@pytest.fixture
+def sgd_losses():
+    """run(model, loss_of, lr, steps=5): the loss of each of `steps` plain SGD steps on `model`
+    (loss_of(model) gives the loss tensor), for comparing a tpu model's curve with the CPU's."""
+    import torch
+
+    def run(model, loss_of, lr, steps=5):
+        opt = torch.optim.SGD(model.parameters(), lr=lr)
+        curve = []
+        for _ in range(steps):
+            opt.zero_grad()
+            loss = loss_of(model)
+            loss.backward()
+            opt.step()
+            curve.append(loss.item())
+        return curve
+
+    return run

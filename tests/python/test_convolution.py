@@ -55,7 +55,7 @@ def test_bf16_convolution(no_fallback):
     torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=1e-2)
 
 
-def test_small_cnn_trains_like_cpu(no_fallback):
+def test_small_cnn_trains_like_cpu(no_fallback, sgd_losses):
     def make():
         torch.manual_seed(1)
         return torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(4, 4, 3, stride=2),
@@ -64,15 +64,8 @@ def test_small_cnn_trains_like_cpu(no_fallback):
     x, target = torch.randn(8, 1, 8, 8), torch.randn(8, 2)
     losses = {}
     for device in ["cpu", "tpu"]:
-        model = make().to(device)
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        losses[device] = []
-        for _ in range(5):
-            opt.zero_grad()
-            loss = ((model(x.to(device)) - target.to(device)) ** 2).mean()
-            loss.backward()
-            opt.step()
-            losses[device].append(loss.item())
+        xd, td = x.to(device), target.to(device)
+        losses[device] = sgd_losses(make().to(device), lambda m: ((m(xd) - td) ** 2).mean(), lr=0.1)
     assert losses["tpu"][-1] < losses["tpu"][0]
     torch.testing.assert_close(torch.tensor(losses["tpu"]), torch.tensor(losses["cpu"]), atol=1e-4, rtol=1e-4)
     assert vtpu.stats()["cpu_fallback_ops"] == 0

@@ -54,7 +54,7 @@ def test_bf16_pooling(no_fallback):
     torch.testing.assert_close(F.avg_pool2d(x.to("tpu"), 2).cpu().float(), F.avg_pool2d(x.float(), 2), atol=1e-2, rtol=1e-2)
 
 
-def test_small_cnn_with_pooling_trains_like_cpu(no_fallback):
+def test_small_cnn_with_pooling_trains_like_cpu(no_fallback, sgd_losses):
     def make():
         torch.manual_seed(2)
         return torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
@@ -64,18 +64,10 @@ def test_small_cnn_with_pooling_trains_like_cpu(no_fallback):
     x, labels = torch.randn(8, 1, 12, 12), torch.randint(0, 3, (8,))
     losses = {}
     for device in ["cpu", "tpu"]:
-        model = make().to(device)
-        opt = torch.optim.SGD(model.parameters(), lr=0.2)
-        losses[device] = []
-        for _ in range(5):
-            opt.zero_grad()
-            logits = model(x.to(device))
-            # cross entropy from log_softmax + a one-hot product (nll_loss's int64 gather is not lowered)
-            one_hot = F.one_hot(labels, 3).float().to(device)
-            loss = -(F.log_softmax(logits, -1) * one_hot).sum(-1).mean()
-            loss.backward()
-            opt.step()
-            losses[device].append(loss.item())
+        xd = x.to(device)
+        # cross entropy from log_softmax + a one-hot product (nll_loss's int64 gather is not lowered)
+        one_hot = F.one_hot(labels, 3).float().to(device)
+        losses[device] = sgd_losses(make().to(device), lambda m: -(F.log_softmax(m(xd), -1) * one_hot).sum(-1).mean(), lr=0.2)
     assert losses["tpu"][-1] < losses["tpu"][0]
     torch.testing.assert_close(torch.tensor(losses["tpu"]), torch.tensor(losses["cpu"]), atol=1e-4, rtol=1e-4)
     assert vtpu.stats()["cpu_fallback_ops"] == 0

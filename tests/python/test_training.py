@@ -45,7 +45,7 @@ def test_backward_matches_cpu(name, fn):
     assert vtpu.stats()["cpu_fallbacks"] == {} or not any("backward" in k for k in vtpu.stats()["cpu_fallbacks"])
 
 
-def test_sgd_training_follows_the_cpu():
+def test_sgd_training_follows_the_cpu(sgd_losses):
     torch.manual_seed(0)
     model = torch.nn.Sequential(Block(dim=64, heads=2, hidden=128), torch.nn.Linear(64, 1))
     data, target = torch.randn(4, 16, 64), torch.randn(4, 16, 1)
@@ -55,16 +55,8 @@ def test_sgd_training_follows_the_cpu():
     model_tpu.to("tpu")
     losses = {}
     for device, m in (("cpu", model), ("tpu", model_tpu)):
-        opt = torch.optim.SGD(m.parameters(), lr=0.05)
         x, y = data.to(device), target.to(device)
-        curve = []
-        for _ in range(5):
-            opt.zero_grad()
-            loss = (m(x) - y).square().mean()
-            loss.backward()
-            opt.step()
-            curve.append(loss.item())
-        losses[device] = curve
+        losses[device] = sgd_losses(m, lambda net: (net(x) - y).square().mean(), lr=0.05)
     torch.testing.assert_close(torch.tensor(losses["tpu"]), torch.tensor(losses["cpu"]), atol=1e-4, rtol=1e-4)
     assert losses["tpu"][-1] < losses["tpu"][0]
 

@@ -33,21 +33,18 @@ struct Conv {
   Conv(const at::Tensor& input, at::IntArrayRef st, at::IntArrayRef pa, at::IntArrayRef di, bool tr, at::IntArrayRef op, int64_t g)
       : stride(st.begin(), st.end()), padding(pa.begin(), pa.end()), dilation(di.begin(), di.end()),
         output_padding(op.begin(), op.end()), transposed(tr), groups(g), one_d(input.dim() == 3) {
-    const auto lifted = [&](const std::vector<int64_t>& v, int64_t fill) -> Pair {
-      if (v.empty()) return {fill, fill};
-      if (one_d) return {fill, v[0]};
-      return {v[0], v.size() > 1 ? v[1] : v[0]};
-    };
     params.stride = lifted(stride, 1);
     params.padding = lifted(padding, 0);
     params.dilation = lifted(dilation, 1);
     params.groups = groups;
     params.passes = kernels::passes_for_precision(Runtime::get().matmul_precision());
   }
-  Pair lifted_output_padding() const {
-    if (output_padding.empty()) return {0, 0};
-    if (one_d) return {0, output_padding[0]};
-    return {output_padding[0], output_padding.size() > 1 ? output_padding[1] : output_padding[0]};
+  // (height, width) of an int[] argument: conv1d's one value is the width (height: `fill`), a
+  // conv2d's one value both.
+  Pair lifted(const std::vector<int64_t>& v, int64_t fill) const {
+    if (v.empty()) return {fill, fill};
+    if (one_d) return {fill, v[0]};
+    return {v[0], v.size() > 1 ? v[1] : v[0]};
   }
 
   // Why the chip does not run it, or "" when it does. The graph's convolution is the forward
@@ -82,7 +79,7 @@ Pair spatial(const Graph& g, int v) {
 
 // A transposed convolution's output size: the input size its forward convolution maps onto x's.
 Pair transposed_output(const Graph& g, int x, int w, const Conv& c) {
-  const Pair in = spatial(g, x), op = c.lifted_output_padding();
+  const Pair in = spatial(g, x), op = c.lifted(c.output_padding, 0);
   const auto& ws = g.node(w).type.shape;
   Pair out;
   for (int d = 0; d < 2; ++d) {

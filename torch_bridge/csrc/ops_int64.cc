@@ -56,7 +56,6 @@ std::optional<at::Tensor> int64_binary(const char* op, ExprOp e, const at::Tenso
     inputs.push_back(int64_on_chip(*t) ? index_words(*t) : *t);
   }
   const bool long_result = result_dtype == at::kLong;
-  const at::Tensor self_cpu = self, other_cpu = other;
   const at::Tensor out = record(op, inputs, long_result ? at::kInt : result_dtype, [&](Graph& g, const std::vector<int>& v) {
     // v holds the device operands in order; CPU scalars become scalar operands of the op.
     std::vector<int> operand;
@@ -75,7 +74,7 @@ std::optional<at::Tensor> int64_binary(const char* op, ExprOp e, const at::Tenso
     else if (operand[0] < 0) r = g.binary_scalar(e, operand[1], self.item().toDouble(), /*scalar_first=*/true);
     else r = g.binary(e, operand[0], operand[1]);
     return long_result ? int64_words(g, r) : r;
-  }, [cpu, self_cpu, other_cpu](const std::vector<at::Tensor>&) { return cpu({self_cpu.cpu(), other_cpu.cpu()}); });
+  }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other.cpu()}); });  // as given, not as words
   if (!long_result) return out;
   const at::Tensor result = as_int64(out);
   if (result.is_same(out)) return result;  // computed on the CPU: the host copy set its bound

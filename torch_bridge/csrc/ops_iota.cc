@@ -8,7 +8,6 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/asm_writer.h"
 #include "torch_bridge/csrc/ops_support.h"
 #include "torch_bridge/csrc/recorder.h"
 #include "torch_bridge/csrc/runtime.h"

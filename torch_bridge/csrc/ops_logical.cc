@@ -78,24 +78,12 @@ at::Tensor tpu_bitwise_or(const at::Tensor& self, const at::Tensor& other) {
 
 // all / any over `dims` (none: every dim): the min / max of the elements as 0.0 / 1.0.
 at::Tensor all_any(const char* op, const at::Tensor& self, at::OptionalIntArrayRef dims_opt, bool keepdim, bool all) {
-  std::vector<int64_t> dims;
-  if (dims_opt && !dims_opt->empty()) {
-    for (int64_t d : *dims_opt) dims.push_back(at::maybe_wrap_dim(d, std::max<int64_t>(self.dim(), 1)));
-  } else {
-    for (int64_t d = 0; d < self.dim(); ++d) dims.push_back(d);
-  }
-  std::sort(dims.begin(), dims.end());
-  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  const auto [dims, shape] = reduction_over(self, dims_opt, keepdim);
   const CpuFn cpu = [dims, keepdim, all, whole = !dims_opt || dims_opt->empty()](const std::vector<at::Tensor>& c) {
     if (whole && !keepdim) return all ? at::all(c[0]) : at::any(c[0]);
     return all ? at::all(c[0], dims, keepdim) : at::any(c[0], dims, keepdim);
   };
   if (self.numel() == 0 || self.dim() == 0) return run_on_cpu(op, {self}, cpu, "empty or 0-dim inputs");
-  std::vector<int64_t> shape;
-  for (int64_t d = 0; d < self.dim(); ++d) {
-    if (std::find(dims.begin(), dims.end(), d) == dims.end()) shape.push_back(self.size(d));
-    else if (keepdim) shape.push_back(1);
-  }
   at::Tensor out = record(op, {self}, at::kBool, [&](Graph& g, const std::vector<int>& v) {
     const int values = g.cast(truth(g, v[0]), DType::F32);
     const int reduced = kernels::reduce_dims(g, values, dims, all ? kernels::RowOp::Min : kernels::RowOp::Max);

@@ -272,20 +272,7 @@ at::Tensor tpu_safe_softmax(const at::Tensor& self, int64_t dim, std::optional<c
 // (int64_sum), other integer reductions fall back.
 at::Tensor reduce(const char* op, RowOp r, const at::Tensor& self, at::OptionalIntArrayRef dims_opt, bool keepdim,
                   const CpuFn& cpu, int64_t correction = 1) {
-  std::vector<int64_t> dims;
-  if (dims_opt && !dims_opt->empty()) {
-    for (int64_t d : *dims_opt) dims.push_back(at::maybe_wrap_dim(d, self.dim()));
-  } else {
-    for (int64_t d = 0; d < self.dim(); ++d) dims.push_back(d);
-  }
-  std::sort(dims.begin(), dims.end());
-  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
-  std::vector<int64_t> shape;
-  for (int64_t d = 0; d < self.dim(); ++d) {
-    const bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
-    if (!reduced) shape.push_back(self.size(d));
-    else if (keepdim) shape.push_back(1);
-  }
+  const auto [dims, shape] = reduction_over(self, dims_opt, keepdim);
   if (self.numel() == 0) return cpu({self.cpu()}).to(self.device());  // nothing to reduce on the chip
   if (at::isIntegralType(self.scalar_type(), true)) {
     if (r == RowOp::Sum && self.dim() > 0) {

@@ -134,9 +134,9 @@ at::Tensor tpu_max_pool2d_with_indices_backward(const at::Tensor& grad_output, c
   return record("max_pool2d_with_indices_backward", {grad_output, words}, self.scalar_type(),
                 [&](Graph& g, const std::vector<int>& v) {
     const int64_t n = g.node(v[1]).type.shape[0];
-    auto shape = g.node(lift(g, v[0])).type.shape;
+    const int grad = lift(g, v[0]);
     const int low = g.cast(g.strided_copy(v[1], {n}, {2}, 0, "max_pool2d_indices"), kernels::DType::F32);
-    return unlift_like(g, kernels::max_pool2d_backward(g, lift(g, v[0]), g.reshape(low, shape), spatial(self), p), self);
+    return unlift_like(g, kernels::max_pool2d_backward(g, grad, g.reshape(low, g.node(grad).type.shape), spatial(self), p), self);
   }, [cpu, self, indices](const std::vector<at::Tensor>& c) { return cpu({c[0], self.cpu(), indices.cpu()}); });
 }
 

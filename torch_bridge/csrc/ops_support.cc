@@ -1,5 +1,6 @@
 #include "torch_bridge/csrc/ops_support.h"
 
+#include <ATen/WrapDimUtils.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -12,6 +13,22 @@
 #include "torch_bridge/csrc/runtime.h"
 
 namespace vtpu::bridge {
+
+Reduction reduction_over(const at::Tensor& self, at::OptionalIntArrayRef dims_opt, bool keepdim) {
+  Reduction r;
+  if (dims_opt && !dims_opt->empty()) {
+    for (int64_t d : *dims_opt) r.dims.push_back(at::maybe_wrap_dim(d, std::max<int64_t>(self.dim(), 1)));
+  } else {
+    for (int64_t d = 0; d < self.dim(); ++d) r.dims.push_back(d);
+  }
+  std::sort(r.dims.begin(), r.dims.end());
+  r.dims.erase(std::unique(r.dims.begin(), r.dims.end()), r.dims.end());
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (std::find(r.dims.begin(), r.dims.end(), d) == r.dims.end()) r.shape.push_back(self.size(d));
+    else if (keepdim) r.shape.push_back(1);
+  }
+  return r;
+}
 
 bool is_cpu_scalar(const at::Tensor& t) { return t.is_cpu() && t.dim() == 0; }
 

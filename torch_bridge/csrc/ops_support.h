@@ -51,6 +51,13 @@ at::Tensor as_int64(const at::Tensor& words);
 std::optional<int64_t> int64_bound_of(const at::Tensor& t);
 void set_int64_bound(const at::Tensor& t, std::optional<int64_t> bound);
 
+// A reduction's dims as torch reads them (none given: every dim; wrapped, sorted, each once) and
+// its result's shape (reduced dims dropped, or kept as 1 with keepdim).
+struct Reduction {
+  std::vector<int64_t> dims, shape;
+};
+Reduction reduction_over(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim);
+
 // A CPU 0-dim tensor (a wrapped Python number) passed where a tensor goes.
 bool is_cpu_scalar(const at::Tensor& t);
 
