@@ -62,6 +62,34 @@ void AsmWriter::cold(const std::function<void()>& body) {
   out_ = &text_;
 }
 
+void AsmWriter::interleave(const std::vector<std::function<void()>>& bodies) {
+  std::string* const target = out_;
+  std::vector<std::vector<std::string>> streams;
+  for (const auto& body : bodies) {
+    std::string text;
+    out_ = &text;
+    body();
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);) {
+      if (l.ends_with(':')) throw KernelError("interleaved code may not place labels");
+      lines.push_back(std::move(l));
+    }
+    streams.push_back(std::move(lines));
+  }
+  out_ = target;
+  for (size_t i = 0;; ++i) {
+    bool any = false;
+    for (const auto& lines : streams) {
+      if (i >= lines.size()) continue;
+      *out_ += lines[i];
+      *out_ += '\n';
+      any = true;
+    }
+    if (!any) break;
+  }
+}
+
 void AsmWriter::load_immediate(int sreg, int64_t value) {
   if (value < INT32_MIN || value > UINT32_MAX) throw KernelError(fmt::format("immediate {} does not fit 32 bits", value));
   line("sli s{}, {}", sreg, static_cast<int32_t>(static_cast<uint32_t>(value)));

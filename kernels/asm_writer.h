@@ -9,6 +9,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "isa/opcode.h"
 #include "isa/program.h"
@@ -51,6 +52,10 @@ class AsmWriter {
   // (a ragged last block, a trap), reached by a branch that is not taken on the common path, so
   // the common path never pays the taken-branch penalty. `body` must end in a jump or trap.
   void cold(const std::function<void()>& body);
+  // Emits what each of `bodies` writes with their lines merged round-robin: independent
+  // instruction streams (disjoint registers, no labels) interleaved so that an in-order core
+  // overlaps their latencies instead of waiting out each chain in turn.
+  void interleave(const std::vector<std::function<void()>>& bodies);
   void comment(std::string_view text);
   // Declares the next kernel argument and returns its index (used with `sarg`).
   int argument(std::string_view name, isa::ArgumentKind kind);

@@ -29,14 +29,6 @@ namespace {
 
 constexpr int kSemInput = 0, kSemOutput = 2, kSemPrologue = 4;
 
-// (A part, B part) products for each pass count, largest terms first.
-std::vector<std::pair<int, int>> pass_pairs(int passes) {
-  if (passes == 1) return {{0, 0}};
-  if (passes == 3) return {{0, 0}, {0, 1}, {1, 0}};
-  if (passes == 6) return {{0, 0}, {0, 1}, {1, 0}, {0, 2}, {2, 0}, {1, 1}};
-  throw KernelError(fmt::format("matmul: {} passes is not 1, 3 or 6", passes));
-}
-
 struct EpilogueBuffer {
   Operand operand;
   int eb = 4;
@@ -77,7 +69,7 @@ class MatmulBuilder {
     if (s.batch * s.m * std::max(s.n, s.k) >= (int64_t{1} << 31) || s.batch * s.k * s.n >= (int64_t{1} << 31)) {
       throw KernelError("matmul: operands too large for one launch");
     }
-    pairs_ = pass_pairs(s.passes);
+    pairs_ = mxu_pass_pairs(s.passes);
   }
 
   void plan() {
@@ -890,6 +882,13 @@ int passes_for_precision(std::string_view precision) {
   if (precision == "high") return 3;
   if (precision == "medium") return 1;
   throw KernelError(fmt::format("unknown float32 matmul precision '{}' (highest, high or medium)", precision));
+}
+
+std::vector<std::pair<int, int>> mxu_pass_pairs(int passes) {
+  if (passes == 1) return {{0, 0}};
+  if (passes == 3) return {{0, 0}, {0, 1}, {1, 0}};
+  if (passes == 6) return {{0, 0}, {0, 1}, {1, 0}, {0, 2}, {2, 0}, {1, 1}};
+  throw KernelError(fmt::format("matmul: {} passes is not 1, 3 or 6", passes));
 }
 
 isa::Program make_matmul(const MatmulSpec& spec, const sim::ChipConfig& chip) {

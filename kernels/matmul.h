@@ -18,6 +18,10 @@ namespace vtpu::kernels {
 // (bf16 inputs), 'high' = 3 (hi*hi + hi*lo + lo*hi), 'highest' = 6 (three-way split, the terms
 // above 2^-24 relative). bf16 operands always take one pass.
 int passes_for_precision(std::string_view precision);
+// The (A part, B part) products of each pass count, largest terms first: f32 operands are split
+// into bf16 parts (part 0 = the value rounded, part 1 = the rounding error rounded, part 2 = the
+// rest) and these pairs of parts are multiplied.
+std::vector<std::pair<int, int>> mxu_pass_pairs(int passes);
 
 struct MatmulSpec {
   int64_t batch = 1;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/attention.h"
 #include "kernels/dtype.h"
 #include "sim/chip_config.h"
 
@@ -30,6 +31,15 @@ inline Bound matmul_bound(const sim::ChipConfig& chip, int64_t batch, int64_t m,
 // at the roofline's resolution).
 inline Bound streaming_bound(const sim::ChipConfig& chip, double bytes) {
   return {0, bytes / chip.hbm_bandwidth_bytes_per_s};
+}
+
+// Fused attention: q, k and v read once, out (and lse) written once; the two products (only the
+// (query, key) pairs a causal mask keeps) at the chip's peak, once per MXU pass.
+inline Bound attention_bound(const sim::ChipConfig& chip, const AttentionSpec& s, int cores = 1) {
+  const int passes = s.dtype == DType::F32 ? s.passes : 1;
+  const double io = double(s.batch) * s.head_dim * dtype_bytes(s.dtype);
+  const double bytes = io * (2.0 * s.q_len + 2.0 * s.kv_len) + (s.write_lse ? 4.0 * s.batch * s.q_len : 0.0);
+  return {attention_flops(s) * passes / chip.model_peak_flops(cores), bytes / chip.hbm_bandwidth_bytes_per_s};
 }
 
 }  // namespace vtpu::kernels

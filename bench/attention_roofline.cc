@@ -1,0 +1,56 @@
+// The fused attention kernel (kernels/attention) on v5e and v6e: simulated time against the
+// closed-form bound (the two products at peak, or q, k, v and out through HBM once) and the
+// fraction of peak FLOP/s, as a Markdown table (docs/attention_roofline.md is this output).
+// No run may be below its bound.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "kernels/attention.h"
+#include "kernels/roofline.h"
+#include "sim/sim_device.h"
+
+using namespace vtpu;
+
+int main() {
+  struct Shape {
+    int64_t heads, seq, dim;
+    bool causal;
+  };
+  const Shape shapes[] = {{8, 512, 64, false}, {8, 512, 128, false}, {8, 2048, 128, false}, {8, 2048, 128, true},
+                          {16, 1024, 64, true}};
+  fmt::print("| chip | heads x seq x head dim | causal | simulated us | bound us | bound by | simulated / bound | "
+             "% of peak FLOP/s | host s |\n");
+  fmt::print("| --- | --- | --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
+  bool ok = true;
+  for (const char* chip_name : {"v5e", "v6e"}) {
+    for (const auto& s : shapes) {
+      sim::SimDevice device(sim::load_chip(chip_name));
+      const auto& chip = device.chip();
+      kernels::AttentionSpec spec;
+      spec.batch = s.heads;
+      spec.q_len = spec.kv_len = s.seq;
+      spec.head_dim = s.dim;
+      spec.dtype = kernels::DType::BF16;
+      spec.causal = s.causal;
+      spec.scale = 1.0 / std::sqrt(double(s.dim));
+      const auto program = kernels::make_attention(spec, chip);
+      const uint64_t io = uint64_t(s.heads * s.seq * s.dim * 2), lse = uint64_t(s.heads * s.seq * 4);
+      std::vector<sim::KernelArg> args;
+      for (uint64_t bytes : {io, io, io, io, lse}) args.push_back(sim::KernelArg::buffer(device.allocate(bytes), bytes));
+      const auto t0 = std::chrono::steady_clock::now();
+      const auto result = device.wait(device.launch(program, args));
+      const double host_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const auto bound = kernels::attention_bound(chip, spec);
+      const double simulated = result.summary.seconds(), ratio = simulated / bound.seconds();
+      ok &= ratio >= 1.0;
+      fmt::print("| {} | {}x{}x{} | {} | {:.2f} | {:.2f} | {} | {:.2f} | {:.1f} | {:.2f} |\n", chip_name, s.heads, s.seq,
+                 s.dim, s.causal ? "yes" : "no", simulated * 1e6, bound.seconds() * 1e6,
+                 bound.compute_s >= bound.memory_s ? "compute" : "memory", ratio,
+                 100.0 * kernels::attention_flops(spec) / simulated / chip.model_peak_flops(1), host_s);
+    }
+  }
+  if (!ok) fmt::print("\nERROR: a simulated time is below its roofline bound\n");
+  return ok ? 0 : 1;
+}

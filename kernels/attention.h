@@ -1,0 +1,34 @@
+// Fused scaled dot-product attention, flash-attention style: out = softmax(q @ k^T * scale) @ v
+// in one kernel whose scores and probabilities never leave VMEM. Keys are taken one MXU-wide
+// block at a time with an online softmax (running row maximum and sum, the partial output
+// rescaled when the maximum moves), so memory is linear in the sequence lengths.
+#pragma once
+
+#include <cstdint>
+
+#include "isa/program.h"
+#include "kernels/dtype.h"
+#include "sim/chip_config.h"
+
+namespace vtpu::kernels {
+
+struct AttentionSpec {
+  int64_t batch = 1;  // batch x heads: q is [batch, q_len, head_dim], k and v [batch, kv_len, head_dim]
+  int64_t q_len = 0, kv_len = 0, head_dim = 0;  // head_dim at most the MXU width
+  DType dtype = DType::F32;  // of q, k, v and out (f32 or bf16)
+  bool causal = false;       // torch's is_causal: query i sees keys 0..i (top-left aligned)
+  double scale = 1.0;        // scores = (q @ k^T) * scale
+  int passes = 1;            // MXU passes for f32 inputs (1, 3 or 6, as matmul); bf16 takes 1
+  bool write_lse = true;     // also write logsumexp(scores) per query, f32 [batch, q_len]
+};
+
+// Kernel arguments: q, k, v, out, then lse when spec.write_lse. Sizes are the spec's (one program
+// per shape). Throws KernelError for shapes it does not serve (head_dim over the MXU width, a
+// head's tensors not fitting VMEM).
+isa::Program make_attention(const AttentionSpec& spec, const sim::ChipConfig& chip);
+
+// FLOPs of the two products (the keys a causal query sees counted exactly): 4 * batch * head_dim
+// * (query, key) pairs. What roofline bounds for attention are computed from.
+double attention_flops(const AttentionSpec& spec);
+
+}  // namespace vtpu::kernels

@@ -1,0 +1,188 @@
+// The fused attention kernel against a double-precision softmax(q k^T * scale) v written with
+// loops: f32 (1, 3 and 6 MXU passes) and bf16 inputs, causal and not, ragged query and key
+// counts (1, 7, 129, more than one 256-query chunk and one 128-key block), head dims below the
+// MXU width, several heads; logsumexp too; simulated cycles never below the closed-form bound.
+//
+// Tolerances: with 6 passes the products are as accurate as f32 GEMMs and the softmax is f32, so
+// 2e-6 absolute on outputs of magnitude <= 1 (inputs in [-1, 1]). One pass rounds q, k and p to
+// bf16 (relative 2^-9 each), giving scores within ~2^-8 sum|q k| * scale and outputs within
+// 1e-2; 3 passes leave the 2^-16 terms: 1e-4. bf16 inputs: one pass, and the output is rounded
+// to bf16 (2^-9 relative): 1e-2.
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <random>
+
+#include "kernels/asm_writer.h"
+#include "kernels/attention.h"
+#include "kernels/roofline.h"
+#include "sim/bf16.h"
+#include "support/run_program.h"
+
+using namespace vtpu;
+using kernels::AttentionSpec;
+using kernels::DType;
+
+namespace {
+
+struct Result {
+  std::vector<float> out, lse;
+  uint64_t cycles = 0;
+};
+
+std::vector<float> random_values(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
+testing::HostBuffer device_buffer(const std::vector<float>& v, DType dtype) {
+  if (dtype == DType::F32) return testing::HostBuffer::of(v);
+  std::vector<uint16_t> bits;
+  for (float x : v) bits.push_back(sim::f32_to_bf16_bits(x));
+  return testing::HostBuffer::of(bits);
+}
+
+std::vector<float> host_values(const testing::HostBuffer& b, DType dtype) {
+  if (dtype == DType::F32) return b.as<float>();
+  std::vector<float> out;
+  for (uint16_t bits : b.as<uint16_t>()) out.push_back(sim::bf16_bits_to_f32(bits));
+  return out;
+}
+
+Result run(const AttentionSpec& s, const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+           const std::string& chip = "v5e") {
+  std::vector<testing::Arg> args{testing::Arg::buf(device_buffer(q, s.dtype)), testing::Arg::buf(device_buffer(k, s.dtype)),
+                                 testing::Arg::buf(device_buffer(v, s.dtype))};
+  const size_t out_elems = size_t(s.batch * s.q_len * s.head_dim);
+  args.push_back(testing::Arg::buf(testing::HostBuffer{std::vector<uint8_t>(out_elems * dtype_bytes(s.dtype), 0xff)}));
+  if (s.write_lse) args.push_back(testing::Arg::buf(testing::HostBuffer{std::vector<uint8_t>(size_t(s.batch * s.q_len) * 4, 0xff)}));
+  const auto out = testing::run_program(kernels::make_attention(s, sim::load_chip(chip)), args, chip);
+  Result r;
+  r.out = host_values(out.buffers[3], s.dtype);
+  if (s.write_lse) r.lse = out.buffers[4].as<float>();
+  r.cycles = out.result.cycles;
+  return r;
+}
+
+// softmax(q k^T * scale) v in double, on the values the device holds (bf16-rounded for bf16).
+void reference(const AttentionSpec& s, std::vector<float> q, std::vector<float> k, std::vector<float> v,
+               std::vector<double>& out, std::vector<double>& lse) {
+  if (s.dtype == DType::BF16) {
+    for (auto* t : {&q, &k, &v}) for (auto& x : *t) x = sim::round_to_bf16(x);
+  }
+  const int64_t S = s.q_len, T = s.kv_len, D = s.head_dim;
+  out.assign(size_t(s.batch * S * D), 0.0);
+  lse.assign(size_t(s.batch * S), 0.0);
+  std::vector<double> scores(T);
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t i = 0; i < S; ++i) {
+      const int64_t seen = s.causal ? std::min(i + 1, T) : T;
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < seen; ++j) {
+        double dot = 0;
+        for (int64_t c = 0; c < D; ++c) dot += double(q[(b * S + i) * D + c]) * k[(b * T + j) * D + c];
+        scores[j] = dot * s.scale;
+        mx = std::max(mx, scores[j]);
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < seen; ++j) sum += std::exp(scores[j] - mx);
+      lse[b * S + i] = mx + std::log(sum);
+      for (int64_t j = 0; j < seen; ++j) {
+        const double p = std::exp(scores[j] - mx) / sum;
+        for (int64_t c = 0; c < D; ++c) out[(b * S + i) * D + c] += p * v[(b * T + j) * D + c];
+      }
+    }
+  }
+}
+
+double max_error(const std::vector<float>& got, const std::vector<double>& want) {
+  REQUIRE(got.size() == want.size());
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(double(got[i]) - want[i]));
+  return worst;
+}
+
+double tolerance(const AttentionSpec& s) {
+  if (s.dtype == DType::BF16 || s.passes == 1) return 1e-2;
+  return s.passes == 3 ? 1e-4 : 2e-6;
+}
+
+void check(const AttentionSpec& s, const std::string& chip = "v5e") {
+  const auto q = random_values(size_t(s.batch * s.q_len * s.head_dim), 1);
+  const auto k = random_values(size_t(s.batch * s.kv_len * s.head_dim), 2);
+  const auto v = random_values(size_t(s.batch * s.kv_len * s.head_dim), 3);
+  std::vector<double> want, want_lse;
+  reference(s, q, k, v, want, want_lse);
+  const Result got = run(s, q, k, v, chip);
+  const double err = max_error(got.out, want);
+  CHECK(err <= tolerance(s));
+  if (s.write_lse) CHECK(max_error(got.lse, want_lse) <= tolerance(s) * 4);
+  const double bound_cycles = kernels::attention_bound(sim::load_chip(chip), s).seconds() * sim::load_chip(chip).clock_hz;
+  CHECK(double(got.cycles) >= bound_cycles);
+  MESSAGE(fmt::format("{}x{}x{}x{}{} {} passes {} on {}: max |error| {:.3g}, {} cycles (bound {:.0f})", s.batch, s.q_len,
+                      s.kv_len, s.head_dim, s.causal ? " causal" : "", kernels::dtype_name(s.dtype), s.passes, chip, err,
+                      got.cycles, bound_cycles));
+}
+
+AttentionSpec spec(int64_t batch, int64_t q_len, int64_t kv_len, int64_t head_dim, bool causal, DType dtype, int passes) {
+  AttentionSpec s;
+  s.batch = batch;
+  s.q_len = q_len;
+  s.kv_len = kv_len;
+  s.head_dim = head_dim;
+  s.causal = causal;
+  s.dtype = dtype;
+  s.passes = passes;
+  s.scale = 1.0 / std::sqrt(double(head_dim));
+  return s;
+}
+
+}  // namespace
+
+TEST_SUITE("kernels") {
+  TEST_CASE("attention matches softmax(q k^T * scale) v: f32 with 6 passes, causal and not, ragged sizes") {
+    for (bool causal : {false, true}) {
+      CAPTURE(causal);
+      check(spec(1, 1, 1, 1, causal, DType::F32, 6));
+      check(spec(2, 7, 129, 64, causal, DType::F32, 6));
+      check(spec(1, 129, 7, 32, causal, DType::F32, 6));
+      check(spec(2, 300, 300, 128, causal, DType::F32, 6));  // two query chunks, three key blocks
+    }
+  }
+
+  TEST_CASE("attention with fewer passes and bf16 inputs stays within the stated tolerances") {
+    for (bool causal : {false, true}) {
+      CAPTURE(causal);
+      check(spec(2, 40, 200, 64, causal, DType::F32, 1));
+      check(spec(2, 40, 200, 64, causal, DType::F32, 3));
+      check(spec(3, 130, 130, 128, causal, DType::BF16, 1));
+    }
+  }
+
+  TEST_CASE("attention on a 256-wide MXU (v6e): two vregs per row, head dim below the width") {
+    check(spec(2, 70, 300, 64, true, DType::F32, 6), "v6e");
+    check(spec(1, 33, 257, 200, false, DType::BF16, 1), "v6e");
+  }
+
+  TEST_CASE("attention without the logsumexp output, and a custom scale") {
+    AttentionSpec s = spec(2, 20, 50, 16, false, DType::F32, 6);
+    s.write_lse = false;
+    s.scale = 0.37;
+    check(s);
+  }
+
+  TEST_CASE("attention refuses what it does not serve, with reasons") {
+    const auto chip = sim::load_chip("v5e");
+    CHECK_THROWS_WITH_AS(kernels::make_attention(spec(1, 8, 8, 129, false, DType::F32, 1), chip),
+                         doctest::Contains("head_dim 129 is wider than v5e's MXU (128)"), kernels::KernelError);
+    CHECK_THROWS_WITH_AS(kernels::make_attention(spec(1, 8, 8, 64, false, DType::I32, 1), chip),
+                         doctest::Contains("i32 inputs are not supported"), kernels::KernelError);
+    CHECK_THROWS_WITH_AS(kernels::make_attention(spec(1, 1 << 17, 1 << 17, 128, false, DType::F32, 6), chip),
+                         doctest::Contains("bytes of VMEM"), kernels::KernelError);
+  }
+}
