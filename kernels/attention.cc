@@ -20,6 +20,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -83,6 +84,7 @@ class AttentionBuilder {
     parts_ = s_.dtype == DType::F32 ? 1 + (s_.passes >= 3) + (s_.passes >= 6) : 1;
     pairs_ = mxu_pass_pairs(s_.dtype == DType::F32 ? s_.passes : 1);
     ragged_keys_ = t_pad_ != s_.kv_len;
+    pipelined_ = parts_ == 1 && chip_.mxu_per_core >= 2;
     mxu_scores_ = 0;
     mxu_values_ = chip_.mxu_per_core > 1 ? 1 : 0;
     record_bytes_ = (3 + group_ * (parts_ > 1 ? 2 : 1)) * kVregBytes;
@@ -334,10 +336,12 @@ class AttentionBuilder {
     for (int x : {p, t, u}) r.release(x);
     w_.line("sli s{}, 0", j_);
     const std::string block_loop = w_.new_label("key_block");
-    if (parts_ == 1) {
+    if (pipelined_) {
       // One pass: the next block's scores are pushed from inside this block's softmax streams,
-      // so the scores MXU works while the VPU does (software pipelining over key blocks).
+      // so the scores MXU works while the VPU does (software pipelining over key blocks). Weights
+      // are loaded a phase ahead into the back buffers (mxu.lwb) and switched in (mxu.swap).
       scores(tiles);
+      load_weights_ahead(-1, 0, 1);
       w_.place(block_loop);
       const std::string last = w_.new_label("last_key_block"), update_done = w_.new_label("update_done");
       const int t = r.take();
@@ -353,7 +357,7 @@ class AttentionBuilder {
       w_.place(block_loop);
       scores(tiles);
       softmax_update(tiles, false);
-      probabilities_times_values(tiles);
+      if (parts_ > 1) probabilities_times_values(tiles);
     }
     rescale_and_accumulate(tiles);
     w_.line("saddi s{}, s{}, 1", j_, j_);
@@ -401,7 +405,7 @@ class AttentionBuilder {
     int p = -1, t = -1;             // the tile's state record; a scratch scalar
     int q = -1;                     // the tile's query rows (when the stream pushes scores)
     int x = -1;                     // a group: the scores, then p (B); the products (C)
-    int a = -1, b = -1, c = -1, d = -1, e = -1;  // single vregs
+    int a = -1, b = -1, c = -1;     // single vregs
     int mask = 1;
   };
 
@@ -413,7 +417,7 @@ class AttentionBuilder {
       st.p = w_.sregs().take();
       st.t = w_.sregs().take();
       st.x = vregs_.take_run(group_, group_);
-      for (int* v : {&st.a, &st.b, &st.c, &st.d, &st.e}) *v = vregs_.take();
+      for (int* v : {&st.a, &st.b, &st.c}) *v = vregs_.take();
       st.mask = 1 + static_cast<int>(k);
       w_.load_immediate(st.p, state_vmem_ + int64_t(k) * record_bytes_);
       if (!with_queries) continue;
@@ -430,7 +434,7 @@ class AttentionBuilder {
       w_.sregs().release(st.t);
       if (st.q >= 0) w_.sregs().release(st.q);
       vregs_.release_run(st.x, group_);
-      for (int v : {st.a, st.b, st.c, st.d, st.e}) vregs_.release(v);
+      for (int v : {st.a, st.b, st.c}) vregs_.release(v);
     }
   }
   // Runs body(stream, tile) for every tile, `streams.size()` tiles at a time, interleaved.
@@ -447,7 +451,9 @@ class AttentionBuilder {
       w_.interleave(bodies);
     }
   }
-  int stream_ways() const { return group_ == 1 ? 4 : 3; }  // what 32 vregs hold next to the constants
+  // As many streams as the registers hold next to the constants (5 vregs): each takes the group
+  // and 3 vregs, a mask register and 3 scalars. More streams hide more of a chain's latency.
+  int stream_ways() const { return group_ == 1 ? 6 : 5; }
 
   // (B) per tile: scores scaled and masked, m, l and alpha updated, p = exp(s - m) pushed through
   // the values MXU (one pass) or kept for the multi-pass products. Tiles run as interleaved
@@ -455,7 +461,10 @@ class AttentionBuilder {
   void softmax_update(int tiles, bool next_scores) {
     auto& r = w_.sregs();
     const int t = r.take(), diag = r.take(), last_key = r.take();
-    if (parts_ == 1) {
+    if (pipelined_) {
+      w_.line("mxu.swap mxu{}", mxu_values_);
+      if (next_scores) w_.line("mxu.swap mxu{}", mxu_scores_);  // block j + 1's k^T
+    } else if (parts_ == 1) {
       w_.line("smuli s{}, s{}, {}", t, j_, int64_t(d_) * d_ * 2);
       w_.line("saddi s{}, s{}, {}", t, t, vp_vmem_);
       w_.line("mxu.lw mxu{}, s{}, {}", mxu_values_, t, d_ * 2);
@@ -464,15 +473,11 @@ class AttentionBuilder {
     w_.line("ssub s{}, s{}, s{}", diag, c0_, t);  // first query row - first key of the block
     w_.load_immediate(last_key, s_.kv_len - 1);
     w_.line("ssub s{}, s{}, s{}", last_key, last_key, t);  // last real key - first key of the block
-    if (next_scores) {  // block j + 1's k^T weights; block j's scores have all been pushed
-      w_.line("smuli s{}, s{}, {}", t, j_, int64_t(d_) * d_ * 2);
-      w_.line("saddi s{}, s{}, {}", t, t, kt_vmem_ + int64_t(d_) * d_ * 2);
-      w_.line("mxu.lw mxu{}, s{}, {}", mxu_scores_, t, d_ * 2);
-    }
     const auto streams = take_streams(tiles, stream_ways(), next_scores);
     const int64_t ways = static_cast<int64_t>(streams.size());
     for_tiles_interleaved(tiles, streams, [&](const Stream& st, int i) {
-      const int sc = st.x, mx = st.a, m_old = st.b, sum = st.c, l = st.d, th = st.e, p = st.p;
+      // registers reused once their first value is dead: th -> sum, mx -> l
+      const int sc = st.x, mx = st.a, m_old = st.b, th = st.c, sum = st.c, l = st.a, p = st.p;
       w_.line("mxu.pop v{}, mxu{}, {}", sc, mxu_scores_, i);
       for (int g = 0; g < group_; ++g) {
         w_.line("vmul v{}, v{}, v{}", sc + g, sc + g, scale_);
@@ -558,8 +563,28 @@ class AttentionBuilder {
     r.release(t);
   }
 
+  // Pipelined path: mxu.lwb of v's block `v_ahead` and k^T's block `k_ahead` (past s`base`, or
+  // past 0 when base < 0; clamped to the last block) into the back buffers; the next mxu.swap
+  // switches to them.
+  void load_weights_ahead(int base, int v_ahead, int k_ahead) {
+    auto& r = w_.sregs();
+    const int t = r.take(), last = r.take();
+    w_.load_immediate(last, key_blocks_ - 1);
+    for (auto [mxu, region, ahead] : {std::tuple{mxu_values_, vp_vmem_, v_ahead}, std::tuple{mxu_scores_, kt_vmem_, k_ahead}}) {
+      if (base >= 0) w_.line("saddi s{}, s{}, {}", t, base, ahead);
+      else w_.load_immediate(t, ahead);
+      w_.line("smin s{}, s{}, s{}", t, t, last);
+      w_.line("smuli s{}, s{}, {}", t, t, int64_t(d_) * d_ * 2);
+      w_.line("saddi s{}, s{}, {}", t, t, region);
+      w_.line("mxu.lwb mxu{}, s{}, {}", mxu, t, d_ * 2);
+    }
+    r.release(t);
+    r.release(last);
+  }
+
   // (C) acc = acc * alpha + p @ v, per tile (interleaved streams like (B)).
   void rescale_and_accumulate(int tiles) {
+    if (pipelined_) load_weights_ahead(j_, 1, 2);
     const auto streams = take_streams(tiles, stream_ways());
     for_tiles_interleaved(tiles, streams, [&](const Stream& st, int i) {
       const int pv = st.x, alpha = st.a, acc = st.b;
@@ -639,7 +664,7 @@ class AttentionBuilder {
   int64_t record_bytes_ = 0, head_bytes_ = 0, kt_part_bytes_ = 0, vp_part_bytes_ = 0;
   int64_t q_off_ = 0, k_off_ = 0, v_off_ = 0, o_off_ = 0, l_off_ = 0, kt_vmem_ = 0, vp_vmem_ = 0, state_vmem_ = 0;
   std::vector<std::pair<int, int>> pairs_;
-  bool ragged_keys_ = false;
+  bool ragged_keys_ = false, pipelined_ = false;
   int mxu_scores_ = 0, mxu_values_ = 0;
   int q_arg_ = 0, k_arg_ = 0, v_arg_ = 0, out_arg_ = 0, lse_arg_ = 0;
   int bh_ = -1, hb_ = -1, c0_ = -1, j_ = -1;
