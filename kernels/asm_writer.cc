@@ -1,5 +1,6 @@
 #include "kernels/asm_writer.h"
 
+#include <algorithm>
 #include <bit>
 #include <sstream>
 
@@ -62,7 +63,7 @@ void AsmWriter::cold(const std::function<void()>& body) {
   out_ = &text_;
 }
 
-void AsmWriter::interleave(const std::vector<std::function<void()>>& bodies) {
+void AsmWriter::interleave(const std::vector<std::function<void()>>& bodies, int in_flight) {
   std::string* const target = out_;
   std::vector<std::vector<std::string>> streams;
   for (const auto& body : bodies) {
@@ -78,15 +79,16 @@ void AsmWriter::interleave(const std::vector<std::function<void()>>& bodies) {
     streams.push_back(std::move(lines));
   }
   out_ = target;
-  for (size_t i = 0;; ++i) {
-    bool any = false;
-    for (const auto& lines : streams) {
-      if (i >= lines.size()) continue;
-      *out_ += lines[i];
+  size_t longest = 0, end = 0;
+  for (const auto& lines : streams) longest = std::max(longest, lines.size());
+  const size_t skew = in_flight > 0 ? (longest + in_flight - 1) / in_flight : 0;
+  for (size_t k = 0; k < streams.size(); ++k) end = std::max(end, k * skew + streams[k].size());
+  for (size_t i = 0; i < end; ++i) {
+    for (size_t k = 0; k < streams.size() && k * skew <= i; ++k) {
+      if (i - k * skew >= streams[k].size()) continue;
+      *out_ += streams[k][i - k * skew];
       *out_ += '\n';
-      any = true;
     }
-    if (!any) break;
   }
 }
 

@@ -53,9 +53,12 @@ class AsmWriter {
   // the common path never pays the taken-branch penalty. `body` must end in a jump or trap.
   void cold(const std::function<void()>& body);
   // Emits what each of `bodies` writes with their lines merged round-robin: independent
-  // instruction streams (disjoint registers, no labels) interleaved so that an in-order core
-  // overlaps their latencies instead of waiting out each chain in turn.
-  void interleave(const std::vector<std::function<void()>>& bodies);
+  // instruction streams (no labels) interleaved so that an in-order core overlaps their
+  // latencies instead of waiting out each chain in turn. With `in_flight` > 0, body k starts
+  // k * ceil(longest body / in_flight) lines late (a software pipeline: bodies at different
+  // points of their chains keep different units busy), so at most `in_flight` bodies overlap and
+  // bodies k and k + in_flight may share registers.
+  void interleave(const std::vector<std::function<void()>>& bodies, int in_flight = 0);
   void comment(std::string_view text);
   // Declares the next kernel argument and returns its index (used with `sarg`).
   int argument(std::string_view name, isa::ArgumentKind kind);

@@ -437,20 +437,22 @@ class AttentionBuilder {
       for (int v : {st.a, st.b, st.c}) vregs_.release(v);
     }
   }
-  // Runs body(stream, tile) for every tile, `streams.size()` tiles at a time, interleaved.
+  // Runs body(stream, tile) for every tile as one software pipeline: tile i on stream i % ways,
+  // starting a ways-th of a body's length after tile i - 1, so a stream's registers are free
+  // again when its next tile starts.
   void for_tiles_interleaved(int tiles, const std::vector<Stream>& streams, const std::function<void(const Stream&, int)>& body) {
     const int ways = static_cast<int>(streams.size());
-    for (int i0 = 0; i0 < tiles; i0 += ways) {
-      std::vector<std::function<void()>> bodies;
-      for (int k = 0; k < ways && i0 + k < tiles; ++k) {
-        bodies.push_back([&, k, i = i0 + k] {
-          body(streams[k], i);
-          w_.line("saddi s{}, s{}, {}", streams[k].p, streams[k].p, ways * record_bytes_);
-        });
-      }
-      w_.interleave(bodies);
+    std::vector<std::function<void()>> bodies;
+    for (int i = 0; i < tiles; ++i) {
+      bodies.push_back([&, i] {
+        const Stream& st = streams[i % ways];
+        body(st, i);
+        w_.line("saddi s{}, s{}, {}", st.p, st.p, ways * record_bytes_);
+      });
     }
+    w_.interleave(bodies, ways);
   }
+
   // As many streams as the registers hold next to the constants (5 vregs): each takes the group
   // and 3 vregs, a mask register and 3 scalars. More streams hide more of a chain's latency.
   int stream_ways() const { return group_ == 1 ? 6 : 5; }
