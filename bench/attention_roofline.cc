@@ -38,7 +38,7 @@ int main() {
       const auto program = kernels::make_attention(spec, chip);
       const uint64_t io = uint64_t(s.heads * s.seq * s.dim * 2), lse = uint64_t(s.heads * s.seq * 4);
       std::vector<sim::KernelArg> args;
-      for (uint64_t bytes : {io, io, io, io, lse}) args.push_back(sim::KernelArg::buffer(device.allocate(bytes), bytes));
+      for (uint64_t bytes : {io, io, io, io + lse}) args.push_back(sim::KernelArg::buffer(device.allocate(bytes), bytes));
       const auto t0 = std::chrono::steady_clock::now();
       const auto result = device.wait(device.launch(program, args));
       const double host_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

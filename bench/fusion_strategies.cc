@@ -2,8 +2,12 @@
 // (matmul -> +bias -> gelu -> matmul -> +bias -> +residual) and an attention block
 // (q @ k^T -> *scale + causal mask -> softmax -> @ v), bf16 activations and weights on v5e.
 // Prints simulated time, HBM traffic, kernels and arena peak for `none` and `greedy`, and the
-// ratios none / greedy.
+// ratios none / greedy; the attention block also as the fused attention kernel (one graph node,
+// kernels/attention.h) against greedy.
 #include <fmt/format.h>
+
+#include <cmath>
+#include <optional>
 
 #include "kernels/plan.h"
 #include "sim/sim_device.h"
@@ -18,10 +22,11 @@ namespace {
 struct Workload {
   std::string name;
   kernels::Graph graph;
+  std::optional<kernels::Graph> fused;  // the same computation as one fused kernel
 };
 
 Workload mlp(int64_t tokens, int64_t d, int64_t hidden) {
-  Workload w{fmt::format("MLP block {}x{} -> {} -> {}", tokens, d, hidden, d), {}};
+  Workload w{fmt::format("MLP block {}x{} -> {} -> {}", tokens, d, hidden, d), {}, {}};
   auto& g = w.graph;
   const int x = g.input({{tokens, d}, DType::BF16}, "x");
   const int w1 = g.input({{hidden, d}, DType::BF16}, "w1");
@@ -34,7 +39,7 @@ Workload mlp(int64_t tokens, int64_t d, int64_t hidden) {
 }
 
 Workload attention(int64_t heads, int64_t seq, int64_t dim) {
-  Workload w{fmt::format("attention {} heads x {} tokens x {} dims", heads, seq, dim), {}};
+  Workload w{fmt::format("attention {} heads x {} tokens x {} dims", heads, seq, dim), {}, kernels::Graph{}};
   auto& g = w.graph;
   const int q = g.input({{heads, seq, dim}, DType::BF16}, "q");
   const int k = g.input({{heads, seq, dim}, DType::BF16}, "k");
@@ -44,6 +49,10 @@ Workload attention(int64_t heads, int64_t seq, int64_t dim) {
   const int scaled = g.binary(ExprOp::Add, g.binary_scalar(ExprOp::Mul, scores, 1.0 / std::sqrt(double(dim))), mask);
   const int p = g.row(kernels::RowOp::Softmax, scaled);
   g.mark_output(g.matmul(p, v));
+  auto& f = *w.fused;
+  const int fq = f.input({{heads, seq, dim}, DType::BF16}, "q"), fk = f.input({{heads, seq, dim}, DType::BF16}, "k"),
+            fv = f.input({{heads, seq, dim}, DType::BF16}, "v");
+  f.mark_output(f.attention(fq, fk, fv, true, 1.0 / std::sqrt(double(dim)), 1, false));
   return w;
 }
 
@@ -79,9 +88,22 @@ int main() {
       fmt::print("  {:8} {:>8} {:>14.2f} {:>14.3f} {:>12.3f}\n", kernels::fusion_strategy_name(s), n, r.seconds * 1e6,
                  (r.hbm_read_bytes + r.hbm_write_bytes) / 1e6, r.peak_hbm_bytes / 1e6);
     }
-    fmt::print("  none / greedy: time {:.2f}x, HBM bytes {:.2f}x, HBM peak {:.2f}x\n\n", runs[0].seconds / runs[1].seconds,
-               double(runs[0].hbm_read_bytes + runs[0].hbm_write_bytes) / double(runs[1].hbm_read_bytes + runs[1].hbm_write_bytes),
-               double(runs[0].peak_hbm_bytes) / double(runs[1].peak_hbm_bytes));
+    const auto ratios = [](const char* what, const bridge::PlanRun& a, const bridge::PlanRun& b) {
+      fmt::print("  {}: time {:.2f}x, HBM bytes {:.2f}x, HBM peak {:.2f}x\n", what, a.seconds / b.seconds,
+                 double(a.hbm_read_bytes + a.hbm_write_bytes) / double(b.hbm_read_bytes + b.hbm_write_bytes),
+                 double(a.peak_hbm_bytes) / double(b.peak_hbm_bytes));
+    };
+    if (w.fused) {
+      size_t n = 0;
+      const auto r = run(*w.fused, kernels::FusionStrategy::Greedy, &n);
+      fmt::print("  {:8} {:>8} {:>14.2f} {:>14.3f} {:>12.3f}\n", "fused", n, r.seconds * 1e6,
+                 (r.hbm_read_bytes + r.hbm_write_bytes) / 1e6, r.peak_hbm_bytes / 1e6);
+      ratios("none / greedy", runs[0], runs[1]);
+      ratios("greedy / fused kernel", runs[1], r);
+    } else {
+      ratios("none / greedy", runs[0], runs[1]);
+    }
+    fmt::print("\n");
   }
   return 0;
 }

@@ -49,6 +49,12 @@ class AttentionBuilder {
     return w_.assemble();
   }
 
+  // What build() checks before it emits anything: the shape and that a head fits VMEM.
+  void check() {
+    validate();
+    plan();
+  }
+
  private:
   void validate() const {
     if (s_.batch < 1 || s_.q_len < 1 || s_.kv_len < 1 || s_.head_dim < 1) {
@@ -116,7 +122,6 @@ class AttentionBuilder {
     k_arg_ = w_.argument("k", isa::ArgumentKind::Buffer);
     v_arg_ = w_.argument("v", isa::ArgumentKind::Buffer);
     out_arg_ = w_.argument("out", isa::ArgumentKind::Buffer);
-    if (s_.write_lse) lse_arg_ = w_.argument("lse", isa::ArgumentKind::Buffer);
   }
 
   void emit() {
@@ -648,7 +653,8 @@ class AttentionBuilder {
       w_.line("smuli s{}, s{}, {}", lo, c0_, kRowOfVreg);
       w_.line("sadd s{}, s{}, s{}", lo, lo, hb_);
       w_.line("saddi s{}, s{}, {}", lo, lo, l_off_);
-      w_.line("sarg s{}, {}", hbm, lse_arg_);
+      w_.line("sarg s{}, {}", hbm, out_arg_);
+      w_.line("saddi s{}, s{}, {}", hbm, hbm, attention_lse_offset(s_));
       w_.add_scaled(hbm, t, 4, p);
       w_.load_immediate(rb, 4);
       w_.load_immediate(vs, kRowOfVreg);
@@ -668,7 +674,7 @@ class AttentionBuilder {
   std::vector<std::pair<int, int>> pairs_;
   bool ragged_keys_ = false, pipelined_ = false;
   int mxu_scores_ = 0, mxu_values_ = 0;
-  int q_arg_ = 0, k_arg_ = 0, v_arg_ = 0, out_arg_ = 0, lse_arg_ = 0;
+  int q_arg_ = 0, k_arg_ = 0, v_arg_ = 0, out_arg_ = 0;
   int bh_ = -1, hb_ = -1, c0_ = -1, j_ = -1;
   int zero_ = -1, neg_inf_ = -1, scale_ = -1, lane_ = -1, lane_minus_sub_ = -1;
 };
@@ -677,6 +683,19 @@ class AttentionBuilder {
 
 isa::Program make_attention(const AttentionSpec& spec, const sim::ChipConfig& chip) {
   return AttentionBuilder(spec, chip).build();
+}
+
+std::string attention_unsupported(const AttentionSpec& spec, const sim::ChipConfig& chip) {
+  try {
+    AttentionBuilder(spec, chip).check();
+  } catch (const KernelError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+int64_t attention_lse_offset(const AttentionSpec& spec) {
+  return round_up(spec.batch * spec.q_len * spec.head_dim * dtype_bytes(spec.dtype), 4);
 }
 
 double attention_flops(const AttentionSpec& spec) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "isa/program.h"
 #include "kernels/dtype.h"
@@ -22,10 +23,18 @@ struct AttentionSpec {
   bool write_lse = true;     // also write logsumexp(scores) per query, f32 [batch, q_len]
 };
 
-// Kernel arguments: q, k, v, out, then lse when spec.write_lse. Sizes are the spec's (one program
-// per shape). Throws KernelError for shapes it does not serve (head_dim over the MXU width, a
+// Where the logsumexp starts in the output buffer (bytes): right after the attention output,
+// 4-byte aligned. One buffer keeps the kernel a one-output graph node.
+int64_t attention_lse_offset(const AttentionSpec& spec);
+
+// Kernel arguments: q, k, v, out (the attention [batch, q_len, head_dim], then with write_lse the
+// logsumexp at attention_lse_offset). Sizes are the spec's (one program per shape). Throws KernelError for shapes it does not serve (head_dim over the MXU width, a
 // head's tensors not fitting VMEM).
 isa::Program make_attention(const AttentionSpec& spec, const sim::ChipConfig& chip);
+
+// Empty when make_attention serves `spec` on `chip`, else why not (for the bridge's choice of
+// the math path).
+std::string attention_unsupported(const AttentionSpec& spec, const sim::ChipConfig& chip);
 
 // FLOPs of the two products (the keys a causal query sees counted exactly): 4 * batch * head_dim
 // * (query, key) pairs. What roofline bounds for attention are computed from.

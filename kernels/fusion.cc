@@ -41,7 +41,7 @@ class GreedyPlanner {
         case NodeKind::Reshape: alias_group_[id] = producer_group(n.inputs[0]); break;
         case NodeKind::MatMul: open(KernelGroup::Kind::MatMul, id); break;
         case NodeKind::StridedCopy: case NodeKind::Concat: case NodeKind::Gather: case NodeKind::Random: case NodeKind::ScatterAdd:
-        case NodeKind::ColumnReduce: case NodeKind::Iota: case NodeKind::Int64Narrow:
+        case NodeKind::ColumnReduce: case NodeKind::Iota: case NodeKind::Int64Narrow: case NodeKind::Attention:
           open(KernelGroup::Kind::Copy, id);
           break;
         case NodeKind::Row:

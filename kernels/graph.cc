@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/asm_writer.h"
+#include "kernels/attention.h"
 #include "kernels/fusion.h"
 
 namespace vtpu::kernels {
@@ -310,6 +311,35 @@ int Graph::iota(TensorType type, std::string label) {
   }
   if (n.type.dtype == DType::F32 && n.type.numel() > (int64_t{1} << 24)) {
     throw KernelError(fmt::format("{}: more than 2^24 indices are not exact in f32", n.label));
+  }
+  return add(std::move(n));
+}
+
+int Graph::attention(int q, int k, int v, bool causal, double scale, int passes, bool with_lse, std::string label) {
+  const TensorType &tq = node(q).type, &tk = node(k).type, &tv = node(v).type;
+  const auto three_d = [](const TensorType& t) { return t.shape.size() == 3; };
+  if (!three_d(tq) || !three_d(tk) || tk != tv || tq.dtype != tk.dtype || tq.shape[0] != tk.shape[0] || tq.shape[2] != tk.shape[2]) {
+    throw KernelError(fmt::format("{}: q [b, s, d] and k, v [b, t, d] of one dtype expected, got {}, {}, {}", label,
+                                  to_string(tq), to_string(tk), to_string(tv)));
+  }
+  if (tq.dtype != DType::F32 && tq.dtype != DType::BF16) throw KernelError(fmt::format("{}: f32 or bf16, not {}", label, dtype_name(tq.dtype)));
+  Node n;
+  n.kind = NodeKind::Attention;
+  n.inputs = {q, k, v};
+  n.causal = causal;
+  n.scalar = scale;
+  n.passes = passes;
+  n.with_lse = with_lse;
+  n.label = std::move(label);
+  if (with_lse) {
+    AttentionSpec spec;
+    spec.batch = tq.shape[0];
+    spec.q_len = tq.shape[1];
+    spec.head_dim = tq.shape[2];
+    spec.dtype = tq.dtype;
+    n.type = {{(attention_lse_offset(spec) + spec.batch * spec.q_len * 4) / 4}, DType::F32};
+  } else {
+    n.type = tq;
   }
   return add(std::move(n));
 }

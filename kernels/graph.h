@@ -37,6 +37,7 @@ enum class NodeKind : uint8_t {
   ColumnReduce, // row_op (sum, mean, max, min) over the leading axis of inputs[0] ([rows, cols] -> [cols])
   Iota,         // element i (flat, row-major) = i, f32 or i32; no inputs
   Int64Narrow,  // int64 values given as [.., 2] int32 words -> [..] int32, checked within `narrow_bound`
+  Attention,    // softmax(q @ k^T * scalar) @ v, fused (kernels/attention.h); inputs q, k, v
 };
 
 struct Node {
@@ -64,6 +65,9 @@ struct Node {
   double random_a = 0, random_b = 1;
   // Int64Narrow: values must lie in (-narrow_bound, narrow_bound), else the kernel traps
   int64_t narrow_bound = 0;
+  // Attention: torch's is_causal mask; the value packs the logsumexp after the output
+  bool causal = false;
+  bool with_lse = false;
   // Row
   RowOp row_op = RowOp::Sum;
   double eps = 1e-5;
@@ -113,6 +117,12 @@ class Graph {
   // every high word and that |value| < bound (at most 2^31), and traps otherwise
   // (kernels/int64_narrow.h).
   int int64_narrow(int words, int64_t bound, std::string label = "int64_narrow");
+  // softmax(q @ k^T * scale) @ v in one fused kernel (kernels/attention.h): q [batch, q_len, d],
+  // k and v [batch, kv_len, d], one dtype (f32 or bf16), d at most the MXU width (the planner
+  // checks). Without `with_lse` the value is the attention [batch, q_len, d]; with it, the
+  // kernel's packed output as f32 words: the attention's bytes, then the logsumexp [batch, q_len]
+  // f32 from attention_lse_offset (what the backward needs).
+  int attention(int q, int k, int v, bool causal, double scale, int passes, bool with_lse, std::string label = "attention");
   // A tensor of `type` with every element `value` (zeros, ones, full).
   int full(TensorType type, double value, std::string label = "full");
   void mark_output(int value);

@@ -58,13 +58,14 @@ Result run(const AttentionSpec& s, const std::vector<float>& q, const std::vecto
            const std::string& chip = "v5e") {
   std::vector<testing::Arg> args{testing::Arg::buf(device_buffer(q, s.dtype)), testing::Arg::buf(device_buffer(k, s.dtype)),
                                  testing::Arg::buf(device_buffer(v, s.dtype))};
-  const size_t out_elems = size_t(s.batch * s.q_len * s.head_dim);
-  args.push_back(testing::Arg::buf(testing::HostBuffer{std::vector<uint8_t>(out_elems * dtype_bytes(s.dtype), 0xff)}));
-  if (s.write_lse) args.push_back(testing::Arg::buf(testing::HostBuffer{std::vector<uint8_t>(size_t(s.batch * s.q_len) * 4, 0xff)}));
+  const size_t out_bytes = size_t(s.batch * s.q_len * s.head_dim) * dtype_bytes(s.dtype);
+  const size_t lse_at = size_t(kernels::attention_lse_offset(s)), lse_bytes = s.write_lse ? size_t(s.batch * s.q_len) * 4 : 0;
+  args.push_back(testing::Arg::buf(testing::HostBuffer{std::vector<uint8_t>(lse_at + lse_bytes, 0xff)}));
   const auto out = testing::run_program(kernels::make_attention(s, sim::load_chip(chip)), args, chip);
+  const auto& bytes = out.buffers[3].bytes;
   Result r;
-  r.out = host_values(out.buffers[3], s.dtype);
-  if (s.write_lse) r.lse = out.buffers[4].as<float>();
+  r.out = host_values(testing::HostBuffer{std::vector<uint8_t>(bytes.begin(), bytes.begin() + out_bytes)}, s.dtype);
+  if (s.write_lse) r.lse = testing::HostBuffer{std::vector<uint8_t>(bytes.begin() + lse_at, bytes.end())}.as<float>();
   r.cycles = out.result.cycles;
   return r;
 }

@@ -1,6 +1,7 @@
 """Predicates, boolean algebra and all/any on the chip (torch_bridge/csrc/ops_logical.cc), and
-the masked-attention path they serve: scaled_dot_product_attention with boolean masks and
-is_causal, fully masked rows included (torch's _safe_softmax gives them zeros)."""
+the masked-attention path they serve: scaled_dot_product_attention with boolean masks, fully
+masked rows included (torch's _safe_softmax gives them zeros), and is_causal (the fused kernel
+since it exists: test_attention.py)."""
 import pytest
 import torch
 import torch.nn.functional as F

@@ -1,0 +1,127 @@
+"""scaled_dot_product_attention on the fused attention kernel (torch_bridge/csrc/ops_attention.cc):
+torch's backend choice, forward and backward against the CPU in both modes, the math path for
+what the kernel does not run, and the memory the fused path saves (no [.., S, T] scores in HBM)."""
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend
+
+import vtpu
+
+
+@pytest.fixture(autouse=True)
+def stays_on_the_chip(no_fallback):
+    yield
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def inputs(lead, s, t, e, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(*lead, n, e, generator=g, dtype=dtype) for n in (s, t, t)]
+
+
+def attention_kernels():
+    return [label for label in vtpu.stats()["per_kernel"] if label == "scaled_dot_product_attention"]
+
+
+def test_torch_chooses_the_fused_kernel_only_for_what_it_runs():
+    q, k, v = (t.to("tpu") for t in inputs((2, 3), 16, 24, 32))
+    choice = lambda *a, **kw: torch.ops.aten._fused_sdp_choice(*a, **kw)
+    assert choice(q, k, v) == SDPBackend.OVERRIDEABLE.value
+    assert choice(q, k, v, is_causal=True) == SDPBackend.OVERRIDEABLE.value
+    mask = torch.ones(16, 24, dtype=torch.bool, device="tpu")
+    assert choice(q, k, v, attn_mask=mask) == SDPBackend.MATH.value
+    assert choice(q, k, v, dropout_p=0.5) == SDPBackend.MATH.value
+    wide = torch.randn(1, 8, 200, device="tpu")  # head dim over v5e's 128-wide MXU
+    assert choice(wide, wide, wide) == SDPBackend.MATH.value
+    assert choice(q, k, v[..., :16]) == SDPBackend.MATH.value  # value head dim differs
+    assert choice(q.half(), k.half(), v.half()) == SDPBackend.MATH.value
+
+
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("lead,s,t,e", [((2, 3), 37, 50, 16), ((5,), 129, 7, 64), ((1, 2), 1, 1, 8)])
+def test_forward_and_backward_match_the_cpu(mode, causal, lead, s, t, e):
+    vtpu.set_mode(mode)
+    cpu = [x.requires_grad_() for x in inputs(lead, s, t, e)]
+    dev = [x.detach().to("tpu").requires_grad_() for x in cpu]
+    want = F.scaled_dot_product_attention(*cpu, is_causal=causal)
+    got = F.scaled_dot_product_attention(*dev, is_causal=causal)
+    (want * want.detach().cos()).sum().backward()
+    (got * got.detach().cos()).sum().backward()
+    torch.testing.assert_close(got.cpu(), want.detach(), atol=2e-6, rtol=1e-5)
+    for d, c in zip(dev, cpu):
+        torch.testing.assert_close(d.grad.cpu(), c.grad, atol=2e-5, rtol=1e-4)
+    assert attention_kernels(), "the fused kernel did not run"
+
+
+def test_bf16_within_bf16_rounding():
+    cpu = [x.requires_grad_() for x in inputs((2, 4), 64, 64, 32, dtype=torch.bfloat16)]
+    dev = [x.detach().to("tpu").requires_grad_() for x in cpu]
+    want = F.scaled_dot_product_attention(*cpu, is_causal=True)
+    got = F.scaled_dot_product_attention(*dev, is_causal=True)
+    want.float().square().sum().backward()
+    got.float().square().sum().backward()
+    assert got.dtype == torch.bfloat16
+    # bf16 holds 8 significant bits: one rounding of the output, a few of the gradients' products
+    torch.testing.assert_close(got.cpu().float(), want.detach().float(), atol=1e-2, rtol=1e-2)
+    for d, c in zip(dev, cpu):
+        torch.testing.assert_close(d.grad.cpu().float(), c.grad.float(), atol=5e-2, rtol=3e-2)
+
+
+def test_custom_scale_and_strided_inputs():
+    # heads split from a [b, s, h * e] projection: q, k, v are transposed views, as in most models
+    x = torch.randn(2, 20, 3 * 4 * 16)
+    split = lambda t: t.reshape(2, 20, 4, 16).transpose(1, 2)
+    want = F.scaled_dot_product_attention(*(split(t) for t in x.chunk(3, -1)), scale=0.3)
+    got = F.scaled_dot_product_attention(*(split(t) for t in x.to("tpu").chunk(3, -1)), scale=0.3)
+    torch.testing.assert_close(got.cpu(), want, atol=2e-6, rtol=1e-5)
+    # laid out as torch's meta function says (the query's order, heads and positions swapped
+    # dense), which torch.compile's traced views rely on
+    assert got.transpose(1, 2).is_contiguous()
+
+
+def test_compiled_attention_block_matches_the_cpu():
+    def block(x):
+        b, s, _ = x.shape
+        q, k, v = (t.reshape(b, s, 4, 16).transpose(1, 2) for t in x.chunk(3, -1))
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, s, 64)
+
+    x = torch.randn(2, 24, 192, requires_grad=True)
+    xt = x.detach().to("tpu").requires_grad_()
+    want, got = block(x), torch.compile(block, backend="tpu")(xt)
+    want.sum().backward()
+    got.sum().backward()
+    torch.testing.assert_close(got.cpu(), want.detach(), atol=2e-6, rtol=1e-5)
+    torch.testing.assert_close(xt.grad.cpu(), x.grad, atol=2e-5, rtol=1e-4)
+    assert attention_kernels(), "the compiled graph did not run the fused kernel"
+
+
+def test_masks_still_run_on_the_math_path():
+    q, k, v = inputs((2,), 8, 8, 16)
+    mask = torch.rand(8, 8) > 0.3
+    mask[:, 0] = True
+    got = F.scaled_dot_product_attention(q.to("tpu"), k.to("tpu"), v.to("tpu"), attn_mask=mask.to("tpu"))
+    torch.testing.assert_close(got.cpu(), F.scaled_dot_product_attention(q, k, v, attn_mask=mask), atol=1e-5, rtol=1e-5)
+    assert not attention_kernels()
+
+
+def test_fused_forward_keeps_the_scores_out_of_hbm():
+    """The math path writes [b, h, s, t] scores and probabilities to HBM; the fused kernel keeps
+    them in VMEM, so its peak is about its inputs and output."""
+    q, k, v = (x.to("tpu") for x in inputs((1, 4), 512, 512, 64))
+    everything = torch.ones(512, 512, dtype=torch.bool, device="tpu")  # forces the math path, same result
+    peaks = {}
+    for name, kwargs in [("fused", {}), ("math", {"attn_mask": everything})]:
+        vtpu.synchronize()
+        torch.tpu.reset_peak_memory_stats()
+        base = torch.tpu.memory_allocated()
+        with torch.no_grad():
+            out = F.scaled_dot_product_attention(q, k, v, **kwargs)
+        vtpu.synchronize()
+        peaks[name] = torch.tpu.max_memory_allocated() - base
+        peaks[name + "_out"] = out.cpu()
+    torch.testing.assert_close(peaks["fused_out"], peaks["math_out"], atol=2e-6, rtol=1e-5)
+    scores_bytes = 4 * 512 * 512 * 4
+    assert peaks["math"] >= scores_bytes
+    assert peaks["fused"] < scores_bytes / 4
