@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
+#include "kernels/cumsum.h"
 #include "kernels/reduce_dims.h"
 
 namespace vtpu::bridge {
@@ -82,26 +84,48 @@ std::optional<at::Tensor> int64_binary(const char* op, ExprOp e, const at::Tenso
   return result;
 }
 
-std::optional<at::Tensor> int64_sum(const at::Tensor& self, const std::vector<int64_t>& dims, const CpuFn& cpu) {
-  int64_t magnitude;
-  if (self.scalar_type() == at::kBool) magnitude = 1;
-  else if (self.scalar_type() == at::kChar) magnitude = 128;
-  else if (int64_on_chip(self) && int64_bound_of(self)) magnitude = *int64_bound_of(self);
-  else return std::nullopt;
-  int64_t extent = 1;
-  for (int64_t d : dims) extent *= self.size(d);
-  if (magnitude > 0 && extent >= (int64_t{1} << 24) / magnitude) return std::nullopt;  // f32 sums stay exact below 2^24
+namespace {
+
+// The largest |element| of an integer tensor whose sums the chip may take in f32: bool, int8,
+// or int64 of known magnitude (nullopt for others).
+std::optional<int64_t> summable_magnitude(const at::Tensor& self) {
+  if (self.scalar_type() == at::kBool) return 1;
+  if (self.scalar_type() == at::kChar) return 128;
+  if (int64_on_chip(self)) return int64_bound_of(self);
+  return std::nullopt;
+}
+
+// The int64 result of `reduce` (sums in f32 over `extent` elements each) on an integer tensor,
+// when f32 holds every partial sum exactly (< 2^24); nullopt otherwise.
+std::optional<at::Tensor> int64_accumulate(const char* op, const at::Tensor& self, int64_t extent,
+                                           const std::function<int(Graph&, int)>& reduce, const CpuFn& cpu) {
+  const auto magnitude = summable_magnitude(self);
+  if (!magnitude || (*magnitude > 0 && extent >= (int64_t{1} << 24) / *magnitude)) return std::nullopt;
   const bool words = int64_on_chip(self);
   const at::Tensor input = words ? index_words(self) : self;
   const at::Tensor source = self;
-  const at::Tensor out = record("sum", {input}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
-    const int x = words ? g.reshape(g.int64_narrow(v[0], magnitude + 1, "sum"), source.sizes().vec()) : v[0];
-    const int total = kernels::reduce_dims(g, g.cast(x, kernels::DType::F32), dims, kernels::RowOp::Sum);
-    return int64_words(g, g.cast(total, kernels::DType::I32));
+  const at::Tensor out = record(op, {input}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
+    const int x = words ? g.reshape(g.int64_narrow(v[0], *magnitude + 1, op), source.sizes().vec()) : v[0];
+    return int64_words(g, g.cast(reduce(g, g.cast(x, kernels::DType::F32)), kernels::DType::I32));
   }, [cpu, source](const std::vector<at::Tensor>&) { return cpu({source.cpu()}); });
   const at::Tensor result = as_int64(out);
-  if (!result.is_same(out)) set_int64_bound(result, magnitude * extent);
+  if (!result.is_same(out)) set_int64_bound(result, *magnitude * extent);
   return result;
+}
+
+}  // namespace
+
+std::optional<at::Tensor> int64_sum(const at::Tensor& self, const std::vector<int64_t>& dims, const CpuFn& cpu) {
+  int64_t extent = 1;
+  for (int64_t d : dims) extent *= self.size(d);
+  return int64_accumulate("sum", self, extent, [&](Graph& g, int x) {
+    return kernels::reduce_dims(g, x, dims, kernels::RowOp::Sum);
+  }, cpu);
+}
+
+std::optional<at::Tensor> int64_cumsum(const at::Tensor& self, int64_t dim, const CpuFn& cpu) {
+  // 6 passes: the three bf16 parts of an integer below 2^24 times U's one
+  return int64_accumulate("cumsum", self, self.size(dim), [&](Graph& g, int x) { return kernels::cumsum(g, x, dim, 6); }, cpu);
 }
 
 }  // namespace vtpu::bridge

@@ -25,4 +25,8 @@ std::optional<at::Tensor> int64_binary(const char* op, kernels::ExprOp e, const 
 // bool and int8 elements, or int64 ones of known magnitude, with |sum| < 2^24. nullopt otherwise.
 std::optional<at::Tensor> int64_sum(const at::Tensor& self, const std::vector<int64_t>& dims, const CpuFn& cpu);
 
+// The int64 cumulative sum along `dim` of such a tensor, under the same condition (|partial
+// sums| < 2^24); nullopt otherwise.
+std::optional<at::Tensor> int64_cumsum(const at::Tensor& self, int64_t dim, const CpuFn& cpu);
+
 }  // namespace vtpu::bridge

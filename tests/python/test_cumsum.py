@@ -1,0 +1,56 @@
+"""torch.cumsum on the chip (torch_bridge/csrc/ops_cumsum.cc, kernels/cumsum.h: a matmul with a
+triangular matrix of ones): float dims and dtypes against the CPU, int64 results from bool and
+known-magnitude int64 inputs (position ids from an attention mask), and what still falls back."""
+import warnings
+
+import pytest
+import torch
+
+import vtpu
+
+
+@pytest.fixture(autouse=True)
+def chip(no_fallback):
+    yield
+
+
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+@pytest.mark.parametrize("shape,dim", [((1,), 0), ((7,), 0), ((3, 129), 1), ((129, 3), 0), ((2, 7, 5), 1), ((4, 1000), -1)])
+def test_float_cumsum_matches_the_cpu(mode, shape, dim):
+    vtpu.set_mode(mode)
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(1))
+    got = torch.cumsum(x.to("tpu"), dim).cpu()
+    # the MXU sums in another order than torch's left-to-right: f32 rounding of partial sums of
+    # up to 1000 terms of magnitude <= 4 (|sum| < 200, ulp 1.5e-5)
+    torch.testing.assert_close(got, x.cumsum(dim), atol=2e-5, rtol=1e-5)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_bf16_is_scanned_in_f32_and_rounded_once():
+    x = torch.randn(3, 50, dtype=torch.bfloat16, generator=torch.Generator().manual_seed(2))
+    got = x.to("tpu").cumsum(1).cpu()
+    assert got.dtype == torch.bfloat16
+    torch.testing.assert_close(got.float(), x.float().cumsum(1).bfloat16().float(), atol=0, rtol=0)
+
+
+def test_position_ids_from_an_attention_mask_stay_on_the_chip():
+    mask = torch.tensor([[0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 0, 1]])
+    got = mask.to("tpu").cumsum(-1) - 1
+    assert got.dtype == torch.int64
+    assert torch.equal(got.cpu(), mask.cumsum(-1) - 1)
+    flags = torch.rand(4, 300, generator=torch.Generator().manual_seed(3)) > 0.5
+    assert torch.equal(flags.to("tpu").cumsum(1).cpu(), flags.cumsum(1))
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_int64_sums_that_f32_cannot_hold_exactly_are_refused():
+    big = torch.full((2, 4), 1 << 22, dtype=torch.int64)  # partial sums reach 2^24
+    with pytest.raises(NotImplementedError, match="cumsum"):
+        big.to("tpu").cumsum(1)
+    vtpu.set_cpu_fallback(True)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the one-time fallback warning is tested elsewhere
+            assert torch.equal(big.to("tpu").cumsum(1).cpu(), big.cumsum(1))
+    finally:
+        vtpu.set_cpu_fallback(False)

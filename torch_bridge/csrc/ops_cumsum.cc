@@ -1,0 +1,42 @@
+// torch.cumsum on the chip (kernels/cumsum.h: a matmul with a triangular matrix of ones). Float
+// inputs keep their dtype (bf16 scanned in f32, rounded once); bool, int8 and known-magnitude
+// int64 inputs give int64 results when every partial sum stays below 2^24 (ops_int64.h), as
+// position ids built from attention masks do. Other integers and a dtype argument that changes
+// the result run on the CPU when the fallback is on.
+#include <ATen/ATen.h>
+#include <ATen/WrapDimUtils.h>
+#include <torch/library.h>
+
+#include "kernels/cumsum.h"
+#include "kernels/matmul.h"
+#include "torch_bridge/csrc/ops_int64.h"
+#include "torch_bridge/csrc/ops_support.h"
+#include "torch_bridge/csrc/runtime.h"
+
+namespace vtpu::bridge {
+namespace {
+
+at::Tensor tpu_cumsum(const at::Tensor& self, int64_t dim_arg, std::optional<c10::ScalarType> dtype) {
+  const CpuFn cpu = [dim_arg, dtype](const std::vector<at::Tensor>& c) { return at::cumsum(c[0], dim_arg, dtype); };
+  const bool integral = at::isIntegralType(self.scalar_type(), true);
+  const c10::ScalarType result = dtype.value_or(integral ? at::kLong : self.scalar_type());
+  if (self.dim() == 0 || self.numel() == 0) return run_on_cpu("cumsum", {self}, cpu, "an empty or 0-d cumsum");
+  const int64_t dim = at::maybe_wrap_dim(dim_arg, self.dim());
+  if (integral) {
+    if (result == at::kLong) {
+      if (auto r = int64_cumsum(self, dim, cpu)) return *r;
+    }
+    return run_on_cpu("cumsum", {self}, cpu, "an integer cumsum whose partial sums may reach 2^24, or not into int64");
+  }
+  if (result != self.scalar_type()) return run_on_cpu("cumsum", {self}, cpu, "a cumsum with a dtype argument");
+  const int passes = kernels::passes_for_precision(Runtime::get().matmul_precision());
+  return record("cumsum", {self}, result, [&](kernels::Graph& g, const std::vector<int>& v) {
+    return kernels::cumsum(g, v[0], dim, passes);
+  }, cpu);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("cumsum", tpu_cumsum); }
+
+}  // namespace vtpu::bridge
