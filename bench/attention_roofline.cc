@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "kernels/attention.h"
+#include "kernels/attention_backward.h"
 #include "kernels/roofline.h"
 #include "sim/sim_device.h"
 
@@ -50,6 +51,33 @@ int main() {
                  bound.compute_s >= bound.memory_s ? "compute" : "memory", ratio,
                  100.0 * kernels::attention_flops(spec) / simulated / chip.model_peak_flops(1), host_s);
     }
+  }
+  // the fused backward (one pass, 128-wide MXUs: v5e)
+  fmt::print("\nBackward (kernels/attention_backward), v5e:\n\n");
+  fmt::print("| heads x seq x head dim | causal | simulated us | bound us | bound by | simulated / bound | host s |\n");
+  fmt::print("| --- | --- | ---: | ---: | --- | ---: | ---: |\n");
+  for (const auto& s : shapes) {
+    sim::SimDevice device(sim::load_chip("v5e"));
+    const auto& chip = device.chip();
+    kernels::AttentionSpec spec;
+    spec.batch = s.heads;
+    spec.q_len = spec.kv_len = s.seq;
+    spec.head_dim = s.dim;
+    spec.dtype = kernels::DType::BF16;
+    spec.causal = s.causal;
+    spec.scale = 1.0 / std::sqrt(double(s.dim));
+    const auto program = kernels::make_attention_backward(spec, chip);
+    const uint64_t io = uint64_t(s.heads * s.seq * s.dim * 2), lse = uint64_t(s.heads * s.seq * 4);
+    std::vector<sim::KernelArg> args;
+    for (uint64_t bytes : {io, io, io, io, io, lse, 3 * io}) args.push_back(sim::KernelArg::buffer(device.allocate(bytes), bytes));
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto result = device.wait(device.launch(program, args));
+    const double host_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto bound = kernels::attention_backward_bound(chip, spec);
+    const double simulated = result.summary.seconds(), ratio = simulated / bound.seconds();
+    ok &= ratio >= 1.0;
+    fmt::print("| {}x{}x{} | {} | {:.2f} | {:.2f} | {} | {:.2f} | {:.2f} |\n", s.heads, s.seq, s.dim, s.causal ? "yes" : "no",
+               simulated * 1e6, bound.seconds() * 1e6, bound.compute_s >= bound.memory_s ? "compute" : "memory", ratio, host_s);
   }
   if (!ok) fmt::print("\nERROR: a simulated time is below its roofline bound\n");
   return ok ? 0 : 1;

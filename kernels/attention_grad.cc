@@ -1,5 +1,7 @@
 #include "kernels/attention_grad.h"
 
+#include "kernels/attention_backward.h"
+
 namespace vtpu::kernels {
 namespace {
 
@@ -35,6 +37,26 @@ AttentionGrads attention_backward(Graph& g, int q, int k, int v, int out, int ls
   const int ds_t = transposed(g, ds, "attention_backward");
   grads.k = cast_to(g, g.binary_scalar(ExprOp::Mul, g.matmul(ds_t, q, false, passes, "attention_backward"), scale), dtype);
   return grads;
+}
+
+int attention_gradients(Graph& g, int q, int k, int v, int out, int lse, int dout, bool causal, double scale, int passes,
+                        const sim::ChipConfig& chip) {
+  const TensorType &tq = g.node(q).type, &tk = g.node(k).type;
+  AttentionSpec spec;
+  spec.batch = tq.shape[0];
+  spec.q_len = tq.shape[1];
+  spec.kv_len = tk.shape[1];
+  spec.head_dim = tq.shape[2];
+  spec.dtype = tq.dtype;
+  spec.causal = causal;
+  spec.scale = scale;
+  spec.passes = passes;
+  if (attention_backward_unsupported(spec, chip).empty()) {
+    return g.attention_backward(q, k, v, out, dout, lse, causal, scale, passes, "attention_backward_fused");
+  }
+  const AttentionGrads d = attention_backward(g, q, k, v, out, lse, dout, causal, scale, passes);
+  const auto flat = [&](int x) { return g.reshape(x, {g.node(x).type.numel()}); };
+  return g.concat({flat(d.q), flat(d.k), flat(d.v)}, 0, "attention_backward");
 }
 
 }  // namespace vtpu::kernels

@@ -2,11 +2,13 @@
 // recomputed from the forward's logsumexp (p = exp(q k^T * scale - lse), no softmax pass), then
 //   dv = p^T @ dout,  dp = dout @ v^T,  ds = p * (dp - rowsum(dout * out)),
 //   dq = ds @ k * scale,  dk = ds^T @ q * scale.
-// Composed from matmuls, elementwise ops, a row sum and two transposes: correct and planned like
-// any other graph, but not one fused kernel — the [batch, q_len, kv_len] products go through HBM.
+// In one fused kernel (kernels/attention_backward.h) where it serves the call (one MXU pass, a
+// 128-wide MXU), else composed from matmuls, elementwise ops, a row sum and two transposes:
+// correct and planned like any other graph, but the [batch, q_len, kv_len] products go through HBM.
 #pragma once
 
 #include "kernels/graph.h"
+#include "sim/chip_config.h"
 
 namespace vtpu::kernels {
 
@@ -18,5 +20,10 @@ struct AttentionGrads {
 // gradient has its input's shape and dtype.
 AttentionGrads attention_backward(Graph& g, int q, int k, int v, int out, int lse, int dout, bool causal, double scale,
                                   int passes);
+
+// [dq, dk, dv] flattened one after another (q's dtype): the fused kernel's node when it serves
+// the call on `chip`, else the composed gradients concatenated.
+int attention_gradients(Graph& g, int q, int k, int v, int out, int lse, int dout, bool causal, double scale, int passes,
+                        const sim::ChipConfig& chip);
 
 }  // namespace vtpu::kernels

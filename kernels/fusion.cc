@@ -42,6 +42,7 @@ class GreedyPlanner {
         case NodeKind::MatMul: open(KernelGroup::Kind::MatMul, id); break;
         case NodeKind::StridedCopy: case NodeKind::Concat: case NodeKind::Gather: case NodeKind::Random: case NodeKind::ScatterAdd:
         case NodeKind::ColumnReduce: case NodeKind::Iota: case NodeKind::Int64Narrow: case NodeKind::Attention:
+        case NodeKind::AttentionBackward:
           open(KernelGroup::Kind::Copy, id);
           break;
         case NodeKind::Row:

@@ -344,6 +344,24 @@ int Graph::attention(int q, int k, int v, bool causal, double scale, int passes,
   return add(std::move(n));
 }
 
+int Graph::attention_backward(int q, int k, int v, int out, int dout, int lse, bool causal, double scale, int passes,
+                              std::string label) {
+  const TensorType &tq = node(q).type, &tk = node(k).type;
+  if (node(out).type != tq || node(dout).type != tq || node(v).type != tk ||
+      node(lse).type != TensorType{{tq.shape.at(0), tq.shape.at(1)}, DType::F32}) {
+    throw KernelError(fmt::format("{}: out and dout must be q's type ({}), v k's, lse f32 [b, s]", label, to_string(tq)));
+  }
+  Node n;
+  n.kind = NodeKind::AttentionBackward;
+  n.inputs = {q, k, v, out, dout, lse};
+  n.causal = causal;
+  n.scalar = scale;
+  n.passes = passes;
+  n.label = std::move(label);
+  n.type = {{tq.numel() + 2 * tk.numel()}, tq.dtype};
+  return add(std::move(n));
+}
+
 int Graph::int64_narrow(int words, int64_t bound, std::string label) {
   const TensorType& t = node(words).type;
   if (t.dtype != DType::I32 || t.shape.empty() || t.shape.back() != 2) {

@@ -38,6 +38,7 @@ enum class NodeKind : uint8_t {
   Iota,         // element i (flat, row-major) = i, f32 or i32; no inputs
   Int64Narrow,  // int64 values given as [.., 2] int32 words -> [..] int32, checked within `narrow_bound`
   Attention,    // softmax(q @ k^T * scalar) @ v, fused (kernels/attention.h); inputs q, k, v
+  AttentionBackward,  // its gradients, fused (kernels/attention_backward.h); inputs q, k, v, out, dout, lse
 };
 
 struct Node {
@@ -123,6 +124,11 @@ class Graph {
   // kernel's packed output as f32 words: the attention's bytes, then the logsumexp [batch, q_len]
   // f32 from attention_lse_offset (what the backward needs).
   int attention(int q, int k, int v, bool causal, double scale, int passes, bool with_lse, std::string label = "attention");
+  // dq, dk and dv of attention(q, k, v) given out, dout ([batch, q_len, d]) and the forward's
+  // logsumexp (f32 [batch, q_len]) in one fused kernel (kernels/attention_backward.h): the value
+  // is [dq, dk, dv] flattened one after another, q's dtype.
+  int attention_backward(int q, int k, int v, int out, int dout, int lse, bool causal, double scale, int passes,
+                         std::string label = "attention_backward");
   // A tensor of `type` with every element `value` (zeros, ones, full).
   int full(TensorType type, double value, std::string label = "full");
   void mark_output(int value);

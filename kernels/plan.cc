@@ -9,6 +9,7 @@
 
 #include "kernels/asm_writer.h"
 #include "kernels/attention.h"
+#include "kernels/attention_backward.h"
 #include "kernels/vreg_shape.h"
 #include "kernels/elementwise.h"
 #include "kernels/matmul.h"
@@ -306,7 +307,7 @@ Launch lower_column_reduce(const Graph& g, const KernelGroup& grp, const sim::Ch
   return l;
 }
 
-// One program per shape, dtype, mask, scale and pass count.
+// One program per shape, dtype, mask, scale and pass count (forward or backward).
 Launch lower_attention(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
   const Node& n = g.node(grp.nodes.front());
   const TensorType &q = g.node(n.inputs[0]).type, &k = g.node(n.inputs[1]).type;
@@ -320,17 +321,21 @@ Launch lower_attention(const Graph& g, const KernelGroup& grp, const sim::ChipCo
   spec.scale = n.scalar;
   spec.passes = n.passes;
   spec.write_lse = n.with_lse;
+  const bool backward = n.kind == NodeKind::AttentionBackward;
   Launch l;
-  l.args = {n.inputs[0], n.inputs[1], n.inputs[2], grp.nodes.front()};
-  const std::string key = fmt::format("attention|{}x{}x{}x{}|{}|{}|{}|{}|{}|{}", spec.batch, spec.q_len, spec.kv_len, spec.head_dim,
-                                      dtype_name(spec.dtype), spec.causal, spec.scale, spec.passes, spec.write_lse, chip.name);
-  l.program = cache.get_or_build(key, [&] { return make_attention(spec, chip); }, &l.cache_hit);
+  l.args = n.inputs;
+  l.args.push_back(grp.nodes.front());
+  const std::string key = fmt::format("attention{}|{}x{}x{}x{}|{}|{}|{}|{}|{}|{}", backward ? "_backward" : "", spec.batch, spec.q_len,
+                                      spec.kv_len, spec.head_dim, dtype_name(spec.dtype), spec.causal, spec.scale, spec.passes,
+                                      spec.write_lse, chip.name);
+  l.program = cache.get_or_build(key, [&] { return backward ? make_attention_backward(spec, chip) : make_attention(spec, chip); },
+                                 &l.cache_hit);
   return l;
 }
 
 Launch lower_copy(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
   const Node& n = g.node(grp.nodes.front());
-  if (n.kind == NodeKind::Attention) return lower_attention(g, grp, chip, cache);
+  if (n.kind == NodeKind::Attention || n.kind == NodeKind::AttentionBackward) return lower_attention(g, grp, chip, cache);
   if (n.kind == NodeKind::Random) return lower_random(g, grp, chip, cache);
   if (n.kind == NodeKind::Iota) return lower_iota(g, grp, chip, cache);
   if (n.kind == NodeKind::Int64Narrow) return lower_int64_narrow(g, grp, chip, cache);
@@ -456,7 +461,9 @@ std::string graph_signature(const Graph& graph) {
     if (n.kind == NodeKind::Gather || n.kind == NodeKind::ScatterAdd) s += fmt::format(":p{}/{}", n.index_pairs, n.padding_index);
     if (n.kind == NodeKind::Random) s += fmt::format(":r{}/{}/{}", static_cast<int>(n.random_kind), n.random_a, n.random_b);
     if (n.kind == NodeKind::Int64Narrow) s += fmt::format(":b{}", n.narrow_bound);
-    if (n.kind == NodeKind::Attention) s += fmt::format(":a{}/{}/{}", n.causal, n.with_lse, n.scalar);
+    if (n.kind == NodeKind::Attention || n.kind == NodeKind::AttentionBackward) {
+      s += fmt::format(":a{}/{}/{}", n.causal, n.with_lse, n.scalar);
+    }
     if (n.kind == NodeKind::StridedCopy) {
       s += fmt::format(":o{}", n.offset);
       for (int64_t st : n.strides) s += fmt::format("/{}", st);

@@ -17,6 +17,7 @@
 
 #include "kernels/asm_writer.h"
 #include "kernels/attention.h"
+#include "kernels/attention_backward.h"
 #include "kernels/roofline.h"
 #include "sim/bf16.h"
 #include "support/run_program.h"
@@ -143,6 +144,77 @@ AttentionSpec spec(int64_t batch, int64_t q_len, int64_t kv_len, int64_t head_di
   return s;
 }
 
+
+// dq, dk, dv of sum(out * dout) in double, with out and lse from the reference forward: dv = p^T
+// dout, ds = p * (dout v^T - rowsum(dout * out)), dq = ds k * scale, dk = ds^T q * scale.
+void reference_backward(const AttentionSpec& s, std::vector<float> q, std::vector<float> k, std::vector<float> v,
+                        std::vector<float> dout, std::vector<double>& dq, std::vector<double>& dk, std::vector<double>& dv) {
+  if (s.dtype == DType::BF16) {
+    for (auto* t : {&q, &k, &v, &dout}) for (auto& x : *t) x = sim::round_to_bf16(x);
+  }
+  std::vector<double> out, lse;
+  reference(s, q, k, v, out, lse);
+  const int64_t S = s.q_len, T = s.kv_len, D = s.head_dim;
+  dq.assign(q.size(), 0.0);
+  dk.assign(k.size(), 0.0);
+  dv.assign(v.size(), 0.0);
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t i = 0; i < S; ++i) {
+      double delta = 0;
+      for (int64_t c = 0; c < D; ++c) delta += double(dout[(b * S + i) * D + c]) * out[(b * S + i) * D + c];
+      const int64_t seen = s.causal ? std::min(i + 1, T) : T;
+      for (int64_t j = 0; j < seen; ++j) {
+        double dot = 0, dp = 0;
+        for (int64_t c = 0; c < D; ++c) {
+          dot += double(q[(b * S + i) * D + c]) * k[(b * T + j) * D + c];
+          dp += double(dout[(b * S + i) * D + c]) * v[(b * T + j) * D + c];
+        }
+        const double p = std::exp(dot * s.scale - lse[b * S + i]), ds = p * (dp - delta);
+        for (int64_t c = 0; c < D; ++c) {
+          dv[(b * T + j) * D + c] += p * dout[(b * S + i) * D + c];
+          dq[(b * S + i) * D + c] += ds * k[(b * T + j) * D + c] * s.scale;
+          dk[(b * T + j) * D + c] += ds * q[(b * S + i) * D + c] * s.scale;
+        }
+      }
+    }
+  }
+}
+
+// max |got - want| / max |want|: one MXU pass rounds q, k, v, dout, p and ds to bf16 (2^-9
+// relative each) and the sums run over up to a few hundred terms of both signs.
+double relative_error(const std::vector<float>& got, const std::vector<double>& want) {
+  double scale = 0;
+  for (double w : want) scale = std::max(scale, std::abs(w));
+  return max_error(got, want) / std::max(scale, 1e-30);
+}
+
+void check_backward(const AttentionSpec& s) {
+  const auto q = random_values(size_t(s.batch * s.q_len * s.head_dim), 1);
+  const auto k = random_values(size_t(s.batch * s.kv_len * s.head_dim), 2);
+  const auto v = random_values(size_t(s.batch * s.kv_len * s.head_dim), 3);
+  const auto dout = random_values(size_t(s.batch * s.q_len * s.head_dim), 4);
+  std::vector<double> out, lse, dq, dk, dv;
+  reference(s, q, k, v, out, lse);
+  reference_backward(s, q, k, v, dout, dq, dk, dv);
+  const std::vector<float> out_f(out.begin(), out.end()), lse_f(lse.begin(), lse.end());
+  std::vector<testing::Arg> args;
+  for (const auto* t : {&q, &k, &v, &out_f, &dout}) args.push_back(testing::Arg::buf(device_buffer(*t, s.dtype)));
+  args.push_back(testing::Arg::buf(testing::HostBuffer::of(lse_f)));
+  const size_t grads = q.size() + k.size() + v.size();
+  args.push_back(testing::Arg::buf(testing::HostBuffer{std::vector<uint8_t>(grads * dtype_bytes(s.dtype), 0xff)}));
+  const auto run = testing::run_program(kernels::make_attention_backward(s, sim::load_chip("v5e")), args);
+  const auto got = host_values(run.buffers[6], s.dtype);
+  const std::vector<float> gq(got.begin(), got.begin() + q.size()), gk(got.begin() + q.size(), got.begin() + q.size() + k.size()),
+      gv(got.begin() + q.size() + k.size(), got.end());
+  const double eq = relative_error(gq, dq), ek = relative_error(gk, dk), ev = relative_error(gv, dv);
+  CHECK(eq <= 1e-2);
+  CHECK(ek <= 1e-2);
+  CHECK(ev <= 1e-2);
+  MESSAGE(fmt::format("backward {}x{}x{}x{}{} {}: relative errors dq {:.2g} dk {:.2g} dv {:.2g}, {} cycles", s.batch, s.q_len,
+                      s.kv_len, s.head_dim, s.causal ? " causal" : "", kernels::dtype_name(s.dtype), eq, ek, ev,
+                      run.result.cycles));
+}
+
 }  // namespace
 
 TEST_SUITE("kernels") {
@@ -185,5 +257,25 @@ TEST_SUITE("kernels") {
                          doctest::Contains("i32 inputs are not supported"), kernels::KernelError);
     CHECK_THROWS_WITH_AS(kernels::make_attention(spec(1, 1 << 17, 1 << 17, 128, false, DType::F32, 6), chip),
                          doctest::Contains("bytes of VMEM"), kernels::KernelError);
+  }
+
+  TEST_CASE("fused attention backward matches the double-precision gradients (one MXU pass)") {
+    for (bool causal : {false, true}) {
+      CAPTURE(causal);
+      check_backward(spec(1, 1, 1, 8, causal, DType::BF16, 1));
+      check_backward(spec(2, 7, 129, 64, causal, DType::BF16, 1));
+      check_backward(spec(1, 130, 200, 128, causal, DType::BF16, 1));  // two query and two key blocks, ragged
+      check_backward(spec(2, 300, 300, 32, causal, DType::F32, 1));    // three blocks each way
+    }
+  }
+
+  TEST_CASE("fused attention backward refuses what it does not serve, with reasons") {
+    const auto v5e = sim::load_chip("v5e"), v6e = sim::load_chip("v6e");
+    CHECK(kernels::attention_backward_unsupported(spec(1, 8, 8, 64, false, DType::BF16, 1), v5e).empty());
+    CHECK(kernels::attention_backward_unsupported(spec(1, 8, 8, 64, false, DType::F32, 6), v5e).find("more than one MXU pass") !=
+          std::string::npos);
+    CHECK(kernels::attention_backward_unsupported(spec(1, 8, 8, 64, false, DType::BF16, 1), v6e).find("128-wide") != std::string::npos);
+    CHECK_THROWS_WITH_AS(kernels::make_attention_backward(spec(1, 8, 8, 129, false, DType::BF16, 1), v5e),
+                         doctest::Contains("head_dim 129 is over 128"), kernels::KernelError);
   }
 }

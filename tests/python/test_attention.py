@@ -24,6 +24,10 @@ def attention_kernels():
     return [label for label in vtpu.stats()["per_kernel"] if label == "scaled_dot_product_attention"]
 
 
+def fused_backward_ran():
+    return "attention_backward_fused" in vtpu.stats()["per_kernel"]
+
+
 def test_torch_chooses_the_fused_kernel_only_for_what_it_runs():
     q, k, v = (t.to("tpu") for t in inputs((2, 3), 16, 24, 32))
     choice = lambda *a, **kw: torch.ops.aten._fused_sdp_choice(*a, **kw)
@@ -53,6 +57,42 @@ def test_forward_and_backward_match_the_cpu(mode, causal, lead, s, t, e):
     for d, c in zip(dev, cpu):
         torch.testing.assert_close(d.grad.cpu(), c.grad, atol=2e-5, rtol=1e-4)
     assert attention_kernels(), "the fused kernel did not run"
+    assert not fused_backward_ran()  # f32 at 'highest' precision: six passes, the composed backward
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_fused_backward_at_one_pass_saves_the_products_hbm(causal):
+    """f32 at precision 'medium' takes one MXU pass: the fused backward runs, within bf16 input
+    rounding of the CPU, and its peak HBM stays far below the composed backward's, which holds
+    [b, h, s, t] products."""
+    q, k, v = inputs((1, 4), 512, 512, 64)
+    dout = torch.randn(1, 4, 512, 64, generator=torch.Generator().manual_seed(5))
+    cpu = [x.clone().requires_grad_() for x in (q, k, v)]
+    F.scaled_dot_product_attention(*cpu, is_causal=causal).backward(dout)
+    peaks, grads = {}, {}
+    for precision in ("medium", "highest"):
+        torch.set_float32_matmul_precision(precision)
+        try:
+            dev = [x.to("tpu").requires_grad_() for x in (q, k, v)]
+            out = F.scaled_dot_product_attention(*dev, is_causal=causal)
+            dout_t = dout.to("tpu")
+            vtpu.synchronize()
+            vtpu.reset_stats()
+            torch.tpu.reset_peak_memory_stats()
+            base = torch.tpu.memory_allocated()
+            out.backward(dout_t)
+            vtpu.synchronize()
+            peaks[precision] = torch.tpu.max_memory_allocated() - base
+            grads[precision] = [x.grad.cpu() for x in dev]
+            assert fused_backward_ran() == (precision == "medium")
+        finally:
+            torch.set_float32_matmul_precision("highest")
+    for got, c in zip(grads["medium"], cpu):
+        scale = c.grad.abs().max().item()
+        assert (got - c.grad).abs().max().item() <= 1e-2 * scale  # q, k, v, dout, p and ds in bf16
+    products = 4 * 512 * 512 * 4
+    assert peaks["highest"] >= products
+    assert peaks["medium"] < products / 2
 
 
 def test_bf16_within_bf16_rounding():
@@ -67,6 +107,7 @@ def test_bf16_within_bf16_rounding():
     torch.testing.assert_close(got.cpu().float(), want.detach().float(), atol=1e-2, rtol=1e-2)
     for d, c in zip(dev, cpu):
         torch.testing.assert_close(d.grad.cpu().float(), c.grad.float(), atol=5e-2, rtol=3e-2)
+    assert fused_backward_ran()
 
 
 def test_custom_scale_and_strided_inputs():

@@ -3,7 +3,8 @@
 // the kernel serves the call (no mask tensor, no dropout, one head dim, f32 or bf16, a head that
 // fits VMEM) and MATH otherwise, so torch decomposes it into ops lowered one by one. The
 // overrideable forward returns the attention and its logsumexp; its backward recomputes the
-// probabilities from the logsumexp (kernels/attention_grad.h).
+// probabilities from the logsumexp, in the fused backward kernel where it serves the call (one
+// MXU pass: bf16, or f32 at precision 'medium'), else composed (kernels/attention_grad.h).
 //
 // The kernel writes the attention and the logsumexp into one buffer (a graph value has one
 // output) and the backward's three gradients are concatenated into one: the tensors returned
@@ -78,7 +79,7 @@ std::string unsupported(const at::Tensor& q, const at::Tensor& k, const at::Tens
   if (q.size(-1) != k.size(-1)) return "queries and keys of different head dims";
   if (q.numel() == 0 || k.numel() == 0) return "empty inputs";
   const Shape sh(q, k);
-  return kernels::attention_unsupported(spec_of(sh, q.scalar_type(), false, 1.0), Runtime::get().device(0).chip());
+  return kernels::attention_unsupported(spec_of(sh, q.scalar_type(), false, 1.0), Runtime::get().device(q.device().index()).chip());
 }
 
 int64_t tpu_fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
@@ -176,11 +177,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> tpu_sdpa_overrideable
                                    [&](Graph& g, const std::vector<int>& val) {
     const auto three = [&](int x, int64_t len) { return g.reshape(x, {sh.batch, len, sh.e}); };
     // the logsumexp as the forward returned it ([B, H, S]) holds [batch, S]
-    const kernels::AttentionGrads d = kernels::attention_backward(
-        g, three(val[1], sh.s), three(val[2], sh.t), three(val[3], sh.t), three(val[4], sh.s),
-        g.reshape(val[5], {sh.batch, sh.s}), three(val[0], sh.s), is_causal, scale, passes);
-    const auto flat = [&](int x) { return g.reshape(x, {g.node(x).type.numel()}); };
-    return g.concat({flat(d.q), flat(d.k), flat(d.v)}, 0, "_scaled_dot_product_fused_attention_overrideable_backward");
+    return kernels::attention_gradients(g, three(val[1], sh.s), three(val[2], sh.t), three(val[3], sh.t), three(val[4], sh.s),
+                                        g.reshape(val[5], {sh.batch, sh.s}), three(val[0], sh.s), is_causal, scale, passes,
+                                        Runtime::get().device(q.device().index()).chip());
   }, cpu);
   // torch's meta gives each gradient empty_like(its input)
   const auto grad = [&](const at::Tensor& x, int64_t at) {

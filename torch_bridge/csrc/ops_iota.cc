@@ -116,6 +116,64 @@ std::tuple<at::Tensor, at::Tensor> tpu_max_dim(const at::Tensor& self, int64_t d
 std::tuple<at::Tensor, at::Tensor> tpu_min_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
   return {at::amin(self, {dim}, keepdim), arg_extreme("min", self, dim, keepdim, false)};
 }
+// topk by k rounds of "the first position holding the largest value not yet taken" (argmax's
+// rule: a NaN counts as the largest), each round a row max and a row min over positions; the
+// values and positions are gathered into one f32 [.., 2k] result (positions exact below 2^24),
+// then split. Ties: the first position first. smallest-k negates the input (a NaN then comes
+// first, where torch puts it last). Up to 16 rounds; more, integer and empty inputs fall back.
+std::tuple<at::Tensor, at::Tensor> tpu_topk(const at::Tensor& self, c10::SymInt k_sym, int64_t dim, bool largest, bool sorted) {
+  const int64_t k = k_sym.expect_int();
+  const auto cpu_both = [k, dim, largest, sorted](const at::Tensor& x) { return at::topk(x, k, dim, largest, sorted); };
+  const int64_t d = self.dim() > 0 ? at::maybe_wrap_dim(dim, self.dim()) : 0;
+  const int64_t width = self.dim() > 0 ? self.size(d) : 1;
+  std::string why;
+  if (!at::isFloatingType(self.scalar_type()) || self.scalar_type() == at::kHalf || self.scalar_type() == at::kDouble) why = "non-f32/bf16 inputs";
+  else if (self.dim() == 0 || self.numel() == 0) why = "0-dim or empty inputs";
+  else if (k < 1 || k > 16) why = "k outside 1..16";
+  else if (k > width) why = "k larger than the dim";
+  else if (width > (int64_t{1} << 24)) why = "more than 2^24 elements per row";
+  if (!why.empty()) {
+    const at::Tensor values = run_on_cpu("topk", {self}, [cpu_both](const std::vector<at::Tensor>& c) { return std::get<0>(cpu_both(c[0])); }, why);
+    const at::Tensor indices = run_on_cpu("topk", {self}, [cpu_both](const std::vector<at::Tensor>& c) { return std::get<1>(cpu_both(c[0])); }, why);
+    return {values, indices};
+  }
+  const at::Tensor rows = self.movedim(d, -1);
+  const CpuFn cpu_packed = [k, largest](const std::vector<at::Tensor>& c) {
+    auto [values, indices] = at::topk(c[0].to(at::kFloat), k, -1, largest, true);
+    return at::cat({values, indices.to(at::kFloat)}, -1);
+  };
+  const at::Tensor packed = record("topk", {rows}, at::kFloat, [&](Graph& g, const std::vector<int>& v) {
+    int x = g.node(v[0]).type.dtype == DType::F32 ? v[0] : g.cast(v[0], DType::F32, "topk");
+    if (!largest) x = g.unary(ExprOp::Neg, x, "topk");
+    auto column = g.node(x).type.shape;
+    column.back() = 1;
+    const int iota = g.iota({{width}, DType::F32}, "topk"), none = g.full({{1}, DType::F32}, double(width), "topk");
+    const int neg_inf = g.full({{1}, DType::F32}, -std::numeric_limits<double>::infinity(), "topk");
+    std::vector<int> values, positions;
+    int taken = -1;  // bool [.., width]: positions already picked
+    for (int64_t round = 0; round < k; ++round) {
+      const int open = taken < 0 ? x : g.where(taken, neg_inf, x, "topk");
+      const int best = g.reshape(g.row(kernels::RowOp::Max, open, -1, -1, 1e-5, "topk"), column);
+      int hit = g.binary(ExprOp::Or, g.binary(ExprOp::Eq, open, best), g.binary(ExprOp::Ne, open, open));
+      if (taken >= 0) hit = g.binary(ExprOp::And, hit, g.unary(ExprOp::Not, taken));
+      const int position = g.reshape(g.row(kernels::RowOp::Min, g.where(hit, iota, none), -1, -1, 1e-5, "topk"), column);
+      const int picked = g.binary(ExprOp::Eq, iota, position);
+      taken = taken < 0 ? picked : g.binary(ExprOp::Or, taken, picked);
+      values.push_back(largest ? best : g.unary(ExprOp::Neg, best, "topk"));
+      positions.push_back(position);
+    }
+    values.insert(values.end(), positions.begin(), positions.end());
+    return g.concat(values, static_cast<int64_t>(column.size()) - 1, "topk");
+  }, cpu_packed);
+  const at::Tensor values = packed.narrow(-1, 0, k).to(self.scalar_type()).movedim(-1, d).contiguous();
+  const at::Tensor words = record("topk", {packed.narrow(-1, k, k)}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
+    return int64_words(g, g.cast(v[0], DType::I32, "topk"));
+  }, [](const std::vector<at::Tensor>& c) { return c[0].to(at::kLong); });
+  at::Tensor indices = as_int64(words);
+  if (!indices.is_same(words)) set_int64_bound(indices, width - 1);
+  return {values, indices.movedim(-1, d).contiguous()};
+}
+
 // max / min of everything.
 at::Tensor tpu_max(const at::Tensor& self) { return at::amax(self, at::IntArrayRef{}, false); }
 at::Tensor tpu_min(const at::Tensor& self) { return at::amin(self, at::IntArrayRef{}, false); }
@@ -131,6 +189,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("max.dim", tpu_max_dim);
   m.impl("min.dim", tpu_min_dim);
   m.impl("max", tpu_max);
+  m.impl("topk", tpu_topk);
   m.impl("min", tpu_min);
 }
 

@@ -1,0 +1,530 @@
+// Schedule (one TensorCore), head by head:
+//  - The head's q, k, v, out, dout and lse land in VMEM (rows padded to 128 lanes with zeros).
+//    Weights are written once per head in bf16: k^T and v^T per key block (vtrans), and k, q and
+//    dout as rows. Per query tile: lse broadcast along its rows and delta = rowsum(dout * out).
+//  - Per key block j: k^T (mxu0), v^T (mxu1) and k (mxu2) are loaded once; per 128-query block:
+//    (1) scores q @ k^T into mxu0 slot i and dp = dout @ v^T into mxu1 slot i for every 8-query
+//    tile i; (2) per tile: p = exp(scores * scale - lse) (causal and ragged keys masked to 0),
+//    ds = p * (dp - delta), ds pushed through mxu2 (dq's share), p and ds staged in VMEM;
+//    (3) p and ds turned over by vtrans; mxu3 adds p^T @ dout into slots 0..15 (dv rows) and
+//    ds^T @ q into slots 16..31 (dk rows) across the query blocks; (4) dq's shares added into a
+//    VMEM accumulator (times scale).
+//  - After the block's last query block its dv and dk rows are popped; after the last block dq
+//    is converted, and the three gradients go back (sem1) before the next head's inputs land.
+//  - Causal: a key block starts at the query block holding its first key (earlier queries see
+//    none of its keys).
+#include "kernels/attention_backward.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/asm_writer.h"
+#include "kernels/elementwise.h"
+#include "kernels/vreg_shape.h"
+
+namespace vtpu::kernels {
+namespace {
+
+constexpr int kSemInput = 0, kSemOutput = 1;
+constexpr int kBlock = 128;  // keys per key block, queries per query block: one MXU width
+constexpr int kTiles = kBlock / kSublanes;
+constexpr int64_t kVregBytes = kSublanes * kLanes * 4, kRowOfVreg = kLanes * 4;
+constexpr int64_t kWeightRow = kBlock * 2;  // bf16 weight rows
+constexpr int kScores = 0, kDp = 1, kDq = 2, kTransposed = 3;  // MXUs
+
+class AttentionBackwardBuilder {
+ public:
+  AttentionBackwardBuilder(const AttentionSpec& spec, const sim::ChipConfig& chip) : s_(spec), chip_(chip), w_("attention_backward") {}
+
+  void check() {
+    if (s_.batch < 1 || s_.q_len < 1 || s_.kv_len < 1 || s_.head_dim < 1) throw KernelError("attention backward: every size must be at least 1");
+    if (s_.dtype != DType::F32 && s_.dtype != DType::BF16) {
+      throw KernelError(fmt::format("attention backward: {} inputs are not supported (f32 or bf16)", dtype_name(s_.dtype)));
+    }
+    if (s_.dtype == DType::F32 && s_.passes != 1) {
+      throw KernelError("attention backward: f32 inputs at more than one MXU pass (precision 'high' or 'highest') are not fused");
+    }
+    if (chip_.mxu_dim != kBlock || chip_.mxu_per_core < 4 || chip_.mxu_acc_slots < 2 * kTiles) {
+      throw KernelError(fmt::format("attention backward: written for four 128-wide MXUs per core ({} has {} of {})", chip_.name,
+                                    chip_.mxu_per_core, chip_.mxu_dim));
+    }
+    if (s_.head_dim > kBlock) throw KernelError(fmt::format("attention backward: head_dim {} is over 128", s_.head_dim));
+    if (!std::isfinite(s_.scale)) throw KernelError("attention backward: the scale must be finite");
+    if (s_.batch * (s_.q_len + 2 * s_.kv_len) * s_.head_dim * 4 >= (int64_t{1} << 31)) {
+      throw KernelError("attention backward: operands too large for one launch");
+    }
+    plan();
+  }
+
+  isa::Program build() {
+    check();
+    emit();
+    return w_.assemble();
+  }
+
+ private:
+  void plan() {
+    eb_ = dtype_bytes(s_.dtype);
+    row_bytes_ = kBlock * eb_;
+    s_pad_ = round_up(s_.q_len, kBlock);
+    t_pad_ = round_up(s_.kv_len, kBlock);
+    key_blocks_ = t_pad_ / kBlock;
+    full_query_blocks_ = s_.q_len / kBlock;
+    last_rows_ = s_.q_len % kBlock;
+    ragged_keys_ = t_pad_ != s_.kv_len;
+    uint64_t next = 0;
+    const auto place = [&](uint64_t bytes) {
+      const uint64_t at = next;
+      next += round_up(static_cast<int64_t>(bytes), 512);
+      return int64_t(at);
+    };
+    q_ = place(s_pad_ * row_bytes_);
+    k_ = place(t_pad_ * row_bytes_);
+    v_ = place(t_pad_ * row_bytes_);
+    o_ = place(s_pad_ * row_bytes_);
+    do_ = place(s_pad_ * row_bytes_);
+    lse_ = place(s_pad_ * 4 + kRowOfVreg + 64);  // a vld at stride 4 reads 512 bytes past its row
+    kt_ = place(key_blocks_ * kBlock * kWeightRow);
+    vt_ = place(key_blocks_ * kBlock * kWeightRow);
+    kw_ = place(t_pad_ * kWeightRow);
+    qw_ = place(s_pad_ * kWeightRow);
+    dow_ = place(s_pad_ * kWeightRow);
+    rows_ = place(s_pad_ / kSublanes * 2 * kVregBytes);  // per tile: lse broadcast, delta
+    dq_acc_ = place(s_pad_ * kRowOfVreg);
+    p_stage_ = place(kBlock * kRowOfVreg);
+    ds_stage_ = place(kBlock * kRowOfVreg);
+    dq_out_ = place(s_pad_ * row_bytes_);
+    dk_out_ = place(t_pad_ * row_bytes_);
+    dv_out_ = place(t_pad_ * row_bytes_);
+    if (next > chip_.vmem_bytes) {
+      throw KernelError(fmt::format("attention backward: a head of {} queries and {} keys needs {} bytes of VMEM, {} has {}",
+                                    s_.q_len, s_.kv_len, next, chip_.name, chip_.vmem_bytes));
+    }
+  }
+
+  void emit() {
+    for (const char* name : {"q", "k", "v", "out", "dout"}) args_.push_back(w_.argument(name, isa::ArgumentKind::Buffer));
+    lse_arg_ = w_.argument("lse", isa::ArgumentKind::Buffer);
+    grads_arg_ = w_.argument("grads", isa::ArgumentKind::Buffer);
+    auto& r = w_.sregs();
+    bh_ = r.take();
+    const int heads = r.take(), t = r.take();
+    emit_constants(t);
+    w_.line("sli s{}, 0", bh_);
+    w_.load_immediate(heads, s_.batch);
+    const std::string head_loop = w_.new_label("head");
+    w_.place(head_loop);
+    load_head();
+    transposed_weights(k_, kt_);
+    transposed_weights(v_, vt_);
+    row_weights(k_, kw_, s_.kv_len);
+    row_weights(q_, qw_, s_.q_len);
+    row_weights(do_, dow_, s_.q_len);
+    row_state();
+    clear_dq();
+    key_blocks();
+    write_back();
+    w_.line("saddi s{}, s{}, 1", bh_, bh_);
+    w_.line("blt s{}, s{}, {}", bh_, heads, head_loop);
+    for (int x : {bh_, heads, t}) r.release(x);
+  }
+
+  void emit_constants(int t) {
+    zero_ = vregs_.take();
+    neg_inf_ = vregs_.take();
+    scale_ = vregs_.take();
+    w_.line("vbcast v{}, s0", zero_);
+    w_.load_float(t, -std::numeric_limits<float>::infinity());
+    w_.line("vbcast v{}, s{}", neg_inf_, t);
+    w_.load_float(t, static_cast<float>(s_.scale));
+    w_.line("vbcast v{}, s{}", scale_, t);
+    if (!s_.causal && !ragged_keys_) return;
+    lane_ = vregs_.take();
+    const int sub = vregs_.take(), mask127 = vregs_.take();
+    w_.load_immediate(t, kLanes - 1);
+    w_.line("vbcast v{}, s{}", mask127, t);
+    w_.line("viota v{}", lane_);  // s * 128 + l
+    w_.line("vshri v{}, v{}, 7", sub, lane_);
+    w_.line("vand v{}, v{}, v{}", lane_, lane_, mask127);
+    w_.line("vcvt.i2f v{}, v{}", lane_, lane_);
+    w_.line("vcvt.i2f v{}, v{}", sub, sub);
+    vregs_.release(mask127);
+    if (s_.causal) {
+      lane_minus_sub_ = sub;
+      w_.line("vsub v{}, v{}, v{}", lane_minus_sub_, lane_, sub);
+    } else {
+      vregs_.release(sub);
+    }
+  }
+
+  // The head's six inputs into VMEM; waits for them (the previous head's write-backs have landed).
+  void load_head() {
+    auto& r = w_.sregs();
+    const int hbm = r.take(), vm = r.take(), rows = r.take(), rb = r.take(), vs = r.take(), t = r.take();
+    w_.load_immediate(rb, s_.head_dim * eb_);
+    w_.load_immediate(vs, row_bytes_);
+    const int64_t at[] = {q_, k_, v_, o_, do_};
+    const int64_t lens[] = {s_.q_len, s_.kv_len, s_.kv_len, s_.q_len, s_.q_len};
+    for (int i = 0; i < 5; ++i) {
+      w_.line("sarg s{}, {}", hbm, args_[i]);
+      w_.line("smuli s{}, s{}, {}", t, bh_, lens[i] * s_.head_dim * eb_);
+      w_.line("sadd s{}, s{}, s{}", hbm, hbm, t);
+      w_.load_immediate(vm, at[i]);
+      w_.load_immediate(rows, lens[i]);
+      w_.line("dma.h2v dq0, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", kSemInput, vm, hbm, rows, rb, vs, rb);
+    }
+    w_.line("sarg s{}, {}", hbm, lse_arg_);
+    w_.line("smuli s{}, s{}, {}", t, bh_, s_.q_len * 4);
+    w_.line("sadd s{}, s{}, s{}", hbm, hbm, t);
+    w_.load_immediate(vm, lse_);
+    w_.line("sli s{}, 1", rows);
+    w_.load_immediate(rb, s_.q_len * 4);
+    w_.line("dma.h2v dq0, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", kSemInput, vm, hbm, rows, rb, rb, rb);
+    w_.line("sem.wait sem{}, 6", kSemInput);
+    for (int x : {hbm, vm, rows, rb, vs, t}) r.release(x);
+  }
+
+  // Per key block: the 128 x 128 block of rows j*128.. of `src` transposed into bf16 weights.
+  void transposed_weights(int64_t src_at, int64_t dst_at) {
+    auto& r = w_.sregs();
+    const int j = r.take(), n = r.take(), src = r.take(), dst = r.take(), a = r.take();
+    const std::string loop = w_.new_label("transposed_weights");
+    w_.line("sli s{}, 0", j);
+    w_.load_immediate(n, key_blocks_);
+    w_.load_immediate(src, src_at);
+    w_.load_immediate(dst, dst_at);
+    w_.place(loop);
+    const int block = vregs_.take_run(16, 16);
+    w_.line("smov s{}, s{}", a, src);
+    for (int v = 0; v < 16; ++v) {
+      w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), block + v, a, row_bytes_);
+      w_.line("saddi s{}, s{}, {}", a, a, kSublanes * row_bytes_);
+    }
+    w_.line("vtrans v{}, v{}", block, block);
+    w_.line("smov s{}, s{}", a, dst);
+    for (int v = 0; v < 16; ++v) {
+      w_.line("vst.bf16 v{}, m0, s{}, 0, {}", block + v, a, kWeightRow);
+      w_.line("saddi s{}, s{}, {}", a, a, kSublanes * kWeightRow);
+    }
+    vregs_.release_run(block, 16);
+    w_.line("saddi s{}, s{}, {}", src, src, kBlock * row_bytes_);
+    w_.line("saddi s{}, s{}, {}", dst, dst, kBlock * kWeightRow);
+    w_.line("saddi s{}, s{}, 1", j, j);
+    w_.line("blt s{}, s{}, {}", j, n, loop);
+    for (int x : {j, n, src, dst, a}) r.release(x);
+  }
+
+  // The first `rows` rows of `src` as bf16 weight rows (the rest stay zero).
+  void row_weights(int64_t src_at, int64_t dst_at, int64_t rows) {
+    auto& r = w_.sregs();
+    const int i = r.take(), n = r.take(), src = r.take(), dst = r.take();
+    const std::string loop = w_.new_label("row_weights");
+    w_.line("sli s{}, 0", i);
+    w_.load_immediate(n, round_up(rows, kSublanes) / kSublanes);
+    w_.load_immediate(src, src_at);
+    w_.load_immediate(dst, dst_at);
+    w_.place(loop);
+    const int x = vregs_.take();
+    w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), x, src, row_bytes_);
+    w_.line("vst.bf16 v{}, m0, s{}, 0, {}", x, dst, kWeightRow);
+    vregs_.release(x);
+    w_.line("saddi s{}, s{}, {}", src, src, kSublanes * row_bytes_);
+    w_.line("saddi s{}, s{}, {}", dst, dst, kSublanes * kWeightRow);
+    w_.line("saddi s{}, s{}, 1", i, i);
+    w_.line("blt s{}, s{}, {}", i, n, loop);
+    for (int x2 : {i, n, src, dst}) r.release(x2);
+  }
+
+  // Per query tile: lse broadcast along each row, and delta = rowsum(dout * out).
+  void row_state() {
+    auto& r = w_.sregs();
+    const int i = r.take(), n = r.take(), o = r.take(), d = r.take(), l = r.take(), st = r.take();
+    const std::string loop = w_.new_label("row_state");
+    w_.line("sli s{}, 0", i);
+    w_.load_immediate(n, s_pad_ / kSublanes);
+    w_.load_immediate(o, o_);
+    w_.load_immediate(d, do_);
+    w_.load_immediate(l, lse_);
+    w_.load_immediate(st, rows_);
+    w_.place(loop);
+    const int x = vregs_.take(), y = vregs_.take();
+    w_.line("vld v{}, m0, s{}, 0, 4", x, l);  // sublane s: lse[s], lse[s + 1], ...
+    w_.line("vbcast.lane v{}, v{}, 0", x, x);
+    w_.line("vst v{}, m0, s{}, 0, {}", x, st, kRowOfVreg);
+    w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), x, o, row_bytes_);
+    w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), y, d, row_bytes_);
+    w_.line("vmul v{}, v{}, v{}", x, x, y);
+    w_.line("vredsum.lane v{}, v{}", x, x);
+    w_.line("vst v{}, m0, s{}, {}, {}", x, st, kVregBytes, kRowOfVreg);
+    vregs_.release(x);
+    vregs_.release(y);
+    w_.line("saddi s{}, s{}, {}", l, l, kSublanes * 4);
+    w_.line("saddi s{}, s{}, {}", o, o, kSublanes * row_bytes_);
+    w_.line("saddi s{}, s{}, {}", d, d, kSublanes * row_bytes_);
+    w_.line("saddi s{}, s{}, {}", st, st, 2 * kVregBytes);
+    w_.line("saddi s{}, s{}, 1", i, i);
+    w_.line("blt s{}, s{}, {}", i, n, loop);
+    for (int x2 : {i, n, o, d, l, st}) r.release(x2);
+  }
+
+  void clear_dq() {
+    auto& r = w_.sregs();
+    const int i = r.take(), n = r.take(), a = r.take();
+    const std::string loop = w_.new_label("clear_dq");
+    w_.line("sli s{}, 0", i);
+    w_.load_immediate(n, s_pad_ / kSublanes);
+    w_.load_immediate(a, dq_acc_);
+    w_.place(loop);
+    w_.line("vst v{}, m0, s{}, 0, {}", zero_, a, kRowOfVreg);
+    w_.line("saddi s{}, s{}, {}", a, a, kVregBytes);
+    w_.line("saddi s{}, s{}, 1", i, i);
+    w_.line("blt s{}, s{}, {}", i, n, loop);
+    for (int x : {i, n, a}) r.release(x);
+  }
+
+  void key_blocks() {
+    auto& r = w_.sregs();
+    j_ = r.take();
+    c0_ = r.take();
+    const int n = r.take(), t = r.take(), end = r.take();
+    const std::string loop = w_.new_label("key_block"), no_ragged = w_.new_label("no_ragged_block");
+    w_.line("sli s{}, 0", j_);
+    w_.load_immediate(n, key_blocks_);
+    w_.place(loop);
+    const std::pair<int, int64_t> loads[] = {{kScores, kt_}, {kDp, vt_}, {kDq, kw_}};
+    for (auto [mxu, at] : loads) {
+      w_.line("smuli s{}, s{}, {}", t, j_, kBlock * kWeightRow);
+      w_.line("saddi s{}, s{}, {}", t, t, at);
+      w_.line("mxu.lw mxu{}, s{}, {}", mxu, t, kWeightRow);
+    }
+    // the first query block: causal ones start at the block of the first key
+    if (s_.causal) w_.line("smuli s{}, s{}, {}", c0_, j_, kBlock);
+    else w_.line("sli s{}, 0", c0_);
+    w_.load_immediate(end, full_query_blocks_ * kBlock);
+    if (full_query_blocks_ > 0) {
+      const std::string qloop = w_.new_label("query_block"), qdone = w_.new_label("query_blocks_done");
+      w_.line("bge s{}, s{}, {}", c0_, end, qdone);
+      w_.place(qloop);
+      query_block(kTiles);
+      w_.line("saddi s{}, s{}, {}", c0_, c0_, kBlock);
+      w_.line("blt s{}, s{}, {}", c0_, end, qloop);
+      w_.place(qdone);
+    }
+    if (last_rows_ > 0) {
+      w_.line("blt s{}, s{}, {}", end, c0_, no_ragged);  // a causal block past the last queries
+      w_.line("smov s{}, s{}", c0_, end);
+      query_block(static_cast<int>((last_rows_ + kSublanes - 1) / kSublanes));
+      w_.place(no_ragged);
+    }
+    pop_key_gradients();
+    w_.line("saddi s{}, s{}, 1", j_, j_);
+    w_.line("blt s{}, s{}, {}", j_, n, loop);
+    for (int x : {j_, c0_, n, t, end}) r.release(x);
+  }
+
+  // One query block of `tiles` tiles starting at query s`c0_`, against key block s`j_`.
+  void query_block(int tiles) {
+    auto& r = w_.sregs();
+    const int qp = r.take(), dp = r.take(), t = r.take();
+    const int x = vregs_.take(), y = vregs_.take();
+    // (1) scores and dout @ v^T
+    w_.line("smuli s{}, s{}, {}", t, c0_, row_bytes_);
+    w_.line("saddi s{}, s{}, {}", qp, t, q_);
+    w_.line("saddi s{}, s{}, {}", dp, t, do_);
+    for (int i = 0; i < tiles; ++i) {
+      w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), x, qp, row_bytes_);
+      w_.line("mxu.mm mxu{}, v{}, {}", kScores, x, i);
+      w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), y, dp, row_bytes_);
+      w_.line("mxu.mm mxu{}, v{}, {}", kDp, y, i);
+      w_.line("saddi s{}, s{}, {}", qp, qp, kSublanes * row_bytes_);
+      w_.line("saddi s{}, s{}, {}", dp, dp, kSublanes * row_bytes_);
+    }
+    vregs_.release(x);
+    vregs_.release(y);
+    for (int v : {qp, dp, t}) r.release(v);
+    probabilities_and_ds(tiles);
+    transposed_products();
+    accumulate_dq(tiles);
+  }
+
+  // (2) per tile: p and ds, ds @ k into mxu2, p and ds staged for the transposes.
+  void probabilities_and_ds(int tiles) {
+    auto& r = w_.sregs();
+    const int st = r.take(), ps = r.take(), dss = r.take(), t = r.take(), diag = r.take(), last_key = r.take();
+    w_.line("smuli s{}, s{}, {}", st, c0_, 2 * kVregBytes / kSublanes);
+    w_.line("saddi s{}, s{}, {}", st, st, rows_);
+    w_.load_immediate(ps, p_stage_);
+    w_.load_immediate(dss, ds_stage_);
+    w_.line("smuli s{}, s{}, {}", t, j_, kBlock);
+    w_.line("ssub s{}, s{}, s{}", diag, c0_, t);  // first query of the block - first key
+    w_.load_immediate(last_key, s_.kv_len - 1);
+    w_.line("ssub s{}, s{}, s{}", last_key, last_key, t);
+    const int p = vregs_.take(), d = vregs_.take(), a = vregs_.take(), th = vregs_.take();
+    for (int i = 0; i < tiles; ++i) {
+      w_.line("mxu.pop v{}, mxu{}, {}", p, kScores, i);
+      w_.line("vmul v{}, v{}, v{}", p, p, scale_);
+      if (s_.causal) mask_where_below(p, diag, int64_t(i) * kSublanes, lane_minus_sub_, th, t);
+      if (ragged_keys_) mask_where_below(p, last_key, 0, lane_, th, t);
+      w_.line("vld v{}, m0, s{}, 0, {}", a, st, kRowOfVreg);
+      w_.line("vsub v{}, v{}, v{}", p, p, a);
+      w_.line("vexp v{}, v{}", p, p);  // p = exp(s - lse): 0 where masked
+      w_.line("mxu.pop v{}, mxu{}, {}", d, kDp, i);
+      w_.line("vld v{}, m0, s{}, {}, {}", a, st, kVregBytes, kRowOfVreg);
+      w_.line("vsub v{}, v{}, v{}", d, d, a);
+      w_.line("vmul v{}, v{}, v{}", d, d, p);  // ds = p * (dp - delta)
+      w_.line("vst v{}, m0, s{}, 0, {}", p, ps, kRowOfVreg);
+      w_.line("vst v{}, m0, s{}, 0, {}", d, dss, kRowOfVreg);
+      w_.line("mxu.mm mxu{}, v{}, {}", kDq, d, i);
+      w_.line("saddi s{}, s{}, {}", st, st, 2 * kVregBytes);
+      w_.line("saddi s{}, s{}, {}", ps, ps, kVregBytes);
+      w_.line("saddi s{}, s{}, {}", dss, dss, kVregBytes);
+    }
+    for (int v : {p, d, a, th}) vregs_.release(v);
+    for (int v : {st, ps, dss, t, diag, last_key}) r.release(v);
+  }
+
+  // x = -inf where `position` > s`base` + offset (a key past a causal query, or past the last).
+  void mask_where_below(int x, int base, int64_t offset, int position, int th, int t) {
+    w_.line("saddi s{}, s{}, {}", t, base, offset);
+    w_.line("vbcast v{}, s{}", th, t);
+    w_.line("vcvt.i2f v{}, v{}", th, th);
+    w_.line("vcmp.lt m1, v{}, v{}", th, position);
+    w_.line("vsel v{}, m1, v{}, v{}", x, neg_inf_, x);
+  }
+
+  // (3) p^T @ dout into mxu3 slots 0..15 (dv rows), ds^T @ q into slots 16..31 (dk rows). Staged
+  // rows past the block's tiles hold an earlier block's finite values; the weight rows they meet
+  // (queries past q_len) are zero.
+  void transposed_products() {
+    auto& r = w_.sregs();
+    const int a = r.take(), t = r.take();
+    const int block = vregs_.take_run(16, 16);
+    const std::pair<int64_t, int64_t> passes[] = {{p_stage_, dow_}, {ds_stage_, qw_}};
+    for (int k = 0; k < 2; ++k) {
+      w_.load_immediate(a, passes[k].first);
+      for (int v = 0; v < 16; ++v) {
+        w_.line("vld v{}, m0, s{}, 0, {}", block + v, a, kRowOfVreg);
+        w_.line("saddi s{}, s{}, {}", a, a, kVregBytes);
+      }
+      w_.line("vtrans v{}, v{}", block, block);
+      w_.line("smuli s{}, s{}, {}", t, c0_, kWeightRow);
+      w_.line("saddi s{}, s{}, {}", t, t, passes[k].second);
+      w_.line("mxu.lw mxu{}, s{}, {}", kTransposed, t, kWeightRow);
+      for (int v = 0; v < 16; ++v) w_.line("mxu.mm mxu{}, v{}, {}", kTransposed, block + v, k * kTiles + v);
+    }
+    vregs_.release_run(block, 16);
+    r.release(a);
+    r.release(t);
+  }
+
+  // (4) dq += (ds @ k) * scale, per tile.
+  void accumulate_dq(int tiles) {
+    auto& r = w_.sregs();
+    const int a = r.take();
+    const int x = vregs_.take(), acc = vregs_.take();
+    w_.line("smuli s{}, s{}, {}", a, c0_, kRowOfVreg);
+    w_.line("saddi s{}, s{}, {}", a, a, dq_acc_);
+    for (int i = 0; i < tiles; ++i) {
+      w_.line("mxu.pop v{}, mxu{}, {}", x, kDq, i);
+      w_.line("vld v{}, m0, s{}, 0, {}", acc, a, kRowOfVreg);
+      w_.line("vfma v{}, v{}, v{}, v{}", acc, x, scale_, acc);
+      w_.line("vst v{}, m0, s{}, 0, {}", acc, a, kRowOfVreg);
+      w_.line("saddi s{}, s{}, {}", a, a, kVregBytes);
+    }
+    vregs_.release(x);
+    vregs_.release(acc);
+    r.release(a);
+  }
+
+  // Key block j's dv rows (slots 0..15) and dk rows (slots 16..31, times scale) into the outputs.
+  void pop_key_gradients() {
+    auto& r = w_.sregs();
+    const int dv = r.take(), dk = r.take();
+    const int x = vregs_.take();
+    w_.line("smuli s{}, s{}, {}", dv, j_, kBlock * row_bytes_);
+    w_.line("saddi s{}, s{}, {}", dk, dv, dk_out_);
+    w_.line("saddi s{}, s{}, {}", dv, dv, dv_out_);
+    for (int v = 0; v < kTiles; ++v) {
+      w_.line("mxu.pop v{}, mxu{}, {}", x, kTransposed, v);
+      w_.line("{} v{}, m0, s{}, 0, {}", store_mnemonic(s_.dtype), x, dv, row_bytes_);
+      w_.line("mxu.pop v{}, mxu{}, {}", x, kTransposed, kTiles + v);
+      w_.line("vmul v{}, v{}, v{}", x, x, scale_);
+      w_.line("{} v{}, m0, s{}, 0, {}", store_mnemonic(s_.dtype), x, dk, row_bytes_);
+      w_.line("saddi s{}, s{}, {}", dv, dv, kSublanes * row_bytes_);
+      w_.line("saddi s{}, s{}, {}", dk, dk, kSublanes * row_bytes_);
+    }
+    vregs_.release(x);
+    r.release(dv);
+    r.release(dk);
+  }
+
+  // dq converted, then dq, dk and dv of this head back to HBM; waits for them.
+  void write_back() {
+    auto& r = w_.sregs();
+    const int i = r.take(), n = r.take(), src = r.take(), dst = r.take();
+    const std::string loop = w_.new_label("dq_out");
+    w_.line("sli s{}, 0", i);
+    w_.load_immediate(n, round_up(s_.q_len, kSublanes) / kSublanes);
+    w_.load_immediate(src, dq_acc_);
+    w_.load_immediate(dst, dq_out_);
+    w_.place(loop);
+    const int x = vregs_.take();
+    w_.line("vld v{}, m0, s{}, 0, {}", x, src, kRowOfVreg);
+    w_.line("{} v{}, m0, s{}, 0, {}", store_mnemonic(s_.dtype), x, dst, row_bytes_);
+    vregs_.release(x);
+    w_.line("saddi s{}, s{}, {}", src, src, kVregBytes);
+    w_.line("saddi s{}, s{}, {}", dst, dst, kSublanes * row_bytes_);
+    w_.line("saddi s{}, s{}, 1", i, i);
+    w_.line("blt s{}, s{}, {}", i, n, loop);
+    const int hbm = i, rows = n, rb = src, vs = dst, vm = r.take(), t = r.take();
+    w_.load_immediate(rb, s_.head_dim * eb_);
+    w_.load_immediate(vs, row_bytes_);
+    const int64_t q_elems = s_.batch * s_.q_len * s_.head_dim, kv_elems = s_.batch * s_.kv_len * s_.head_dim;
+    const struct {
+      int64_t vmem, base_elems, len;
+    } outs[] = {{dq_out_, 0, s_.q_len}, {dk_out_, q_elems, s_.kv_len}, {dv_out_, q_elems + kv_elems, s_.kv_len}};
+    for (const auto& o : outs) {
+      w_.line("sarg s{}, {}", hbm, grads_arg_);
+      w_.line("saddi s{}, s{}, {}", hbm, hbm, o.base_elems * eb_);
+      w_.line("smuli s{}, s{}, {}", t, bh_, o.len * s_.head_dim * eb_);
+      w_.line("sadd s{}, s{}, s{}", hbm, hbm, t);
+      w_.load_immediate(vm, o.vmem);
+      w_.load_immediate(rows, o.len);
+      w_.line("dma.v2h dq1, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", kSemOutput, vm, hbm, rows, rb, vs, rb);
+    }
+    w_.line("sem.wait sem{}, 3", kSemOutput);  // the next head overwrites these buffers
+    for (int v : {i, n, src, dst, vm, t}) r.release(v);
+  }
+
+  const AttentionSpec& s_;
+  const sim::ChipConfig& chip_;
+  AsmWriter w_;
+  RegisterPool vregs_{"vector registers", 0, 31};
+  int eb_ = 4;
+  int64_t row_bytes_ = 0, s_pad_ = 0, t_pad_ = 0, key_blocks_ = 0, full_query_blocks_ = 0, last_rows_ = 0;
+  bool ragged_keys_ = false;
+  int64_t q_ = 0, k_ = 0, v_ = 0, o_ = 0, do_ = 0, lse_ = 0, kt_ = 0, vt_ = 0, kw_ = 0, qw_ = 0, dow_ = 0, rows_ = 0;
+  int64_t dq_acc_ = 0, p_stage_ = 0, ds_stage_ = 0, dq_out_ = 0, dk_out_ = 0, dv_out_ = 0;
+  std::vector<int> args_;
+  int lse_arg_ = 0, grads_arg_ = 0;
+  int bh_ = -1, j_ = -1, c0_ = -1;
+  int zero_ = -1, neg_inf_ = -1, scale_ = -1, lane_ = -1, lane_minus_sub_ = -1;
+};
+
+}  // namespace
+
+std::string attention_backward_unsupported(const AttentionSpec& spec, const sim::ChipConfig& chip) {
+  try {
+    AttentionBackwardBuilder(spec, chip).check();
+  } catch (const KernelError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+isa::Program make_attention_backward(const AttentionSpec& spec, const sim::ChipConfig& chip) {
+  return AttentionBackwardBuilder(spec, chip).build();
+}
+
+}  // namespace vtpu::kernels

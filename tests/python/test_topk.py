@@ -1,0 +1,71 @@
+"""torch.topk on the chip (torch_bridge/csrc/ops_iota.cc: k rounds of "first position of the
+largest value not yet taken"): values and int64 indices against the CPU for distinct values,
+any dim, smallest-k and bf16; MoE-style routing in both modes; ties; what falls back."""
+import warnings
+
+import pytest
+import torch
+
+import vtpu
+
+
+@pytest.fixture(autouse=True)
+def chip(no_fallback):
+    yield
+
+
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+@pytest.mark.parametrize("shape,k,dim,largest", [((5,), 2, 0, True), ((3, 40), 5, 1, True), ((40, 3), 3, 0, False),
+                                                 ((2, 8, 64), 2, -1, True), ((4, 100), 16, 1, False), ((1, 1), 1, 1, True)])
+def test_topk_matches_the_cpu(mode, shape, k, dim, largest):
+    vtpu.set_mode(mode)
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(7))  # distinct values: one right answer
+    values, indices = torch.topk(x.to("tpu"), k, dim, largest)
+    want_values, want_indices = torch.topk(x, k, dim, largest)
+    assert indices.dtype == torch.int64
+    assert torch.equal(values.cpu(), want_values)
+    assert torch.equal(indices.cpu(), want_indices)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_bf16_values_keep_their_dtype():
+    x = torch.randn(3, 50, generator=torch.Generator().manual_seed(8)).bfloat16()
+    values, indices = torch.topk(x.to("tpu"), 4)
+    assert values.dtype == torch.bfloat16
+    torch.testing.assert_close(values.cpu(), x.gather(1, indices.cpu()), atol=0, rtol=0)
+    assert torch.equal(values.cpu(), torch.topk(x, 4).values)
+
+
+def test_moe_routing_stays_on_the_chip():
+    """A mixture-of-experts router: softmax over 8 experts, the top 2 and their renormalised
+    weights, the indices then used on the chip (one_hot-free: a comparison against an arange)."""
+    logits = torch.randn(16, 8, generator=torch.Generator().manual_seed(9))
+    probs = logits.to("tpu").softmax(-1)
+    weights, experts = probs.topk(2, dim=-1)
+    weights = weights / weights.sum(-1, keepdim=True)
+    chosen = experts.unsqueeze(-1) == torch.arange(8, device="tpu")  # [16, 2, 8]
+    want_w, want_e = logits.softmax(-1).topk(2, dim=-1)
+    torch.testing.assert_close(weights.cpu(), want_w / want_w.sum(-1, keepdim=True))
+    assert torch.equal(chosen.cpu(), want_e.unsqueeze(-1) == torch.arange(8))
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_ties_take_the_first_position_and_never_repeat():
+    x = torch.tensor([[1.0, float("-inf"), float("-inf"), 2.0], [5.0, 5.0, 5.0, 0.0]])
+    values, indices = torch.topk(x.to("tpu"), 4)
+    assert torch.equal(values.cpu(), torch.topk(x, 4).values)
+    assert indices.cpu().tolist() == [[3, 0, 1, 2], [0, 1, 2, 3]]
+
+
+def test_large_k_falls_back_with_the_reason():
+    x = torch.randn(2, 40)
+    with pytest.raises(NotImplementedError, match="topk"):
+        torch.topk(x.to("tpu"), 17)
+    vtpu.set_cpu_fallback(True)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the one-time fallback warning is tested elsewhere
+            values, indices = torch.topk(x.to("tpu"), 17)
+        assert torch.equal(values.cpu(), torch.topk(x, 17).values) and torch.equal(indices.cpu(), torch.topk(x, 17).indices)
+    finally:
+        vtpu.set_cpu_fallback(False)
