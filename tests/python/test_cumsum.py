@@ -26,6 +26,17 @@ def test_float_cumsum_matches_the_cpu(mode, shape, dim):
     assert vtpu.stats()["cpu_fallback_ops"] == 0
 
 
+def test_out_and_in_place_forms():
+    x = torch.randn(4, 9, generator=torch.Generator().manual_seed(4))
+    out = torch.empty(4, 9, device="tpu")
+    torch.cumsum(x.to("tpu"), 1, out=out)
+    y = x.to("tpu")
+    y.cumsum_(0)
+    torch.testing.assert_close(out.cpu(), x.cumsum(1), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(y.cpu(), x.cumsum(0), atol=1e-5, rtol=1e-5)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
 def test_bf16_is_scanned_in_f32_and_rounded_once():
     x = torch.randn(3, 50, dtype=torch.bfloat16, generator=torch.Generator().manual_seed(2))
     got = x.to("tpu").cumsum(1).cpu()
