@@ -55,6 +55,20 @@ def test_views_share_storage_and_slices_write_through():
     assert vtpu.stats()["host_relayouts"] == relayouts
 
 
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+def test_resize_grows_the_storage_on_the_chip(mode):
+    """Growing resize_ (out= tensors, torch.empty(0) buffers) keeps the old bytes and the storage
+    its views share; it used to crash in a host memcpy of device addresses."""
+    vtpu.set_mode(mode)
+    t = torch.arange(4.0, device="tpu")
+    view = t[:2]
+    t.resize_(3, 5)
+    assert t.shape == (3, 5) and t.cpu().flatten()[:4].tolist() == [0.0, 1.0, 2.0, 3.0]
+    t.fill_(7.0)
+    assert view.cpu().tolist() == [7.0, 7.0]  # the view shares the grown storage
+    vtpu.set_mode("defer_and_fuse")
+
+
 def test_in_place_ops_and_aliasing_reads():
     a = torch.randn(8, 16)
     x = a.to("tpu")
@@ -101,6 +115,9 @@ def test_matmul_linear_softmax_layer_norm_match_cpu():
     q, k = torch.randn(4, 9, 16), torch.randn(4, 11, 16)
     scores = q.to("tpu") @ k.to("tpu").transpose(-1, -2)
     torch.testing.assert_close(scores.cpu(), q @ k.transpose(-1, -2), atol=1e-4, rtol=1e-4)
+    out = torch.empty(1, device="tpu")  # the out= form resizes its output, as mixture-of-experts layers use it
+    torch.mm(x, w.to("tpu").t(), out=out)
+    torch.testing.assert_close(out.cpu(), a @ w.t(), atol=1e-4, rtol=1e-4)
 
 
 def test_reductions_over_the_last_dim():

@@ -37,10 +37,7 @@ at::Tensor tpu_cumsum(const at::Tensor& self, int64_t dim_arg, std::optional<c10
 
 // The out= form (and cumsum_, which torch routes through it): computed, then copied into `out`.
 at::Tensor& tpu_cumsum_out(const at::Tensor& self, int64_t dim, std::optional<c10::ScalarType> dtype, at::Tensor& out) {
-  const at::Tensor result = tpu_cumsum(self, dim, dtype);
-  if (!out.sizes().equals(result.sizes())) out.resize_(result.sizes());
-  out.copy_(result);
-  return out;
+  return write_out(out, tpu_cumsum(self, dim, dtype));
 }
 
 }  // namespace

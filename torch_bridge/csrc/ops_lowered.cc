@@ -177,10 +177,7 @@ at::Tensor tpu_where(const at::Tensor& condition, const at::Tensor& self, const 
 }
 
 at::Tensor& tpu_where_out(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  const at::Tensor result = tpu_where(condition, self, other);
-  if (!out.sizes().equals(result.sizes())) out.resize_(result.sizes());
-  out.copy_(result);
-  return out;
+  return write_out(out, tpu_where(condition, self, other));
 }
 
 at::Tensor tpu_masked_fill(const at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
@@ -223,6 +220,7 @@ at::Tensor matmul_op(const char* op, const at::Tensor& a, const at::Tensor& b, c
 at::Tensor tpu_mm(const at::Tensor& a, const at::Tensor& b) {
   return matmul_op("mm", a, b, [](const std::vector<at::Tensor>& c) { return at::mm(c[0], c[1]); });
 }
+at::Tensor& tpu_mm_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return write_out(out, tpu_mm(a, b)); }
 at::Tensor tpu_bmm(const at::Tensor& a, const at::Tensor& b) {
   return matmul_op("bmm", a, b, [](const std::vector<at::Tensor>& c) { return at::bmm(c[0], c[1]); });
 }
@@ -572,6 +570,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("fill_.Scalar", tpu_fill_);
   m.impl("zero_", tpu_zero_);
   m.impl("mm", tpu_mm);
+  m.impl("mm.out", tpu_mm_out);
   m.impl("bmm", tpu_bmm);
   m.impl("addmm", tpu_addmm);
   m.impl("_softmax", tpu_softmax);

@@ -61,8 +61,26 @@ at::Tensor reshape_alias(const at::Tensor& self, c10::SymIntArrayRef size, c10::
   return at::native::_reshape_alias(self, C10_AS_INTARRAYREF_SLOW(size), C10_AS_INTARRAYREF_SLOW(stride));
 }
 
+// Growing the storage is done here: at::native::resize_ would copy the old bytes with a host
+// memcpy, and a device buffer's address is not host memory. The storage (shared with every view
+// of it, as torch's resize_ keeps it) gets a larger buffer holding the old bytes, copied on the
+// chip; at::native::resize_ then only sets sizes and strides.
 const at::Tensor& resize(const at::Tensor& self, c10::SymIntArrayRef size, std::optional<at::MemoryFormat> format) {
-  return at::native::resize_(self, C10_AS_INTARRAYREF_SLOW(size), format);
+  const auto sizes = C10_AS_INTARRAYREF_SLOW(size);
+  const uint64_t needed = uint64_t(self.storage_offset() + c10::multiply_integers(sizes)) * self.dtype().itemsize();
+  c10::StorageImpl* storage = self.storage().unsafeGetStorageImpl();
+  if (needed > storage->nbytes()) {
+    TORCH_CHECK(storage->resizable(), "vtpu: resize_ of a tensor whose storage is not resizable");
+    c10::Storage grown(c10::Storage::use_byte_size_t(), needed, storage->allocator(), true);
+    const auto bytes = [&](const c10::Storage& s, int64_t n) {
+      return at::empty({0}, self.options().dtype(at::kByte)).set_(s, 0, {n}, {1});
+    };
+    const int64_t old_bytes = static_cast<int64_t>(storage->nbytes());
+    if (old_bytes > 0) bytes(grown, old_bytes).copy_(bytes(self.storage(), old_bytes));
+    storage->set_data_ptr_noswap(grown.unsafeGetStorageImpl()->set_data_ptr(at::DataPtr()));
+    storage->set_nbytes(needed);
+  }
+  return at::native::resize_(self, sizes, format);
 }
 
 // Host copy of a device tensor's elements, in its own strides (pending work lands first).

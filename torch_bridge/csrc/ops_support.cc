@@ -127,6 +127,12 @@ void record_copy(const at::Tensor& dst, const at::Tensor& src) {
   rec.op_recorded();
 }
 
+at::Tensor& write_out(at::Tensor& out, const at::Tensor& result) {
+  if (!out.sizes().equals(result.sizes())) out.resize_(result.sizes());
+  out.copy_(result);
+  return out;
+}
+
 void fill_on_chip(const at::Tensor& t, double value) {
   if (t.numel() == 0) return;
   auto& rt = Runtime::get();

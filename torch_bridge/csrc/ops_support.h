@@ -58,6 +58,10 @@ struct Reduction {
 };
 Reduction reduction_over(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim);
 
+// torch's out= contract for ops computed functionally: `out` resized when its size differs, then
+// `result` copied in (a device copy).
+at::Tensor& write_out(at::Tensor& out, const at::Tensor& result);
+
 // A CPU 0-dim tensor (a wrapped Python number) passed where a tensor goes.
 bool is_cpu_scalar(const at::Tensor& t);
 
