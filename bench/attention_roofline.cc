@@ -14,11 +14,28 @@
 
 using namespace vtpu;
 
+namespace {
+
+struct Shape {
+  int64_t heads, seq, dim;
+  bool causal;
+};
+
+// bf16 self-attention over `seq` tokens, scale 1 / sqrt(head dim).
+kernels::AttentionSpec spec_of(const Shape& s) {
+  kernels::AttentionSpec spec;
+  spec.batch = s.heads;
+  spec.q_len = spec.kv_len = s.seq;
+  spec.head_dim = s.dim;
+  spec.dtype = kernels::DType::BF16;
+  spec.causal = s.causal;
+  spec.scale = 1.0 / std::sqrt(double(s.dim));
+  return spec;
+}
+
+}  // namespace
+
 int main() {
-  struct Shape {
-    int64_t heads, seq, dim;
-    bool causal;
-  };
   const Shape shapes[] = {{8, 512, 64, false}, {8, 512, 128, false}, {8, 2048, 128, false}, {8, 2048, 128, true},
                           {16, 1024, 64, true}};
   fmt::print("| chip | heads x seq x head dim | causal | simulated us | bound us | bound by | simulated / bound | "
@@ -29,13 +46,7 @@ int main() {
     for (const auto& s : shapes) {
       sim::SimDevice device(sim::load_chip(chip_name));
       const auto& chip = device.chip();
-      kernels::AttentionSpec spec;
-      spec.batch = s.heads;
-      spec.q_len = spec.kv_len = s.seq;
-      spec.head_dim = s.dim;
-      spec.dtype = kernels::DType::BF16;
-      spec.causal = s.causal;
-      spec.scale = 1.0 / std::sqrt(double(s.dim));
+      const kernels::AttentionSpec spec = spec_of(s);
       const auto program = kernels::make_attention(spec, chip);
       const uint64_t io = uint64_t(s.heads * s.seq * s.dim * 2), lse = uint64_t(s.heads * s.seq * 4);
       std::vector<sim::KernelArg> args;
@@ -59,13 +70,7 @@ int main() {
   for (const auto& s : shapes) {
     sim::SimDevice device(sim::load_chip("v5e"));
     const auto& chip = device.chip();
-    kernels::AttentionSpec spec;
-    spec.batch = s.heads;
-    spec.q_len = spec.kv_len = s.seq;
-    spec.head_dim = s.dim;
-    spec.dtype = kernels::DType::BF16;
-    spec.causal = s.causal;
-    spec.scale = 1.0 / std::sqrt(double(s.dim));
+    const kernels::AttentionSpec spec = spec_of(s);
     const auto program = kernels::make_attention_backward(spec, chip);
     const uint64_t io = uint64_t(s.heads * s.seq * s.dim * 2), lse = uint64_t(s.heads * s.seq * 4);
     std::vector<sim::KernelArg> args;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "kernels/asm_writer.h"
+#include "kernels/attention_masks.h"
 #include "kernels/elementwise.h"
 #include "kernels/matmul.h"
 #include "kernels/vreg_shape.h"
@@ -133,7 +134,7 @@ class AttentionBuilder {
     w_.line("sli s{}, 0", hb_);
     issue_inputs(bh_, hb_);
     signal_outputs(2 * dmas_per_head());  // the two heads "before" the first have nothing in flight
-    emit_constants(t);
+    c_ = emit_attention_constants(w_, vregs_, s_, ragged_keys_, t);
     w_.load_immediate(heads, s_.batch);
     const std::string head_loop = w_.new_label("head"), no_prefetch = w_.new_label("no_prefetch");
     w_.place(head_loop);
@@ -178,35 +179,7 @@ class AttentionBuilder {
     for (; n > 0; n -= 255) w_.line("sem.wait sem{}, {}", kSemOutput, std::min<int64_t>(n, 255));
   }
 
-  // Constant vregs: zeros, -inf, the scale and, for the masks, each element's lane and lane minus
-  // sublane (as f32: a key is masked when lane - sublane > query row - key column of the tile).
-  void emit_constants(int t) {
-    zero_ = vregs_.take();
-    neg_inf_ = vregs_.take();
-    scale_ = vregs_.take();
-    w_.line("vbcast v{}, s0", zero_);
-    w_.load_float(t, -std::numeric_limits<float>::infinity());
-    w_.line("vbcast v{}, s{}", neg_inf_, t);
-    w_.load_float(t, static_cast<float>(s_.scale));
-    w_.line("vbcast v{}, s{}", scale_, t);
-    if (!s_.causal && !ragged_keys_) return;
-    lane_ = vregs_.take();
-    const int sub = vregs_.take(), mask127 = vregs_.take();
-    w_.load_immediate(t, kLanes - 1);
-    w_.line("vbcast v{}, s{}", mask127, t);
-    w_.line("viota v{}", lane_);  // s * 128 + l
-    w_.line("vshri v{}, v{}, 7", sub, lane_);
-    w_.line("vand v{}, v{}, v{}", lane_, lane_, mask127);
-    w_.line("vcvt.i2f v{}, v{}", lane_, lane_);
-    w_.line("vcvt.i2f v{}, v{}", sub, sub);
-    vregs_.release(mask127);
-    if (s_.causal) {
-      lane_minus_sub_ = sub;
-      w_.line("vsub v{}, v{}, v{}", lane_minus_sub_, lane_, sub);
-    } else {
-      vregs_.release(sub);
-    }
-  }
+
 
   // q, k and v of head s`head` into the head buffer at s`buffer`.
   void issue_inputs(int head, int buffer) {
@@ -323,9 +296,9 @@ class AttentionBuilder {
     j_ = r.take();
     w_.load_immediate(p, state_vmem_);
     for (int i = 0; i < tiles; ++i) {
-      w_.line("vst v{}, m0, s{}, {}, {}", neg_inf_, p, kStateM, kRowOfVreg);
-      w_.line("vst v{}, m0, s{}, {}, {}", zero_, p, kStateL, kRowOfVreg);
-      for (int g = 0; g < group_; ++g) w_.line("vst v{}, m0, s{}, {}, {}", zero_, p, kStateAcc + g * kVregBytes, kRowOfVreg);
+      w_.line("vst v{}, m0, s{}, {}, {}", c_.neg_inf, p, kStateM, kRowOfVreg);
+      w_.line("vst v{}, m0, s{}, {}, {}", c_.zero, p, kStateL, kRowOfVreg);
+      for (int g = 0; g < group_; ++g) w_.line("vst v{}, m0, s{}, {}, {}", c_.zero, p, kStateAcc + g * kVregBytes, kRowOfVreg);
       w_.line("saddi s{}, s{}, {}", p, p, record_bytes_);
     }
     if (s_.causal) {  // key blocks up to the one holding the chunk's last query
@@ -487,9 +460,9 @@ class AttentionBuilder {
       const int sc = st.x, mx = st.a, m_old = st.b, th = st.c, sum = st.c, l = st.a, p = st.p;
       w_.line("mxu.pop v{}, mxu{}, {}", sc, mxu_scores_, i);
       for (int g = 0; g < group_; ++g) {
-        w_.line("vmul v{}, v{}, v{}", sc + g, sc + g, scale_);
-        if (s_.causal) mask_where_below(sc + g, diag, int64_t(i) * kSublanes - int64_t(g) * kLanes, lane_minus_sub_, th, st);
-        if (ragged_keys_) mask_where_below(sc + g, last_key, -int64_t(g) * kLanes, lane_, th, st);
+        w_.line("vmul v{}, v{}, v{}", sc + g, sc + g, c_.scale);
+        if (s_.causal) mask_keys_past(w_, c_, sc + g, diag, int64_t(i) * kSublanes - int64_t(g) * kLanes, c_.lane_minus_sub, th, st.t, st.mask);
+        if (ragged_keys_) mask_keys_past(w_, c_, sc + g, last_key, -int64_t(g) * kLanes, c_.lane, th, st.t, st.mask);
       }
       w_.line("vmov v{}, v{}", mx, sc);
       for (int g = 1; g < group_; ++g) w_.line("vmax v{}, v{}, v{}", mx, mx, sc + g);
@@ -529,15 +502,7 @@ class AttentionBuilder {
     for (int x : {t, diag, last_key}) r.release(x);
   }
 
-  // x = -inf where `position` > s`base` + offset, per element (position: a constant vreg of
-  // lane or lane - sublane): the masks of keys past a causal query or past the last key.
-  void mask_where_below(int x, int base, int64_t offset, int position, int th, const Stream& st) {
-    w_.line("saddi s{}, s{}, {}", st.t, base, offset);
-    w_.line("vbcast v{}, s{}", th, st.t);
-    w_.line("vcvt.i2f v{}, v{}", th, th);
-    w_.line("vcmp.lt m{}, v{}, v{}", st.mask, th, position);
-    w_.line("vsel v{}, m{}, v{}, v{}", x, st.mask, neg_inf_, x);
-  }
+
 
   // (B') multi-pass: p's parts times v's parts, weights loaded once per v part for the chunk.
   void probabilities_times_values(int tiles) {
@@ -676,7 +641,7 @@ class AttentionBuilder {
   int mxu_scores_ = 0, mxu_values_ = 0;
   int q_arg_ = 0, k_arg_ = 0, v_arg_ = 0, out_arg_ = 0;
   int bh_ = -1, hb_ = -1, c0_ = -1, j_ = -1;
-  int zero_ = -1, neg_inf_ = -1, scale_ = -1, lane_ = -1, lane_minus_sub_ = -1;
+  AttentionConstants c_;
 };
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include <limits>
 
 #include "kernels/asm_writer.h"
+#include "kernels/attention_masks.h"
 #include "kernels/elementwise.h"
 #include "kernels/vreg_shape.h"
 
@@ -110,7 +111,7 @@ class AttentionBackwardBuilder {
     auto& r = w_.sregs();
     bh_ = r.take();
     const int heads = r.take(), t = r.take();
-    emit_constants(t);
+    c_ = emit_attention_constants(w_, vregs_, s_, ragged_keys_, t);
     w_.line("sli s{}, 0", bh_);
     w_.load_immediate(heads, s_.batch);
     const std::string head_loop = w_.new_label("head");
@@ -130,33 +131,7 @@ class AttentionBackwardBuilder {
     for (int x : {bh_, heads, t}) r.release(x);
   }
 
-  void emit_constants(int t) {
-    zero_ = vregs_.take();
-    neg_inf_ = vregs_.take();
-    scale_ = vregs_.take();
-    w_.line("vbcast v{}, s0", zero_);
-    w_.load_float(t, -std::numeric_limits<float>::infinity());
-    w_.line("vbcast v{}, s{}", neg_inf_, t);
-    w_.load_float(t, static_cast<float>(s_.scale));
-    w_.line("vbcast v{}, s{}", scale_, t);
-    if (!s_.causal && !ragged_keys_) return;
-    lane_ = vregs_.take();
-    const int sub = vregs_.take(), mask127 = vregs_.take();
-    w_.load_immediate(t, kLanes - 1);
-    w_.line("vbcast v{}, s{}", mask127, t);
-    w_.line("viota v{}", lane_);  // s * 128 + l
-    w_.line("vshri v{}, v{}, 7", sub, lane_);
-    w_.line("vand v{}, v{}, v{}", lane_, lane_, mask127);
-    w_.line("vcvt.i2f v{}, v{}", lane_, lane_);
-    w_.line("vcvt.i2f v{}, v{}", sub, sub);
-    vregs_.release(mask127);
-    if (s_.causal) {
-      lane_minus_sub_ = sub;
-      w_.line("vsub v{}, v{}, v{}", lane_minus_sub_, lane_, sub);
-    } else {
-      vregs_.release(sub);
-    }
-  }
+
 
   // The head's six inputs into VMEM; waits for them (the previous head's write-backs have landed).
   void load_head() {
@@ -276,7 +251,7 @@ class AttentionBackwardBuilder {
     w_.load_immediate(n, s_pad_ / kSublanes);
     w_.load_immediate(a, dq_acc_);
     w_.place(loop);
-    w_.line("vst v{}, m0, s{}, 0, {}", zero_, a, kRowOfVreg);
+    w_.line("vst v{}, m0, s{}, 0, {}", c_.zero, a, kRowOfVreg);
     w_.line("saddi s{}, s{}, {}", a, a, kVregBytes);
     w_.line("saddi s{}, s{}, 1", i, i);
     w_.line("blt s{}, s{}, {}", i, n, loop);
@@ -363,9 +338,9 @@ class AttentionBackwardBuilder {
     const int p = vregs_.take(), d = vregs_.take(), a = vregs_.take(), th = vregs_.take();
     for (int i = 0; i < tiles; ++i) {
       w_.line("mxu.pop v{}, mxu{}, {}", p, kScores, i);
-      w_.line("vmul v{}, v{}, v{}", p, p, scale_);
-      if (s_.causal) mask_where_below(p, diag, int64_t(i) * kSublanes, lane_minus_sub_, th, t);
-      if (ragged_keys_) mask_where_below(p, last_key, 0, lane_, th, t);
+      w_.line("vmul v{}, v{}, v{}", p, p, c_.scale);
+      if (s_.causal) mask_keys_past(w_, c_, p, diag, int64_t(i) * kSublanes, c_.lane_minus_sub, th, t, 1);
+      if (ragged_keys_) mask_keys_past(w_, c_, p, last_key, 0, c_.lane, th, t, 1);
       w_.line("vld v{}, m0, s{}, 0, {}", a, st, kRowOfVreg);
       w_.line("vsub v{}, v{}, v{}", p, p, a);
       w_.line("vexp v{}, v{}", p, p);  // p = exp(s - lse): 0 where masked
@@ -384,14 +359,7 @@ class AttentionBackwardBuilder {
     for (int v : {st, ps, dss, t, diag, last_key}) r.release(v);
   }
 
-  // x = -inf where `position` > s`base` + offset (a key past a causal query, or past the last).
-  void mask_where_below(int x, int base, int64_t offset, int position, int th, int t) {
-    w_.line("saddi s{}, s{}, {}", t, base, offset);
-    w_.line("vbcast v{}, s{}", th, t);
-    w_.line("vcvt.i2f v{}, v{}", th, th);
-    w_.line("vcmp.lt m1, v{}, v{}", th, position);
-    w_.line("vsel v{}, m1, v{}, v{}", x, neg_inf_, x);
-  }
+
 
   // (3) p^T @ dout into mxu3 slots 0..15 (dv rows), ds^T @ q into slots 16..31 (dk rows). Staged
   // rows past the block's tiles hold an earlier block's finite values; the weight rows they meet
@@ -428,7 +396,7 @@ class AttentionBackwardBuilder {
     for (int i = 0; i < tiles; ++i) {
       w_.line("mxu.pop v{}, mxu{}, {}", x, kDq, i);
       w_.line("vld v{}, m0, s{}, 0, {}", acc, a, kRowOfVreg);
-      w_.line("vfma v{}, v{}, v{}, v{}", acc, x, scale_, acc);
+      w_.line("vfma v{}, v{}, v{}, v{}", acc, x, c_.scale, acc);
       w_.line("vst v{}, m0, s{}, 0, {}", acc, a, kRowOfVreg);
       w_.line("saddi s{}, s{}, {}", a, a, kVregBytes);
     }
@@ -449,7 +417,7 @@ class AttentionBackwardBuilder {
       w_.line("mxu.pop v{}, mxu{}, {}", x, kTransposed, v);
       w_.line("{} v{}, m0, s{}, 0, {}", store_mnemonic(s_.dtype), x, dv, row_bytes_);
       w_.line("mxu.pop v{}, mxu{}, {}", x, kTransposed, kTiles + v);
-      w_.line("vmul v{}, v{}, v{}", x, x, scale_);
+      w_.line("vmul v{}, v{}, v{}", x, x, c_.scale);
       w_.line("{} v{}, m0, s{}, 0, {}", store_mnemonic(s_.dtype), x, dk, row_bytes_);
       w_.line("saddi s{}, s{}, {}", dv, dv, kSublanes * row_bytes_);
       w_.line("saddi s{}, s{}, {}", dk, dk, kSublanes * row_bytes_);
@@ -509,7 +477,7 @@ class AttentionBackwardBuilder {
   std::vector<int> args_;
   int lse_arg_ = 0, grads_arg_ = 0;
   int bh_ = -1, j_ = -1, c0_ = -1;
-  int zero_ = -1, neg_inf_ = -1, scale_ = -1, lane_ = -1, lane_minus_sub_ = -1;
+  AttentionConstants c_;
 };
 
 }  // namespace

@@ -41,16 +41,7 @@ AttentionGrads attention_backward(Graph& g, int q, int k, int v, int out, int ls
 
 int attention_gradients(Graph& g, int q, int k, int v, int out, int lse, int dout, bool causal, double scale, int passes,
                         const sim::ChipConfig& chip) {
-  const TensorType &tq = g.node(q).type, &tk = g.node(k).type;
-  AttentionSpec spec;
-  spec.batch = tq.shape[0];
-  spec.q_len = tq.shape[1];
-  spec.kv_len = tk.shape[1];
-  spec.head_dim = tq.shape[2];
-  spec.dtype = tq.dtype;
-  spec.causal = causal;
-  spec.scale = scale;
-  spec.passes = passes;
+  const AttentionSpec spec = attention_spec(g, q, k, causal, scale, passes);
   if (attention_backward_unsupported(spec, chip).empty()) {
     return g.attention_backward(q, k, v, out, dout, lse, causal, scale, passes, "attention_backward_fused");
   }

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "kernels/asm_writer.h"
-#include "kernels/attention.h"
 #include "kernels/fusion.h"
 
 namespace vtpu::kernels {
@@ -332,11 +331,7 @@ int Graph::attention(int q, int k, int v, bool causal, double scale, int passes,
   n.with_lse = with_lse;
   n.label = std::move(label);
   if (with_lse) {
-    AttentionSpec spec;
-    spec.batch = tq.shape[0];
-    spec.q_len = tq.shape[1];
-    spec.head_dim = tq.shape[2];
-    spec.dtype = tq.dtype;
+    const AttentionSpec spec = attention_spec(*this, q, k, causal, scale, passes);
     n.type = {{(attention_lse_offset(spec) + spec.batch * spec.q_len * 4) / 4}, DType::F32};
   } else {
     n.type = tq;
@@ -360,6 +355,20 @@ int Graph::attention_backward(int q, int k, int v, int out, int dout, int lse, b
   n.label = std::move(label);
   n.type = {{tq.numel() + 2 * tk.numel()}, tq.dtype};
   return add(std::move(n));
+}
+
+AttentionSpec attention_spec(const Graph& g, int q, int k, bool causal, double scale, int passes) {
+  const TensorType &tq = g.node(q).type, &tk = g.node(k).type;
+  AttentionSpec spec;
+  spec.batch = tq.shape.at(0);
+  spec.q_len = tq.shape.at(1);
+  spec.kv_len = tk.shape.at(1);
+  spec.head_dim = tq.shape.at(2);
+  spec.dtype = tq.dtype;
+  spec.causal = causal;
+  spec.scale = scale;
+  spec.passes = passes;
+  return spec;
 }
 
 int Graph::int64_narrow(int words, int64_t bound, std::string label) {

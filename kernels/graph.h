@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention.h"
 #include "kernels/dtype.h"
 #include "kernels/random.h"
 #include "kernels/rowwise.h"
@@ -148,6 +149,9 @@ class Graph {
   std::vector<Node> nodes_;
   std::vector<int> outputs_;
 };
+
+// The fused attention kernels' spec for values q [batch, q_len, d] and k [batch, kv_len, d] of g.
+AttentionSpec attention_spec(const Graph& g, int q, int k, bool causal, double scale, int passes);
 
 // torch broadcasting of two shapes; throws KernelError naming both when they do not broadcast.
 std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b);

@@ -310,16 +310,7 @@ Launch lower_column_reduce(const Graph& g, const KernelGroup& grp, const sim::Ch
 // One program per shape, dtype, mask, scale and pass count (forward or backward).
 Launch lower_attention(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
   const Node& n = g.node(grp.nodes.front());
-  const TensorType &q = g.node(n.inputs[0]).type, &k = g.node(n.inputs[1]).type;
-  AttentionSpec spec;
-  spec.batch = q.shape[0];
-  spec.q_len = q.shape[1];
-  spec.kv_len = k.shape[1];
-  spec.head_dim = q.shape[2];
-  spec.dtype = q.dtype;
-  spec.causal = n.causal;
-  spec.scale = n.scalar;
-  spec.passes = n.passes;
+  AttentionSpec spec = attention_spec(g, n.inputs[0], n.inputs[1], n.causal, n.scalar, n.passes);
   spec.write_lse = n.with_lse;
   const bool backward = n.kind == NodeKind::AttentionBackward;
   Launch l;

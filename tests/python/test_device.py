@@ -156,7 +156,7 @@ def test_rng_is_reproducible_per_seed():
 def test_random_numbers_are_made_on_the_chip():
     vtpu.set_cpu_fallback(False)  # rand, randn, bernoulli_ and dropout all run as kernels
     torch.tpu.manual_seed(5)
-    before = vtpu.stats()["kernels_launched"]
+    before, fallbacks = vtpu.stats()["kernels_launched"], vtpu.stats()["cpu_fallback_ops"]
     u = torch.rand(50000, device="tpu").cpu()
     z = torch.randn(200, 250, device="tpu", dtype=torch.bfloat16).float().cpu()
     assert vtpu.stats()["kernels_launched"] >= before + 2 and vtpu.stats()["host_to_device_bytes"] > 0
@@ -172,7 +172,7 @@ def test_random_numbers_are_made_on_the_chip():
     assert torch.equal(w.grad.cpu(), y.detach().cpu())  # the backward reuses the forward's mask and scale
     coin = torch.empty(20000, device="tpu").bernoulli_(0.25).cpu()
     assert set(coin.unique().tolist()) <= {0.0, 1.0} and abs(coin.mean() - 0.25) < 0.015
-    assert vtpu.stats()["cpu_fallback_ops"] == 0
+    assert vtpu.stats()["cpu_fallback_ops"] == fallbacks
 
 
 def test_reductions_longer_than_a_row_kernel_are_split_or_fall_back():
