@@ -1,5 +1,5 @@
-"""int64 arithmetic on the chip (torch_bridge/csrc/ops_int64.h): add/sub/comparisons/max/min and
-true division of int64 tensors whose magnitude is known, run on their int32 words; unknown or
+"""int64 arithmetic on the chip (torch_bridge/csrc/ops_int64.h): add/sub/mul/comparisons/max/min
+and true division of int64 tensors whose magnitude is known, run on their int32 words; unknown or
 large magnitudes stay off the chip (an error naming the op without the fallback, the CPU's
 answer with it); and the position-id arithmetic of decoder models end to end."""
 import pytest
@@ -19,6 +19,9 @@ OPS = {
     "minimum": lambda a, b: torch.minimum(a, b),
     "true_div": lambda a, b: a / 4,
     "chain": lambda a, b: ((a + b) - (b - a)) + (a + b),
+    "mul": lambda a, b: a * b,
+    "mul_scalar": lambda a, b: (a + 1) * -3,
+    "mul_float_scalar": lambda a, b: a * 0.5,
 }
 
 
@@ -61,6 +64,13 @@ def test_bounds_follow_the_arithmetic(no_fallback):
     assert z.cpu().tolist() == [2**30]
     with pytest.raises(NotImplementedError, match="aten::add"):
         z + 1
+
+
+def test_products_that_could_wrap_int32_stay_off_the_chip(no_fallback):
+    a = torch.tensor([50000, -3]).to("tpu")
+    assert (a * torch.tensor([40000, 7]).to("tpu")).cpu().tolist() == [2_000_000_000, -21]  # |a| * |b| < 2^31
+    with pytest.raises(NotImplementedError, match="aten::mul"):
+        a * torch.tensor([50000, 1]).to("tpu")  # 2.5e9 would wrap int32
 
 
 def test_decoder_position_ids_and_causal_mask_on_the_chip(no_fallback):

@@ -19,7 +19,7 @@ int64_t bound_for(ExprOp e) {
   switch (e) {
     case ExprOp::Add: case ExprOp::Sub: return int64_t{1} << 30;
     case ExprOp::Eq: case ExprOp::Ne: case ExprOp::Lt: case ExprOp::Le: case ExprOp::Gt: case ExprOp::Ge:
-    case ExprOp::Max: case ExprOp::Min: case ExprOp::Div:
+    case ExprOp::Max: case ExprOp::Min: case ExprOp::Div: case ExprOp::Mul:  // Mul: the product too
       return int64_t{1} << 31;
     default: return 0;
   }
@@ -57,6 +57,7 @@ std::optional<at::Tensor> int64_binary(const char* op, ExprOp e, const at::Tenso
     }
     inputs.push_back(int64_on_chip(*t) ? index_words(*t) : *t);
   }
+  if (e == ExprOp::Mul && magnitude[0] * magnitude[1] >= bound) return std::nullopt;  // the int32 product could wrap
   const bool long_result = result_dtype == at::kLong;
   const at::Tensor out = record(op, inputs, long_result ? at::kInt : result_dtype, [&](Graph& g, const std::vector<int>& v) {
     // v holds the device operands in order; CPU scalars become scalar operands of the op.
@@ -80,7 +81,10 @@ std::optional<at::Tensor> int64_binary(const char* op, ExprOp e, const at::Tenso
   if (!long_result) return out;
   const at::Tensor result = as_int64(out);
   if (result.is_same(out)) return result;  // computed on the CPU: the host copy set its bound
-  set_int64_bound(result, e == ExprOp::Add || e == ExprOp::Sub ? magnitude[0] + magnitude[1] : std::max(magnitude[0], magnitude[1]));
+  const int64_t bound_of_result = e == ExprOp::Add || e == ExprOp::Sub ? magnitude[0] + magnitude[1]
+                                  : e == ExprOp::Mul                     ? magnitude[0] * magnitude[1]
+                                                                         : std::max(magnitude[0], magnitude[1]);
+  set_int64_bound(result, bound_of_result);
   return result;
 }
 

@@ -1,10 +1,11 @@
 // int64 elementwise ops on the chip: the operands' int32 words are narrowed on the chip (checked:
 // kernels/int64_narrow.h), the op runs in int32, and int64 results are widened back to word
 // pairs. Add and sub need |values| < 2^30 (so no int32 sum wraps), comparisons, max/min and true
-// division < 2^31. Operands run this way only when their magnitude is known to be below that
-// (Buffer::int64_bound: host copies measure it, arange and these ops derive it); others stay on
-// the CPU path, and the narrowing kernel's check traps should a bound ever be wrong. What
-// position ids, cache positions and masks need; multiplication and other ops stay on the CPU.
+// division < 2^31, multiplication |a| * |b| < 2^31 as well. Operands run this way only when their
+// magnitude is known to be below that (Buffer::int64_bound: host copies measure it, arange and
+// these ops derive it); others stay on the CPU path, and the narrowing kernel's check traps should
+// a bound ever be wrong. What position ids, cache positions and masks need; other ops stay on the
+// CPU.
 #pragma once
 
 #include <ATen/ATen.h>
