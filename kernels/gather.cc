@@ -61,7 +61,7 @@ isa::Program make_gather(const GatherSpec& spec, const sim::ChipConfig& chip) {
   w.line("saddi s{}, s{}, {}", vm, vm, int64_t(staging_vmem));
   w.line("sli s{}, 0", r);
   w.place(row_loop);
-  read_index(w, idx, cursor, rows, t, spec.index_pairs, bad);
+  read_index(w, idx, cursor, rows, t, spec.index_pairs, bad, spec.wrap_negative);
   w.line("sarg s{}, {}", hb, table_arg);
   w.add_scaled(hb, idx, row_bytes, t);
   w.line("dma.h2v dq0, sem1, s{}, s{}, s{}, s{}, s{}, s{}", vm, hb, one, rb, rb, rb);

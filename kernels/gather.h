@@ -18,6 +18,7 @@ struct GatherSpec {
   // int64 indices (torch's default) are read as their two int32 words, little-endian: the low
   // word is the row and the high word must be 0 (a negative or >= 2^31 index traps).
   bool index_pairs = false;
+  bool wrap_negative = false;  // torch indexing (x[idx]): -rows <= idx < 0 counts from the end
 };
 
 // Kernel arguments: the table, the indices (int32, or int32 pairs), the output, then two scalars:

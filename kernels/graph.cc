@@ -251,11 +251,12 @@ int Graph::concat(const std::vector<int>& inputs, int64_t dim, std::string label
   return add(std::move(n));
 }
 
-int Graph::gather(int table, int index, bool index_pairs, std::string label) {
+int Graph::gather(int table, int index, bool index_pairs, std::string label, bool wrap_negative) {
   Node n;
   n.kind = NodeKind::Gather;
   n.inputs = {table, index};
   n.index_pairs = index_pairs;
+  n.wrap_negative = wrap_negative;
   n.label = std::move(label);
   const TensorType& t = node(table).type;
   if (t.shape.empty()) throw KernelError(fmt::format("{}: the table needs at least one dim", n.label));

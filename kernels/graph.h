@@ -62,6 +62,7 @@ struct Node {
   // Gather, ScatterAdd: the indices are int64 given as [n, 2] int32 words (low, high)
   bool index_pairs = false;
   int64_t padding_index = -1;  // ScatterAdd: rows at this index are skipped
+  bool wrap_negative = false;  // Gather: negative indices count from the end
   // Random: the distribution and its parameters (uniform: [a, b); normal: mean a, std b)
   RandomKind random_kind = RandomKind::Uniform;
   double random_a = 0, random_b = 1;
@@ -104,8 +105,9 @@ class Graph {
   // torch.cat(inputs, dim): shapes equal except along dim, one dtype.
   int concat(const std::vector<int>& inputs, int64_t dim, std::string label = "cat");
   // table[index]: rows of `table` ([rows, ...]) in the order of `index`, int32 [n], or int64
-  // given as its [n, 2] int32 words (`index_pairs`). Indices are checked on the chip.
-  int gather(int table, int index, bool index_pairs, std::string label = "index_select");
+  // given as its [n, 2] int32 words (`index_pairs`). Indices are checked on the chip; with
+  // `wrap_negative` (torch's x[idx]) negative ones count from the end.
+  int gather(int table, int index, bool index_pairs, std::string label = "index_select", bool wrap_negative = false);
   // zeros([rows, ...]) with src's rows ([n, ...]) added at `index` (i32 [n], or int64 as [n, 2]
   // words), skipping `padding_index`: nn.Embedding's backward.
   int scatter_add(int src, int index, bool index_pairs, int64_t rows, int64_t padding_index,

@@ -14,13 +14,28 @@ void issue_index_chunk(AsmWriter& w, const IndexChunkRegs& r, int index_arg, int
   w.line("dma.h2v dq0, sem0, s{}, s{}, s{}, s{}, s{}, s{}", r.vm, r.hb, r.one, r.bytes, r.bytes, r.bytes);
 }
 
-void read_index(AsmWriter& w, int idx, int cursor, int rows, int scratch, bool pairs, const std::string& bad) {
+void read_index(AsmWriter& w, int idx, int cursor, int rows, int scratch, bool pairs, const std::string& bad,
+                bool wrap_negative) {
   w.line("sld s{}, s{}, 0", idx, cursor);
-  if (pairs) {
-    w.line("sld s{}, s{}, 4", scratch, cursor);
-    w.line("bne s{}, s0, {}", scratch, bad);  // negative, or past 2^31 rows
+  if (pairs) w.line("sld s{}, s{}, 4", scratch, cursor);
+  if (!wrap_negative) {
+    if (pairs) w.line("bne s{}, s0, {}", scratch, bad);  // negative, or past 2^31 rows
+    w.line("blt s{}, s0, {}", idx, bad);
+    w.line("bge s{}, s{}, {}", idx, rows, bad);
+    return;
   }
+  const std::string non_negative = w.new_label("index_non_negative"), checked = w.new_label("index_checked");
+  w.line("bge s{}, s0, {}", idx, non_negative);
+  if (pairs) {  // a negative int64 in int32 range: high word -1
+    w.line("saddi s{}, s{}, 1", scratch, scratch);
+    w.line("bne s{}, s0, {}", scratch, bad);
+  }
+  w.line("sadd s{}, s{}, s{}", idx, idx, rows);
   w.line("blt s{}, s0, {}", idx, bad);
+  w.line("jmp {}", checked);
+  w.place(non_negative);
+  if (pairs) w.line("bne s{}, s0, {}", scratch, bad);
+  w.place(checked);
   w.line("bge s{}, s{}, {}", idx, rows, bad);
 }
 

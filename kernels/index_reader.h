@@ -25,8 +25,11 @@ void issue_index_chunk(AsmWriter& w, const IndexChunkRegs& r, int index_arg, int
                        int64_t chunk);
 
 // s`idx` = the index at VMEM s`cursor`; branches to `bad` unless 0 <= idx < s`rows`. int64
-// indices (`pairs`) are read as their low word, and their high word must be 0.
-void read_index(AsmWriter& w, int idx, int cursor, int rows, int scratch, bool pairs, const std::string& bad);
+// indices (`pairs`) are read as their low word, and their high word must be 0. With
+// `wrap_negative` (torch's indexing), -rows <= idx < 0 counts from the end (idx + rows); an int64
+// negative index then has the high word -1.
+void read_index(AsmWriter& w, int idx, int cursor, int rows, int scratch, bool pairs, const std::string& bad,
+                bool wrap_negative = false);
 
 // The trap `bad` branches to, placed out of line.
 void place_index_trap(AsmWriter& w, const std::string& bad);

@@ -231,11 +231,12 @@ Launch lower_concat(const Graph& g, const KernelGroup& grp, const sim::ChipConfi
 Launch lower_gather(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
   const Node& n = g.node(grp.nodes.front());
   const TensorType& table = g.node(n.inputs[0]).type;
-  GatherSpec spec{n.type.dtype, table.shape[0] > 0 ? table.numel() / table.shape[0] : 1, n.index_pairs};
+  GatherSpec spec{n.type.dtype, table.shape[0] > 0 ? table.numel() / table.shape[0] : 1, n.index_pairs, n.wrap_negative};
   Launch l;
   l.args = {n.inputs[0], n.inputs[1], grp.nodes.front()};
   l.scalars = {int32_t(n.type.shape[0]), int32_t(table.shape[0])};
-  const std::string key = fmt::format("gather|{}|{}|{}|{}", dtype_name(spec.dtype), spec.width, spec.index_pairs, chip.name);
+  const std::string key = fmt::format("gather|{}|{}|{}|{}|{}", dtype_name(spec.dtype), spec.width, spec.index_pairs,
+                                      spec.wrap_negative, chip.name);
   l.program = cache.get_or_build(key, [&] { return make_gather(spec, chip); }, &l.cache_hit);
   return l;
 }
@@ -449,7 +450,9 @@ std::string graph_signature(const Graph& graph) {
     if (n.scalar_operand || n.expr_op == ExprOp::Constant) s += fmt::format(":s{}{}", n.scalar, n.scalar_first ? "f" : "");
     if (n.kind == NodeKind::Row) s += fmt::format(":e{}c{}", n.eps, n.correction);
     if (n.kind == NodeKind::Concat) s += fmt::format(":d{}", n.cat_dim);
-    if (n.kind == NodeKind::Gather || n.kind == NodeKind::ScatterAdd) s += fmt::format(":p{}/{}", n.index_pairs, n.padding_index);
+    if (n.kind == NodeKind::Gather || n.kind == NodeKind::ScatterAdd) {
+      s += fmt::format(":p{}/{}/{}", n.index_pairs, n.padding_index, n.wrap_negative);
+    }
     if (n.kind == NodeKind::Random) s += fmt::format(":r{}/{}/{}", static_cast<int>(n.random_kind), n.random_a, n.random_b);
     if (n.kind == NodeKind::Int64Narrow) s += fmt::format(":b{}", n.narrow_bound);
     if (n.kind == NodeKind::Attention || n.kind == NodeKind::AttentionBackward) {

@@ -20,8 +20,8 @@ namespace {
 // output bits and the run.
 template <typename T>
 std::pair<std::vector<T>, sim::LaunchResult> gather(const std::vector<T>& table, int64_t rows, int64_t width, DType dtype,
-                                                    const std::vector<int64_t>& index, bool pairs) {
-  kernels::GatherSpec spec{dtype, width, pairs};
+                                                    const std::vector<int64_t>& index, bool pairs, bool wrap = false) {
+  kernels::GatherSpec spec{dtype, width, pairs, wrap};
   std::vector<testing::Arg> args = {testing::Arg::buf(testing::HostBuffer::of(table))};
   if (pairs) {
     args.push_back(testing::Arg::buf(testing::HostBuffer::of(index)));
@@ -92,6 +92,29 @@ TEST_SUITE("kernels") {
     }
     CHECK_THROWS_WITH_AS(gather(table, 10, 4, DType::F32, {-5}, false), doctest::Contains("trap #2"), sim::SimError);
     CHECK_NOTHROW(gather(table, 10, 4, DType::F32, {9, 0}, false));
+  }
+
+  TEST_CASE("with wrap_negative (torch's x[idx]) negative indices count from the end; beyond -rows they trap") {
+    std::vector<uint32_t> table(10 * 3);
+    for (size_t i = 0; i < table.size(); ++i) table[i] = uint32_t(i);
+    for (bool pairs : {false, true}) {
+      CAPTURE(pairs);
+      const auto [got, run] = gather(table, 10, 3, DType::F32, {-1, 0, -10, 4, -3}, pairs, true);
+      std::vector<uint32_t> want;
+      for (int64_t row : {9, 0, 0, 4, 7}) {
+        for (int64_t c = 0; c < 3; ++c) want.push_back(uint32_t(row * 3 + c));
+      }
+      CHECK(got == want);
+      for (int64_t bad : {int64_t{-11}, int64_t{10}}) {
+        CAPTURE(bad);
+        CHECK_THROWS_WITH_AS(gather(table, 10, 3, DType::F32, {1, bad}, pairs, true), doctest::Contains("trap #2"), sim::SimError);
+      }
+    }
+    // an int64 index below -2^31 or from 2^31 up has a high word other than -1 or 0
+    CHECK_THROWS_WITH_AS(gather(table, 10, 3, DType::F32, {-(int64_t{1} << 32) + 3}, true, true), doctest::Contains("trap #2"),
+                         sim::SimError);
+    CHECK_THROWS_WITH_AS(gather(table, 10, 3, DType::F32, {(int64_t{1} << 31) + 3}, true, true), doctest::Contains("trap #2"),
+                         sim::SimError);
   }
 
   TEST_CASE("gather errors name the problem") {

@@ -420,6 +420,51 @@ at::Tensor tpu_index_select(const at::Tensor& self, int64_t dim, const at::Tenso
   }, cpu);
 }
 
+// x[..., idx, ...] with one integer index tensor (the others None): a gather of the indexed dim
+// moved first, negative indices counting from the end as torch's indexing has them (checked on
+// the chip: out of range traps). Result dims: x's before the index, the index's, x's after.
+// Boolean masks (a data-dependent shape), several index tensors and 0-d inputs run on the CPU.
+at::Tensor tpu_index(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
+  const std::vector<std::optional<at::Tensor>> list(indices.begin(), indices.end());
+  const CpuFn cpu = [list](const std::vector<at::Tensor>& c) {
+    c10::List<std::optional<at::Tensor>> host;
+    for (const auto& i : list) host.push_back(i && i->defined() ? std::optional(i->cpu()) : std::nullopt);
+    return at::index(c[0], host);
+  };
+  int64_t d = -1, given = 0;
+  for (size_t k = 0; k < list.size(); ++k) {
+    if (list[k] && list[k]->defined()) {
+      d = static_cast<int64_t>(k);
+      ++given;
+    }
+  }
+  if (given != 1 || self.dim() == 0) return run_on_cpu("index", {self}, cpu, "several index tensors, or none, or a 0-d input");
+  const at::Tensor& idx = *list[d];
+  if (idx.scalar_type() != at::kLong && idx.scalar_type() != at::kInt) {
+    return run_on_cpu("index", {self}, cpu, "boolean masks (a shape known only from the data)");
+  }
+  const at::Tensor index = idx.device() == self.device() ? idx : idx.to(self.device());
+  const at::Tensor moved = self.movedim(d, 0);
+  const at::Tensor flat = index.reshape({-1});
+  std::vector<int64_t> shape = index.sizes().vec();
+  shape.insert(shape.end(), moved.sizes().begin() + 1, moved.sizes().end());
+  const at::Tensor picked = record("index", {moved, index_words(flat)}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    return g.gather(v[0], v[1], flat.scalar_type() == at::kLong, "index", /*wrap_negative=*/true);
+  }, [moved, flat](const std::vector<at::Tensor>&) {  // the gather's own result: [indices, rest]
+    return at::index(moved.cpu(), c10::List<std::optional<at::Tensor>>({std::optional(flat.cpu())}));
+  }).view(shape);
+  if (d == 0) return picked;
+  std::vector<int64_t> from(index.dim()), to(index.dim());
+  for (int64_t k = 0; k < index.dim(); ++k) {
+    from[k] = k;
+    to[k] = d + k;
+  }
+  return picked.movedim(from, to).contiguous();
+}
+at::Tensor& tpu_index_out(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices, at::Tensor& out) {
+  return write_out(out, tpu_index(self, indices));
+}
+
 // Constant padding: per padded dim, constant blocks concatenated around the input (cat kernels);
 // negative pads crop (a convolution's padding='same' backward), one strided copy after.
 at::Tensor tpu_constant_pad_nd(const at::Tensor& self, at::IntArrayRef pad, const at::Scalar& value) {
@@ -589,6 +634,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("clone", tpu_clone);
   m.impl("cat", tpu_cat);
   m.impl("index_select", tpu_index_select);
+  m.impl("index.Tensor", tpu_index);
+  m.impl("index.Tensor_out", tpu_index_out);
   m.impl("histc", tpu_histc);
   m.impl("constant_pad_nd", tpu_constant_pad_nd);
   m.impl("native_batch_norm", tpu_native_batch_norm);

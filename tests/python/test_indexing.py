@@ -1,0 +1,63 @@
+"""x[idx] with one integer index tensor on the chip (torch_bridge/csrc/ops_lowered.cc tpu_index:
+a gather of the indexed dim, negative indices counting from the end, checked on the chip): any
+position of the index among the dims, multi-dim indices, CPU indices, both modes; what falls back."""
+import warnings
+
+import pytest
+import torch
+
+import vtpu
+
+
+@pytest.fixture(autouse=True)
+def chip(no_fallback):
+    yield
+
+
+CASES = {
+    "first": lambda t, i: t[i],
+    "middle": lambda t, i: t[:, i],
+    "last": lambda t, i: t[..., i],
+    "two_dim_index": lambda t, i: t[:, i.view(2, 2)],
+    "index_out_form": lambda t, i: torch.ops.aten.index.Tensor_out(t, [None, i], out=torch.empty(0, device=t.device)),
+}
+
+
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_integer_indexing_matches_the_cpu(mode, name):
+    vtpu.set_mode(mode)
+    x = torch.randn(5, 6, 7, generator=torch.Generator().manual_seed(10))
+    i = torch.tensor([0, -1, 3, 2])  # -1: the last
+    got = CASES[name](x.to("tpu"), i.to("tpu"))
+    assert torch.equal(got.cpu(), CASES[name](x, i))
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_indices_on_the_cpu_and_int32_and_bf16_tables():
+    x = torch.randn(6, 3, generator=torch.Generator().manual_seed(11)).bfloat16()
+    assert torch.equal(x.to("tpu")[torch.tensor([5, -6, 1])].cpu(), x[torch.tensor([5, -6, 1])])
+    i32 = torch.tensor([[2, -1], [0, 0]], dtype=torch.int32)
+    assert torch.equal(x.to("tpu")[i32.to("tpu")].cpu(), x[i32])
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_an_index_out_of_range_is_an_index_error():
+    x = torch.randn(4, 2).to("tpu")
+    with pytest.raises(IndexError, match="index out of range"):
+        x[torch.tensor([1, -5]).to("tpu")].cpu()  # -5 is before the first of 4 rows
+    assert torch.equal(x[torch.tensor([3])].cpu(), x.cpu()[3:4])  # the device stays usable
+
+
+def test_boolean_masks_fall_back_with_the_reason():
+    x = torch.arange(6.0).view(2, 3)
+    mask = torch.tensor([True, False])
+    with pytest.raises(NotImplementedError, match="index"):
+        x.to("tpu")[mask.to("tpu")]
+    vtpu.set_cpu_fallback(True)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the one-time fallback warning is tested elsewhere
+            assert torch.equal(x.to("tpu")[mask.to("tpu")].cpu(), x[mask])
+    finally:
+        vtpu.set_cpu_fallback(False)
