@@ -33,6 +33,19 @@ kernels::AttentionSpec spec_of(const Shape& s) {
   return spec;
 }
 
+struct Run {
+  double simulated_s, host_s;
+};
+
+// Launches `program` on zeroed buffers of the given sizes (timing only); simulated and host time.
+Run run(sim::SimDevice& device, const isa::Program& program, std::initializer_list<uint64_t> buffer_bytes) {
+  std::vector<sim::KernelArg> args;
+  for (uint64_t bytes : buffer_bytes) args.push_back(sim::KernelArg::buffer(device.allocate(bytes), bytes));
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto result = device.wait(device.launch(program, args));
+  return {result.summary.seconds(), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+}
+
 }  // namespace
 
 int main() {
@@ -47,15 +60,10 @@ int main() {
       sim::SimDevice device(sim::load_chip(chip_name));
       const auto& chip = device.chip();
       const kernels::AttentionSpec spec = spec_of(s);
-      const auto program = kernels::make_attention(spec, chip);
       const uint64_t io = uint64_t(s.heads * s.seq * s.dim * 2), lse = uint64_t(s.heads * s.seq * 4);
-      std::vector<sim::KernelArg> args;
-      for (uint64_t bytes : {io, io, io, io + lse}) args.push_back(sim::KernelArg::buffer(device.allocate(bytes), bytes));
-      const auto t0 = std::chrono::steady_clock::now();
-      const auto result = device.wait(device.launch(program, args));
-      const double host_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const auto [simulated, host_s] = run(device, kernels::make_attention(spec, chip), {io, io, io, io + lse});
       const auto bound = kernels::attention_bound(chip, spec);
-      const double simulated = result.summary.seconds(), ratio = simulated / bound.seconds();
+      const double ratio = simulated / bound.seconds();
       ok &= ratio >= 1.0;
       fmt::print("| {} | {}x{}x{} | {} | {:.2f} | {:.2f} | {} | {:.2f} | {:.1f} | {:.2f} |\n", chip_name, s.heads, s.seq,
                  s.dim, s.causal ? "yes" : "no", simulated * 1e6, bound.seconds() * 1e6,
@@ -71,15 +79,10 @@ int main() {
     sim::SimDevice device(sim::load_chip("v5e"));
     const auto& chip = device.chip();
     const kernels::AttentionSpec spec = spec_of(s);
-    const auto program = kernels::make_attention_backward(spec, chip);
     const uint64_t io = uint64_t(s.heads * s.seq * s.dim * 2), lse = uint64_t(s.heads * s.seq * 4);
-    std::vector<sim::KernelArg> args;
-    for (uint64_t bytes : {io, io, io, io, io, lse, 3 * io}) args.push_back(sim::KernelArg::buffer(device.allocate(bytes), bytes));
-    const auto t0 = std::chrono::steady_clock::now();
-    const auto result = device.wait(device.launch(program, args));
-    const double host_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto [simulated, host_s] = run(device, kernels::make_attention_backward(spec, chip), {io, io, io, io, io, lse, 3 * io});
     const auto bound = kernels::attention_backward_bound(chip, spec);
-    const double simulated = result.summary.seconds(), ratio = simulated / bound.seconds();
+    const double ratio = simulated / bound.seconds();
     ok &= ratio >= 1.0;
     fmt::print("| {}x{}x{} | {} | {:.2f} | {:.2f} | {} | {:.2f} | {:.2f} |\n", s.heads, s.seq, s.dim, s.causal ? "yes" : "no",
                simulated * 1e6, bound.seconds() * 1e6, bound.compute_s >= bound.memory_s ? "compute" : "memory", ratio, host_s);

@@ -345,37 +345,56 @@ class AttentionBuilder {
     finish_chunk(tiles, rows);
   }
 
-  // (A) scores of every tile into scores-MXU slot i, weights loaded once per k^T part.
-  void scores(int tiles) {
+  // Where a phase's LHS tiles are in VMEM: tile i's 8 rows at `first` (emitted into a cursor
+  // register) + i * tile_step, its vreg g at + g * group_step, rows row_stride apart.
+  struct LhsTiles {
+    std::function<void(int cursor)> first;
+    const char* load;
+    int64_t group_step, row_stride, tile_step;
+  };
+
+  // The products of one phase by MXU passes: per weight part b (the D x D block of key block j at
+  // region + b * part_bytes, loaded once for the chunk), every tile's LHS parts paired with b
+  // pushed into slot slot0 + i of `mxu`.
+  void products_by_part(int tiles, int mxu, int64_t region, int64_t part_bytes, int slot0, const LhsTiles& lhs) {
     auto& r = w_.sregs();
-    const int q = r.take(), t = r.take();
+    const int cursor = r.take(), t = r.take();
     const int x = vregs_.take_run(group_, group_);
-    for (int kp = 0; kp < parts_; ++kp) {
-      std::vector<int> q_parts;
-      for (auto [a, b] : pairs_) if (b == kp) q_parts.push_back(a);
-      if (q_parts.empty()) continue;
+    for (int b = 0; b < parts_; ++b) {
+      std::vector<int> lhs_parts;
+      for (auto [lp, wp] : pairs_) if (wp == b) lhs_parts.push_back(lp);
+      if (lhs_parts.empty()) continue;
       w_.line("smuli s{}, s{}, {}", t, j_, int64_t(d_) * d_ * 2);
-      w_.line("saddi s{}, s{}, {}", t, t, kt_vmem_ + kp * kt_part_bytes_);
-      w_.line("mxu.lw mxu{}, s{}, {}", mxu_scores_, t, d_ * 2);
-      w_.line("smuli s{}, s{}, {}", q, c0_, row_bytes_);
-      w_.line("sadd s{}, s{}, s{}", q, q, hb_);
-      w_.line("saddi s{}, s{}, {}", q, q, q_off_);
+      w_.line("saddi s{}, s{}, {}", t, t, region + b * part_bytes);
+      w_.line("mxu.lw mxu{}, s{}, {}", mxu, t, d_ * 2);
+      lhs.first(cursor);
       for (int i = 0; i < tiles; ++i) {
         for (int g = 0; g < group_; ++g) {
-          w_.line("{} v{}, m0, s{}, {}, {}", load_mnemonic(s_.dtype), x + g, q, g * kLanes * eb_, row_bytes_);
+          w_.line("{} v{}, m0, s{}, {}, {}", lhs.load, x + g, cursor, g * lhs.group_step, lhs.row_stride);
         }
         int held = 0;
-        for (int a : q_parts) {
-          peel(x, held, a);
-          held = a;
-          w_.line("mxu.mm mxu{}, v{}, {}", mxu_scores_, x, i);
+        for (int lp : lhs_parts) {
+          peel(x, held, lp);
+          held = lp;
+          w_.line("mxu.mm mxu{}, v{}, {}", mxu, x, slot0 + i);
         }
-        w_.line("saddi s{}, s{}, {}", q, q, kSublanes * row_bytes_);
+        w_.line("saddi s{}, s{}, {}", cursor, cursor, lhs.tile_step);
       }
     }
     vregs_.release_run(x, group_);
-    r.release(q);
+    r.release(cursor);
     r.release(t);
+  }
+
+  // (A) scores of every tile into scores-MXU slot i, weights loaded once per k^T part.
+  void scores(int tiles) {
+    const LhsTiles queries{[&](int q) {
+                             w_.line("smuli s{}, s{}, {}", q, c0_, row_bytes_);
+                             w_.line("sadd s{}, s{}, s{}", q, q, hb_);
+                             w_.line("saddi s{}, s{}, {}", q, q, q_off_);
+                           },
+                           load_mnemonic(s_.dtype), kLanes * eb_, row_bytes_, kSublanes * row_bytes_};
+    products_by_part(tiles, mxu_scores_, kt_vmem_, kt_part_bytes_, 0, queries);
   }
 
   // Registers of one of the interleaved per-tile instruction streams of phases (B) and (C).
@@ -502,37 +521,12 @@ class AttentionBuilder {
     for (int x : {t, diag, last_key}) r.release(x);
   }
 
-
-
-  // (B') multi-pass: p's parts times v's parts, weights loaded once per v part for the chunk.
+  // (B') multi-pass: p's parts (kept in the tiles' records) times v's parts, weights loaded once
+  // per v part for the chunk.
   void probabilities_times_values(int tiles) {
-    auto& r = w_.sregs();
-    const int p = r.take(), t = r.take();
-    const int x = vregs_.take_run(group_, group_);
-    for (int vp = 0; vp < parts_; ++vp) {
-      std::vector<int> p_parts;
-      for (auto [a, b] : pairs_) if (b == vp) p_parts.push_back(a);
-      if (p_parts.empty()) continue;
-      w_.line("smuli s{}, s{}, {}", t, j_, int64_t(d_) * d_ * 2);
-      w_.line("saddi s{}, s{}, {}", t, t, vp_vmem_ + vp * vp_part_bytes_);
-      w_.line("mxu.lw mxu{}, s{}, {}", mxu_values_, t, d_ * 2);
-      w_.load_immediate(p, state_vmem_);
-      for (int i = 0; i < tiles; ++i) {
-        for (int g = 0; g < group_; ++g) {
-          w_.line("vld v{}, m0, s{}, {}, {}", x + g, p, kStateAcc + (group_ + g) * kVregBytes, kRowOfVreg);
-        }
-        int held = 0;
-        for (int a : p_parts) {
-          peel(x, held, a);
-          held = a;
-          w_.line("mxu.mm mxu{}, v{}, {}", mxu_values_, x, chunk_tiles_ + i);
-        }
-        w_.line("saddi s{}, s{}, {}", p, p, record_bytes_);
-      }
-    }
-    vregs_.release_run(x, group_);
-    r.release(p);
-    r.release(t);
+    const LhsTiles probabilities{[&](int p) { w_.load_immediate(p, state_vmem_ + kStateAcc + group_ * kVregBytes); }, "vld",
+                                 kVregBytes, kRowOfVreg, record_bytes_};
+    products_by_part(tiles, mxu_values_, vp_vmem_, vp_part_bytes_, chunk_tiles_, probabilities);
   }
 
   // Pipelined path: mxu.lwb of v's block `v_ahead` and k^T's block `k_ahead` (past s`base`, or

@@ -5,12 +5,6 @@
 namespace vtpu::kernels {
 namespace {
 
-// x [b, r, c] as a dense [b, c, r] (a matmul takes only B transposed).
-int transposed(Graph& g, int x, const char* label) {
-  const auto s = g.node(x).type.shape;
-  return g.strided_copy(x, {s[0], s[2], s[1]}, {s[1] * s[2], 1, s[2]}, 0, label);
-}
-
 int cast_to(Graph& g, int x, DType dtype) { return g.node(x).type.dtype == dtype ? x : g.cast(x, dtype); }
 
 }  // namespace
@@ -29,12 +23,12 @@ AttentionGrads attention_backward(Graph& g, int q, int k, int v, int out, int ls
   }
   p = cast_to(g, p, dtype);
   AttentionGrads grads;
-  grads.v = cast_to(g, g.matmul(transposed(g, p, "attention_backward"), dout, false, passes, "attention_backward"), dtype);
+  grads.v = cast_to(g, g.matmul(g.permute(p, {0, 2, 1}, "attention_backward"), dout, false, passes, "attention_backward"), dtype);
   const int dp = g.matmul(dout, v, true, passes, "attention_backward");
   const int row_dot = g.row(RowOp::Sum, g.binary(ExprOp::Mul, dout, out));  // rowsum(dout * out) = rowsum(p * dp)
   const int ds = cast_to(g, g.binary(ExprOp::Mul, p, g.binary(ExprOp::Sub, dp, g.reshape(row_dot, {b, s, 1}))), dtype);
   grads.q = cast_to(g, g.binary_scalar(ExprOp::Mul, g.matmul(ds, k, false, passes, "attention_backward"), scale), dtype);
-  const int ds_t = transposed(g, ds, "attention_backward");
+  const int ds_t = g.permute(ds, {0, 2, 1}, "attention_backward");  // a matmul takes only B transposed
   grads.k = cast_to(g, g.binary_scalar(ExprOp::Mul, g.matmul(ds_t, q, false, passes, "attention_backward"), scale), dtype);
   return grads;
 }

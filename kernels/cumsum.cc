@@ -6,21 +6,6 @@
 #include "kernels/asm_writer.h"
 
 namespace vtpu::kernels {
-namespace {
-
-// x with dims reordered as `order` (order[i] = the source dim of result dim i), densely.
-int permuted(Graph& g, int x, const std::vector<int64_t>& order) {
-  const auto& shape = g.node(x).type.shape;
-  std::vector<int64_t> strides(shape.size(), 1), sizes, view_strides;
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d) strides[d] = strides[d + 1] * shape[d + 1];
-  for (int64_t d : order) {
-    sizes.push_back(shape[d]);
-    view_strides.push_back(strides[d]);
-  }
-  return g.strided_copy(x, sizes, view_strides, 0, "cumsum");
-}
-
-}  // namespace
 
 int cumsum(Graph& g, int x, int64_t dim, int passes) {
   const auto shape = g.node(x).type.shape;
@@ -32,7 +17,7 @@ int cumsum(Graph& g, int x, int64_t dim, int passes) {
   std::iota(order.begin(), order.end(), 0);
   order.erase(order.begin() + dim);
   order.push_back(dim);
-  const int last = dim == rank - 1 ? x : permuted(g, x, order);
+  const int last = dim == rank - 1 ? x : g.permute(x, order, "cumsum");
   const int64_t rows = n > 0 ? g.node(x).type.numel() / n : 0;
   const int flat = g.reshape(g.node(last).type.dtype == DType::F32 ? last : g.cast(last, DType::F32), {rows, n}, "cumsum");
   const int k = g.iota({{n, 1}, DType::I32}, "cumsum"), j = g.iota({{n}, DType::I32}, "cumsum");
@@ -45,7 +30,7 @@ int cumsum(Graph& g, int x, int64_t dim, int passes) {
   // back: result dim d is moved dim inverse[d]
   std::vector<int64_t> inverse(rank);
   for (int64_t i = 0; i < rank; ++i) inverse[order[i]] = i;
-  return permuted(g, scanned, inverse);
+  return g.permute(scanned, inverse, "cumsum");
 }
 
 }  // namespace vtpu::kernels

@@ -210,6 +210,18 @@ int Graph::reshape(int x, std::vector<int64_t> shape, std::string label) {
   return add(std::move(n));
 }
 
+int Graph::permute(int x, const std::vector<int64_t>& order, std::string label) {
+  const auto& shape = node(x).type.shape;
+  if (order.size() != shape.size()) throw KernelError(fmt::format("{}: {} dims ordered for a {}-d value", label, order.size(), shape.size()));
+  std::vector<int64_t> strides(shape.size(), 1), sizes, view_strides;
+  for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+  for (int64_t d : order) {
+    sizes.push_back(shape.at(d));
+    view_strides.push_back(strides.at(d));
+  }
+  return strided_copy(x, sizes, view_strides, 0, std::move(label));
+}
+
 int Graph::strided_copy(int source, std::vector<int64_t> sizes, std::vector<int64_t> strides, int64_t offset,
                         std::string label) {
   Node n;

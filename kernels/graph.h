@@ -100,6 +100,8 @@ class Graph {
   // Dense copy of the view (sizes, strides, offset) of `source`'s elements in row-major order.
   int strided_copy(int source, std::vector<int64_t> sizes, std::vector<int64_t> strides, int64_t offset,
                    std::string label = "contiguous");
+  // x with its dims reordered (result dim i is x's dim order[i]), as a dense strided copy.
+  int permute(int x, const std::vector<int64_t>& order, std::string label = "permute");
   // x with `before` and `after` elements of `value` around it along `dim` (blocks concatenated).
   int pad(int x, int64_t dim, int64_t before, int64_t after, double value = 0, std::string label = "pad");
   // torch.cat(inputs, dim): shapes equal except along dim, one dtype.

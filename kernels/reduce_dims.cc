@@ -11,8 +11,7 @@ namespace vtpu::kernels {
 
 int reduce_dims(Graph& g, int v, const std::vector<int64_t>& dims, RowOp op, int64_t correction) {
   const auto shape = g.node(v).type.shape;
-  std::vector<int64_t> kept, order, strides(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
+  std::vector<int64_t> kept, order;
   int64_t kept_numel = 1, reduced_numel = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (std::find(dims.begin(), dims.end(), int64_t(i)) == dims.end()) {
@@ -36,15 +35,7 @@ int reduce_dims(Graph& g, int v, const std::vector<int64_t>& dims, RowOp op, int
   }
   bool already_last = true;
   for (size_t i = 0; i < order.size(); ++i) already_last &= order[i] == int64_t(i);
-  int src = v;
-  if (!already_last) {
-    std::vector<int64_t> sizes, st;
-    for (int64_t d : order) {
-      sizes.push_back(shape[d]);
-      st.push_back(strides[d]);
-    }
-    src = g.strided_copy(v, sizes, st, 0, "permute_for_reduction");
-  }
+  const int src = already_last ? v : g.permute(v, order, "permute_for_reduction");
   const std::vector<int64_t> out_shape = kept.empty() ? std::vector<int64_t>{} : kept;
   if (reduced_numel <= kMaxRowCols) {
     const int reduced = g.row(op, g.reshape(src, {kept_numel, reduced_numel}), -1, -1, 1e-5, "", correction);
