@@ -56,6 +56,27 @@ def test_views_share_storage_and_slices_write_through():
 
 
 @pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+def test_contiguous_of_a_view_is_one_copy_kernel(mode):
+    """x.t().contiguous() (clone = empty + copy_) writes the strided copy straight into the new
+    tensor: one kernel, not a strided copy then an elementwise copy of its result. A copy_ from a
+    tensor that keeps its own buffer, or to another dtype, is still a kernel of its own."""
+    vtpu.set_mode(mode)
+    a = torch.randn(5, 7)
+    x = a.to("tpu")
+    vtpu.synchronize()
+    launched = vtpu.stats()["kernels_launched"]
+    y = x.t().contiguous()
+    assert torch.equal(y.cpu(), a.t())
+    assert vtpu.stats()["kernels_launched"] - launched == 1
+    z = torch.empty(5, 7, device="tpu")
+    z.copy_(x)  # x keeps its buffer: z gets a copy of its own
+    w = torch.empty(5, 7, device="tpu", dtype=torch.bfloat16).copy_(x)
+    x.add_(1.0)
+    assert torch.equal(z.cpu(), a) and torch.equal(w.cpu(), a.bfloat16())
+    vtpu.set_mode("defer_and_fuse")
+
+
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
 def test_resize_grows_the_storage_on_the_chip(mode):
     """Growing resize_ (out= tensors, torch.empty(0) buffers) keeps the old bytes and the storage
     its views share; it used to crash in a host memcpy of device addresses."""

@@ -122,7 +122,10 @@ void record_copy(const at::Tensor& dst, const at::Tensor& src) {
   std::lock_guard lock(rt.mutex());
   Recorder& rec = Recorder::of(dst.device().index());
   const int v = rec.values_of({src})[0];
-  const int out = rec.graph().cast(v, to_kernel_dtype(dst.scalar_type()), "copy_");
+  // Same dtype: the source value itself lands in dst (define_output copies it only when it is a
+  // graph input or already lands elsewhere), so x.contiguous() of a view is one strided copy.
+  const kernels::DType dtype = to_kernel_dtype(dst.scalar_type());
+  const int out = rec.graph().node(v).type.dtype == dtype ? v : rec.graph().cast(v, dtype, "copy_");
   rec.define_output(dst, out, "copy_");
   rec.op_recorded();
 }
