@@ -110,20 +110,20 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_layer_norm_backward(
     std::array<bool, 3> mask) {
   std::vector<int64_t> ns(normalized_shape.begin(), normalized_shape.end());
   const bool has_w = weight && weight->defined();
-  const auto cpu_part = [&](int which) {
-    return [ns, has_w, mask, which, bias](const std::vector<at::Tensor>& c) {
-      auto r = at::native_layer_norm_backward(c[0], c[1], ns, c[2], c[3], has_w ? std::optional(c[4]) : std::nullopt,
-                                              bias ? std::optional(bias->cpu()) : std::nullopt, mask);
-      return which == 0 ? std::get<0>(r) : which == 1 ? std::get<1>(r) : std::get<2>(r);
-    };
-  };
   std::vector<at::Tensor> inputs = {grad, input, mean, rstd};
   if (has_w) inputs.push_back(*weight);
+  const at::Tensor cpu_bias = bias && bias->defined() ? bias->cpu() : at::Tensor();
+  const CpuOutputsFn cpu = [ns, has_w, mask, cpu_bias](const std::vector<at::Tensor>& c) {
+    auto [dx, dw, db] = at::native_layer_norm_backward(c[0], c[1], ns, c[2], c[3], has_w ? std::optional(c[4]) : std::nullopt,
+                                                       cpu_bias.defined() ? std::optional(cpu_bias) : std::nullopt, mask);
+    return std::vector<at::Tensor>{dx, dw, db};
+  };
   if (ns.size() != 1) {
-    return {run_on_cpu("native_layer_norm_backward", inputs, cpu_part(0), "normalising more than the last dim"),
-            mask[1] && has_w ? run_on_cpu("native_layer_norm_backward", inputs, cpu_part(1), "normalising more than the last dim") : at::Tensor(),
-            mask[2] && bias ? run_on_cpu("native_layer_norm_backward", inputs, cpu_part(2), "normalising more than the last dim") : at::Tensor()};
+    const auto r = run_on_cpu_outputs("native_layer_norm_backward", inputs, cpu, "normalising more than the last dim");
+    return {r[0], r[1], r[2]};
   }
+  // One result's CPU path (record's fallback when a kernel cannot be built for it).
+  const auto cpu_part = [cpu](int which) -> CpuFn { return [cpu, which](const std::vector<at::Tensor>& c) { return cpu(c)[which]; }; };
   const int64_t leading = input.dim() - 1;
   std::vector<int64_t> rows_dims;
   for (int64_t d = 0; d < leading; ++d) rows_dims.push_back(d);

@@ -121,19 +121,21 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_convolution_backward_override
   const Conv c(input, stride, padding, dilation, transposed, output_padding, groups);
   const std::vector<at::Tensor> inputs = {grad_output, input, weight};
   const std::vector<int64_t> bias_sizes = {c.out_channels(weight)};
-  const auto cpu_output = [c, output_mask, bias_sizes](int which) -> CpuFn {
-    return [=](const std::vector<at::Tensor>& t) {
-      auto r = at::convolution_backward(t[0], t[1], t[2], bias_sizes, c.stride, c.padding, c.dilation, c.transposed,
-                                        c.output_padding, c.groups, output_mask);
-      return which == 0 ? std::get<0>(r) : which == 1 ? std::get<1>(r) : std::get<2>(r);
-    };
+  const CpuOutputsFn cpu = [c, output_mask, bias_sizes](const std::vector<at::Tensor>& t) {
+    auto [gi, gw, gb] = at::convolution_backward(t[0], t[1], t[2], bias_sizes, c.stride, c.padding, c.dilation,
+                                                 c.transposed, c.output_padding, c.groups, output_mask);
+    return std::vector<at::Tensor>{gi, gw, gb};
   };
-  const std::string why = c.unsupported(input, weight);
+  if (const std::string why = c.unsupported(input, weight); !why.empty()) {
+    const auto r = run_on_cpu_outputs("convolution_backward_overrideable", inputs, cpu, why);
+    return {r[0], r[1], r[2]};
+  }
   const auto output = [&](int which, const BuildFn& build) -> at::Tensor {
     if (!output_mask[which]) return {};
     const auto dtype = which == 0 ? input.scalar_type() : which == 1 ? weight.scalar_type() : grad_output.scalar_type();
-    if (!why.empty()) return run_on_cpu("convolution_backward_overrideable", inputs, cpu_output(which), why);
-    return record("convolution_backward_overrideable", inputs, dtype, build, cpu_output(which));
+    // The CPU path of one result (record's fallback when a kernel cannot be built for it).
+    const CpuFn cpu_one = [cpu, which](const std::vector<at::Tensor>& t) { return cpu(t)[which]; };
+    return record("convolution_backward_overrideable", inputs, dtype, build, cpu_one);
   };
   at::Tensor grad_input = output(0, [&](Graph& g, const std::vector<int>& v) {
     const int gy = c.lift(g, v[0]), x = c.lift(g, v[1]), w = c.lift(g, v[2]);

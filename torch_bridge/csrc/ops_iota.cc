@@ -109,12 +109,23 @@ at::Tensor tpu_argmin(const at::Tensor& self, std::optional<int64_t> dim, bool k
   return arg_extreme("argmin", self, dim, keepdim, false);
 }
 
-// max / min over a dim: the values (amax/amin) and the first position holding them.
+// max / min over a dim: the values (amax/amin) and the first position holding them. Inputs
+// argmax cannot take run on the CPU once, for both results.
+std::tuple<at::Tensor, at::Tensor> extreme_dim(const char* op, const at::Tensor& self, int64_t dim, bool keepdim, bool max) {
+  if (self.numel() == 0 || self.dim() == 0 || !at::isFloatingType(self.scalar_type())) {
+    const auto r = run_on_cpu_outputs(op, {self}, [dim, keepdim, max](const std::vector<at::Tensor>& c) {
+      auto [values, indices] = max ? at::max(c[0], dim, keepdim) : at::min(c[0], dim, keepdim);
+      return std::vector<at::Tensor>{values, indices};
+    }, "empty, 0-dim or integer inputs");
+    return {r[0], r[1]};
+  }
+  return {max ? at::amax(self, {dim}, keepdim) : at::amin(self, {dim}, keepdim), arg_extreme(op, self, dim, keepdim, max)};
+}
 std::tuple<at::Tensor, at::Tensor> tpu_max_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
-  return {at::amax(self, {dim}, keepdim), arg_extreme("max", self, dim, keepdim, true)};
+  return extreme_dim("max", self, dim, keepdim, true);
 }
 std::tuple<at::Tensor, at::Tensor> tpu_min_dim(const at::Tensor& self, int64_t dim, bool keepdim) {
-  return {at::amin(self, {dim}, keepdim), arg_extreme("min", self, dim, keepdim, false)};
+  return extreme_dim("min", self, dim, keepdim, false);
 }
 // topk by k rounds of "the first position holding the largest value not yet taken" (argmax's
 // rule: a NaN counts as the largest), each round a row max and a row min over positions; the
@@ -133,9 +144,11 @@ std::tuple<at::Tensor, at::Tensor> tpu_topk(const at::Tensor& self, c10::SymInt 
   else if (k > width) why = "k larger than the dim";
   else if (width > (int64_t{1} << 24)) why = "more than 2^24 elements per row";
   if (!why.empty()) {
-    const at::Tensor values = run_on_cpu("topk", {self}, [cpu_both](const std::vector<at::Tensor>& c) { return std::get<0>(cpu_both(c[0])); }, why);
-    const at::Tensor indices = run_on_cpu("topk", {self}, [cpu_both](const std::vector<at::Tensor>& c) { return std::get<1>(cpu_both(c[0])); }, why);
-    return {values, indices};
+    const auto r = run_on_cpu_outputs("topk", {self}, [cpu_both](const std::vector<at::Tensor>& c) {
+      auto [values, indices] = cpu_both(c[0]);
+      return std::vector<at::Tensor>{values, indices};
+    }, why);
+    return {r[0], r[1]};
   }
   const at::Tensor rows = self.movedim(d, -1);
   const CpuFn cpu_packed = [k, largest](const std::vector<at::Tensor>& c) {

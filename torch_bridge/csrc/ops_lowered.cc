@@ -507,15 +507,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_on_cpu(
     return t->to(at::kCPU);
   };
   std::optional<at::Tensor> mean = host(running_mean), var = host(running_var);
-  std::tuple<at::Tensor, at::Tensor, at::Tensor> result;
-  run_on_cpu("native_batch_norm", {input}, [&](const std::vector<at::Tensor>& c) {
-    result = at::native_batch_norm(c[0], host(weight), host(bias), mean, var, training, momentum, eps);
-    return std::get<0>(result);
+  const auto r = run_on_cpu_outputs("native_batch_norm", {input}, [&](const std::vector<at::Tensor>& c) {
+    auto [out, save_mean, save_invstd] = at::native_batch_norm(c[0], host(weight), host(bias), mean, var, training, momentum, eps);
+    return std::vector<at::Tensor>{out, save_mean, save_invstd};
   }, "batch statistics (training mode)");
   if (mean) running_mean->copy_(*mean);
   if (var) running_var->copy_(*var);
-  const auto device = input.device();
-  return {std::get<0>(result).to(device), std::get<1>(result).to(device), std::get<2>(result).to(device)};
+  return {r[0], r[1], r[2]};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_batch_norm(

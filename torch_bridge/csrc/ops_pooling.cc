@@ -96,12 +96,11 @@ std::tuple<at::Tensor, at::Tensor> tpu_max_pool2d_with_indices(const at::Tensor&
     };
   };
   if (const auto why = unsupported(self); !why.empty()) {
-    std::tuple<at::Tensor, at::Tensor> r;
-    run_on_cpu("max_pool2d_with_indices", {self}, [&](const std::vector<at::Tensor>& c) {
-      r = at::max_pool2d_with_indices(c[0], k, s, pa, d, ceil_mode);
-      return std::get<0>(r);
+    const auto r = run_on_cpu_outputs("max_pool2d_with_indices", {self}, [&](const std::vector<at::Tensor>& c) {
+      auto [values, indices] = at::max_pool2d_with_indices(c[0], k, s, pa, d, ceil_mode);
+      return std::vector<at::Tensor>{values, indices};
     }, why);
-    return {std::get<0>(r).to(self.device()), std::get<1>(r).to(self.device())};
+    return {r[0], r[1]};
   }
   const auto p = pool_params(kernel, stride, padding, dilation, ceil_mode);
   at::Tensor values = record("max_pool2d_with_indices", {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {

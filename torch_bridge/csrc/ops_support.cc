@@ -44,6 +44,11 @@ kernels::TensorType tensor_type(const at::Tensor& t) {
 }
 
 at::Tensor run_on_cpu(const char* op, const std::vector<at::Tensor>& inputs, const CpuFn& cpu, const std::string& why) {
+  return run_on_cpu_outputs(op, inputs, [&](const std::vector<at::Tensor>& c) { return std::vector<at::Tensor>{cpu(c)}; }, why)[0];
+}
+
+std::vector<at::Tensor> run_on_cpu_outputs(const char* op, const std::vector<at::Tensor>& inputs, const CpuOutputsFn& cpu,
+                                           const std::string& why) {
   auto& rt = Runtime::get();
   TORCH_CHECK_NOT_IMPLEMENTED(rt.cpu_fallback_allowed(), "vtpu: aten::", op, " cannot run on the chip: ", why,
                               ". Set VTPU_CPU_FALLBACK=1 (or vtpu.set_cpu_fallback(True)) to run it on the CPU.");
@@ -59,7 +64,11 @@ at::Tensor run_on_cpu(const char* op, const std::vector<at::Tensor>& inputs, con
     if (count++ == 0) TORCH_WARN("vtpu: aten::", op, " runs on the CPU (", why, "); counted in vtpu.stats()");
     rt.stats().cpu_fallback_ops++;
   }
-  return cpu(host).to(device);
+  std::vector<at::Tensor> results = cpu(host);
+  for (auto& r : results) {
+    if (r.defined()) r = r.to(device);
+  }
+  return results;
 }
 
 at::Tensor record(const char* op, const std::vector<at::Tensor>& inputs, c10::ScalarType result_dtype, const BuildFn& build,

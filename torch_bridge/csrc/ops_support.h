@@ -15,6 +15,7 @@ namespace vtpu::bridge {
 
 using BuildFn = std::function<int(kernels::Graph& g, const std::vector<int>& values)>;
 using CpuFn = std::function<at::Tensor(const std::vector<at::Tensor>& cpu_inputs)>;
+using CpuOutputsFn = std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>& cpu_inputs)>;
 
 // Records `build` over `inputs` and returns the result tensor, of torch's `result_dtype` (a cast
 // is added when the graph's promotion differs). `build` gets the values of the device tensors
@@ -34,6 +35,10 @@ void fill_on_chip(const at::Tensor& t, double value);
 
 // Runs an op on the CPU with the inputs copied over and the result copied back (fallback).
 at::Tensor run_on_cpu(const char* op, const std::vector<at::Tensor>& inputs, const CpuFn& cpu, const std::string& why);
+// The same for an op with several results (topk, a backward): the CPU op runs once and each
+// result is copied back (undefined ones, outputs the caller did not ask for, stay undefined).
+std::vector<at::Tensor> run_on_cpu_outputs(const char* op, const std::vector<at::Tensor>& inputs, const CpuOutputsFn& cpu,
+                                           const std::string& why);
 
 // Device int32 or int64 indices, flattened, as the gather and scatter-add kernels read them:
 // int32 as they are, int64 as a [n, 2] int32 view of the same bytes (word pairs; the kernels
