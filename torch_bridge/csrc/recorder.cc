@@ -221,8 +221,8 @@ void Recorder::flush() {
     // buffers held) and the error reaches the op that synchronised, not the one that caused it.
     settle();
     TORCH_CHECK_INDEX(!(e.kind() == sim::SimErrorKind::Trap && e.trap_code() == kernels::kIndexOutOfRangeTrap),
-                      "index out of range in self (vtpu: an index_select/embedding kernel met an index outside its "
-                      "table; pending results are lost): ", e.what());
+                      "index out of range in self (vtpu: a gather kernel (index_select, embedding, x[idx], torch.gather) "
+                      "met an index outside its table; pending results are lost): ", e.what());
     TORCH_CHECK(!(e.kind() == sim::SimErrorKind::Trap && e.trap_code() == kernels::kInt64RangeTrap),
                 "vtpu: an int64 value is outside the range the chip computes int64 ops in (int64 math runs on "
                 "int32 words: |value| < 2^30 for add/sub, < 2^31 otherwise; pending results are lost): ", e.what());

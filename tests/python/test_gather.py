@@ -1,0 +1,82 @@
+"""torch.gather on the chip (torch_bridge/csrc/ops_gather.cc): any dim, float, bf16, int32, bool
+and int64 data (the last as int32 word pairs, any magnitude), index shapes smaller than the
+input, non-contiguous inputs, both modes, against the CPU with the fallback off; indices torch
+rejects raise IndexError at the synchronisation instead of reading a neighbouring row."""
+import pytest
+import torch
+
+import vtpu
+
+
+@pytest.fixture(autouse=True)
+def chip(no_fallback):
+    yield
+
+
+def gen(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+@pytest.mark.parametrize("shape,dim,index_shape", [((7,), 0, (5,)), ((4, 7), 1, (4, 5)), ((4, 7), 0, (3, 7)),
+                                                   ((2, 3, 129), -1, (2, 2, 8)), ((2, 5, 3), 1, (1, 9, 3))])
+def test_gather_matches_the_cpu(mode, shape, dim, index_shape):
+    vtpu.set_mode(mode)
+    x = torch.randn(*shape, generator=gen(1))
+    index = torch.randint(0, shape[dim], index_shape, generator=gen(2))
+    got = torch.gather(x.to("tpu"), dim, index.to("tpu"))
+    assert torch.equal(got.cpu(), torch.gather(x, dim, index))
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.int32, torch.bool, torch.int64])
+def test_gather_keeps_other_dtypes(dtype):
+    x = torch.randint(-2**40, 2**40, (3, 11), generator=gen(3)) if dtype == torch.int64 else \
+        (torch.randn(3, 11, generator=gen(3)) * 100).to(dtype)
+    index = torch.randint(0, 11, (3, 6), generator=gen(4))
+    got = x.to("tpu").gather(1, index.to("tpu"))
+    assert got.dtype == dtype
+    assert torch.equal(got.cpu(), x.gather(1, index))
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_bert_token_type_ids_pattern():
+    """BertEmbeddings: a registered int64 buffer of zeros, expanded to the batch, gathered at the
+    position ids; the result feeds an embedding, all on the chip."""
+    buffer = torch.zeros(1, 32, dtype=torch.long)
+    positions = torch.arange(10).expand(2, -1)
+    table = torch.randn(2, 16, generator=gen(5))
+    ids = torch.gather(buffer.to("tpu").expand(2, -1), 1, positions.to("tpu"))
+    got = torch.nn.functional.embedding(ids, table.to("tpu"))
+    assert torch.equal(got.cpu(), torch.nn.functional.embedding(torch.gather(buffer.expand(2, -1), 1, positions), table))
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_int32_indices():
+    x = torch.randn(5, 4, generator=gen(9))
+    index = torch.randint(0, 5, (2, 4), generator=gen(10), dtype=torch.int32)
+    assert torch.equal(torch.gather(x.to("tpu"), 0, index.to("tpu")).cpu(), torch.gather(x, 0, index))
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_gather_out_writes_the_given_tensor():
+    x = torch.randn(4, 6, generator=gen(6))
+    index = torch.randint(0, 6, (4, 2), generator=gen(7))
+    out = torch.empty(4, 2, device="tpu")
+    torch.gather(x.to("tpu"), 1, index.to("tpu"), out=out)
+    assert torch.equal(out.cpu(), torch.gather(x, 1, index))
+
+
+@pytest.mark.parametrize("bad", [6, -1])
+def test_an_index_outside_the_dim_raises_instead_of_reading_the_next_row(bad):
+    x = torch.randn(3, 6, generator=gen(8))
+    index = torch.zeros(3, 2, dtype=torch.long)
+    index[1, 0] = bad  # flattened, 6 would be row 2's first element and -1 row 0's last
+    with pytest.raises(IndexError, match="index out of range"):
+        torch.gather(x.to("tpu"), 1, index.to("tpu")).cpu()
+    assert torch.equal(torch.ones(2, device="tpu").cpu(), torch.ones(2))  # the device stays usable
+
+
+def test_cpu_indices_fall_back_with_the_reason():
+    with pytest.raises(NotImplementedError, match="gather.*indices on the CPU"):
+        torch.gather(torch.randn(2, 3).to("tpu"), 1, torch.zeros(2, 1, dtype=torch.long))
