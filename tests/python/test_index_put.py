@@ -1,0 +1,130 @@
+"""x[index] = values on the chip (torch_bridge/csrc/ops_index_put.cc), against the CPU with the
+fallback off: boolean masks with one value (float and int64 tensors), accumulation at integer
+indices (repeated and negative ones, broadcast values, the backward of x[idx]), in both modes;
+an index outside the rows raises IndexError; what stays on the CPU says why."""
+import warnings
+
+import pytest
+import torch
+
+import vtpu
+
+
+@pytest.fixture(autouse=True)
+def chip(no_fallback):
+    yield
+
+
+def gen(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+def put(x, indices, values, accumulate=False):
+    """index_put_ on a copy of x on tpu (indices and values moved there when they are tensors
+    with more than one element; 0-d values stay on the host, as Python numbers do) and on the CPU."""
+    on_chip = lambda t: t.to("tpu") if isinstance(t, torch.Tensor) and t.dim() > 0 else t
+    got = x.to("tpu").index_put_(tuple(on_chip(i) for i in indices), on_chip(values), accumulate)
+    want = x.clone().index_put_(tuple(indices), values, accumulate)
+    return got.cpu(), want
+
+
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+def test_mask_of_the_full_shape_and_of_leading_dims(mode):
+    vtpu.set_mode(mode)
+    x = torch.randn(4, 6, generator=gen(1))
+    full = torch.rand(4, 6, generator=gen(2)) > 0.5
+    rows = torch.tensor([True, False, True, False])
+    for mask, value in ((full, torch.tensor(0.0)), (rows, torch.tensor(-2.5))):
+        got, want = put(x, [mask], value)
+        assert torch.equal(got, want)
+    got, want = put(x, [full], torch.tensor(1.5), accumulate=True)
+    assert torch.equal(got, want)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_python_indexing_with_a_mask_runs_on_the_chip():
+    x = torch.randn(3, 5, generator=gen(3))
+    t = x.to("tpu")
+    t[t < 0] = 0.0
+    assert torch.equal(t.cpu(), x.clamp(min=0))
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_int64_tensors_under_a_mask_keep_every_word():
+    """Input ids masked to a token id (Gemma-style image tokens), with values beyond 32 bits and a
+    device int64 value; the int64 copy back into the ids stays on the chip."""
+    ids = torch.randint(-2**40, 2**40, (2, 8), generator=gen(4))
+    mask = torch.rand(2, 8, generator=gen(5)) > 0.5
+    got, want = put(ids, [mask], torch.tensor(7))
+    assert got.dtype == torch.int64 and torch.equal(got, want)
+    t = ids.to("tpu")
+    t[mask.to("tpu")] = torch.tensor([2**35 + 3]).to("tpu")[0]
+    want = ids.clone()
+    want[mask] = 2**35 + 3
+    assert torch.equal(t.cpu(), want)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+@pytest.mark.parametrize("index,values_shape", [([0, 2, 2, -1], (4, 6)), ([[1, 1], [3, -4]], (2, 2, 6)),
+                                                ([5, 0, 5], (6,)), ([2], ())])
+def test_accumulate_at_integer_indices(mode, index, values_shape):
+    """Repeated indices add up in order, negative ones count from the end, values broadcast to
+    the indexed rows. The sums run in another order than the CPU's (zeros + values, then x):
+    f32 rounding, 1e-6."""
+    vtpu.set_mode(mode)
+    x = torch.randn(6, 6, generator=gen(6))
+    values = torch.randn(values_shape, generator=gen(7))
+    got, want = put(x, [torch.tensor(index)], values, accumulate=True)
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_backward_of_integer_indexing_runs_on_the_chip():
+    x = torch.randn(5, 3, generator=gen(8))
+    index = torch.tensor([4, 0, 4, -2])
+    weights = torch.randn(4, 3, generator=gen(9))
+
+    def grad(device):
+        y = x.to(device).requires_grad_()
+        (y[index.to(device)] * weights.to(device)).sum().backward()
+        return y.grad.cpu()
+
+    torch.testing.assert_close(grad("tpu"), grad("cpu"), rtol=1e-6, atol=1e-6)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_int64_clone_is_a_chip_copy():
+    ids = torch.arange(10).to("tpu")
+    vtpu.synchronize()
+    before = vtpu.stats()
+    copy = ids.clone()
+    vtpu.synchronize()
+    after = vtpu.stats()
+    assert after["kernels_launched"] - before["kernels_launched"] == 1
+    assert after["device_to_host_bytes"] == before["device_to_host_bytes"]
+    assert torch.equal(copy.cpu(), torch.arange(10))
+
+
+def test_an_index_past_the_rows_raises():
+    x = torch.zeros(3, 2).to("tpu")
+    with pytest.raises(IndexError, match="index out of range"):
+        x.index_put_((torch.tensor([1, 3]).to("tpu"),), torch.ones(2, 2).to("tpu"), accumulate=True)
+        x.cpu()
+    assert torch.equal(torch.ones(2, device="tpu").cpu(), torch.ones(2))
+
+
+def test_writes_at_integer_indices_fall_back_with_the_reason():
+    x = torch.zeros(4, 2)
+    index = torch.tensor([1, 1, 3])
+    values = torch.arange(6.0).view(3, 2)
+    with pytest.raises(NotImplementedError, match="last write wins"):
+        x.to("tpu").index_put_((index.to("tpu"),), values.to("tpu"))
+    vtpu.set_cpu_fallback(True)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = x.to("tpu").index_put_((index.to("tpu"),), values.to("tpu"))
+        assert torch.equal(got.cpu(), x.clone().index_put_((index,), values))
+    finally:
+        vtpu.set_cpu_fallback(False)

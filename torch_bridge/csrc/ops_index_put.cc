@@ -1,0 +1,119 @@
+// x[index] = values (index_put_, which torch routes through _index_put_impl_) on the chip in the
+// two forms whose result shape does not depend on the data:
+//  - a boolean mask over x's leading dims with one value (`x[mask] = 0`, `x[mask] += v`): a
+//    `where` of the mask; int64 x (input ids, position ids) as its int32 word pairs.
+//  - one integer index tensor on dim 0 with accumulate=True (`x.index_put_((idx,), v,
+//    accumulate=True)`, `x[idx] += v` in autograd's backward of x[idx]): x plus a scatter-add of
+//    the value rows into zeros (kernels/scatter_add.h, in index order), negative indices counting
+//    from the end; one outside the rows raises IndexError at the next synchronisation.
+// Writing rows at integer indices without accumulating would need "the last write wins" for
+// repeated indices (what the CPU does), which a scatter-add cannot give: it runs on the CPU, as
+// do masks with several values (a count only the data gives) and other index layouts.
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include "torch_bridge/csrc/ops_support.h"
+#include "torch_bridge/csrc/recorder.h"
+
+namespace vtpu::bridge {
+namespace {
+
+using kernels::DType;
+using kernels::ExprOp;
+using kernels::Graph;
+
+// `mask` with trailing dims of size 1, so it broadcasts over the dims of self it does not cover.
+at::Tensor mask_over(const at::Tensor& mask, int64_t dims) {
+  std::vector<int64_t> shape = mask.sizes().vec();
+  shape.resize(dims, 1);
+  return mask.reshape(shape);
+}
+
+// self[mask] = value (or += with accumulate), value one element.
+// A host value is cast on the host (an int64 one cannot be cast on the chip), then uploaded.
+at::Tensor masked_put(const at::Tensor& self, const at::Tensor& mask, const at::Tensor& values, bool accumulate) {
+  const at::Tensor value = (values.is_cpu() ? values.to(self.scalar_type()) : values).reshape({1}).to(self.device());
+  if (self.scalar_type() != at::kLong) {
+    const at::Tensor typed = value.scalar_type() == self.scalar_type() ? value : value.to(self.scalar_type());
+    return at::where(mask_over(mask, self.dim()), accumulate ? self + typed : typed, self);
+  }
+  // int64: each element's two words take the value's two words where the mask holds.
+  std::vector<int64_t> word_shape = self.sizes().vec();
+  word_shape.push_back(2);
+  const at::Tensor words = self.contiguous().view(at::kInt).view(word_shape);
+  const at::Tensor picked = at::where(mask_over(mask, self.dim() + 1), value.view(at::kInt), words);
+  at::Tensor out = as_int64(picked.contiguous());
+  const auto self_bound = int64_bound_of(self), value_bound = int64_bound_of(value);
+  set_int64_bound(out, self_bound && value_bound ? std::optional(std::max(*self_bound, *value_bound)) : std::nullopt);
+  return out;
+}
+
+// self + zeros(self) with each row of values added at its index (dim 0), in order.
+at::Tensor accumulate_rows(const at::Tensor& self, const at::Tensor& index, const at::Tensor& values) {
+  const int64_t n = index.numel(), rows = self.size(0), width = self.numel() / std::max<int64_t>(rows, 1);
+  std::vector<int64_t> value_shape = index.sizes().vec();
+  value_shape.insert(value_shape.end(), self.sizes().begin() + 1, self.sizes().end());
+  const at::Tensor src = values.to(self.device(), self.scalar_type()).expand(value_shape).reshape({n, width});
+  const at::Tensor flat = index.reshape({n});
+  const bool i64 = flat.scalar_type() == at::kLong;
+  const CpuFn cpu = [index, value_shape](const std::vector<at::Tensor>& c) {
+    c10::List<std::optional<at::Tensor>> host({std::optional(index.cpu())});
+    return c[0].index_put(host, c[1].reshape(value_shape), true);
+  };
+  return record("index_put_", {self.reshape({rows, width}), src, index_words(flat)}, self.scalar_type(),
+                [&](Graph& g, const std::vector<int>& v) {
+    int at = i64 ? g.int64_narrow(v[2], int64_t{1} << 31, "index_put_") : v[2];
+    at = g.where(g.binary_scalar(ExprOp::Lt, at, 0, false, "index_put_"),
+                 g.binary_scalar(ExprOp::Add, at, double(rows), false, "index_put_"), at, "index_put_");
+    return g.binary(ExprOp::Add, v[0], g.scatter_add(v[1], at, /*index_pairs=*/false, rows, -1, "index_put_"), "index_put_");
+  }, [cpu, self](const std::vector<at::Tensor>& c) { return cpu({self.cpu(), c[1]}).reshape(c[0].sizes()); }).view(self.sizes());
+}
+
+// Why the chip's paths do not take this call (empty: one of them does).
+std::string unsupported(const at::Tensor& self, const std::vector<std::optional<at::Tensor>>& list, const at::Tensor& values,
+                        bool accumulate) {
+  int64_t given = 0;
+  for (const auto& i : list) given += i && i->defined();
+  if (given != 1 || !list[0] || !list[0]->defined()) return "several index tensors, or one past the first dim";
+  const at::Tensor& index = *list[0];
+  if (self.dim() == 0 || self.numel() == 0 || index.numel() == 0) return "0-d or empty tensors";
+  if (index.scalar_type() == at::kBool) {
+    if (values.numel() != 1) return "a boolean mask with several values (a count only the data gives)";
+    if (index.dim() > self.dim() || !index.sizes().equals(self.sizes().slice(0, index.dim()))) return "a mask of another shape";
+    if (self.scalar_type() == at::kLong && (accumulate || (!values.is_cpu() && values.scalar_type() != at::kLong))) {
+      return "adding under a mask to int64 tensors, or writing a non-int64 device value into them";
+    }
+    if (self.scalar_type() != at::kLong && !chip_dtype(self.scalar_type())) return "a dtype without kernels on the chip";
+    return {};
+  }
+  if (index.scalar_type() != at::kLong && index.scalar_type() != at::kInt) return "an index that is neither bool nor int32/int64";
+  if (!accumulate) return "writing rows at integer indices (repeated indices: the last write wins)";
+  if (self.scalar_type() != at::kFloat && self.scalar_type() != at::kBFloat16) return "accumulating into non-float tensors";
+  if (!index.device().is_privateuseone()) return "indices on the CPU";
+  return {};
+}
+
+at::Tensor& tpu_index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices, const at::Tensor& values,
+                                bool accumulate, bool unsafe) {
+  const std::vector<std::optional<at::Tensor>> list(indices.begin(), indices.end());
+  if (const std::string why = unsupported(self, list, values, accumulate); !why.empty()) {
+    const at::Tensor result = run_on_cpu("_index_put_impl_", {self, values}, [list, accumulate](const std::vector<at::Tensor>& c) {
+      c10::List<std::optional<at::Tensor>> host;
+      for (const auto& i : list) host.push_back(i && i->defined() ? std::optional(i->cpu()) : std::nullopt);
+      return c[0].index_put(host, c[1], accumulate);
+    }, why);
+    self.copy_(result);
+    return self;
+  }
+  const at::Tensor& index = *list[0];
+  const at::Tensor on_chip = index.device() == self.device() ? index : index.to(self.device());
+  self.copy_(index.scalar_type() == at::kBool ? masked_put(self, on_chip, values, accumulate)
+                                              : accumulate_rows(self, on_chip, values));
+  return self;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("_index_put_impl_", tpu_index_put_impl_); }
+
+}  // namespace vtpu::bridge
