@@ -45,12 +45,12 @@ int reduce_dims(Graph& g, int v, const std::vector<int64_t>& dims, RowOp op, int
   // over equal groups). Checked here, per op, so an extent that cannot be split falls back now
   // instead of failing at the flush.
   const bool composes = op == RowOp::Sum || op == RowOp::Mean || op == RowOp::Max ||
-                        op == RowOp::Min;
+                        op == RowOp::Min || op == RowOp::Prod;
   int64_t b = std::min(reduced_numel, kMaxRowCols);
   while (b > 1 && (reduced_numel % b != 0 || reduced_numel / b > kMaxRowCols)) --b;
   if (!composes || b <= 1) {
     throw KernelError(fmt::format("a reduction over {} elements (more than {}{}", reduced_numel, kMaxRowCols,
-                                  composes ? " with no divisor to split them by)" : " and not a sum, mean, max or min)"));
+                                  composes ? " with no divisor to split them by)" : " and not a sum, mean, max, min or product)"));
   }
   const int64_t a = reduced_numel / b;
   const int partial = g.row(op, g.reshape(src, {kept_numel * a, b}), -1, -1, 1e-5, "", correction);

@@ -179,7 +179,8 @@ class RowwiseBuilder {
   }
 
   bool needs_scratch() const {
-    return spec_.op != RowOp::Sum && spec_.op != RowOp::Mean && spec_.op != RowOp::Max && spec_.op != RowOp::Min;
+    return spec_.op != RowOp::Sum && spec_.op != RowOp::Mean && spec_.op != RowOp::Max && spec_.op != RowOp::Min &&
+           spec_.op != RowOp::Prod;
   }
 
   // Sum of squared deviations from `mean` over the scratch row.
@@ -231,6 +232,19 @@ class RowwiseBuilder {
         w_.line("{} v{}, v{}", max ? "vredmax.lane" : "vredmin.lane", acc, acc);
         store_row_result(acc);
         vregs_.release(acc);
+        break;
+      }
+      case RowOp::Prod: {
+        // The ISA has no product across lanes: each lane's partial product is broadcast and
+        // multiplied in, lane by lane (128 cross-lane broadcasts per 8 rows; fine for the small
+        // products models take, slow for long rows). The order differs from torch's left to right.
+        const int acc = first_pass("vmul", 1.f), product = constant(1.f), lane = vregs_.take();
+        for (int l = 0; l < kLanes; ++l) {
+          w_.line("vbcast.lane v{}, v{}, {}", lane, acc, l);
+          w_.line("vmul v{}, v{}, v{}", product, product, lane);
+        }
+        store_row_result(product);
+        for (int v : {acc, product, lane}) vregs_.release(v);
         break;
       }
       case RowOp::Var: {
@@ -372,12 +386,13 @@ class RowwiseBuilder {
 
 std::string_view row_op_name(RowOp op) {
   static constexpr std::string_view kNames[] = {"sum", "mean", "max", "min", "var", "softmax", "log_softmax",
-                                                "layer_norm", "rms_norm"};
+                                                "layer_norm", "rms_norm", "prod"};
   return kNames[static_cast<int>(op)];
 }
 
 bool row_op_reduces(RowOp op) {
-  return op == RowOp::Sum || op == RowOp::Mean || op == RowOp::Max || op == RowOp::Min || op == RowOp::Var;
+  return op == RowOp::Sum || op == RowOp::Mean || op == RowOp::Max || op == RowOp::Min || op == RowOp::Var ||
+         op == RowOp::Prod;
 }
 
 isa::Program make_rowwise(const RowwiseSpec& spec, const sim::ChipConfig& chip) { return RowwiseBuilder(spec, chip).build(); }

@@ -14,7 +14,7 @@
 
 namespace vtpu::kernels {
 
-enum class RowOp : uint8_t { Sum, Mean, Max, Min, Var, Softmax, LogSoftmax, LayerNorm, RmsNorm };
+enum class RowOp : uint8_t { Sum, Mean, Max, Min, Var, Softmax, LogSoftmax, LayerNorm, RmsNorm, Prod };
 
 std::string_view row_op_name(RowOp op);
 // Reductions write [rows]; the others write [rows, cols].

@@ -96,6 +96,33 @@ TEST_SUITE("kernels") {
     }
   }
 
+  TEST_CASE("row products over ragged row lengths; zeros, signs and NaN") {
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {7, 129}, {33, 1000}, {9, 7}}) {
+      CAPTURE(rows);
+      CAPTURE(cols);
+      auto x = testing::random_floats(rows * cols, 43, -1.1f, 1.1f);
+      for (auto& v : x) v = v < 0 ? v - 0.5f : v + 0.5f;  // |v| in [0.5, 1.6]: products of 1000 stay finite
+      x[0] = rows > 1 ? 0.f : x[0];  // row 0 holds a zero
+      if (rows > 2) x[2 * cols] = std::numeric_limits<float>::quiet_NaN();
+      std::vector<double> want(rows);
+      for (int64_t r = 0; r < rows; ++r) {
+        double p = 1;
+        for (int64_t c = 0; c < cols; ++c) p *= x[r * cols + c];
+        want[r] = p;
+      }
+      // each of the n - 1 products rounds once in f32: within n * 2^-24 relative
+      const auto got = run(row_spec(rows, cols, RowOp::Prod), {x});
+      for (int64_t r = 0; r < rows; ++r) {
+        CAPTURE(r);
+        if (std::isnan(want[r])) {
+          CHECK(std::isnan(got[r]));
+        } else {
+          CHECK(std::abs(got[r] - want[r]) <= std::abs(want[r]) * double(cols) * std::ldexp(1.0, -24) + 1e-30);
+        }
+      }
+    }
+  }
+
   TEST_CASE("the row count is a launch argument: one program per row width, any number of rows") {
     const int64_t cols = 700;
     for (RowOp op : {RowOp::Mean, RowOp::Max}) {  // a Column output: its DMA follows the launch's rows

@@ -312,6 +312,22 @@ at::Tensor tpu_amin(const at::Tensor& self, at::IntArrayRef dims, bool keepdim) 
                 [d, keepdim](const std::vector<at::Tensor>& c) { return at::amin(c[0], d, keepdim); });
 }
 
+// prod over one dim or everything (a row kernel's product, kernels/rowwise.h). Integer products
+// (int64 in torch, of any size) and a dtype argument that changes the accumulation fall back.
+at::Tensor tpu_prod_dim(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<c10::ScalarType> dtype) {
+  const auto cpu = [dim, keepdim, dtype](const std::vector<at::Tensor>& c) { return at::prod(c[0], dim, keepdim, dtype); };
+  if (dtype && *dtype != self.scalar_type()) return run_on_cpu("prod", {self}, cpu, "a product with a dtype argument");
+  return reduce("prod", RowOp::Prod, self, std::vector<int64_t>{dim}, keepdim, cpu);
+}
+at::Tensor tpu_prod(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  const auto cpu = [dtype](const std::vector<at::Tensor>& c) { return at::prod(c[0], dtype); };
+  if (dtype && *dtype != self.scalar_type()) return run_on_cpu("prod", {self}, cpu, "a product with a dtype argument");
+  return reduce("prod", RowOp::Prod, self, std::nullopt, false, cpu);
+}
+at::Tensor& tpu_prod_out(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<c10::ScalarType> dtype, at::Tensor& out) {
+  return write_out(out, tpu_prod_dim(self, dim, keepdim, dtype));
+}
+
 // var / var_mean over any dims with an integer correction (Bessel's by default); group norm
 // reaches the chip through var_mean.
 at::Tensor tpu_var(const at::Tensor& self, at::OptionalIntArrayRef dims, const std::optional<at::Scalar>& correction,
@@ -620,6 +636,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_log_softmax", tpu_log_softmax);
   m.impl("_safe_softmax", tpu_safe_softmax);
   m.impl("sum.dim_IntList", tpu_sum_dim);
+  m.impl("prod.dim_int", tpu_prod_dim);
+  m.impl("prod", tpu_prod);
+  m.impl("prod.int_out", tpu_prod_out);
   m.impl("mean.dim", tpu_mean_dim);
   m.impl("amax", tpu_amax);
   m.impl("amin", tpu_amin);
