@@ -170,14 +170,21 @@ int Graph::cast(int x, DType dtype, std::string label) {
   return add(std::move(n));
 }
 
-int Graph::matmul(int a, int b, bool transpose_b, int passes, std::string label) {
+int Graph::matmul(int a, int b, bool transpose_b, int passes, std::string label, bool transpose_a) {
   const auto& ta = node(a).type;
   const auto& tb = node(b).type;
   if (ta.shape.size() < 2 || tb.shape.size() < 2) throw KernelError(fmt::format("{}: operands need at least 2 dims", label));
-  const int64_t k = ta.shape.back();
+  if (transpose_a && ta.shape.size() > 2 && tb.shape.size() == 2) {
+    throw KernelError(fmt::format("{}: a batched A^T needs a batched B", label));
+  }
+  const int64_t k = transpose_a ? ta.shape[ta.shape.size() - 2] : ta.shape.back();
+  const int64_t m = transpose_a ? ta.shape.back() : ta.shape[ta.shape.size() - 2];
   const int64_t kb = transpose_b ? tb.shape.back() : tb.shape[tb.shape.size() - 2];
   const int64_t nn = transpose_b ? tb.shape[tb.shape.size() - 2] : tb.shape.back();
-  if (k != kb) throw KernelError(fmt::format("{}: {} @ {}{}: inner dimensions differ", label, to_string(ta), to_string(tb), transpose_b ? "^T" : ""));
+  if (k != kb) {
+    throw KernelError(fmt::format("{}: {}{} @ {}{}: inner dimensions differ", label, to_string(ta), transpose_a ? "^T" : "",
+                                  to_string(tb), transpose_b ? "^T" : ""));
+  }
   if (tb.shape.size() > 2) {
     // batched B must match A's batch dims exactly (no broadcasting of batch dims yet)
     if (tb.shape.size() != ta.shape.size() ||
@@ -188,10 +195,12 @@ int Graph::matmul(int a, int b, bool transpose_b, int passes, std::string label)
   Node n;
   n.kind = NodeKind::MatMul;
   n.inputs = {a, b};
+  n.transpose_a = transpose_a;
   n.transpose_b = transpose_b;
   n.passes = passes;
   n.label = std::move(label);
   auto shape = ta.shape;
+  shape[shape.size() - 2] = m;
   shape.back() = nn;
   const DType out = (ta.dtype == DType::BF16 && tb.dtype == DType::BF16) ? DType::BF16 : DType::F32;
   n.type = {shape, out};

@@ -27,7 +27,7 @@ std::string to_string(const TensorType& t);
 enum class NodeKind : uint8_t {
   Input,        // a tensor handed to the graph (HBM, owned by the caller)
   Elementwise,  // expr_op over 1-3 inputs (broadcast), optionally with a scalar operand
-  MatMul,       // [..., M, K] @ [K, N] or [..., K, N] (or B^T given as [N, K])
+  MatMul,       // [..., M, K] @ [K, N] or [..., K, N] (or B^T given as [N, K], A^T as [..., K, M])
   Row,          // row_op over the last axis
   Reshape,      // the same elements in the same order under another shape: no kernel, an alias
   StridedCopy,  // a dense copy of a strided view of inputs[0] (a whole buffer, flat)
@@ -53,6 +53,7 @@ struct Node {
   double scalar = 0;
   bool scalar_first = false;    // scalar (op) inputs[0], for sub/div/pow with the scalar on the left
   // MatMul
+  bool transpose_a = false;
   bool transpose_b = false;
   int passes = 1;
   // StridedCopy: the view's strides (elements) and offset into the source buffer
@@ -87,7 +88,9 @@ class Graph {
   int binary_scalar(ExprOp op, int a, double scalar, bool scalar_first = false, std::string label = "");
   int where(int condition, int a, int b, std::string label = "");
   int cast(int x, DType dtype, std::string label = "");
-  int matmul(int a, int b, bool transpose_b = false, int passes = 1, std::string label = "matmul");
+  // a @ b; with transpose_a, a holds A^T ([..., K, M]: a weight gradient's x^T without a transpose
+  // kernel first); A^T is batched only with a batched b.
+  int matmul(int a, int b, bool transpose_b = false, int passes = 1, std::string label = "matmul", bool transpose_a = false);
   // Reductions keep no dim: [..., n] -> [...]. Norms take optional [n] weight and bias (-1: none).
   int row(RowOp op, int x, int weight = -1, int bias = -1, double eps = 1e-5, std::string label = "",
           int64_t correction = 1);

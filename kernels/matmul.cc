@@ -9,6 +9,10 @@
 //    read from HBM once); otherwise its panel is double-buffered per block.
 //  - f32 or transposed B lands in a staging area and the VPU writes the bf16 weight parts
 //    (transposing 128x128 blocks through vtrans) into the panel the MXUs load from.
+//  - Transposed A ([K, M]) lands in a staging area too, a K slice at a time, and each slice is
+//    transposed (vtrans on 128x128 blocks) into the usual A panel when the block reaches it.
+//    Staging rows past K in a ragged last slice are never written, so they stay zero like the
+//    padding above. Such an A is never kept resident.
 //  - Padding rows/columns of A and B are never written, so they stay zero (VMEM starts zeroed):
 //    ragged K adds nothing, ragged M and N compute values that are never written back.
 //  - M is a runtime scalar (the last argument): VMEM is sized for spec.m rows, and the row-block
@@ -97,7 +101,7 @@ class MatmulBuilder {
     };
     const uint64_t vmem = chip_.vmem_bytes;
     const uint64_t a_all = uint64_t(round_up(s.m, bm_)) * k_pad_ * eb_a_;
-    a_resident_ = s.batch == 1 && a_all <= vmem / 3;
+    a_resident_ = s.batch == 1 && a_all <= vmem / 3 && !s.a_transposed;
     a_panel_bytes_ = uint64_t(bm_) * k_pad_ * eb_a_;
     a_vmem_[0] = place(a_resident_ ? a_all : a_panel_bytes_);
     a_vmem_[1] = a_resident_ ? a_vmem_[0] : place(a_panel_bytes_);
@@ -105,6 +109,10 @@ class MatmulBuilder {
     panel_vmem_ = place(2 * b_parts_ * part_bytes_);
     staging_bytes_ = s.b_transposed ? uint64_t(bn_) * k_pad_ * eb_b_ : uint64_t(k_pad_) * bn_ * eb_b_;
     if (staged_) staging_vmem_ = place(2 * staging_bytes_);
+    if (s.a_transposed) {  // a block's A^T, [Kpad, BM rounded up to whole 128-lane blocks], per parity
+      a_stage_pitch_ = round_up(bm_, kLanes) * eb_a_;
+      for (auto& at : a_staging_) at = place(uint64_t(k_pad_) * a_stage_pitch_);
+    }
     c_tile_bytes_ = uint64_t(bm_) * bn_ * eb_c_;
     c_vmem_[0] = place(c_tile_bytes_);
     c_vmem_[1] = place(c_tile_bytes_);
@@ -291,13 +299,24 @@ class MatmulBuilder {
     } else {
       w_.load_immediate(vm, a_vmem_[parity]);
     }
-    w_.add_scaled(vm, kt, d_ * eb_a_, t);
-    w_.line("sarg s{}, {}", hb, a_arg_);
-    w_.line("sadd s{}, s{}, s{}", hb, hb, t);
-    add_batch_offset(hb, b.bt, k_arg_, eb_a_, t);
-    add_pitched(hb, b.row0, k_arg_, eb_a_, t);
-    w_.line("smuli s{}, s{}, {}", t, kd, eb_a_);
-    dma(true, kSemInput, vm, hb, b.rows, t, k_pad_ * eb_a_, k_arg_, eb_a_);
+    if (spec_.a_transposed) {  // rows kt*D .. of A^T [K, M] (kd of them), the block's columns row0 ..
+      w_.load_immediate(vm, a_staging_[parity]);
+      w_.add_scaled(vm, kt, d_ * a_stage_pitch_, t);
+      w_.line("sarg s{}, {}", hb, a_arg_);
+      add_batch_offset(hb, b.bt, k_arg_, eb_a_, t);
+      add_pitched(hb, kt, m_arg_, d_ * eb_a_, t);
+      w_.add_scaled(hb, b.row0, eb_a_, t);
+      w_.line("smuli s{}, s{}, {}", t, b.rows, eb_a_);
+      dma(true, kSemInput, vm, hb, kd, t, a_stage_pitch_, m_arg_, eb_a_);
+    } else {
+      w_.add_scaled(vm, kt, d_ * eb_a_, t);
+      w_.line("sarg s{}, {}", hb, a_arg_);
+      w_.line("sadd s{}, s{}, s{}", hb, hb, t);
+      add_batch_offset(hb, b.bt, k_arg_, eb_a_, t);
+      add_pitched(hb, b.row0, k_arg_, eb_a_, t);
+      w_.line("smuli s{}, s{}, {}", t, kd, eb_a_);
+      dma(true, kSemInput, vm, hb, b.rows, t, k_pad_ * eb_a_, k_arg_, eb_a_);
+    }
     w_.place(skip_a);
     for (int x : {kd, vm, hb, t}) r.release(x);
   }
@@ -441,6 +460,36 @@ class MatmulBuilder {
       vregs.release_run(block, 16);
     }
     for (int x : {src, dst, t, i, n}) r.release(x);
+  }
+
+  // Slice kt of the staged A^T [Kpad, BM] (this block's, of `parity`) into the A panel [BM, Kpad]
+  // at s`a_base`: 128x128 blocks through vtrans.
+  void transpose_a_slice(int kt, int a_base, int parity, RegisterPool& vregs) {
+    auto& r = w_.sregs();
+    const int src = r.take(), dst = r.take();
+    const int block = vregs.take_run(16);
+    const int64_t pitch = a_stage_pitch_, chunks = a_stage_pitch_ / eb_a_ / kLanes;
+    for (int q = 0; q < group_; ++q) {
+      for (int64_t ch = 0; ch < chunks; ++ch) {
+        w_.line("smuli s{}, s{}, {}", src, kt, d_ * pitch);
+        w_.line("saddi s{}, s{}, {}", src, src, int64_t(a_staging_[parity]) + q * kLanes * pitch + ch * kLanes * eb_a_);
+        for (int v = 0; v < 16; ++v) {
+          w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(spec_.a_dtype), block + v, src, pitch);
+          w_.line("saddi s{}, s{}, {}", src, src, kSublanes * pitch);
+        }
+        w_.line("vtrans v{}, v{}", block, block);
+        w_.line("smuli s{}, s{}, {}", dst, kt, d_ * eb_a_);
+        w_.line("sadd s{}, s{}, s{}", dst, dst, a_base);
+        w_.line("saddi s{}, s{}, {}", dst, dst, ch * kLanes * k_pad_ * eb_a_ + q * kLanes * eb_a_);
+        for (int v = 0; v < 16 && ch * kLanes + 8 * v < bm_; ++v) {  // the panel has BM rows
+          w_.line("{} v{}, m0, s{}, 0, {}", store_mnemonic(spec_.a_dtype), block + v, dst, k_pad_ * eb_a_);
+          w_.line("saddi s{}, s{}, {}", dst, dst, kSublanes * k_pad_ * eb_a_);
+        }
+      }
+    }
+    vregs.release_run(block, 16);
+    r.release(src);
+    r.release(dst);
   }
 
   // LHS part `part` of the 8 x D rows at s`addr` into the group starting at `g`.
@@ -652,6 +701,7 @@ class MatmulBuilder {
     }
     skip_unless_a_needed(c.nb, have_a);
     w_.line("sem.wait sem{}, 1", kSemInput);
+    if (spec_.a_transposed) transpose_a_slice(c.kt, c.a_base, c.parity, vregs);
     w_.place(have_a);
     const int slot0 = c.parity * static_cast<int>(bm_ / kSublanes);
     int last_b_part = pipelined() ? 0 : -1;  // pipelined: the weights are in place already
@@ -871,6 +921,7 @@ class MatmulBuilder {
   bool staged_ = false, a_resident_ = false;
   uint64_t a_vmem_[2] = {0, 0}, c_vmem_[2] = {0, 0}, panel_vmem_ = 0, staging_vmem_ = 0;
   uint64_t a_panel_bytes_ = 0, part_bytes_ = 0, staging_bytes_ = 0, c_tile_bytes_ = 0;
+  uint64_t a_staging_[2] = {0, 0}, a_stage_pitch_ = 0;  // transposed A: staging per parity, its row pitch
   int a_arg_ = 0, b_arg_ = 0, c_arg_ = 0, m_arg_ = 0, n_arg_ = 0, k_arg_ = 0;
   int row_blocks_ = -1;  // the scalar register holding ceil(M / BM)
 };

@@ -1,6 +1,7 @@
 // The matmul generator: C[b] = epilogue(A[b] @ B[b]) for any M, N, K (ragged edges padded with
 // zeros in VMEM), bf16 or f32 operands, B optionally given transposed ([N, K], a Linear weight)
-// or shared across the batch, and f32 inputs split into bf16 parts for multi-pass precision.
+// or shared across the batch, A optionally given transposed ([K, M]), and f32 inputs split into
+// bf16 parts for multi-pass precision.
 #pragma once
 
 #include <cstdint>
@@ -28,9 +29,10 @@ struct MatmulSpec {
   // The program's capacity; the launch passes the real M, N and K: any M in 1..m, N in 1..n and
   // K in (k_pad - D, k] (k_pad = k rounded up to the MXU size D: the same number of K slices).
   int64_t m = 0, n = 0, k = 0;
-  DType a_dtype = DType::BF16;  // A is [batch, M, K] row-major
+  DType a_dtype = DType::BF16;  // A is [batch, M, K] row-major, or [batch, K, M] when a_transposed
   DType b_dtype = DType::BF16;  // B is [batch, K, N], or [batch, N, K] when b_transposed
   DType out_dtype = DType::F32; // C is [batch, M, N]
+  bool a_transposed = false;    // A given as its transpose (x^T in a weight gradient x^T @ dy)
   bool b_transposed = false;
   bool b_shared = false;        // one B for every batch entry (a weight)
   int passes = 1;

@@ -157,13 +157,14 @@ Launch lower_matmul(const Graph& g, const KernelGroup& grp, const sim::ChipConfi
   const auto& ta = g.node(mm.inputs[0]).type;
   const auto& tb = g.node(mm.inputs[1]).type;
   MatmulSpec spec;
-  spec.k = ta.shape.back();
+  spec.a_transposed = mm.transpose_a;
+  spec.k = ta.shape[ta.shape.size() - (mm.transpose_a ? 2 : 1)];
   spec.n = mm.type.shape.back();
-  if (tb.shape.size() == 2) {  // one weight for every row of A: a single (batch x M) x K problem
+  if (tb.shape.size() == 2) {  // one weight for every row of A: a single (batch x M) x K problem (A^T: 2-D)
     spec.m = ta.numel() / spec.k;
     spec.b_shared = true;
   } else {
-    spec.m = ta.shape[ta.shape.size() - 2];
+    spec.m = mm.type.shape[mm.type.shape.size() - 2];
     spec.batch = ta.numel() / (spec.m * spec.k);
   }
   spec.a_dtype = ta.dtype;
@@ -199,9 +200,9 @@ Launch lower_matmul(const Graph& g, const KernelGroup& grp, const sim::ChipConfi
   spec.n = round_up(n, n_block);
   spec.k = round_up(k, d);
   l.scalars = matmul_scalars(spec, chip, m, n, k);
-  const std::string key = fmt::format("mm|{}x{}x{}x{}|{}{}{}|t{}s{}p{}|{}|{}|{}", spec.batch, spec.m, spec.n, spec.k,
+  const std::string key = fmt::format("mm|{}x{}x{}x{}|{}{}{}|t{}{}s{}p{}|{}|{}|{}", spec.batch, spec.m, spec.n, spec.k,
                                       dtype_name(spec.a_dtype), dtype_name(spec.b_dtype), dtype_name(spec.out_dtype),
-                                      spec.b_transposed, spec.b_shared, spec.passes, operand_key(spec.epilogue_inputs),
+                                      spec.a_transposed, spec.b_transposed, spec.b_shared, spec.passes, operand_key(spec.epilogue_inputs),
                                       spec.epilogue ? spec.epilogue->signature() : "", chip.name);
   l.program = cache.get_or_build(key, [&] { return make_matmul(spec, chip); }, &l.cache_hit);
   return l;
@@ -445,8 +446,8 @@ Plan make_plan(const Graph& graph, FusionStrategy strategy, const sim::ChipConfi
 std::string graph_signature(const Graph& graph) {
   std::string s;
   for (const auto& n : graph.nodes()) {
-    s += fmt::format("{}:{}:{}:{}:{}:{}", static_cast<int>(n.kind), to_string(n.type), static_cast<int>(n.expr_op),
-                     static_cast<int>(n.row_op), n.transpose_b, n.passes);
+    s += fmt::format("{}:{}:{}:{}:{}{}:{}", static_cast<int>(n.kind), to_string(n.type), static_cast<int>(n.expr_op),
+                     static_cast<int>(n.row_op), n.transpose_a, n.transpose_b, n.passes);
     if (n.scalar_operand || n.expr_op == ExprOp::Constant) s += fmt::format(":s{}{}", n.scalar, n.scalar_first ? "f" : "");
     if (n.kind == NodeKind::Row) s += fmt::format(":e{}c{}", n.eps, n.correction);
     if (n.kind == NodeKind::Concat) s += fmt::format(":d{}", n.cat_dim);

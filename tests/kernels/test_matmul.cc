@@ -53,7 +53,15 @@ Result run(const kernels::MatmulSpec& spec, const std::string& chip = "v5e", std
   const int64_t b_count = spec.b_shared ? 1 : b;
   const auto a = testing::random_floats(b * m * k, 21, -1, 1);
   const auto w = testing::random_floats(b_count * k * n, 22, -1, 1);
-  std::vector<testing::Arg> args = {testing::Arg::buf(as_dtype(a, spec.a_dtype)), testing::Arg::buf(as_dtype(w, spec.b_dtype))};
+  std::vector<float> a_given = a;  // A as the kernel reads it: [b, K, M] when transposed
+  if (spec.a_transposed) {
+    for (int64_t bi = 0; bi < b; ++bi) {
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t kk = 0; kk < k; ++kk) a_given[bi * m * k + kk * m + i] = a[bi * m * k + i * k + kk];
+      }
+    }
+  }
+  std::vector<testing::Arg> args = {testing::Arg::buf(as_dtype(a_given, spec.a_dtype)), testing::Arg::buf(as_dtype(w, spec.b_dtype))};
   for (auto& e : extra) args.push_back(testing::Arg::buf(std::move(e)));
   args.push_back(testing::Arg::buf(testing::HostBuffer{std::vector<uint8_t>(b * m * n * (spec.out_dtype == DType::BF16 ? 2 : 4))}));
   const size_t c_index = args.size() - 1;
@@ -152,6 +160,28 @@ TEST_SUITE("kernels") {
       s.b_transposed = true;
       s.passes = t == DType::F32 ? 6 : 1;
       CHECK(worst_relative(run(s)) <= 4.0 * 200 * std::ldexp(1.0, -24));
+    }
+  }
+
+  TEST_CASE("A given transposed (x^T of a weight gradient): ragged M and K, bf16 and f32, batched, v6e") {
+    struct Case {
+      int64_t m, n, k, batch;
+      DType t;
+      bool b_transposed;
+      const char* chip;
+    };
+    for (const Case& c : {Case{128, 384, 128, 1, DType::F32, false, "v5e"}, Case{7, 129, 1000, 1, DType::BF16, false, "v5e"},
+                          Case{300, 64, 129, 1, DType::F32, true, "v5e"}, Case{64, 64, 32, 8, DType::F32, false, "v5e"},
+                          Case{520, 200, 300, 1, DType::BF16, false, "v6e"}}) {
+      CAPTURE(c.m);
+      CAPTURE(c.k);
+      CAPTURE(c.chip);
+      auto s = spec_of(c.m, c.n, c.k, c.t);
+      s.a_transposed = true;
+      s.b_transposed = c.b_transposed;
+      s.batch = c.batch;
+      s.passes = c.t == DType::F32 ? 6 : 1;
+      CHECK(worst_relative(run(s, c.chip)) <= 4.0 * c.k * std::ldexp(1.0, -24));
     }
   }
 

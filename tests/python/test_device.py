@@ -77,6 +77,25 @@ def test_contiguous_of_a_view_is_one_copy_kernel(mode):
 
 
 @pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+def test_transposed_matmul_operands_need_no_transpose_kernel(mode):
+    """x.t() @ dy (a Linear's weight gradient) and a bmm with both operands transposed read the
+    dense tensors as they are: one matmul kernel, no layout copy first."""
+    vtpu.set_mode(mode)
+    g = torch.Generator().manual_seed(3)
+    x, dy = torch.randn(70, 20, generator=g), torch.randn(70, 30, generator=g)
+    p, q = torch.randn(4, 9, 5, generator=g), torch.randn(4, 7, 9, generator=g)
+    xt, dyt, pt, qt = x.to("tpu"), dy.to("tpu"), p.to("tpu"), q.to("tpu")
+    vtpu.synchronize()
+    launched = vtpu.stats()["kernels_launched"]
+    grad_w = xt.t() @ dyt
+    both = torch.bmm(pt.transpose(1, 2), qt.transpose(1, 2))
+    torch.testing.assert_close(grad_w.cpu(), x.t() @ dy, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(both.cpu(), torch.bmm(p.transpose(1, 2), q.transpose(1, 2)), rtol=1e-5, atol=1e-5)
+    assert vtpu.stats()["kernels_launched"] - launched == 2
+    vtpu.set_mode("defer_and_fuse")
+
+
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
 def test_resize_grows_the_storage_on_the_chip(mode):
     """Growing resize_ (out= tensors, torch.empty(0) buffers) keeps the old bytes and the storage
     its views share; it used to crash in a host memcpy of device addresses."""

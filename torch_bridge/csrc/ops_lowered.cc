@@ -195,8 +195,9 @@ at::Tensor& tpu_fill_(at::Tensor& self, const at::Scalar& value) {
 }
 at::Tensor& tpu_zero_(at::Tensor& self) { return fill_(self, 0); }
 
-// A [.., K, N] operand that is the transpose of a dense [.., N, K] tensor (a weight's .t(),
-// k.transpose(-1, -2)): the matmul reads the dense tensor with transpose_b.
+// A [.., R, C] operand that is the transpose of a dense [.., C, R] tensor (a weight's .t(),
+// k.transpose(-1, -2), a weight gradient's x.t()): the matmul reads the dense tensor with
+// transpose_b (or transpose_a) instead of a transpose kernel making a copy first.
 bool is_transposed_dense(const at::Tensor& b) {
   const int64_t d = b.dim();
   if (d < 2 || b.size(d - 1) == 1 || b.size(d - 2) == 1) return false;
@@ -204,17 +205,17 @@ bool is_transposed_dense(const at::Tensor& b) {
 }
 
 at::Tensor matmul_op(const char* op, const at::Tensor& a, const at::Tensor& b, const CpuFn& cpu) {
-  const bool transposed = is_transposed_dense(b);
-  const at::Tensor b_arg = transposed ? b.transpose(-1, -2) : b;
+  const bool a_transposed = is_transposed_dense(a), b_transposed = is_transposed_dense(b);
+  const at::Tensor a_arg = a_transposed ? a.transpose(-1, -2) : a, b_arg = b_transposed ? b.transpose(-1, -2) : b;
   const int passes = kernels::passes_for_precision(Runtime::get().matmul_precision());
   const auto dtype = at::result_type(a, b);
-  // The CPU path gets b as the caller gave it.
-  const CpuFn cpu_b = [cpu, transposed](const std::vector<at::Tensor>& c) {
-    return cpu({c[0], transposed ? c[1].transpose(-1, -2) : c[1]});
+  // The CPU path gets a and b as the caller gave them.
+  const CpuFn cpu_given = [cpu, a_transposed, b_transposed](const std::vector<at::Tensor>& c) {
+    return cpu({a_transposed ? c[0].transpose(-1, -2) : c[0], b_transposed ? c[1].transpose(-1, -2) : c[1]});
   };
-  return record(op, {a, b_arg}, dtype, [&](Graph& g, const std::vector<int>& v) {
-    return g.matmul(v[0], v[1], transposed, passes, op);
-  }, cpu_b);
+  return record(op, {a_arg, b_arg}, dtype, [&](Graph& g, const std::vector<int>& v) {
+    return g.matmul(v[0], v[1], b_transposed, passes, op, a_transposed);
+  }, cpu_given);
 }
 
 at::Tensor tpu_mm(const at::Tensor& a, const at::Tensor& b) {
