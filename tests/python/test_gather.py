@@ -80,3 +80,52 @@ def test_an_index_outside_the_dim_raises_instead_of_reading_the_next_row(bad):
 def test_cpu_indices_fall_back_with_the_reason():
     with pytest.raises(NotImplementedError, match="gather.*indices on the CPU"):
         torch.gather(torch.randn(2, 3).to("tpu"), 1, torch.zeros(2, 1, dtype=torch.long))
+
+
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+@pytest.mark.parametrize("shape,dim,index_shape", [((7,), 0, (12,)), ((4, 7), 1, (4, 9)), ((4, 7), 0, (6, 7)),
+                                                   ((2, 3, 129), -1, (2, 2, 40))])
+def test_scatter_add_matches_the_cpu(mode, shape, dim, index_shape):
+    """Repeated indices (more index elements than the dim holds) add up in order; the source may
+    be larger than the index. f32 sums in another order than the CPU's: 1e-6."""
+    vtpu.set_mode(mode)
+    x = torch.randn(*shape, generator=gen(11))
+    index = torch.randint(0, shape[dim], index_shape, generator=gen(12))
+    src = torch.randn(*[s + 1 for s in index_shape], generator=gen(13))
+    got = torch.scatter_add(x.to("tpu"), dim, index.to("tpu"), src.to("tpu"))
+    torch.testing.assert_close(got.cpu(), torch.scatter_add(x, dim, index, src), rtol=1e-6, atol=1e-6)
+    t = x.to("tpu")
+    t.scatter_add_(dim, index.to("tpu"), src.to("tpu"))
+    torch.testing.assert_close(t.cpu(), x.clone().scatter_add_(dim, index, src), rtol=1e-6, atol=1e-6)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32, torch.bool])
+def test_scatter_of_a_value(dtype):
+    x = (torch.randn(5, 6, generator=gen(14)) * 10).to(dtype)
+    index = torch.randint(0, 6, (5, 3), generator=gen(15))  # repeats: the same value either way
+    got = x.to("tpu").scatter(1, index.to("tpu"), 1)
+    assert got.dtype == dtype and torch.equal(got.cpu(), x.scatter(1, index, 1))
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_gather_backward_is_a_scatter_add_on_the_chip():
+    x = torch.randn(4, 6, generator=gen(16))
+    index = torch.randint(0, 6, (4, 8), generator=gen(17))
+    weights = torch.randn(4, 8, generator=gen(18))
+
+    def grad(device):
+        y = x.to(device).requires_grad_()
+        (torch.gather(y, 1, index.to(device)) * weights.to(device)).sum().backward()
+        return y.grad.cpu()
+
+    torch.testing.assert_close(grad("tpu"), grad("cpu"), rtol=1e-6, atol=1e-6)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_scatter_add_past_the_dim_raises_and_a_source_scatter_falls_back():
+    x = torch.zeros(3, 4)
+    with pytest.raises(IndexError, match="index out of range"):
+        torch.scatter_add(x.to("tpu"), 1, torch.tensor([[4]]).to("tpu"), torch.ones(1, 1).to("tpu")).cpu()
+    with pytest.raises(NotImplementedError, match="scatter"):
+        x.to("tpu").scatter(1, torch.tensor([[0, 0]]).to("tpu"), torch.ones(1, 2).to("tpu"))
