@@ -105,3 +105,32 @@ def test_one_element_slices_of_int64_tensors(no_fallback):
     last = ids[:, -1]
     assert (last + 1).cpu().tolist() == [8]
     assert (ids[:, 3] < 5).cpu().tolist() == [True]
+
+
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+def test_casts_to_and_from_int64_run_on_the_chip(mode, no_fallback):
+    """bool, int8 and int32 widen to int64 words on the chip; int64 of known magnitude converts to
+    f32, bf16, int32, int8 and bool there; nothing crosses to the host until the results are read.
+    Values of unknown or large magnitude still convert (through the host) and stay exact."""
+    vtpu.set_mode(mode)
+    mask = torch.tensor([[True, False, True]])
+    small = torch.tensor([-5, 2**31 - 1, -2**31], dtype=torch.int32)
+    ids = torch.tensor([3, -7, 100])
+    on_chip = [t.to("tpu") for t in (mask, small, ids)]
+    vtpu.synchronize()
+    before = vtpu.stats()["device_to_host_bytes"]
+    widened = [on_chip[0].long(), on_chip[1].long(), on_chip[0].to(torch.int8).long()]
+    narrowed = [on_chip[2].to(dtype) for dtype in (torch.float32, torch.bfloat16, torch.int32, torch.int8, torch.bool)]
+    shifted = widened[0] + 1  # the widened values' bound is known: int64 add on the chip
+    vtpu.synchronize()
+    assert vtpu.stats()["device_to_host_bytes"] == before
+    assert [t.dtype for t in widened] == [torch.int64] * 3
+    assert torch.equal(widened[0].cpu(), mask.long()) and torch.equal(widened[1].cpu(), small.long())
+    assert torch.equal(widened[2].cpu(), mask.long())
+    for got, dtype in zip(narrowed, (torch.float32, torch.bfloat16, torch.int32, torch.int8, torch.bool)):
+        assert got.dtype == dtype and torch.equal(got.cpu(), ids.to(dtype))
+    assert torch.equal(shifted.cpu(), mask.long() + 1)
+    big = torch.tensor([2**40 + 1, -3])
+    assert torch.equal(big.to("tpu").float().cpu(), big.float())
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+    vtpu.set_mode("defer_and_fuse")

@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "kernels/cumsum.h"
 #include "kernels/reduce_dims.h"
+#include "torch_bridge/csrc/recorder.h"
+#include "torch_bridge/csrc/runtime.h"
 
 namespace vtpu::bridge {
 namespace {
@@ -125,6 +128,40 @@ std::optional<at::Tensor> int64_sum(const at::Tensor& self, const std::vector<in
   return int64_accumulate("sum", self, extent, [&](Graph& g, int x) {
     return kernels::reduce_dims(g, x, dims, kernels::RowOp::Sum);
   }, cpu);
+}
+
+bool int64_copy_on_chip(const at::Tensor& dst, const at::Tensor& src) {
+  if (dst.device() != src.device() || !dst.sizes().equals(src.sizes()) || dst.numel() == 0 || !is_whole_buffer(dst)) return false;
+  const auto from = src.scalar_type(), to = dst.scalar_type();
+  const int64_t n = dst.numel();
+  auto& rt = Runtime::get();
+  if (to == at::kLong && (from == at::kBool || from == at::kChar || from == at::kInt)) {
+    {
+      std::lock_guard lock(rt.mutex());
+      Recorder& rec = Recorder::of(dst.device().index());
+      const int v = rec.values_of({src})[0];
+      Graph& g = rec.graph();
+      const int words = int64_words(g, g.node(v).type.dtype == kernels::DType::I32 ? v : g.cast(v, kernels::DType::I32, "copy_"));
+      rec.define_output(dst.reshape({n}).view(at::kInt), g.reshape(words, {2 * n}, "copy_"), "copy_");
+      rec.op_recorded();
+    }
+    set_int64_bound(dst, from == at::kBool ? 1 : from == at::kChar ? 128 : int64_t{1} << 31);
+    return true;
+  }
+  if (from != at::kLong) return false;
+  const int64_t bound = int64_bound_of(src).value_or(std::numeric_limits<int64_t>::max());
+  const bool exact = to == at::kFloat || to == at::kBFloat16 || to == at::kInt || to == at::kBool || (to == at::kChar && bound <= 128);
+  if (bound >= (int64_t{1} << 31) || !exact) return false;
+  const at::Tensor words = index_words(src);
+  std::lock_guard lock(rt.mutex());
+  Recorder& rec = Recorder::of(dst.device().index());
+  const int v = rec.values_of({words})[0];
+  Graph& g = rec.graph();
+  const int narrow = g.reshape(g.int64_narrow(v, bound + 1, "copy_"), dst.sizes().vec(), "copy_");
+  const auto dtype = to_kernel_dtype(to);
+  rec.define_output(dst, dtype == kernels::DType::I32 ? narrow : g.cast(narrow, dtype, "copy_"), "copy_");
+  rec.op_recorded();
+  return true;
 }
 
 std::optional<at::Tensor> int64_cumsum(const at::Tensor& self, int64_t dim, const CpuFn& cpu) {

@@ -26,6 +26,12 @@ std::optional<at::Tensor> int64_binary(const char* op, kernels::ExprOp e, const 
 // bool and int8 elements, or int64 ones of known magnitude, with |sum| < 2^24. nullopt otherwise.
 std::optional<at::Tensor> int64_sum(const at::Tensor& self, const std::vector<int64_t>& dims, const CpuFn& cpu);
 
+// dst (a whole dense buffer) <- src on the chip when one of them is int64 and the conversion is
+// exact there: bool, int8 and int32 widened to int64 words; int64 of known magnitude below 2^31
+// narrowed (checked) and converted to f32, bf16, int32 or bool (int8 only below 128: torch wraps
+// where the chip would saturate). False when it is not: the caller copies through the host.
+bool int64_copy_on_chip(const at::Tensor& dst, const at::Tensor& src);
+
 // The int64 cumulative sum along `dim` of such a tensor, under the same condition (|partial
 // sums| < 2^24); nullopt otherwise.
 std::optional<at::Tensor> int64_cumsum(const at::Tensor& self, int64_t dim, const CpuFn& cpu);

@@ -13,6 +13,7 @@
 
 #include <limits>
 
+#include "torch_bridge/csrc/ops_int64.h"
 #include "torch_bridge/csrc/ops_support.h"
 #include "torch_bridge/csrc/recorder.h"
 #include "torch_bridge/csrc/runtime.h"
@@ -153,6 +154,8 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool) {
     // int64 to int64: the same bytes, copied on the chip as int32 words; the values' bound too.
     record_copy(dst.reshape({-1}).view(at::kInt), self.reshape({-1}).view(at::kInt));
     set_int64_bound(dst, int64_bound_of(self));
+  } else if (int64_copy_on_chip(dst, self)) {
+    // int64 to or from bool, int8 and int32, where the chip converts exactly
   } else {
     from_host(dst, to_host(self).expand(dst.sizes()));
   }
