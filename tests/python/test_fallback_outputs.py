@@ -40,42 +40,35 @@ def test_integer_max_over_a_dim_runs_once():
     assert torch.equal(values.cpu(), want.values) and torch.equal(indices.cpu(), want.indices)
 
 
+def module_grads(module, x, loss):
+    """The gradients of loss(module(x)) for x and each parameter, in that order."""
+    x = x.detach().requires_grad_()
+    module.zero_grad(set_to_none=True)
+    loss(module(x)).backward()
+    return [x.grad, *(p.grad for p in module.parameters())]
+
+
+def check_backward_runs_once(op, module, x, loss, tolerance):
+    before = fallbacks(op)
+    got = module_grads(module.to("tpu"), x.to("tpu"), loss)
+    vtpu.synchronize()
+    assert fallbacks(op) - before == 1
+    want = module_grads(module.cpu(), x, loss)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g.cpu(), w, rtol=tolerance, atol=tolerance)
+
+
 def test_layer_norm_over_two_dims_backward_runs_once():
     x = torch.randn(3, 4, 5, generator=torch.Generator().manual_seed(3))
     norm = torch.nn.LayerNorm([4, 5])
     with torch.no_grad():
         norm.weight.uniform_(0.5, 1.5)
         norm.bias.uniform_(-0.5, 0.5)
-
-    def grads(norm, x):
-        x = x.detach().requires_grad_()
-        norm.zero_grad(set_to_none=True)
-        (norm(x) * torch.arange(60.0, device=x.device).reshape(3, 4, 5)).sum().backward()
-        return x.grad, norm.weight.grad, norm.bias.grad
-
-    before = fallbacks("native_layer_norm_backward")
-    got = grads(norm.to("tpu"), x.to("tpu"))
-    vtpu.synchronize()
-    assert fallbacks("native_layer_norm_backward") - before == 1
-    want = grads(norm.cpu(), x)
-    for g, w in zip(got, want):
-        torch.testing.assert_close(g.cpu(), w, rtol=1e-5, atol=1e-5)
+    weighted = lambda y: (y * torch.arange(60.0, device=y.device).reshape(3, 4, 5)).sum()
+    check_backward_runs_once("native_layer_norm_backward", norm, x, weighted, 1e-5)
 
 
 def test_conv3d_backward_runs_once():
     x = torch.randn(1, 2, 4, 4, 4, generator=torch.Generator().manual_seed(4))
     conv = torch.nn.Conv3d(2, 3, 3, padding=1)
-
-    def grads(conv, x):
-        x = x.detach().requires_grad_()
-        conv.zero_grad(set_to_none=True)
-        conv(x).square().sum().backward()
-        return x.grad, conv.weight.grad, conv.bias.grad
-
-    before = fallbacks("convolution_backward_overrideable")
-    got = grads(conv.to("tpu"), x.to("tpu"))
-    vtpu.synchronize()
-    assert fallbacks("convolution_backward_overrideable") - before == 1
-    want = grads(conv.cpu(), x)
-    for g, w in zip(got, want):
-        torch.testing.assert_close(g.cpu(), w, rtol=1e-4, atol=1e-4)
+    check_backward_runs_once("convolution_backward_overrideable", conv, x, lambda y: y.square().sum(), 1e-4)

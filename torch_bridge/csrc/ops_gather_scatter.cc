@@ -55,10 +55,10 @@ std::string unsupported(const at::Tensor& self, const at::Tensor& index, int64_t
 
 // How an index along `dim` addresses a dense self (taken before recording: no tensor work may
 // run while a graph is being built).
-struct Along {
+struct DimIndexing {
   bool int64_index;
   int64_t numel, size, stride;
-  Along(const at::Tensor& self, const at::Tensor& index, int64_t dim)
+  DimIndexing(const at::Tensor& self, const at::Tensor& index, int64_t dim)
       : int64_index(index.scalar_type() == at::kLong), numel(self.numel()), size(self.size(dim)), stride(1) {
     for (int64_t k = dim + 1; k < self.dim(); ++k) stride *= self.size(k);
   }
@@ -67,14 +67,12 @@ struct Along {
 // The flat element of a dense self each index element names, int32 [n]: out-of-range indices
 // point one past the end (the gather and scatter kernels trap there). `words` is the index's
 // graph value (int64 as [n, 2] words), `base` other_dims_offsets' value.
-int flat_index(Graph& g, int words, int base, const Along& a, const char* op) {
-  const bool int64_index = a.int64_index;
-  const int64_t numel = a.numel, size = a.size, stride = a.stride;
-  const int along = int64_index ? g.int64_narrow(words, int64_t{1} << 31, op) : words;
-  const int flat = g.binary(ExprOp::Add, g.binary_scalar(ExprOp::Mul, along, double(stride), false, op), base, op);
+int flat_index(Graph& g, int words, int base, const DimIndexing& d, const char* op) {
+  const int along = d.int64_index ? g.int64_narrow(words, int64_t{1} << 31, op) : words;
+  const int flat = g.binary(ExprOp::Add, g.binary_scalar(ExprOp::Mul, along, double(d.stride), false, op), base, op);
   const int outside = g.binary(ExprOp::Or, g.binary_scalar(ExprOp::Lt, along, 0, false, op),
-                               g.binary_scalar(ExprOp::Ge, along, double(size), false, op), op);
-  return g.where(outside, g.full({{1}, DType::I32}, double(numel), op), flat, op);
+                               g.binary_scalar(ExprOp::Ge, along, double(d.size), false, op), op);
+  return g.where(outside, g.full({{1}, DType::I32}, double(d.numel), op), flat, op);
 }
 
 void check_index_dtype(const at::Tensor& index, const char* op) {
@@ -94,10 +92,10 @@ at::Tensor tpu_gather(const at::Tensor& self, int64_t dim_arg, const at::Tensor&
   // One element per table row: int64 as its [low, high] int32 words.
   const at::Tensor table = i64 ? self.contiguous().view(at::kInt).view({numel, 2}) : self.reshape({numel, 1});
   const at::Tensor base = other_dims_offsets(self, index, dim).to(self.device());
-  const Along along(self, index, dim);
+  const DimIndexing indexing(self, index, dim);
   const at::Tensor picked = record("gather", {table, index_words(index), base}, table.scalar_type(),
                                    [&](Graph& g, const std::vector<int>& v) {
-    return g.gather(v[0], flat_index(g, v[1], v[2], along, "gather"), /*index_pairs=*/false, "gather");
+    return g.gather(v[0], flat_index(g, v[1], v[2], indexing, "gather"), /*index_pairs=*/false, "gather");
   }, [cpu, self, i64](const std::vector<at::Tensor>&) {  // the kernel's own result: [n, 1], or [n, 2] words
     const at::Tensor out = cpu({self.cpu()}).reshape({-1, 1});
     return i64 ? out.view(at::kInt) : out;
@@ -114,9 +112,9 @@ at::Tensor& tpu_gather_out(const at::Tensor& self, int64_t dim, const at::Tensor
 
 // zeros(self.numel()) with `rows` ([n, 1], one per index element) added at their flat elements,
 // viewed as self: what scatter_add adds to self, and (rows of ones) how often each element is hit.
-int scattered(Graph& g, int rows, int words, int base, const Along& a, const std::vector<int64_t>& shape, const char* op) {
-  const int at = flat_index(g, words, base, a, op);
-  return g.reshape(g.scatter_add(rows, at, /*index_pairs=*/false, a.numel, -1, op), shape, op);
+int scattered(Graph& g, int rows, int words, int base, const DimIndexing& d, const std::vector<int64_t>& shape, const char* op) {
+  const int at = flat_index(g, words, base, d, op);
+  return g.reshape(g.scatter_add(rows, at, /*index_pairs=*/false, d.numel, -1, op), shape, op);
 }
 
 // src's elements at index's positions (src may be larger than index in any dim).
@@ -136,10 +134,10 @@ at::Tensor tpu_scatter_add(const at::Tensor& self, int64_t dim_arg, const at::Te
   if (!why.empty()) return run_on_cpu("scatter_add", {self, src}, cpu, why);
   const at::Tensor rows = leading_block(src, index).reshape({index.numel(), 1});
   const at::Tensor base = other_dims_offsets(self, index, dim).to(self.device());
-  const Along along(self, index, dim);
+  const DimIndexing indexing(self, index, dim);
   const std::vector<int64_t> shape = self.sizes().vec();
   return record("scatter_add", {self, rows, index_words(index), base}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
-    return g.binary(ExprOp::Add, v[0], scattered(g, v[1], v[2], v[3], along, shape, "scatter_add"), "scatter_add");
+    return g.binary(ExprOp::Add, v[0], scattered(g, v[1], v[2], v[3], indexing, shape, "scatter_add"), "scatter_add");
   }, [cpu, src](const std::vector<at::Tensor>& c) { return cpu({c[0], src.cpu()}); });
 }
 
@@ -153,13 +151,13 @@ at::Tensor tpu_scatter_value(const at::Tensor& self, int64_t dim_arg, const at::
   if (why.empty() && self.scalar_type() == at::kLong) why = "int64 tensors";
   if (!why.empty()) return run_on_cpu("scatter", {self}, cpu, why);
   const at::Tensor base = other_dims_offsets(self, index, dim).to(self.device());
-  const Along along(self, index, dim);
+  const DimIndexing indexing(self, index, dim);
   const std::vector<int64_t> shape = self.sizes().vec();
   const double v = value.toDouble();
   const int64_t n = index.numel();
   return record("scatter", {self, index_words(index), base}, self.scalar_type(), [&](Graph& g, const std::vector<int>& in) {
     const int ones = g.full({{n, 1}, DType::F32}, 1.0, "scatter");
-    const int hits = scattered(g, ones, in[1], in[2], along, shape, "scatter");
+    const int hits = scattered(g, ones, in[1], in[2], indexing, shape, "scatter");
     const int fill = g.full({{1}, g.node(in[0]).type.dtype}, v, "scatter");
     return g.where(g.binary_scalar(ExprOp::Gt, hits, 0, false, "scatter"), fill, in[0], "scatter");
   }, cpu);

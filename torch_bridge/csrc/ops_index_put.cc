@@ -89,7 +89,6 @@ std::string unsupported(const at::Tensor& self, const std::vector<std::optional<
   if (index.scalar_type() != at::kLong && index.scalar_type() != at::kInt) return "an index that is neither bool nor int32/int64";
   if (!accumulate) return "writing rows at integer indices (repeated indices: the last write wins)";
   if (self.scalar_type() != at::kFloat && self.scalar_type() != at::kBFloat16) return "accumulating into non-float tensors";
-  if (!index.device().is_privateuseone()) return "indices on the CPU";
   return {};
 }
 
