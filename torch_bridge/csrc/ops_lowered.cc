@@ -11,6 +11,7 @@
 #include "kernels/matmul.h"
 #include "kernels/reduce_dims.h"
 #include "torch_bridge/csrc/ops_int64.h"
+#include "torch_bridge/csrc/ops_masked.h"
 #include "torch_bridge/csrc/ops_support.h"
 #include "torch_bridge/csrc/recorder.h"
 #include "torch_bridge/csrc/runtime.h"
@@ -457,8 +458,11 @@ at::Tensor tpu_index(const at::Tensor& self, const c10::List<std::optional<at::T
   }
   if (given != 1 || self.dim() == 0) return run_on_cpu("index", {self}, cpu, "several index tensors, or none, or a 0-d input");
   const at::Tensor& idx = *list[d];
+  if (idx.scalar_type() == at::kBool && d == 0) {  // x[mask]: the count is read, then rows gathered
+    if (auto rows = masked_rows(self, idx.device() == self.device() ? idx : idx.to(self.device()))) return *rows;
+  }
   if (idx.scalar_type() != at::kLong && idx.scalar_type() != at::kInt) {
-    return run_on_cpu("index", {self}, cpu, "boolean masks (a shape known only from the data)");
+    return run_on_cpu("index", {self}, cpu, "boolean masks past the leading dims or the compaction limit");
   }
   const at::Tensor index = idx.device() == self.device() ? idx : idx.to(self.device());
   const at::Tensor moved = self.movedim(d, 0);
