@@ -134,3 +134,28 @@ def test_casts_to_and_from_int64_run_on_the_chip(mode, no_fallback):
     assert torch.equal(big.to("tpu").float().cpu(), big.float())
     assert vtpu.stats()["cpu_fallback_ops"] == 0
     vtpu.set_mode("defer_and_fuse")
+
+
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+@pytest.mark.parametrize("divisor", [2, 3, -4, 1000])
+def test_floor_division_and_remainder_by_a_constant(mode, divisor, no_fallback):
+    """Mixture-of-experts token indices (slot // top_k) and their remainders, negative values
+    and divisors included, against Python's rule (torch's for integers)."""
+    vtpu.set_mode(mode)
+    values = torch.tensor([-100000, -7, -6, -1, 0, 1, 5, 7, 15, 99999])
+    t = values.to("tpu")
+    assert torch.equal((t // divisor).cpu(), values // divisor)
+    assert torch.equal((t % divisor).cpu(), values % divisor)
+    slots = torch.arange(16, device="tpu")
+    assert torch.equal((slots // 2 + slots % 2).cpu(), torch.arange(16) // 2 + torch.arange(16) % 2)  # bounds carry on
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+    vtpu.set_mode("defer_and_fuse")
+
+
+def test_integer_division_by_zero_and_what_stays_on_the_cpu(no_fallback):
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        torch.arange(4, device="tpu") // 0
+    with pytest.raises(NotImplementedError, match="floor_divide.*known magnitude"):
+        torch.tensor([2**40]).to("tpu") // 3
+    with pytest.raises(NotImplementedError, match="remainder"):
+        torch.randn(3).to("tpu") % 2
