@@ -114,7 +114,29 @@ def test_an_index_past_the_rows_raises():
     assert torch.equal(torch.ones(2, device="tpu").cpu(), torch.ones(2))
 
 
-def test_writes_at_integer_indices_fall_back_with_the_reason():
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+def test_writes_at_integer_indices(mode):
+    """x[idx] = v with each row named once (negative indices too), f32 and bf16 rows, and an
+    int64 permutation's inverse (inv[perm] = arange), as mixture-of-experts layers build it."""
+    vtpu.set_mode(mode)
+    x = torch.randn(6, 3, generator=gen(10))
+    got, want = put(x, [torch.tensor([4, 0, -1])], torch.randn(3, 3, generator=gen(11)))
+    assert torch.equal(got, want)
+    got, want = put(x.bfloat16(), [torch.tensor([1, 3])], torch.tensor(2.5, dtype=torch.bfloat16))
+    assert torch.equal(got, want)
+    perm = torch.randperm(16, generator=gen(12))
+    inverse = torch.zeros(16, dtype=torch.long).to("tpu")
+    inverse[perm.to("tpu")] = torch.arange(16, device="tpu")
+    want = torch.zeros(16, dtype=torch.long)
+    want[perm] = torch.arange(16)
+    assert torch.equal(inverse.cpu(), want)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+    vtpu.set_mode("defer_and_fuse")
+
+
+def test_repeated_integer_writes_fall_back_with_the_reason():
+    """Which of several writes to a row wins is the CPU's order; the chip reads how often each
+    row is named and leaves repeated ones to the CPU."""
     x = torch.zeros(4, 2)
     index = torch.tensor([1, 1, 3])
     values = torch.arange(6.0).view(3, 2)
