@@ -567,16 +567,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_batch_norm(
   return {out, at::empty({0}, input.options()), at::empty({0}, input.options())};  // eval: no saved statistics
 }
 
-// histc has no chip kernel. Accelerator backends (CUDA) count integer inputs, the CPU kernel only
-// floats, and models pick the integer path off the CPU (MoE expert counts): so integer inputs are
-// counted as f32 on the host (exact below 2^24) and returned in their own dtype, like on CUDA.
-at::Tensor tpu_histc(const at::Tensor& self, int64_t bins, const at::Scalar& min, const at::Scalar& max) {
-  return run_on_cpu("histc", {self}, [=](const std::vector<at::Tensor>& c) {
-    if (!at::isIntegralType(c[0].scalar_type(), true)) return at::histc(c[0], bins, min, max);
-    return at::histc(c[0].to(at::kFloat), bins, min, max).to(c[0].scalar_type());
-  }, "histc is not lowered yet");
-}
-
 at::Tensor tpu_clone(const at::Tensor& self, std::optional<c10::MemoryFormat>) {
   at::Tensor out = at::empty(self.sizes(), self.options());
   out.copy_(self);
@@ -658,7 +648,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_select", tpu_index_select);
   m.impl("index.Tensor", tpu_index);
   m.impl("index.Tensor_out", tpu_index_out);
-  m.impl("histc", tpu_histc);
   m.impl("constant_pad_nd", tpu_constant_pad_nd);
   m.impl("native_batch_norm", tpu_native_batch_norm);
 }
