@@ -132,6 +132,8 @@ def test_casts_to_and_from_int64_run_on_the_chip(mode, no_fallback):
     assert torch.equal(shifted.cpu(), mask.long() + 1)
     big = torch.tensor([2**40 + 1, -3])
     assert torch.equal(big.to("tpu").float().cpu(), big.float())
+    edge = torch.tensor([128, -128])  # int8 wraps 128 to -128 (the chip would saturate: host path)
+    assert torch.equal(edge.to("tpu").to(torch.int8).cpu(), edge.to(torch.int8))
     assert vtpu.stats()["cpu_fallback_ops"] == 0
     vtpu.set_mode("defer_and_fuse")
 

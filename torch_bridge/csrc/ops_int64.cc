@@ -150,7 +150,7 @@ bool int64_copy_on_chip(const at::Tensor& dst, const at::Tensor& src) {
   }
   if (from != at::kLong) return false;
   const int64_t bound = int64_bound_of(src).value_or(std::numeric_limits<int64_t>::max());
-  const bool exact = to == at::kFloat || to == at::kBFloat16 || to == at::kInt || to == at::kBool || (to == at::kChar && bound <= 128);
+  const bool exact = to == at::kFloat || to == at::kBFloat16 || to == at::kInt || to == at::kBool || (to == at::kChar && bound < 128);
   if (bound >= (int64_t{1} << 31) || !exact) return false;
   const at::Tensor words = index_words(src);
   std::lock_guard lock(rt.mutex());
