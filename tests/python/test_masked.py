@@ -1,5 +1,5 @@
 """Ops whose result size only the data gives (torch_bridge/csrc/ops_masked.cc): x[mask] over
-leading dims, masked_select (broadcast masks too), torch.nonzero and one-argument torch.where,
+any dims, masked_select (broadcast masks too), torch.nonzero and one-argument torch.where,
 against the CPU with the fallback off, in both modes; the count is read from the chip, the
 compaction and gathers run there (kernels/compaction.h)."""
 import pytest
@@ -43,6 +43,19 @@ def test_nonzero_masked_select_and_where(mode):
     assert vtpu.stats()["cpu_fallback_ops"] == 0
 
 
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+def test_masks_over_inner_dims(mode):
+    """x[:, mask] and x[:, :, mask]: the selected elements' dim stays where the mask was."""
+    vtpu.set_mode(mode)
+    x = torch.randn(3, 5, 4, generator=gen(6))
+    for index in ((slice(None), torch.tensor([True, False, True, True, False])),
+                  (slice(None), torch.rand(5, 4, generator=gen(7)) > 0.5),
+                  (slice(None), slice(None), torch.tensor([True, False, False, True]))):
+        on_chip = tuple(i.to("tpu") if isinstance(i, torch.Tensor) else i for i in index)
+        assert torch.equal(x.to("tpu")[on_chip].cpu(), x[index])
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
 def test_int64_rows_keep_every_word():
     ids = torch.randint(-2**40, 2**40, (6, 4), generator=gen(4))
     mask = torch.tensor([True, False, True, True, False, True])
@@ -61,9 +74,3 @@ def test_prod_backward_runs_on_the_chip():
 
     torch.testing.assert_close(grad("tpu"), grad("cpu"), rtol=1e-5, atol=1e-6)
     assert vtpu.stats()["cpu_fallback_ops"] == 0
-
-
-def test_masks_past_the_leading_dims_fall_back_with_the_reason():
-    x = torch.randn(3, 4)
-    with pytest.raises(NotImplementedError, match="index.*boolean masks"):
-        x.to("tpu")[:, torch.tensor([True, False, True, False]).to("tpu")]

@@ -458,11 +458,21 @@ at::Tensor tpu_index(const at::Tensor& self, const c10::List<std::optional<at::T
   }
   if (given != 1 || self.dim() == 0) return run_on_cpu("index", {self}, cpu, "several index tensors, or none, or a 0-d input");
   const at::Tensor& idx = *list[d];
-  if (idx.scalar_type() == at::kBool && d == 0) {  // x[mask]: the count is read, then rows gathered
-    if (auto rows = masked_rows(self, idx.device() == self.device() ? idx : idx.to(self.device()))) return *rows;
+  if (idx.scalar_type() == at::kBool && d + idx.dim() <= self.dim()) {
+    // x[..., mask, ...]: the masked dims moved first, the count read, rows gathered, and the
+    // selected elements' dim put back where the mask was (torch's place for one index tensor).
+    std::vector<int64_t> from(idx.dim()), to(idx.dim());
+    for (int64_t k = 0; k < idx.dim(); ++k) {
+      from[k] = d + k;
+      to[k] = k;
+    }
+    const at::Tensor moved = d == 0 ? self : self.movedim(from, to);
+    if (auto rows = masked_rows(moved, idx.device() == self.device() ? idx : idx.to(self.device()))) {
+      return d == 0 ? *rows : rows->movedim(0, d).contiguous();
+    }
   }
   if (idx.scalar_type() != at::kLong && idx.scalar_type() != at::kInt) {
-    return run_on_cpu("index", {self}, cpu, "boolean masks past the leading dims or the compaction limit");
+    return run_on_cpu("index", {self}, cpu, "boolean masks of another shape than the dims they index, or past the compaction limit");
   }
   const at::Tensor index = idx.device() == self.device() ? idx : idx.to(self.device());
   const at::Tensor moved = self.movedim(d, 0);

@@ -1,9 +1,9 @@
 // Ops whose result size only the data gives: torch.nonzero, masked_select and x[mask]. The count
 // of true elements is read first (a synchronisation, as on every accelerator: mask.sum().item()),
 // then the chip compacts the mask's true positions (kernels/compaction.h) and gathers what they
-// name: coordinates for nonzero, rows of x for x[mask] (a mask over x's leading dims), elements
-// for masked_select. Masks past kCompactionMaxElements and masks elsewhere than the leading dims
-// run on the CPU.
+// name: coordinates for nonzero, rows of x for x[mask] (a mask over x's leading dims; the index op
+// moves other dims first), elements for masked_select. Masks past kCompactionMaxElements run on
+// the CPU.
 #include "torch_bridge/csrc/ops_masked.h"
 
 #include <torch/library.h>
