@@ -29,7 +29,8 @@ at::Tensor histc_on_host(const at::Tensor& self, int64_t bins, const at::Scalar&
 at::Tensor tpu_histc(const at::Tensor& self, int64_t bins, const at::Scalar& min, const at::Scalar& max) {
   TORCH_CHECK(bins > 0, "torch.histogram(): bins must be > 0, but got ", bins, " for dimension 0");
   const auto t = self.scalar_type();
-  const bool int64_small = t == at::kLong && int64_bound_of(self) && *int64_bound_of(self) < (int64_t{1} << 24);
+  const std::optional<int64_t> bound = t == at::kLong ? int64_bound_of(self) : std::nullopt;
+  const bool int64_small = bound && *bound < (int64_t{1} << 24);
   const bool countable = t == at::kFloat || t == at::kBool || t == at::kChar || t == at::kInt || int64_small;
   // The edges as the CPU kernel holds them: in the input's type (f32 here).
   const float left = min.toFloat(), right = max.toFloat();
@@ -39,9 +40,8 @@ at::Tensor tpu_histc(const at::Tensor& self, int64_t bins, const at::Scalar& min
   const int64_t n = self.numel();
   const double width = double(right - left);  // rounded to f32 as the CPU subtracts
   const at::Tensor input = int64_small ? index_words(self) : self.reshape({n});
-  const std::optional<int64_t> bound = int64_small ? int64_bound_of(self) : std::nullopt;
   const at::Tensor counts = record("histc", {input}, at::kFloat, [&](Graph& g, const std::vector<int>& v) {
-    int x = bound ? g.int64_narrow(v[0], *bound + 1, "histc") : v[0];
+    int x = int64_small ? g.int64_narrow(v[0], *bound + 1, "histc") : v[0];
     if (g.node(x).type.dtype != DType::F32) x = g.cast(x, DType::F32, "histc");
     const int scaled = g.binary_scalar(ExprOp::Div, g.binary_scalar(ExprOp::Mul, g.binary_scalar(ExprOp::Sub, x, double(left), false, "histc"),
                                                                     double(bins), false, "histc"), width, false, "histc");

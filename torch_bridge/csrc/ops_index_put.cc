@@ -58,11 +58,17 @@ int target_rows(Graph& g, int words, bool int64_index, int64_t rows) {
                  g.binary_scalar(ExprOp::Add, at, double(rows), false, "index_put_"), at, "index_put_");
 }
 
+// The shape values take for an index on dim 0: the index's dims, then self's other dims.
+std::vector<int64_t> indexed_shape(const at::Tensor& self, const at::Tensor& index) {
+  std::vector<int64_t> shape = index.sizes().vec();
+  shape.insert(shape.end(), self.sizes().begin() + 1, self.sizes().end());
+  return shape;
+}
+
 // self + zeros(self) with each row of values added at its index (dim 0), in order.
 at::Tensor accumulate_rows(const at::Tensor& self, const at::Tensor& index, const at::Tensor& values) {
   const int64_t n = index.numel(), rows = self.size(0), width = self.numel() / std::max<int64_t>(rows, 1);
-  std::vector<int64_t> value_shape = index.sizes().vec();
-  value_shape.insert(value_shape.end(), self.sizes().begin() + 1, self.sizes().end());
+  const std::vector<int64_t> value_shape = indexed_shape(self, index);
   const at::Tensor src = values.to(self.device(), self.scalar_type()).expand(value_shape).reshape({n, width});
   const at::Tensor flat = index.reshape({n});
   const bool i64 = flat.scalar_type() == at::kLong;
@@ -95,8 +101,7 @@ at::Tensor row_hits(const at::Tensor& index, int64_t rows) {
 // of known magnitude below 2^24 go through f32 exactly and come back as words.
 at::Tensor write_rows(const at::Tensor& self, const at::Tensor& index, const at::Tensor& values, const at::Tensor& hits) {
   const int64_t n = index.numel(), rows = self.size(0), width = self.numel() / std::max<int64_t>(rows, 1);
-  std::vector<int64_t> value_shape = index.sizes().vec();
-  value_shape.insert(value_shape.end(), self.sizes().begin() + 1, self.sizes().end());
+  const std::vector<int64_t> value_shape = indexed_shape(self, index);
   const bool words = self.scalar_type() == at::kLong, i64 = index.scalar_type() == at::kLong;
   const at::Tensor src = values.to(self.device(), self.scalar_type()).expand(value_shape).reshape({n * width});
   const auto value_bound = words ? int64_bound_of(src) : std::nullopt;

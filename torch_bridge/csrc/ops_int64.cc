@@ -115,9 +115,7 @@ std::optional<at::Tensor> int64_accumulate(const char* op, const at::Tensor& sel
     const int x = words ? g.reshape(g.int64_narrow(v[0], *magnitude + 1, op), source.sizes().vec()) : v[0];
     return int64_words(g, g.cast(reduce(g, g.cast(x, kernels::DType::F32)), kernels::DType::I32));
   }, [cpu, source](const std::vector<at::Tensor>&) { return cpu({source.cpu()}); });
-  const at::Tensor result = as_int64(out);
-  if (!result.is_same(out)) set_int64_bound(result, *magnitude * extent);
-  return result;
+  return as_int64(out, *magnitude * extent);
 }
 
 }  // namespace
@@ -135,6 +133,13 @@ bool int64_copy_on_chip(const at::Tensor& dst, const at::Tensor& src) {
   const auto from = src.scalar_type(), to = dst.scalar_type();
   const int64_t n = dst.numel();
   auto& rt = Runtime::get();
+  if (to == at::kLong && from == at::kLong) {
+    if (!src.is_contiguous()) return false;
+    // the same bytes, copied on the chip as int32 words; the values' bound too
+    record_copy(dst.reshape({n}).view(at::kInt), src.reshape({n}).view(at::kInt));
+    set_int64_bound(dst, int64_bound_of(src));
+    return true;
+  }
   if (to == at::kLong && (from == at::kBool || from == at::kChar || from == at::kInt)) {
     {
       std::lock_guard lock(rt.mutex());

@@ -27,7 +27,8 @@ std::optional<at::Tensor> int64_binary(const char* op, kernels::ExprOp e, const 
 std::optional<at::Tensor> int64_sum(const at::Tensor& self, const std::vector<int64_t>& dims, const CpuFn& cpu);
 
 // dst (a whole dense buffer) <- src on the chip when one of them is int64 and the conversion is
-// exact there: bool, int8 and int32 widened to int64 words; int64 of known magnitude below 2^31
+// exact there: a dense int64 source copied as its int32 words; bool, int8 and int32 widened to
+// int64 words; int64 of known magnitude below 2^31
 // narrowed (checked) and converted to f32, bf16, int32 or bool (int8 only within +-127: torch wraps
 // where the chip would saturate). False when it is not: the caller copies through the host.
 bool int64_copy_on_chip(const at::Tensor& dst, const at::Tensor& src);

@@ -34,9 +34,7 @@ at::Tensor divide(const char* op, const at::Tensor& self, const at::Tensor& othe
     const auto r = kernels::floor_divide(g, a, b, op);
     return int64_words(g, remainder ? r.remainder : r.quotient);
   }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other}); });  // int64 itself
-  at::Tensor out = as_int64(words);
-  if (!out.is_same(words)) set_int64_bound(out, remainder ? std::abs(b) : *bound / std::abs(b) + 1);
-  return out.view(self.sizes());
+  return as_int64(words, remainder ? std::abs(b) : *bound / std::abs(b) + 1).view(self.sizes());
 }
 
 at::Tensor tpu_floor_divide(const at::Tensor& self, const at::Tensor& other) {

@@ -97,8 +97,7 @@ at::Tensor arg_extreme(const char* op, const at::Tensor& self, std::optional<int
     const int position = g.where(hit, g.iota({{width}, DType::F32}, op), g.full({{1}, DType::F32}, double(width), op));
     return int64_words(g, g.cast(g.row(kernels::RowOp::Min, position, -1, -1, 1e-5, op), DType::I32));
   }, [cpu, out_shape](const std::vector<at::Tensor>& c) { return cpu(c).reshape(out_shape); });
-  at::Tensor indices = as_int64(pairs);
-  if (!indices.is_same(pairs)) set_int64_bound(indices, width - 1);
+  const at::Tensor indices = as_int64(pairs, width - 1);
   if (!dim) return keepdim ? indices.reshape(std::vector<int64_t>(self.dim(), 1)) : indices.reshape({});
   return keepdim ? indices.unsqueeze(d) : indices;
 }
@@ -179,11 +178,7 @@ std::tuple<at::Tensor, at::Tensor> tpu_topk(const at::Tensor& self, c10::SymInt 
     return g.concat(values, static_cast<int64_t>(column.size()) - 1, "topk");
   }, cpu_packed);
   const at::Tensor values = packed.narrow(-1, 0, k).to(self.scalar_type()).movedim(-1, d).contiguous();
-  const at::Tensor words = record("topk", {packed.narrow(-1, k, k)}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
-    return int64_words(g, g.cast(v[0], DType::I32, "topk"));
-  }, [](const std::vector<at::Tensor>& c) { return c[0].to(at::kLong); });
-  at::Tensor indices = as_int64(words);
-  if (!indices.is_same(words)) set_int64_bound(indices, width - 1);
+  const at::Tensor indices = int64_from_f32("topk", packed.narrow(-1, k, k), width - 1);
   return {values, indices.movedim(-1, d).contiguous()};
 }
 

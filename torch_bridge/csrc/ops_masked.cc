@@ -21,13 +21,6 @@ using kernels::Graph;
 // How many elements of a device bool mask hold (a synchronisation).
 int64_t true_count(const at::Tensor& mask) { return mask.sum().item<int64_t>(); }
 
-// An int64 [count] tensor of int32 graph values made as word pairs, with its bound.
-at::Tensor int64_from_words(const at::Tensor& words, int64_t bound) {
-  at::Tensor out = as_int64(words);
-  if (!out.is_same(words)) set_int64_bound(out, bound);
-  return out;
-}
-
 // torch.nonzero: [count, ndim] int64 coordinates, row-major order.
 at::Tensor tpu_nonzero(const at::Tensor& self) {
   const CpuFn cpu = [](const std::vector<at::Tensor>& c) { return at::nonzero(c[0]); };
@@ -54,7 +47,7 @@ at::Tensor tpu_nonzero(const at::Tensor& self) {
     const int at = g.cast(kernels::true_positions(g, v[0], count), DType::I32, "nonzero");
     return int64_words(g, g.cast(g.gather(table, at, false, "nonzero"), DType::I32, "nonzero"));
   }, [cpu, self](const std::vector<at::Tensor>&) { return cpu({self.cpu()}).to(at::kInt); });
-  return int64_from_words(words, largest - 1).view({count, dims});
+  return as_int64(words, largest - 1).view({count, dims});
 }
 
 at::Tensor& tpu_nonzero_out(const at::Tensor& self, at::Tensor& out) { return write_out(out, tpu_nonzero(self)); }

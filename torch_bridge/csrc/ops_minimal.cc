@@ -149,13 +149,8 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool) {
   } else if (is_whole_buffer(dst) && dst.sizes() == self.sizes() && chip_dtype(self.scalar_type()) &&
              chip_dtype(dst.scalar_type())) {
     record_copy(dst, self);  // on the chip: a (fusable) elementwise copy with any dtype conversion
-  } else if (is_whole_buffer(dst) && dst.sizes() == self.sizes() && self.is_contiguous() &&
-             self.scalar_type() == at::kLong && dst.scalar_type() == at::kLong) {
-    // int64 to int64: the same bytes, copied on the chip as int32 words; the values' bound too.
-    record_copy(dst.reshape({-1}).view(at::kInt), self.reshape({-1}).view(at::kInt));
-    set_int64_bound(dst, int64_bound_of(self));
   } else if (int64_copy_on_chip(dst, self)) {
-    // int64 to or from bool, int8 and int32, where the chip converts exactly
+    // int64 to int64, or to or from bool, int8 and int32 where the chip converts exactly
   } else {
     from_host(dst, to_host(self).expand(dst.sizes()));
   }

@@ -110,9 +110,7 @@ std::tuple<at::Tensor, at::Tensor> tpu_max_pool2d_with_indices(const at::Tensor&
   at::Tensor pairs = record("max_pool2d_with_indices", {self}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
     return int64_words(g, g.cast(unlift_like(g, kernels::max_pool2d(g, lift(g, v[0]), p).second, self), kernels::DType::I32));
   }, cpu_output(1));
-  at::Tensor indices = as_int64(pairs);
-  if (!indices.is_same(pairs)) set_int64_bound(indices, self.size(-2) * self.size(-1) - 1);
-  return {values, indices};
+  return {values, as_int64(pairs, self.size(-2) * self.size(-1) - 1)};
 }
 
 at::Tensor tpu_max_pool2d_with_indices_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel,

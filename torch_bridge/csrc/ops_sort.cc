@@ -38,16 +38,6 @@ int as_f32(Graph& g, int v, const at::Tensor& rows) {
   return g.cast(g.reshape(narrow, {rows.size(0), rows.size(1)}, "sort"), DType::F32, "sort");
 }
 
-// An int64 tensor of the f32 integers in `f` (exact), made on the chip as word pairs.
-at::Tensor int64_of(const at::Tensor& f, int64_t bound) {
-  const at::Tensor words = record("sort", {f}, at::kInt, [](Graph& g, const std::vector<int>& v) {
-    return int64_words(g, g.cast(v[0], DType::I32, "sort"));
-  }, [](const std::vector<at::Tensor>& c) { return c[0].to(at::kLong); });
-  at::Tensor out = as_int64(words);
-  if (!out.is_same(words)) set_int64_bound(out, bound);
-  return out;
-}
-
 std::tuple<at::Tensor, at::Tensor> tpu_sort_stable(const at::Tensor& self, std::optional<bool> stable, int64_t dim_arg,
                                                    bool descending) {
   const int64_t d = self.dim() > 0 ? at::maybe_wrap_dim(dim_arg, self.dim()) : 0;
@@ -72,8 +62,8 @@ std::tuple<at::Tensor, at::Tensor> tpu_sort_stable(const at::Tensor& self, std::
     return at::cat({values.to(at::kFloat), indices.to(at::kFloat)}, 1);
   });
   const at::Tensor value_part = packed.narrow(1, 0, n), position_part = packed.narrow(1, n, n);
-  const at::Tensor values = i64 ? int64_of(value_part, *int64_bound_of(self)) : value_part.to(self.scalar_type());
-  const at::Tensor indices = int64_of(position_part, n - 1);
+  const at::Tensor values = i64 ? int64_from_f32("sort", value_part, *int64_bound_of(self)) : value_part.to(self.scalar_type());
+  const at::Tensor indices = int64_from_f32("sort", position_part, n - 1);
   return {values.reshape(moved.sizes()).movedim(-1, d).contiguous(), indices.reshape(moved.sizes()).movedim(-1, d).contiguous()};
 }
 

@@ -178,6 +178,19 @@ at::Tensor as_int64(const at::Tensor& words) {
   return words.view(at::kLong).squeeze(-1);
 }
 
+at::Tensor as_int64(const at::Tensor& words, int64_t bound) {
+  at::Tensor out = as_int64(words);
+  if (!out.is_same(words)) set_int64_bound(out, bound);
+  return out;
+}
+
+at::Tensor int64_from_f32(const char* op, const at::Tensor& f, int64_t bound) {
+  const at::Tensor words = record(op, {f}, at::kInt, [op](kernels::Graph& g, const std::vector<int>& v) {
+    return int64_words(g, g.cast(v[0], kernels::DType::I32, op));
+  }, [](const std::vector<at::Tensor>& c) { return c[0].to(at::kLong); });
+  return as_int64(words, bound);
+}
+
 void define_on_chip(const at::Tensor& out, const char* op, const std::function<int(kernels::Graph&)>& build) {
   Recorder& rec = Recorder::of(out.device().index());
   const int v = build(rec.graph());

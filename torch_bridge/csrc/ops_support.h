@@ -50,6 +50,12 @@ at::Tensor index_words(const at::Tensor& index);
 // int64: the op ran on the CPU).
 int int64_words(kernels::Graph& g, int v);
 at::Tensor as_int64(const at::Tensor& words);
+// as_int64, recording `bound` (the largest magnitude the op that made the words knows) when the
+// chip made them; a CPU fallback's int64 result keeps the bound its host copy measured.
+at::Tensor as_int64(const at::Tensor& words, int64_t bound);
+// The int64 tensor of the integers an f32 tensor holds exactly (positions, counts, below 2^24 in
+// magnitude `bound`), converted on the chip as int32 word pairs.
+at::Tensor int64_from_f32(const char* op, const at::Tensor& f, int64_t bound);
 
 // The known bound on |value| of the int64 elements in t's buffer (Buffer::int64_bound), and
 // setting it after an op that knows its result's range wrote t.
