@@ -23,7 +23,7 @@ DType promote(DType a, DType b) {
 bool float_result(ExprOp op) {
   return !(op == ExprOp::Neg || op == ExprOp::Abs || op == ExprOp::Relu || op == ExprOp::Square || op == ExprOp::Add ||
            op == ExprOp::Sub || op == ExprOp::Mul || op == ExprOp::Max || op == ExprOp::Min || op == ExprOp::Not ||
-           op == ExprOp::And || op == ExprOp::Or || is_comparison(op));
+           op == ExprOp::And || op == ExprOp::Or || op == ExprOp::Byte || is_comparison(op));
 }
 
 DType result_dtype(ExprOp op, DType in) {
@@ -128,6 +128,13 @@ int Graph::binary(ExprOp op, int a, int b, std::string label) {
   n.label = label.empty() ? std::string(expr_op_name(op)) : std::move(label);
   n.type = {shape, result_dtype(op, promote(node(a).type.dtype, node(b).type.dtype))};
   return add(std::move(n));
+}
+
+int Graph::byte_of(int x, int b, std::string label) {
+  if (node(x).type.dtype != DType::I32 || b < 0 || b > 3) {
+    throw KernelError(fmt::format("{}: byte {} of {}: takes int32 values and a byte 0..3", label, b, to_string(node(x).type)));
+  }
+  return binary_scalar(ExprOp::Byte, x, b, false, std::move(label));
 }
 
 int Graph::binary_scalar(ExprOp op, int a, double scalar, bool scalar_first, std::string label) {

@@ -88,6 +88,9 @@ class Graph {
   int binary_scalar(ExprOp op, int a, double scalar, bool scalar_first = false, std::string label = "");
   int where(int condition, int a, int b, std::string label = "");
   int cast(int x, DType dtype, std::string label = "");
+  // byte b (0..3) of each int32 element, as an int32 0..255 (the top byte unsigned too): the exact
+  // bf16 digits an int32 splits into.
+  int byte_of(int x, int b, std::string label = "byte");
   // a @ b; with transpose_a, a holds A^T ([..., K, M]: a weight gradient's x^T without a transpose
   // kernel first); A^T is batched only with a batched b.
   int matmul(int a, int b, bool transpose_b = false, int passes = 1, std::string label = "matmul", bool transpose_a = false);

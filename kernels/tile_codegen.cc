@@ -397,6 +397,15 @@ TileValue TileCodegen::emit_node(const Expr& expr, int index, const std::vector<
       w_.line("vexp v{}, v{}", d.reg, d.reg);
       return d;
     }
+    case ExprOp::Byte: {  // (x >> 8b) & 255, logical: the top byte too comes out unsigned
+      const auto b = static_cast<int>(expr.node(n.in[1]).constant);
+      const TileValue d = fresh(n.type);
+      w_.line("vshri v{}, v{}, {}", d.reg, in(0), 8 * b);
+      const int low_byte = int_const(255);
+      w_.line("vand v{}, v{}, v{}", d.reg, d.reg, low_byte);
+      vregs_.release(low_byte);
+      return d;
+    }
     case ExprOp::Lt: case ExprOp::Le: case ExprOp::Gt: case ExprOp::Ge: case ExprOp::Eq: case ExprOp::Ne: {
       const bool swap = n.op == ExprOp::Gt || n.op == ExprOp::Ge;
       const int a = swap ? in(1) : in(0), b = swap ? in(0) : in(1);

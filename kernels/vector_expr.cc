@@ -11,7 +11,8 @@ namespace {
 // Ops that have an exact int32 form on the VPU; every other arithmetic op computes in f32.
 bool has_int_form(ExprOp op) {
   return op == ExprOp::Neg || op == ExprOp::Abs || op == ExprOp::Relu || op == ExprOp::Square || op == ExprOp::Add ||
-         op == ExprOp::Sub || op == ExprOp::Mul || op == ExprOp::Max || op == ExprOp::Min || is_comparison(op);
+         op == ExprOp::Sub || op == ExprOp::Mul || op == ExprOp::Max || op == ExprOp::Min || op == ExprOp::Byte ||
+         is_comparison(op);
 }
 
 const char* type_name(ValueType t) { return t == ValueType::F32 ? "f32" : t == ValueType::I32 ? "i32" : "mask"; }
@@ -22,7 +23,7 @@ std::string_view expr_op_name(ExprOp op) {
   static constexpr std::string_view kNames[] = {
       "input", "const", "neg", "abs", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "gelu_tanh", "silu", "sqrt",
       "rsqrt", "reciprocal", "square", "round_bf16", "not", "to_f32", "to_i32", "to_mask", "from_mask", "erf", "sin", "cos", "add", "sub",
-      "mul", "div", "max", "min", "pow", "lt", "le", "gt", "ge", "eq", "ne", "and", "or", "where"};
+      "mul", "div", "max", "min", "pow", "lt", "le", "gt", "ge", "eq", "ne", "and", "or", "byte", "where"};
   return kNames[static_cast<int>(op)];
 }
 
@@ -87,6 +88,9 @@ int Expr::binary(ExprOp op, int a, int b) {
     return push(n);
   }
   const auto arith = [&](int x) { return node(x).type == ValueType::Mask ? ValueType::I32 : node(x).type; };
+  if (op == ExprOp::Byte && (arith(a) != ValueType::I32 || node(b).op != ExprOp::Constant)) {
+    throw KernelError("byte: takes an int32 value and a constant byte number");
+  }
   ValueType t = (arith(a) == ValueType::I32 && arith(b) == ValueType::I32) ? ValueType::I32 : ValueType::F32;
   if (t == ValueType::I32 && !has_int_form(op)) t = ValueType::F32;  // int / int is true division in torch
   n.in = {cast(a, t), cast(b, t), -1};

@@ -17,6 +17,7 @@ enum class ExprOp : uint8_t {
   Neg, Abs, Exp, Log, Tanh, Sigmoid, Relu, GeluErf, GeluTanh, Silu, Sqrt, Rsqrt, Reciprocal, Square,
   RoundBf16, Not, ToF32, ToI32, ToMask, FromMask, Erf, Sin, Cos,
   Add, Sub, Mul, Div, Max, Min, Pow, Lt, Le, Gt, Ge, Eq, Ne, And, Or,
+  Byte,  // byte b of an int32 word as 0..255 (b a constant 0..3): how integers split into exact bf16 digits
   Where,
 };
 

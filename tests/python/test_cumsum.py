@@ -1,6 +1,8 @@
 """torch.cumsum on the chip (torch_bridge/csrc/ops_cumsum.cc, kernels/cumsum.h: a matmul with a
-triangular matrix of ones): float dims and dtypes against the CPU, int64 results from bool and
-known-magnitude int64 inputs (position ids from an attention mask), and what still falls back."""
+triangular matrix of ones): float dims and dtypes against the CPU; integer scans (byte planes,
+exact) into int32 over the whole int32 range, wrapping as torch does, and into int64 from bool
+and known-magnitude int64 inputs (position ids from an attention mask); and what still falls
+back."""
 import warnings
 
 import pytest
@@ -54,8 +56,37 @@ def test_position_ids_from_an_attention_mask_stay_on_the_chip():
     assert vtpu.stats()["cpu_fallback_ops"] == 0
 
 
-def test_int64_sums_that_f32_cannot_hold_exactly_are_refused():
-    big = torch.full((2, 4), 1 << 22, dtype=torch.int64)  # partial sums reach 2^24
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+@pytest.mark.parametrize("shape,dim", [((1,), 0), ((7,), 0), ((5, 129), 1), ((129, 3), 0), ((2, 7, 5), 1)])
+def test_int32_cumsum_is_exact_and_wraps_as_torch(mode, shape, dim):
+    vtpu.set_mode(mode)
+    x = torch.randint(-(2**31), 2**31 - 1, shape, dtype=torch.int32, generator=torch.Generator().manual_seed(5))
+    x.view(-1)[:3] = torch.tensor([2**31 - 1, 2**31 - 1, -(2**31)], dtype=torch.int32)[: x.numel()]
+    got = torch.cumsum(x.to("tpu"), dim, dtype=torch.int32).cpu()
+    assert got.dtype == torch.int32
+    assert torch.equal(got, torch.cumsum(x, dim, dtype=torch.int32))  # sums past 2^31 wrap
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_moe_offsets_from_expert_counts_stay_on_the_chip():
+    # transformers' grouped-mm experts: histc of the routed expert ids, then int32 offsets
+    experts = torch.randint(0, 8, (64, 2), generator=torch.Generator().manual_seed(6)).int()
+    counts = torch.histc(experts.to("tpu"), bins=8, min=0, max=7)
+    offsets = torch.cumsum(counts, dim=0, dtype=torch.int32)
+    want = torch.cumsum(torch.histc(experts.float(), bins=8, min=0, max=7).int(), dim=0, dtype=torch.int32)
+    assert torch.equal(offsets.cpu(), want)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_int64_results_up_to_2_to_the_31():
+    x = torch.full((2, 300), 1 << 22, dtype=torch.int64)  # partial sums past 2^24, below 2^31
+    x[1] = -(1 << 22)
+    assert torch.equal(x.to("tpu").cumsum(1).cpu(), x.cumsum(1))
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_int64_sums_that_may_reach_2_to_the_31_are_refused():
+    big = torch.full((2, 4), 1 << 29, dtype=torch.int64)  # partial sums may reach 2^31
     with pytest.raises(NotImplementedError, match="cumsum"):
         big.to("tpu").cumsum(1)
     vtpu.set_cpu_fallback(True)

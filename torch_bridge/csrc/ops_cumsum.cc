@@ -1,8 +1,9 @@
 // torch.cumsum on the chip (kernels/cumsum.h: a matmul with a triangular matrix of ones). Float
-// inputs keep their dtype (bf16 scanned in f32, rounded once); bool, int8 and known-magnitude
-// int64 inputs give int64 results when every partial sum stays below 2^24 (ops_int64.h), as
-// position ids built from attention masks do. Other integers and a dtype argument that changes
-// the result run on the CPU when the fallback is on.
+// inputs keep their dtype (bf16 scanned in f32, rounded once). Integer inputs held as int32 words
+// (bool, int8, int32, int64 of known magnitude) scan exactly (ops_int64.h): into int32, wrapping
+// as torch does (MoE offsets from expert counts), or into int64 when every partial sum stays
+// below 2^31 (position ids from attention masks). Other integers and a dtype argument that
+// changes a float result run on the CPU when the fallback is on.
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtils.h>
 #include <torch/library.h>
@@ -23,10 +24,10 @@ at::Tensor tpu_cumsum(const at::Tensor& self, int64_t dim_arg, std::optional<c10
   if (self.dim() == 0 || self.numel() == 0) return run_on_cpu("cumsum", {self}, cpu, "an empty or 0-d cumsum");
   const int64_t dim = at::maybe_wrap_dim(dim_arg, self.dim());
   if (integral) {
-    if (result == at::kLong) {
-      if (auto r = int64_cumsum(self, dim, cpu)) return *r;
-    }
-    return run_on_cpu("cumsum", {self}, cpu, "an integer cumsum whose partial sums may reach 2^24, or not into int64");
+    if (auto r = integer_cumsum(self, dim, result, cpu)) return *r;
+    return run_on_cpu("cumsum", {self}, cpu,
+                      "an integer cumsum into int64 whose partial sums may reach 2^31, a scan over 65793 elements, or into "
+                      "a dtype other than int32 and int64");
   }
   if (result != self.scalar_type()) return run_on_cpu("cumsum", {self}, cpu, "a cumsum with a dtype argument");
   const int passes = kernels::passes_for_precision(Runtime::get().matmul_precision());

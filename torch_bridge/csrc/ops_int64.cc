@@ -169,9 +169,30 @@ bool int64_copy_on_chip(const at::Tensor& dst, const at::Tensor& src) {
   return true;
 }
 
-std::optional<at::Tensor> int64_cumsum(const at::Tensor& self, int64_t dim, const CpuFn& cpu) {
-  // 6 passes: the three bf16 parts of an integer below 2^24 times U's one
-  return int64_accumulate("cumsum", self, self.size(dim), [&](Graph& g, int x) { return kernels::cumsum(g, x, dim, 6); }, cpu);
+std::optional<at::Tensor> integer_cumsum(const at::Tensor& self, int64_t dim, c10::ScalarType result, const CpuFn& cpu) {
+  const auto t = self.scalar_type();
+  const int64_t n = self.size(dim);
+  // the largest |element|, inclusive
+  const std::optional<int64_t> magnitude = t == at::kBool ? 1
+                                           : t == at::kChar ? 128
+                                           : t == at::kInt  ? std::optional<int64_t>(int64_t{1} << 31)
+                                           : int64_on_chip(self) ? int64_bound_of(self)
+                                                                 : std::nullopt;
+  if (!magnitude || n > kernels::kMaxExactByteScan || (result != at::kInt && result != at::kLong)) return std::nullopt;
+  if (t == at::kLong && *magnitude >= (int64_t{1} << 31)) return std::nullopt;  // not int32 words
+  // int64 results need every partial sum to fit int32; int32 results wrap as torch's do
+  const int64_t sum_bound = *magnitude * n;
+  if (result == at::kLong && sum_bound >= (int64_t{1} << 31)) return std::nullopt;
+  const bool words = int64_on_chip(self);
+  const at::Tensor input = words ? index_words(self) : self;
+  const auto shape = self.sizes().vec();
+  const at::Tensor out = record("cumsum", {input}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
+    int x = words ? g.reshape(g.int64_narrow(v[0], *magnitude + 1, "cumsum"), shape, "cumsum") : v[0];
+    if (g.node(x).type.dtype != kernels::DType::I32) x = g.cast(x, kernels::DType::I32, "cumsum");
+    const int sums = kernels::cumsum_int32(g, x, dim);
+    return result == at::kLong ? int64_words(g, sums) : sums;
+  }, [cpu, self](const std::vector<at::Tensor>&) { return cpu({self.cpu()}); });
+  return result == at::kLong ? as_int64(out, sum_bound) : out;
 }
 
 }  // namespace vtpu::bridge

@@ -33,8 +33,10 @@ std::optional<at::Tensor> int64_sum(const at::Tensor& self, const std::vector<in
 // where the chip would saturate). False when it is not: the caller copies through the host.
 bool int64_copy_on_chip(const at::Tensor& dst, const at::Tensor& src);
 
-// The int64 cumulative sum along `dim` of such a tensor, under the same condition (|partial
-// sums| < 2^24); nullopt otherwise.
-std::optional<at::Tensor> int64_cumsum(const at::Tensor& self, int64_t dim, const CpuFn& cpu);
+// The cumulative sum along `dim` of an integer tensor held as int32 words on the chip (bool,
+// int8, int32, or int64 of known magnitude below 2^31) into `result`: int32, exact and wrapping
+// as torch's, or int64 when every partial sum is known to stay below 2^31 (kernels/cumsum.h:
+// byte planes scanned exactly, up to kMaxExactByteScan elements). nullopt otherwise.
+std::optional<at::Tensor> integer_cumsum(const at::Tensor& self, int64_t dim, c10::ScalarType result, const CpuFn& cpu);
 
 }  // namespace vtpu::bridge

@@ -21,6 +21,11 @@ PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, con
       throw std::invalid_argument(fmt::format("plan output {} is not bound", v));
     }
   }
+  // A bound output that reshapes another value: the kernel writing that value writes the output.
+  for (int v : plan.outputs) {
+    const auto a = plan.alias.find(v);
+    if (a != plan.alias.end() && inputs_.count(v) && !inputs_.count(a->second)) inputs_[a->second] = inputs_.at(v);
+  }
   // Intermediates get HBM just before the launch that writes them and give it back after their
   // last reader, so the device's peak follows true liveness (the memory plan's arena size is the
   // same peak, computed ahead of time; run().arena_bytes reports it).
@@ -37,7 +42,7 @@ PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, con
     std::vector<sim::KernelArg> args;
     for (int v : launch.args) {
       const int root = plan.alias.count(v) ? plan.alias.at(v) : v;
-      if (plan.memory.offset.count(root) && !intermediates_.count(root)) {
+      if (plan.memory.offset.count(root) && !intermediates_.count(root) && !inputs_.count(root)) {
         intermediates_[root] = device.allocate(std::max<uint64_t>(plan.value_bytes.at(root), 1));
       }
       args.push_back(sim::KernelArg::buffer(address(v), bytes(v)));
