@@ -1,10 +1,13 @@
 // Generated matmuls (kernels/matmul) on v5e and v6e, 512^3 to 4096x4096x1024 in bf16: simulated
 // time against the closed-form roofline bound and the achieved fraction of peak, as a Markdown
 // table (docs/matmul_roofline.md is this program's output). Targets: never below the bound;
-// within 15% of it for the large shapes.
+// within 15% of it for the large shapes. With arguments `chip m n k`, one shape only, followed by
+// its per-unit summary (what to look at when a row misses its target).
 #include <fmt/format.h>
 
 #include <chrono>
+#include <string>
+#include <vector>
 
 #include "kernels/matmul.h"
 #include "kernels/roofline.h"
@@ -12,16 +15,22 @@
 
 using namespace vtpu;
 
-int main() {
+int main(int argc, char** argv) {
   struct Shape {
     int64_t m, n, k;
   };
-  const Shape shapes[] = {{512, 512, 512}, {1024, 1024, 1024}, {2048, 2048, 1024}, {2048, 2048, 2048},
-                          {4096, 4096, 1024}};
+  std::vector<Shape> shapes = {{512, 512, 512}, {1024, 1024, 1024}, {2048, 2048, 1024}, {2048, 2048, 2048},
+                               {4096, 4096, 1024}};
+  std::vector<std::string> chips = {"v5e", "v6e"};
+  const bool one = argc == 5;
+  if (one) {
+    chips = {argv[1]};
+    shapes = {{std::stoll(argv[2]), std::stoll(argv[3]), std::stoll(argv[4])}};
+  }
   fmt::print("| chip | M x N x K | simulated us | bound us | bound by | simulated / bound | % of peak FLOP/s | host s |\n");
   fmt::print("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
   bool ok = true;
-  for (const char* chip_name : {"v5e", "v6e"}) {
+  for (const auto& chip_name : chips) {
     for (const auto& s : shapes) {
       sim::SimDevice device(sim::load_chip(chip_name));
       const auto& chip = device.chip();
@@ -45,6 +54,7 @@ int main() {
       fmt::print("| {} | {}x{}x{} | {:.2f} | {:.2f} | {} | {:.3f} | {:.1f} | {:.2f} |\n", chip_name, s.m, s.n, s.k,
                  simulated * 1e6, bound.seconds() * 1e6, bound.compute_s >= bound.memory_s ? "compute" : "memory", ratio,
                  100.0 * result.summary.achieved_flops() / chip.model_peak_flops(1), host_s);
+      if (one) fmt::print("\n{}", traces::render_text(result.summary));
     }
   }
   if (!ok) fmt::print("\nERROR: a simulated time is below its roofline bound\n");

@@ -641,13 +641,30 @@ class MatmulBuilder {
   // switch weights inside a slice and load at the boundary.
   bool pipelined() const { return pairs_.size() == 1 && !staged_; }
 
-  // Loads slice kt + 1's weights into the back buffers (nothing on the last slice), when this
-  // block reads its B panel from HBM (`streaming`, waiting for the piece first) or when it does
-  // not. Uses s`scratch` (free between matmul rows).
+  // Loads slice kt + 1's weights into the back buffers, when this block reads its B panel from
+  // HBM (`streaming`, waiting for the piece first) or when it does not. On the last slice, the
+  // non-streaming call loads the next block's slice 0 instead when that block reads the same
+  // panel (it is not a panel's first row block), so block boundaries swap too; a next block that
+  // starts a panel waits for its piece and loads its own. Uses s`scratch` (free between matmul
+  // rows).
   void emit_next_weights(const Compute& c, int scratch, bool streaming) {
     const std::string skip = w_.new_label("no_next_weights");
+    const std::string not_last = w_.new_label("not_last_slice");
     w_.line("saddi s{}, s{}, {}", scratch, c.kt, 1 - kt_);
-    w_.line("bge s{}, s0, {}", scratch, skip);  // the last slice: the next block's first loads its own
+    w_.line("blt s{}, s0, {}", scratch, not_last);
+    if (!streaming) {
+      // the next block's slice 0, from this panel, when it exists and continues the panel
+      w_.line("bge s{}, s{}, {}", c.next, c.nblocks, skip);
+      w_.line("saddi s{}, s{}, 1", scratch, c.mb);
+      w_.line("bge s{}, s{}, {}", scratch, row_blocks_, skip);
+      w_.line("smov s{}, s{}", scratch, c.panel);
+      for (int j = 0; j < mxus_; ++j) {
+        w_.line("mxu.lwb mxu{}, s{}, {}", j, scratch, bn_ * 2);
+        w_.line("saddi s{}, s{}, {}", scratch, scratch, d_ * 2);
+      }
+    }
+    w_.line("jmp {}", skip);
+    w_.place(not_last);
     w_.line("{} s{}, s0, {}", streaming ? "bne" : "beq", c.mb, skip);
     if (streaming) w_.line("sem.wait sem{}, 1", kSemInput);  // B(kt + 1), issued after A(kt)
     w_.line("smuli s{}, s{}, {}", scratch, c.kt, d_ * bn_ * 2);
@@ -678,13 +695,13 @@ class MatmulBuilder {
     const auto take = [&] { row = r.take(), wt = r.take(), t = r.take(); };
     take();
     if (pipelined()) {
-      // Slice 0 loads its weights; later slices switch to the ones loaded during the slice
-      // before (emit_next_weights), which waited for their B piece there.
+      // Slice 0 of a panel's first row block waits for its piece and loads its weights; every
+      // other slice switches to the ones loaded during the slice before (emit_next_weights),
+      // which waited for their B piece there.
       const std::string later = w_.new_label("later_slice"), ready = w_.new_label("weights_ready");
       w_.line("bne s{}, s0, {}", c.kt, later);
-      w_.line("bne s{}, s0, {}", c.mb, have_b);
+      w_.line("bne s{}, s0, {}", c.mb, later);
       w_.line("sem.wait sem{}, 1", kSemInput);
-      w_.place(have_b);
       for (int j = 0; j < mxus_; ++j) {
         w_.line("saddi s{}, s{}, {}", t, c.panel, int64_t(j) * d_ * 2);
         w_.line("mxu.lw mxu{}, s{}, {}", j, t, bn_ * 2);
