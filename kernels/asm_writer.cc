@@ -19,7 +19,7 @@ int RegisterPool::take() {
       return r;
     }
   }
-  throw KernelError(fmt::format("kernel needs more {} than the chip has", what_));
+  throw RegisterShortage(fmt::format("kernel needs more {} than the chip has", what_));
 }
 
 void RegisterPool::release(int reg) { free_.set(reg); }

@@ -21,7 +21,15 @@ class KernelError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// A pool of register numbers [first, last]; take() throws KernelError naming `what` when empty.
+// A generator ran out of registers: a KernelError a generator may catch to retry a plainer
+// schedule.
+class RegisterShortage : public KernelError {
+ public:
+  using KernelError::KernelError;
+};
+
+// A pool of register numbers [first, last]; take() throws RegisterShortage naming `what` when
+// empty.
 class RegisterPool {
  public:
   RegisterPool(std::string what, int first, int last);

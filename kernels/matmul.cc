@@ -4,9 +4,16 @@
 //  - Each MXU owns D columns of the block; accumulator slot r holds rows 8r..8r+7. The block body
 //    is emitted twice: even blocks use slots [0, BM/8), odd blocks the next BM/8, so a block's
 //    drain never holds up the next block's first matmuls.
-//  - Inputs stream one block ahead on sem0 (dq0), one DMA per K slice of A and of B, consumed by
-//    waits in the same order inside the K loop. A stays resident in VMEM when it fits (it is then
-//    read from HBM once); otherwise its panel is double-buffered per block.
+//  - Inputs stream one block ahead on dq0, one DMA per K slice of A and of B, consumed by waits
+//    in the same order inside the K loop (A's on sem0, B's on sem6). A stays resident in VMEM
+//    when it fits (it is then read from HBM once); otherwise its panel is double-buffered per
+//    block. With one batch entry and two row blocks or more, the next B panel is not left to the
+//    pass's last block: its pieces are spread over the pass's other blocks on dq2
+//    (issue_next_panel_piece), so they stream beside the pass's own traffic, not after it.
+//  - With A resident, the first column pass also reads all of A and the next B panel, the later
+//    passes only their C write-backs (and the next panel). When the traffic estimate says the
+//    first two passes get shorter (deferral_pays), the first pass's C tiles stay in VMEM, one per
+//    row block, and each is written back during the second pass, beside that pass's own.
 //  - f32 or transposed B lands in a staging area and the VPU writes the bf16 weight parts
 //    (transposing 128x128 blocks through vtrans) into the panel the MXUs load from.
 //  - Transposed A ([K, M]) lands in a staging area too, a K slice at a time, and each slice is
@@ -31,7 +38,7 @@
 namespace vtpu::kernels {
 namespace {
 
-constexpr int kSemInput = 0, kSemOutput = 2, kSemPrologue = 4;
+constexpr int kSemInput = 0, kSemOutput = 2, kSemPrologue = 4, kSemDeferred = 5, kSemPanel = 6;
 
 struct EpilogueBuffer {
   Operand operand;
@@ -44,7 +51,10 @@ struct EpilogueBuffer {
 
 class MatmulBuilder {
  public:
-  MatmulBuilder(const MatmulSpec& spec, const sim::ChipConfig& chip) : spec_(spec), chip_(chip), w_("matmul") {}
+  // `overlap_passes`: the schedule may issue the next B panel across a pass and defer the first
+  // pass's write-backs (more scalar registers held).
+  MatmulBuilder(const MatmulSpec& spec, const sim::ChipConfig& chip, bool overlap_passes)
+      : spec_(spec), chip_(chip), w_("matmul"), overlap_passes_(overlap_passes) {}
 
   isa::Program build() {
     validate();
@@ -92,6 +102,7 @@ class MatmulBuilder {
     b_parts_ = s.b_dtype == DType::F32 ? 1 + (s.passes >= 3) + (s.passes >= 6) : 1;
     std::erase_if(pairs_, [&](auto p) { return p.first >= a_parts_ || p.second >= b_parts_; });
     staged_ = s.b_dtype != DType::BF16 || s.b_transposed;
+    panels_ahead_ = overlap_passes_ && s.batch == 1 && s.n > bn_ && chip_.dma_queues >= 3;  // a second column block, a third queue
 
     uint64_t next = 0;
     const auto place = [&](uint64_t bytes) {
@@ -133,6 +144,11 @@ class MatmulBuilder {
       }
       epilogue_.push_back(e);
     }
+    const uint64_t deferred_bytes = uint64_t(round_up(s.m, bm_) / bm_) * c_tile_bytes_;
+    if (deferral_pays() && next + deferred_bytes <= vmem) {
+      defer_ = true;
+      c_deferred_vmem_ = place(deferred_bytes);
+    }
     c_arg_ = w_.argument("c", isa::ArgumentKind::Buffer);
     m_arg_ = w_.argument("m", isa::ArgumentKind::Scalar);
     n_arg_ = w_.argument("n", isa::ArgumentKind::Scalar);
@@ -140,6 +156,23 @@ class MatmulBuilder {
     if (next > vmem) {
       throw KernelError(fmt::format("matmul {}x{}x{}: needs {} bytes of VMEM, {} has {}", s.m, s.n, s.k, next, chip_.name, vmem));
     }
+  }
+
+  // Whether deferring the first column pass's write-backs to the second shortens the two passes,
+  // each estimated as the longer of its MXU cycles and its HBM traffic at full bandwidth (spec
+  // M, N and K): the first pass reads A and two B panels, so its C write-backs are what makes it
+  // memory-bound; the second then writes two passes' C.
+  bool deferral_pays() const {
+    const auto& s = spec_;
+    if (!overlap_passes_ || !a_resident_ || s.batch != 1 || s.n <= bn_) return false;
+    const double per_cycle = chip_.hbm_bandwidth_bytes_per_s / chip_.clock_hz;
+    const double rows = double(round_up(s.m, bm_) / bm_);
+    const double compute = rows * double(bm_ / kSublanes) * chip_.mxu_push_cycles * kt_ * pairs_.size();
+    const double a = double(s.m) * s.k * eb_a_ / per_cycle, panel = double(s.k) * bn_ * eb_b_ / per_cycle;
+    const double c = rows * double(c_tile_bytes_) / per_cycle;
+    const double now = std::max(compute, a + 2 * panel + c) + std::max(compute, panel + c);
+    const double deferred = std::max(compute, a + 2 * panel) + std::max(compute, panel + 2 * c);
+    return deferred < now;
   }
 
   // dst = ceil(M / BM), the row blocks of the launch's M; clobbers s`scratch`.
@@ -215,13 +248,15 @@ class MatmulBuilder {
     w_.sregs().release(t);
   }
 
-  // A DMA whose HBM rows are the launch's N or K (`pitch_arg`) elements of `eb` bytes apart.
-  void dma(bool to_vmem, int sem, int vm, int hb, int rows, int row_bytes, int64_t vstride, int pitch_arg, int eb) {
+  // A DMA whose HBM rows are the launch's N or K (`pitch_arg`) elements of `eb` bytes apart, on
+  // queue `queue` (inputs dq0, outputs dq1 unless given).
+  void dma(bool to_vmem, int sem, int vm, int hb, int rows, int row_bytes, int64_t vstride, int pitch_arg, int eb,
+           int queue = -1) {
     auto& r = w_.sregs();
     const int vs = r.take(), hs = r.take();
     w_.load_immediate(vs, vstride);
     pitch(hs, pitch_arg, eb);
-    w_.line("{} dq{}, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", to_vmem ? "dma.h2v" : "dma.v2h", to_vmem ? 0 : 1, sem, vm,
+    w_.line("{} dq{}, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", to_vmem ? "dma.h2v" : "dma.v2h", queue >= 0 ? queue : to_vmem ? 0 : 1, sem, vm,
             hb, rows, row_bytes, vs, hs);
     r.release(vs);
     r.release(hs);
@@ -253,17 +288,9 @@ class MatmulBuilder {
     for (int x : {b.bt, b.nb, b.mb, b.row0, b.col0, b.rows, b.cols}) w_.sregs().release(x);
   }
 
-  // Issues K slice s`kt` of block `b`'s inputs: B's piece (with the first row block of a panel),
-  // then A's piece (unless resident and loaded). B goes first because the weight load is the
-  // longer step before the first matmul. Waits in the K loop consume them in this order.
-  void issue_slice(const BlockRegs& b, int kt, int parity) {
-    auto& r = w_.sregs();
-    const int kd = r.take(), vm = r.take(), hb = r.take(), t = r.take();
-    const std::string skip_a = w_.new_label("issue_skip_a"), skip_b = w_.new_label("issue_skip_b");
-    w_.line("smuli s{}, s{}, {}", t, kt, d_);
-    extent(kd, t, k_arg_, d_);  // valid K of this slice
-    // slice kt of B's panel for column block nb, only with the first row block
-    w_.line("bne s{}, s0, {}", b.mb, skip_b);
+  // B's piece for K slice s`kt` (s`kd` valid rows) of block `b`'s panel, on queue `queue` and
+  // sem6; s`vm`, s`hb` and s`t` are scratch.
+  void issue_b_piece(const BlockRegs& b, int kt, int kd, int queue, int vm, int hb, int t) {
     w_.line("sarg s{}, {}", hb, b_arg_);
     if (!spec_.b_shared) {  // batch entry bt's B: bt * K * N elements in (vm is free until below)
       pitch(t, k_arg_, eb_b_);
@@ -282,14 +309,35 @@ class MatmulBuilder {
       w_.line("sadd s{}, s{}, s{}", hb, hb, t);
       add_pitched(hb, b.col0, k_arg_, eb_b_, t);
       w_.line("smuli s{}, s{}, {}", t, kd, eb_b_);
-      dma(true, kSemInput, vm, hb, b.cols, t, k_pad_ * eb_b_, k_arg_, eb_b_);
+      dma(true, kSemPanel, vm, hb, b.cols, t, k_pad_ * eb_b_, k_arg_, eb_b_, queue);
     } else {  // rows kt*D .. of B [K, N], columns col0 ..
       w_.add_scaled(vm, kt, d_ * bn_ * eb_b_, t);
       add_pitched(hb, kt, n_arg_, d_ * eb_b_, t);
       w_.add_scaled(hb, b.col0, eb_b_, t);
       w_.line("smuli s{}, s{}, {}", t, b.cols, eb_b_);
-      dma(true, kSemInput, vm, hb, kd, t, bn_ * eb_b_, n_arg_, eb_b_);
+      dma(true, kSemPanel, vm, hb, kd, t, bn_ * eb_b_, n_arg_, eb_b_, queue);
     }
+  }
+
+  // Issues K slice s`kt` of block `b`'s inputs: B's piece (with the first row block of a panel,
+  // unless the pass before issued it ahead), then A's piece (unless resident and loaded).
+  // B goes first because the weight load is the longer step before the first matmul. Waits in
+  // the K loop consume them in this order.
+  void issue_slice(const BlockRegs& b, int kt, int parity) {
+    auto& r = w_.sregs();
+    const int kd = r.take(), vm = r.take(), hb = r.take(), t = r.take();
+    const std::string skip_a = w_.new_label("issue_skip_a"), skip_b = w_.new_label("issue_skip_b");
+    w_.line("smuli s{}, s{}, {}", t, kt, d_);
+    extent(kd, t, k_arg_, d_);  // valid K of this slice
+    w_.line("bne s{}, s0, {}", b.mb, skip_b);
+    if (panels_ahead_) {  // issued during the pass before (issue_next_panel_piece) when it had 2+ row blocks
+      const std::string own = w_.new_label("own_panel");
+      w_.line("beq s{}, s0, {}", b.nb, own);
+      w_.line("sli s{}, 2", t);
+      w_.line("bge s{}, s{}, {}", row_blocks_, t, skip_b);
+      w_.place(own);
+    }
+    issue_b_piece(b, kt, kd, 0, vm, hb, t);
     w_.place(skip_b);
     // A[bt, row0 .., kt*D ..] -> the A panel
     skip_unless_a_needed(b.nb, skip_a);
@@ -510,7 +558,7 @@ class MatmulBuilder {
   // operand cursors.
   struct Drain {
     int parity = 0;
-    int bt = -1, nb = -1, mb = -1, crow = -1, scratch = -1, acc = -1;
+    int bt = -1, nb = -1, mb = -1, tile = -1, crow = -1, scratch = -1, acc = -1;
     int slot0 = 0;
   };
 
@@ -522,8 +570,11 @@ class MatmulBuilder {
     d.slot0 = parity * static_cast<int>(bm_ / kSublanes);
     const std::string free = w_.new_label("c_free");
     const int t = r.take();
-    w_.line("sli s{}, 2", t);
-    w_.line("blt s{}, s{}, {}", block, t, free);  // this C buffer's previous write-back has landed
+    // this C buffer's previous write-back has landed (deferred blocks write their own buffers,
+    // so the shared ones are first used by the two blocks after them)
+    if (defer_) w_.line("saddi s{}, s{}, 2", t, deferred_blocks_);
+    else w_.line("sli s{}, 2", t);
+    w_.line("blt s{}, s{}, {}", block, t, free);
     w_.line("sem.wait sem{}, {}", kSemOutput + parity, drain_parts());
     w_.place(free);
     r.release(t);
@@ -540,7 +591,11 @@ class MatmulBuilder {
       if (e.operand.layout != Layout::Full) w_.line("saddi s{}, s{}, {}", e.cursor, e.cursor, e.vmem[0]);
     }
     d.crow = r.take();
-    w_.load_immediate(d.crow, c_vmem_[parity]);
+    c_tile(d.crow, block, d.mb, parity);
+    if (defer_) {  // the write-backs need the tile's start (the shared ones are immediates)
+      d.tile = r.take();
+      w_.line("smov s{}, s{}", d.tile, d.crow);
+    }
     d.scratch = r.take();
     d.acc = vregs.take_run(group_);
     return d;
@@ -586,10 +641,23 @@ class MatmulBuilder {
     }
   }
 
-  // Writes rows [first, first + count) of the drained C tile back to HBM, clipped to the valid
-  // rows. When none are valid nothing is issued, but with `always_signal` the C buffer's
-  // semaphore is signalled anyway, so whoever waits for the block's parts counts them all.
-  void write_back(int bt, int nb, int mb, int parity, int64_t first, int64_t count, bool always_signal) {
+  // dst = the VMEM address of block s`block`'s C tile: its own deferred tile (row block s`mb`) when
+  // the block is deferred, else the shared one of its parity.
+  void c_tile(int dst, int block, int mb, int parity) {
+    w_.load_immediate(dst, c_vmem_[parity]);
+    if (!defer_) return;
+    const std::string shared = w_.new_label("shared_tile");
+    w_.line("bge s{}, s{}, {}", block, deferred_blocks_, shared);
+    w_.line("smuli s{}, s{}, {}", dst, mb, int64_t(c_tile_bytes_));
+    w_.line("saddi s{}, s{}, {}", dst, dst, int64_t(c_deferred_vmem_));
+    w_.place(shared);
+  }
+
+  // Writes rows [first, first + count) of the drained C tile at s`tile` (tile < 0: the shared
+  // tile of `parity`) back to HBM, clipped to the valid rows, signalling `sem`. When none are
+  // valid nothing is issued, but with `always_signal` the semaphore is signalled anyway, so
+  // whoever waits for the block's parts counts them all.
+  void write_back(int bt, int nb, int mb, int parity, int tile, int sem, int64_t first, int64_t count, bool always_signal) {
     auto& r = w_.sregs();
     const int row0 = r.take(), col0 = r.take(), rows = r.take(), cols = r.take(), hb = r.take(), t = r.take();
     const std::string skip = w_.new_label("no_rows");
@@ -604,13 +672,14 @@ class MatmulBuilder {
     add_pitched(hb, row0, n_arg_, eb_c_, t);
     w_.add_scaled(hb, col0, eb_c_, t);
     w_.line("smuli s{}, s{}, {}", t, cols, eb_c_);
-    w_.load_immediate(col0, c_vmem_[parity] + first * bn_ * eb_c_);
-    dma(false, kSemOutput + parity, col0, hb, rows, t, bn_ * eb_c_, n_arg_, eb_c_);
+    if (tile >= 0) w_.line("saddi s{}, s{}, {}", col0, tile, first * bn_ * eb_c_);
+    else w_.load_immediate(col0, c_vmem_[parity] + first * bn_ * eb_c_);
+    dma(false, sem, col0, hb, rows, t, bn_ * eb_c_, n_arg_, eb_c_);
     if (always_signal) {
       const std::string done = w_.new_label("written");
       w_.line("jmp {}", done);
       w_.place(skip);
-      w_.line("sem.signal sem{}, 1", kSemOutput + parity);
+      w_.line("sem.signal sem{}, 1", sem);
       w_.place(done);
     } else {
       w_.place(skip);
@@ -618,10 +687,33 @@ class MatmulBuilder {
     for (int x : {row0, col0, rows, cols, hb, t}) r.release(x);
   }
 
+  // The deferred tiles are written back from block D - lead on, one per block, the tile of row
+  // block block - (D - lead) (drained at least a block before): the first pass's last blocks,
+  // past the next panel's pieces, have HBM to spare for `lead` of them. lead = min(kLead, D - 1).
+  static constexpr int kDeferredLead = 1;
+  void write_back_deferred(int block) {
+    auto& r = w_.sregs();
+    const std::string skip = w_.new_label("no_deferred"), short_pass = w_.new_label("short_pass");
+    const int mb = r.take(), tile = r.take();
+    w_.line("ssub s{}, s{}, s{}", mb, block, deferred_blocks_);
+    w_.line("sli s{}, {}", tile, kDeferredLead + 1);
+    w_.line("blt s{}, s{}, {}", deferred_blocks_, tile, short_pass);
+    w_.line("saddi s{}, s{}, {}", mb, mb, kDeferredLead);
+    w_.place(short_pass);
+    w_.line("blt s{}, s0, {}", mb, skip);
+    w_.line("bge s{}, s{}, {}", mb, deferred_blocks_, skip);
+    w_.line("smuli s{}, s{}, {}", tile, mb, int64_t(c_tile_bytes_));
+    w_.line("saddi s{}, s{}, {}", tile, tile, int64_t(c_deferred_vmem_));
+    write_back(/*bt=*/0, /*nb=*/0, mb, 0, tile, kSemDeferred, 0, bm_, false);  // s0 reads 0
+    w_.place(skip);
+    for (int x : {mb, tile}) r.release(x);
+  }
+
   void release_drain(Drain& d, RegisterPool& vregs) {
     auto& r = w_.sregs();
     vregs.release_run(d.acc, group_);
     for (int x : {d.scratch, d.bt, d.nb, d.mb, d.crow}) r.release(x);
+    if (d.tile >= 0) r.release(d.tile);
     for (auto& e : epilogue_) {
       if (e.cursor >= 0) r.release(e.cursor);
       e.cursor = -1;
@@ -666,7 +758,7 @@ class MatmulBuilder {
     w_.line("jmp {}", skip);
     w_.place(not_last);
     w_.line("{} s{}, s0, {}", streaming ? "bne" : "beq", c.mb, skip);
-    if (streaming) w_.line("sem.wait sem{}, 1", kSemInput);  // B(kt + 1), issued after A(kt)
+    if (streaming) w_.line("sem.wait sem{}, 1", kSemPanel);  // B(kt + 1)
     w_.line("smuli s{}, s{}, {}", scratch, c.kt, d_ * bn_ * 2);
     w_.line("saddi s{}, s{}, {}", scratch, scratch, d_ * bn_ * 2);
     w_.line("sadd s{}, s{}, s{}", scratch, scratch, c.panel);
@@ -701,7 +793,7 @@ class MatmulBuilder {
       const std::string later = w_.new_label("later_slice"), ready = w_.new_label("weights_ready");
       w_.line("bne s{}, s0, {}", c.kt, later);
       w_.line("bne s{}, s0, {}", c.mb, later);
-      w_.line("sem.wait sem{}, 1", kSemInput);
+      w_.line("sem.wait sem{}, 1", kSemPanel);
       for (int j = 0; j < mxus_; ++j) {
         w_.line("saddi s{}, s{}, {}", t, c.panel, int64_t(j) * d_ * 2);
         w_.line("mxu.lw mxu{}, s{}, {}", j, t, bn_ * 2);
@@ -712,7 +804,7 @@ class MatmulBuilder {
       w_.place(ready);
     } else {
       w_.line("bne s{}, s0, {}", c.mb, have_b);
-      w_.line("sem.wait sem{}, 1", kSemInput);
+      w_.line("sem.wait sem{}, 1", kSemPanel);
       if (staged_) convert_slice(c.kt, c.panel, c.staging, vregs);
       w_.place(have_b);
     }
@@ -742,6 +834,7 @@ class MatmulBuilder {
         issue_slice(ahead, c.kt, 1 - c.parity);
         close_block(ahead);
         w_.place(no_prefetch);
+        if (panels_ahead_) issue_next_panel_piece(c);
         take();
       }
       // Row tiles past M's end (known only at launch) are skipped tile by tile, in a copy of the
@@ -795,6 +888,40 @@ class MatmulBuilder {
     for (int x : {row, wt, t}) r.release(x);
   }
 
+  // The next column block's B panel, spread over the pass: its KT pieces go out at every
+  // (R - 1)th of the K slices of row blocks 1 .. R - 1 (R row blocks), on dq2, so they share HBM
+  // with the pass's own traffic instead of queueing in front of it (HBM serves DMAs in issue
+  // order) or after it. The panel's buffer was last read by the pass before, a block ago.
+  void issue_next_panel_piece(const Compute& c) {
+    auto& r = w_.sregs();
+    const std::string skip = w_.new_label("no_panel_piece");
+    const int piece = r.take(), t = r.take(), col0 = r.take();
+    w_.line("beq s{}, s0, {}", c.mb, skip);  // (so R >= 2)
+    column_blocks(t);
+    w_.line("saddi s{}, s{}, -1", t, t);
+    w_.line("bge s{}, s{}, {}", c.nb, t, skip);  // the last column block has no next panel
+    w_.line("saddi s{}, s{}, -1", piece, c.mb);  // the slot, (mb - 1) * KT + kt
+    w_.line("smuli s{}, s{}, {}", piece, piece, kt_);
+    w_.line("sadd s{}, s{}, s{}", piece, piece, c.kt);
+    w_.line("saddi s{}, s{}, -1", t, row_blocks_);
+    w_.line("srem s{}, s{}, s{}", col0, piece, t);
+    w_.line("bne s{}, s0, {}", col0, skip);
+    w_.line("sdiv s{}, s{}, s{}", piece, piece, t);  // the piece, slot / (R - 1)
+    w_.load_immediate(t, kt_);
+    w_.line("bge s{}, s{}, {}", piece, t, skip);
+    // the next panel's block coordinates, as issue_b_piece reads them (batch entry 0)
+    BlockRegs b{0, t, -1, -1, col0, -1, r.take()};  // bt, nb, mb, row0, col0, rows, cols
+    w_.line("saddi s{}, s{}, 1", b.nb, c.nb);
+    w_.line("smuli s{}, s{}, {}", b.col0, b.nb, bn_);
+    extent(b.cols, b.col0, n_arg_, bn_);
+    const int kd = r.take(), vm = r.take(), hb = r.take(), u = r.take();
+    w_.line("smuli s{}, s{}, {}", u, piece, d_);
+    extent(kd, u, k_arg_, d_);
+    issue_b_piece(b, piece, kd, 2, vm, hb, u);
+    for (int x : {piece, t, col0, b.cols, kd, vm, hb, u}) r.release(x);
+    w_.place(skip);
+  }
+
   void compute_block(int block, int next, int nblocks, int parity, RegisterPool& vregs, RegisterPool& masks) {
     auto& r = w_.sregs();
     Compute c{block, next, nblocks, parity, r.take(), r.take(), r.take(), r.take(), r.take(), staged_ ? r.take() : -1, r.take()};
@@ -830,9 +957,18 @@ class MatmulBuilder {
         const int64_t first = tiles * part / drain_parts(), end = tiles * (part + 1) / drain_parts();
         if (part > 0) w_.line("sli s{}, {}", c.kt, part);
         emit_slice(c, &d, vregs, masks, first, end);
-        write_back(d.bt, d.nb, d.mb, d.parity, first * kSublanes, (end - first) * kSublanes, true);
+        const std::string deferred = w_.new_label("deferred");
+        if (defer_) {  // the previous block, when deferred, is written back in the second pass
+          const int t = r.take();
+          w_.line("saddi s{}, s{}, -1", t, block);
+          w_.line("blt s{}, s{}, {}", t, deferred_blocks_, deferred);
+          r.release(t);
+        }
+        write_back(d.bt, d.nb, d.mb, d.parity, d.tile, kSemOutput + d.parity, first * kSublanes, (end - first) * kSublanes, true);
+        w_.place(deferred);
       }
       release_drain(d, vregs);
+      if (defer_) write_back_deferred(block);
       w_.line("sli s{}, {}", c.kt, drain_parts());
       const int nkt = r.take();
       w_.load_immediate(nkt, kt_);
@@ -868,6 +1004,15 @@ class MatmulBuilder {
     row_blocks_ = r.take();  // held for the whole program: every block decodes its index with it
     row_blocks(row_blocks_, block);
     column_blocks(next);
+    if (defer_) {  // D = the row blocks when N has a second column block to write them back in, else 0
+      deferred_blocks_ = r.take();
+      const std::string single = w_.new_label("single_pass");
+      w_.line("sli s{}, 0", deferred_blocks_);
+      w_.line("sli s{}, 2", block);
+      w_.line("blt s{}, s{}, {}", next, block, single);
+      w_.line("smov s{}, s{}", deferred_blocks_, row_blocks_);
+      w_.place(single);
+    }
     w_.line("smul s{}, s{}, s{}", nblocks, row_blocks_, next);
     w_.line("smuli s{}, s{}, {}", nblocks, nblocks, spec_.batch);
     w_.line("sli s{}, 0", block);
@@ -902,7 +1047,7 @@ class MatmulBuilder {
     Drain d = begin_drain(block, parity, vregs);
     for (int64_t rt = 0; rt < bm_ / kSublanes; ++rt) {
       drain_row(d, static_cast<int>(rt), vregs, masks);
-      write_back(d.bt, d.nb, d.mb, d.parity, rt * kSublanes, kSublanes, false);
+      write_back(d.bt, d.nb, d.mb, d.parity, d.tile, kSemOutput + d.parity, rt * kSublanes, kSublanes, false);
     }
     release_drain(d, vregs);
   }
@@ -935,12 +1080,15 @@ class MatmulBuilder {
   std::vector<EpilogueBuffer> epilogue_;
   int64_t d_ = 128, bn_ = 0, bm_ = 0, k_pad_ = 0, kt_ = 0;
   int group_ = 1, mxus_ = 1, eb_a_ = 2, eb_b_ = 2, eb_c_ = 4, a_parts_ = 1, b_parts_ = 1;
-  bool staged_ = false, a_resident_ = false;
+  bool overlap_passes_ = true;
+  bool staged_ = false, a_resident_ = false, defer_ = false, panels_ahead_ = false;
   uint64_t a_vmem_[2] = {0, 0}, c_vmem_[2] = {0, 0}, panel_vmem_ = 0, staging_vmem_ = 0;
   uint64_t a_panel_bytes_ = 0, part_bytes_ = 0, staging_bytes_ = 0, c_tile_bytes_ = 0;
   uint64_t a_staging_[2] = {0, 0}, a_stage_pitch_ = 0;  // transposed A: staging per parity, its row pitch
   int a_arg_ = 0, b_arg_ = 0, c_arg_ = 0, m_arg_ = 0, n_arg_ = 0, k_arg_ = 0;
   int row_blocks_ = -1;  // the scalar register holding ceil(M / BM)
+  int deferred_blocks_ = -1;  // with defer_: the scalar register holding D, the deferred blocks
+  uint64_t c_deferred_vmem_ = 0;  // with defer_: one C tile per row block
 };
 
 }  // namespace
@@ -960,7 +1108,11 @@ std::vector<std::pair<int, int>> mxu_pass_pairs(int passes) {
 }
 
 isa::Program make_matmul(const MatmulSpec& spec, const sim::ChipConfig& chip) {
-  return MatmulBuilder(spec, chip).build();
+  try {
+    return MatmulBuilder(spec, chip, /*overlap_passes=*/true).build();
+  } catch (const RegisterShortage&) {  // many epilogue operands: the plainer schedule holds fewer
+    return MatmulBuilder(spec, chip, /*overlap_passes=*/false).build();
+  }
 }
 
 std::vector<int32_t> matmul_scalars(const MatmulSpec& spec, const sim::ChipConfig& chip, int64_t m, int64_t n, int64_t k) {

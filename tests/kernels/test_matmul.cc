@@ -6,6 +6,7 @@
 #include <Eigen/Core>
 #include <cmath>
 
+#include "isa/disassembler.h"
 #include "kernels/matmul.h"
 #include "sim/bf16.h"
 #include "sim/sim_error.h"
@@ -305,6 +306,31 @@ TEST_SUITE("kernels") {
     CHECK_THROWS_WITH_AS(kernels::matmul_scalars(spec_of(64, 128, 256), chip, 64, 128, 100), doctest::Contains("does not fit"),
                          kernels::KernelError);
     CHECK(kernels::matmul_scalars(spec_of(64, 128, 256), chip, 10, 1, 129) == std::vector<int32_t>{10, 1, 129});
+  }
+
+  TEST_CASE("column passes overlap: next B panels stream across a pass, first-pass write-backs wait for the second") {
+    const auto text_of = [](const kernels::MatmulSpec& s, const char* chip) {
+      return isa::disassemble(kernels::make_matmul(s, sim::load_chip(chip)));
+    };
+    // v5e, 512 columns a block: N = 1100 makes three passes and M = 600 three row blocks, so the
+    // next panels go out on dq2 during the passes before; a launch of one row block (M = 200)
+    // leaves them to their first block, as before.
+    const auto wide = spec_of(600, 1100, 300);
+    CHECK(text_of(wide, "v5e").find("dma.h2v dq2") != std::string::npos);
+    for (int64_t m : {600, 200}) {
+      CAPTURE(m);
+      CHECK(worst_relative(run(wide, "v5e", {}, m)) <= 2.0 * 300 * std::ldexp(1.0, -24));
+    }
+    // v6e, 2048 x 1100 x 2048: the first pass reads A and two panels and would be memory-bound,
+    // the second has HBM to spare, so the first pass's C tiles (sem5) are written back in it.
+    // M is a launch argument: 2048 (8 row blocks), 1000 (4, the last ragged) and 200 (1).
+    const auto deep = spec_of(2048, 1100, 2048);
+    CHECK(text_of(deep, "v6e").find("sem5") != std::string::npos);
+    CHECK(text_of(spec_of(2048, 1100, 1024), "v6e").find("sem5") == std::string::npos);  // no room: not deferred
+    for (int64_t m : {2048, 1000, 200}) {
+      CAPTURE(m);
+      CHECK(worst_relative(run(deep, "v6e", {}, m)) <= 2.0 * 2048 * std::ldexp(1.0, -24));
+    }
   }
 
   TEST_CASE("a program sized for more rows costs what one generated for the launch's M costs") {
