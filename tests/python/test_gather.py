@@ -1,7 +1,9 @@
-"""torch.gather on the chip (torch_bridge/csrc/ops_gather.cc): any dim, float, bf16, int32, bool
-and int64 data (the last as int32 word pairs, any magnitude), index shapes smaller than the
+"""torch.gather on the chip (torch_bridge/csrc/ops_gather_scatter.cc): any dim, float, bf16, int32,
+bool and int64 data (the last as int32 word pairs, any magnitude), index shapes smaller than the
 input, non-contiguous inputs, both modes, against the CPU with the fallback off; indices torch
-rejects raise IndexError at the synchronisation instead of reading a neighbouring row."""
+rejects raise IndexError at the synchronisation instead of reading a neighbouring row. And the
+scatters: scatter_add, scatter of a value, and scatter of a source where no element is named
+twice (repeats run on the CPU, where the last write wins)."""
 import pytest
 import torch
 
@@ -109,6 +111,45 @@ def test_scatter_of_a_value(dtype):
     assert vtpu.stats()["cpu_fallback_ops"] == 0
 
 
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape,dim,index_shape", [((7,), 0, (5,)), ((4, 7), 1, (4, 5)), ((5, 3), 0, (5, 2)),
+                                                   ((2, 3, 129), -1, (2, 2, 100))])
+def test_scatter_of_a_source_without_repeats_runs_on_the_chip(mode, dtype, shape, dim, index_shape):
+    """Each row along dim names distinct positions (a slice of a permutation), so every write lands
+    alone and the result is exact; the source is larger than the index."""
+    vtpu.set_mode(mode)
+    x = torch.randn(*shape, generator=gen(21)).to(dtype)
+    dim = dim % len(shape)
+    lines = torch.tensor(index_shape).prod().item() // index_shape[dim]
+    perms = torch.stack([torch.randperm(shape[dim], generator=gen(22 + i))[: index_shape[dim]] for i in range(lines)])
+    index = perms.reshape(*[s for d, s in enumerate(index_shape) if d != dim], index_shape[dim]).movedim(-1, dim)
+    src = torch.randn(*[s + 1 for s in index_shape], generator=gen(23)).to(dtype)
+    want = x.scatter(dim, index, src)
+    got = x.to("tpu").scatter(dim, index.to("tpu"), src.to("tpu"))
+    assert got.dtype == dtype and torch.equal(got.cpu(), want)
+    t = x.to("tpu")
+    t.scatter_(dim, index.to("tpu"), src.to("tpu"))
+    out = torch.empty(shape, dtype=dtype, device="tpu")
+    torch.scatter(x.to("tpu"), dim, index.to("tpu"), src.to("tpu"), out=out)
+    assert torch.equal(t.cpu(), want) and torch.equal(out.cpu(), want)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_scatter_of_a_source_with_repeats_runs_on_the_cpu_where_the_last_write_wins():
+    x = torch.zeros(3, 4)
+    index, src = torch.tensor([[1, 1, 2]]), torch.tensor([[5.0, 6.0, 7.0]])
+    with pytest.raises(NotImplementedError, match="repeated indices"):
+        x.to("tpu").scatter(1, index.to("tpu"), src.to("tpu"))
+    vtpu.set_cpu_fallback(True)
+    try:
+        with pytest.warns(UserWarning):
+            got = x.to("tpu").scatter(1, index.to("tpu"), src.to("tpu"))
+        assert torch.equal(got.cpu(), x.scatter(1, index, src))  # 6, not 11
+    finally:
+        vtpu.set_cpu_fallback(False)
+
+
 def test_gather_backward_is_a_scatter_add_on_the_chip():
     x = torch.randn(4, 6, generator=gen(16))
     index = torch.randint(0, 6, (4, 8), generator=gen(17))
@@ -123,9 +164,7 @@ def test_gather_backward_is_a_scatter_add_on_the_chip():
     assert vtpu.stats()["cpu_fallback_ops"] == 0
 
 
-def test_scatter_add_past_the_dim_raises_and_a_source_scatter_falls_back():
+def test_scatter_add_past_the_dim_raises():
     x = torch.zeros(3, 4)
     with pytest.raises(IndexError, match="index out of range"):
         torch.scatter_add(x.to("tpu"), 1, torch.tensor([[4]]).to("tpu"), torch.ones(1, 1).to("tpu")).cpu()
-    with pytest.raises(NotImplementedError, match="scatter"):
-        x.to("tpu").scatter(1, torch.tensor([[0, 0]]).to("tpu"), torch.ones(1, 2).to("tpu"))

@@ -7,8 +7,9 @@
 // int32 traps there) and an index outside [0, size(dim)) is sent past the table, where the kernel
 // traps: an index torch would reject raises IndexError at the next synchronisation instead of
 // touching a neighbouring row. BERT-style embeddings gather their token type ids this way, and
-// gather's backward is a scatter_add. scatter of a source tensor (repeated indices: the CPU's
-// last write wins, which a scatter-add cannot give) and scatter_reduce run on the CPU.
+// gather's backward is a scatter_add. scatter of a source tensor runs on the chip when no element
+// is named twice (how often each is named is read first); repeated indices (the CPU's last write
+// wins, which a scatter-add cannot give) and scatter_reduce run on the CPU.
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtils.h>
 #include <torch/library.h>
@@ -163,6 +164,45 @@ at::Tensor tpu_scatter_value(const at::Tensor& self, int64_t dim_arg, const at::
   }, cpu);
 }
 
+// scatter of a source tensor. torch's CPU kernel writes in index order, so where an element is
+// named twice the last write wins, which a scatter-add cannot give: how often each element is
+// named is counted on the chip and its maximum read first (a synchronisation, as index_put_'s
+// writes). When none is named twice, the source elements are placed by a scatter-add into zeros
+// (each lands alone, exactly) and taken where named; repeated indices run on the CPU.
+at::Tensor tpu_scatter_src(const at::Tensor& self, int64_t dim_arg, const at::Tensor& index, const at::Tensor& src) {
+  check_index_dtype(index, "scatter");
+  const int64_t dim = at::maybe_wrap_dim(dim_arg, std::max<int64_t>(self.dim(), 1));
+  const CpuFn cpu = [dim, index](const std::vector<at::Tensor>& c) { return at::scatter(c[0], dim, index.cpu(), c[1]); };
+  std::string why = unsupported(self, index, dim);
+  if (why.empty() && self.scalar_type() != at::kFloat && self.scalar_type() != at::kBFloat16) why = "non-float tensors";
+  if (why.empty() && src.scalar_type() != self.scalar_type()) why = "a source of another dtype";
+  if (!why.empty()) return run_on_cpu("scatter", {self, src}, cpu, why);
+  const at::Tensor base = other_dims_offsets(self, index, dim).to(self.device());
+  const DimIndexing indexing(self, index, dim);
+  const std::vector<int64_t> shape = self.sizes().vec();
+  const int64_t n = index.numel();
+  const at::Tensor hits = record("scatter", {index_words(index), base}, at::kFloat, [&](Graph& g, const std::vector<int>& v) {
+    return scattered(g, g.full({{n, 1}, DType::F32}, 1.0, "scatter"), v[0], v[1], indexing, shape, "scatter");
+  }, [index, dim, shape](const std::vector<at::Tensor>&) {
+    const at::Tensor where = index.cpu();
+    return at::zeros(shape).scatter_add(dim, where, at::ones(where.sizes()));
+  });
+  if (hits.max().item<double>() > 1) return run_on_cpu("scatter", {self, src}, cpu, "repeated indices (the last write wins)");
+  const at::Tensor rows = leading_block(src, index).reshape({n, 1});
+  return record("scatter", {self, rows, index_words(index), base, hits}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    const int placed = scattered(g, v[1], v[2], v[3], indexing, shape, "scatter");
+    return g.where(g.binary_scalar(ExprOp::Gt, v[4], 0, false, "scatter"), placed, v[0], "scatter");
+  }, [cpu, src](const std::vector<at::Tensor>& c) { return cpu({c[0], src.cpu()}); });
+}
+
+at::Tensor& tpu_scatter_src_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
+  self.copy_(tpu_scatter_src(self, dim, index, src));
+  return self;
+}
+at::Tensor& tpu_scatter_src_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src, at::Tensor& out) {
+  return write_out(out, tpu_scatter_src(self, dim, index, src));
+}
+
 at::Tensor& tpu_scatter_add_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
   self.copy_(tpu_scatter_add(self, dim, index, src));
   return self;
@@ -187,6 +227,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("scatter_add", tpu_scatter_add);
   m.impl("scatter_add_", tpu_scatter_add_);
   m.impl("scatter_add.out", tpu_scatter_add_out);
+  m.impl("scatter.src", tpu_scatter_src);
+  m.impl("scatter_.src", tpu_scatter_src_);
+  m.impl("scatter.src_out", tpu_scatter_src_out);
   m.impl("scatter.value", tpu_scatter_value);
   m.impl("scatter_.value", tpu_scatter_value_);
   m.impl("scatter.value_out", tpu_scatter_value_out);
