@@ -113,7 +113,7 @@ int Recorder::bind_input(sim::HbmAddress hbm, const kernels::TensorType& type, c
   const int v = graph_.input(type, label);
   input_address_[v] = hbm;
   input_values_[key] = v;
-  keep_alive_.push_back(storage);
+  input_storage_[v] = storage;
   return v;
 }
 
@@ -180,7 +180,7 @@ void Recorder::reset() {
   graph_ = kernels::Graph{};
   input_address_.clear();
   input_values_.clear();
-  keep_alive_.clear();
+  input_storage_.clear();
   outputs_.clear();
   ops_ = 0;
 }
@@ -214,7 +214,7 @@ void Recorder::flush() {
     PlanExecution exec(device, *plan, bound, [&](int v) {
       const Output& out = outputs_.at(v);
       return rt.materialize(out.vaddr) + out.offset;
-    });
+    }, [this](int v) { input_done(v); });
     run = exec.run();
   } catch (const sim::SimError& e) {
     // Like a device-side assert: the pending results are lost (their tensors keep whatever their
@@ -244,6 +244,19 @@ void Recorder::flush() {
   for (const auto& l : plan->launches) live_nodes += std::count(l.label.begin(), l.label.end(), '+') + 1;
   s.ops_fused_away += live_nodes - run.launches;
   settle();
+}
+
+void Recorder::input_done(int value) {
+  // Tensors that died while their data was pending (activations read by a deferred backward)
+  // give their HBM back when their last reader has run, as in eager mode, not at the end of the
+  // flush. Dropping this input's reference frees the storage (its deleter returns the HBM) when
+  // it was the last one; a live tensor, or another input of the same storage not read yet,
+  // keeps it. A buffer this flush also writes stays held to the end: its new value is landing.
+  const auto it = input_storage_.find(value);
+  if (it == input_storage_.end()) return;
+  const auto vaddr = reinterpret_cast<uint64_t>(it->second.data_ptr().get());
+  if (Runtime::get().buffer(vaddr).pending_value >= 0) return;
+  input_storage_.erase(it);
 }
 
 void Recorder::settle() {

@@ -45,13 +45,16 @@ class Recorder {
   // Ends a flush, run or failed: its outputs' buffers stop being pending, the HBM retired under
   // pending readers is freed, and the graph is cleared.
   void settle();
+  // After the last kernel reading input `value`: the flush stops holding its storage, so a storage
+  // no tensor holds any more is freed then (and its HBM with it).
+  void input_done(int value);
   std::optional<int> strided_view(const at::Tensor& t);
   int bind_input(sim::HbmAddress hbm, const kernels::TensorType& type, const c10::Storage& storage, const char* label);
   int device_;
   kernels::Graph graph_;
   std::map<int, sim::HbmAddress> input_address_;     // graph input value -> HBM
   std::map<std::pair<uint64_t, std::string>, int> input_values_;  // (address, type) -> value, to reuse inputs
-  std::vector<c10::Storage> keep_alive_;             // inputs must outlive the flush that reads them
+  std::map<int, c10::Storage> input_storage_;       // input value -> its storage, alive while a flush may read it
   std::map<int, Output> outputs_;                    // value -> where it lands
   std::vector<std::pair<int, sim::HbmAddress>> retired_;  // HBM replaced under pending readers, freed after the flush
   uint64_t ops_ = 0;

@@ -11,7 +11,7 @@ PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, con
     : PlanExecution(device, plan, bound, nullptr) {}
 
 PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, const std::map<int, sim::HbmAddress>& bound,
-                             std::function<sim::HbmAddress(int)> allocate_output)
+                             std::function<sim::HbmAddress(int)> allocate_output, std::function<void(int)> input_done)
     : device_(device), plan_(plan), inputs_(bound), allocate_output_(std::move(allocate_output)) {
   for (int v : plan.inputs) {
     if (plan.value_bytes.count(v) && !inputs_.count(v)) throw std::invalid_argument(fmt::format("plan input {} is not bound", v));
@@ -30,11 +30,14 @@ PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, con
   // last reader, so the device's peak follows true liveness (the memory plan's arena size is the
   // same peak, computed ahead of time; run().arena_bytes reports it).
   run_.arena_bytes = plan.memory.arena_bytes;
-  std::map<int, size_t> last_reader;
+  std::map<int, size_t> last_reader, last_input_reader;
   for (size_t step = 0; step < plan.launches.size(); ++step) {
     for (int v : plan.launches[step].args) {
       const int root = plan.alias.count(v) ? plan.alias.at(v) : v;
       if (plan.memory.offset.count(root)) last_reader[root] = step;
+      if (input_done && std::find(plan.inputs.begin(), plan.inputs.end(), root) != plan.inputs.end()) {
+        last_input_reader[root] = step;
+      }
     }
   }
   for (size_t step = 0; step < plan.launches.size(); ++step) {
@@ -58,6 +61,9 @@ PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, con
     profile.launches++;
     profile.cycles += r.cycles;
     for (const auto& unit : r.summary.units) run_.busy_cycles_per_unit[unit.name] += unit.busy_cycles;
+    for (const auto& [v, last] : last_input_reader) {
+      if (last == step) input_done(v);
+    }
     for (auto it = intermediates_.begin(); it != intermediates_.end();) {
       if (last_reader.at(it->first) == step) {
         device.free(it->second);

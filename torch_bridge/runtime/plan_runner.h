@@ -40,8 +40,11 @@ class PlanExecution {
   PlanExecution(sim::Device& device, const kernels::Plan& plan, const std::map<int, sim::HbmAddress>& bound);
   // Outputs missing from `bound` are asked of `allocate_output` just before the launch that
   // writes them, so a long plan does not hold all its outputs' HBM from its first kernel on.
+  // `input_done`, when given, hears of each graph input after the last launch that reads it, so
+  // the caller can give back inputs nothing else holds while the rest of the plan runs.
   PlanExecution(sim::Device& device, const kernels::Plan& plan, const std::map<int, sim::HbmAddress>& bound,
-                std::function<sim::HbmAddress(int value)> allocate_output);
+                std::function<sim::HbmAddress(int value)> allocate_output,
+                std::function<void(int value)> input_done = nullptr);
   ~PlanExecution();
   PlanExecution(const PlanExecution&) = delete;
   PlanExecution& operator=(const PlanExecution&) = delete;
