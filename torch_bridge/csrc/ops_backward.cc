@@ -112,10 +112,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_layer_norm_backward(
   const bool has_w = weight && weight->defined();
   std::vector<at::Tensor> inputs = {grad, input, mean, rstd};
   if (has_w) inputs.push_back(*weight);
-  const at::Tensor cpu_bias = bias && bias->defined() ? bias->cpu() : at::Tensor();
-  const CpuOutputsFn cpu = [ns, has_w, mask, cpu_bias](const std::vector<at::Tensor>& c) {
+  // The bias only says whether db is wanted; it is copied to the host only if the CPU runs the
+  // op (copying it here would synchronise every deferred backward).
+  const at::Tensor given_bias = bias && bias->defined() ? *bias : at::Tensor();
+  const CpuOutputsFn cpu = [ns, has_w, mask, given_bias](const std::vector<at::Tensor>& c) {
+    const std::optional<at::Tensor> cpu_bias = given_bias.defined() ? std::optional(given_bias.cpu()) : std::nullopt;
     auto [dx, dw, db] = at::native_layer_norm_backward(c[0], c[1], ns, c[2], c[3], has_w ? std::optional(c[4]) : std::nullopt,
-                                                       cpu_bias.defined() ? std::optional(cpu_bias) : std::nullopt, mask);
+                                                       cpu_bias, mask);
     return std::vector<at::Tensor>{dx, dw, db};
   };
   if (ns.size() != 1) {
