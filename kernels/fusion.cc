@@ -1,6 +1,7 @@
 // Greedy grouping in node order. Invariant: a group only reads values of groups with a lower
-// index, so group order is a valid execution order. A node may therefore join only the group of
-// its latest producer, and only when it fits that group's kind and shape.
+// index, so group order is a valid execution order. A node may therefore join only a group made
+// no earlier than its latest producer's (that group, or the most recent elementwise one), and
+// only when it fits that group's kind and shape.
 #include "kernels/fusion.h"
 
 #include <algorithm>
@@ -143,10 +144,22 @@ class GreedyPlanner {
     return true;
   }
 
+  // Joins node `id` to the group of its latest producer or, failing that (that group is a copy or
+  // a row kernel), to the most recent group when it is an elementwise one made after it:
+  // independent subexpressions over the same copied operands (a compare-and-swap's keys, a
+  // backward's terms) then fuse into one kernel instead of one each. Either keeps the invariant:
+  // the group runs after everything the node reads. A node reading only graph inputs starts its
+  // own group (unrelated ops stay apart, and their programs are reused).
   bool join(int id) {
-    const Node& n = g_.node(id);
     const int gi = latest_producer_group(id);
     if (gi < 0) return false;
+    if (try_join(id, gi)) return true;
+    const int last = static_cast<int>(groups_.size()) - 1;
+    return last > gi && groups_[last].kind == KernelGroup::Kind::Elementwise && try_join(id, last);
+  }
+
+  bool try_join(int id, int gi) {
+    const Node& n = g_.node(id);
     KernelGroup& grp = groups_[gi];
     const Node& head = g_.node(grp.nodes.back());
     if (grp.kind == KernelGroup::Kind::Row || grp.kind == KernelGroup::Kind::Copy) return false;

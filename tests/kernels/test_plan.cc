@@ -105,6 +105,36 @@ TEST_SUITE("kernels") {
     CHECK(fused[0].nodes.size() == 2);
   }
 
+  TEST_CASE("fusion: subexpressions over separately copied operands share one elementwise kernel") {
+    // lo and hi are two strided copies (kernels of their own); a * 2 opens an elementwise group,
+    // and hi + 1, whose producer is a copy made before that group, joins it instead of opening
+    // another, so the compare-and-swap pattern is one kernel. x * 3 reads only the graph input:
+    // a group of its own.
+    kernels::Graph g;
+    const int x = g.input({{4, 8}, DType::F32});
+    const int lo = g.strided_copy(x, {4, 4}, {8, 1}, 0), hi = g.strided_copy(x, {4, 4}, {8, 1}, 4);
+    const int a = g.binary_scalar(ExprOp::Mul, lo, 2.0), b = g.binary_scalar(ExprOp::Add, hi, 1.0);
+    g.mark_output(g.binary(ExprOp::Max, a, b));
+    kernels::Graph with_unrelated = g;
+    with_unrelated.mark_output(with_unrelated.binary_scalar(ExprOp::Mul, x, 3.0));
+    const auto groups = kernels::plan_fusion(with_unrelated, FusionStrategy::Greedy);
+    REQUIRE(groups.size() == 4);  // lo, hi, {a, b, max}, {x * 3}
+    CHECK(groups[2].kind == kernels::KernelGroup::Kind::Elementwise);
+    CHECK(groups[2].nodes.size() == 3);
+    CHECK(groups[2].outputs.size() == 1);
+    CHECK(groups[3].nodes.size() == 1);
+    // and it computes the same as one kernel per op
+    kernels::ProgramCache cache;
+    std::vector<float> data(32);
+    for (int i = 0; i < 32; ++i) data[i] = float(i % 7) - 3.f;
+    const auto fused = testing::run_graph(g, kernels::make_plan(g, FusionStrategy::Greedy, sim::load_chip("v5e"), cache), {{x, data}});
+    const auto plain = testing::run_graph(g, kernels::make_plan(g, FusionStrategy::None, sim::load_chip("v5e"), cache), {{x, data}});
+    CHECK(fused == plain);
+    for (int r = 0; r < 4; ++r) {
+      for (int c = 0; c < 4; ++c) CHECK(fused[r * 4 + c] == std::max(2.f * data[r * 8 + c], data[r * 8 + 4 + c] + 1.f));
+    }
+  }
+
   TEST_CASE("memory planner: reuse after the last reader, never overlapping live values") {
     // a(0..1) b(1..2) c(2..3) d(3..inf): a and c can share, b and d can share.
     const auto plan = kernels::plan_memory({{0, 1000, 0, 1}, {1, 1000, 1, 2}, {2, 1000, 2, 3}, {3, 1000, 3, INT32_MAX}});

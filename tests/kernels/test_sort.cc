@@ -19,10 +19,12 @@ using kernels::DType;
 namespace {
 
 // Sorted values then positions, [rows, 2n], as the graph's one output packs them.
-std::vector<float> run_sort(const std::vector<float>& x, int64_t rows, int64_t n, bool descending) {
+using SortFn = kernels::SortedRows (*)(kernels::Graph&, int, bool, const std::string&);
+
+std::vector<float> run_sort(const std::vector<float>& x, int64_t rows, int64_t n, bool descending, SortFn sort) {
   kernels::Graph g;
   const int in = g.input({{rows, n}, DType::F32}, "x");
-  const auto sorted = kernels::sort_rows(g, in, descending);
+  const auto sorted = sort(g, in, descending, "sort");
   const int values = g.reshape(sorted.values, {rows, n}), positions = g.reshape(sorted.positions, {rows, n});
   g.mark_output(g.concat({values, positions}, 1));
   kernels::ProgramCache cache;
@@ -44,8 +46,8 @@ std::vector<int> reference_order(const float* row, int64_t n, bool descending) {
   return order;
 }
 
-void check(const std::vector<float>& x, int64_t rows, int64_t n, bool descending) {
-  const auto got = run_sort(x, rows, n, descending);
+void check(const std::vector<float>& x, int64_t rows, int64_t n, bool descending, SortFn sort = kernels::sort_rows) {
+  const auto got = run_sort(x, rows, n, descending, sort);
   for (int64_t r = 0; r < rows; ++r) {
     const auto order = reference_order(&x[r * n], n, descending);
     for (int64_t p = 0; p < n; ++p) {
@@ -78,6 +80,18 @@ TEST_SUITE("kernels") {
     const std::vector<float> x = {2, 1, 2, 1, 2, 0, -0.f, 0,  // ties and zeros of both signs
                                   nan, inf, -inf, 3, nan, -inf, inf, -1};
     for (bool descending : {false, true}) check(x, 2, 8, descending);
+  }
+
+  TEST_CASE("bitonic_sort_rows: the same order over lengths that pad to a power of two, ties, NaN, infinities") {
+    for (auto [rows, n] : {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {2, 129}, {1, 1000}}) {
+      CAPTURE(n);
+      auto x = testing::random_floats(rows * n, uint32_t(rows * 100 + n));
+      for (size_t i = 0; i + 3 < x.size(); i += 7) x[i + 3] = x[i];  // ties
+      for (bool descending : {false, true}) check(x, rows, n, descending, kernels::bitonic_sort_rows);
+    }
+    const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+    const std::vector<float> x = {2, 1, 2, 1, 2, 0, -0.f, 0, nan, inf, -inf, 3, nan, -inf, inf, -1, 5, nan, -2};
+    for (bool descending : {false, true}) check(x, 1, int64_t(x.size()), descending, kernels::bitonic_sort_rows);
   }
 
   TEST_CASE("sort_rows: too many compares is refused with the count") {

@@ -112,19 +112,20 @@ def test_scatter_of_a_value(dtype):
 
 
 @pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.bool, torch.int8])
 @pytest.mark.parametrize("shape,dim,index_shape", [((7,), 0, (5,)), ((4, 7), 1, (4, 5)), ((5, 3), 0, (5, 2)),
                                                    ((2, 3, 129), -1, (2, 2, 100))])
 def test_scatter_of_a_source_without_repeats_runs_on_the_chip(mode, dtype, shape, dim, index_shape):
     """Each row along dim names distinct positions (a slice of a permutation), so every write lands
     alone and the result is exact; the source is larger than the index."""
     vtpu.set_mode(mode)
-    x = torch.randn(*shape, generator=gen(21)).to(dtype)
+    values = (lambda t: t > 0) if dtype == torch.bool else (lambda t: (t * 50).to(dtype))  # int8: as the CPU converts them
+    x = values(torch.randn(*shape, generator=gen(21)))
     dim = dim % len(shape)
     lines = torch.tensor(index_shape).prod().item() // index_shape[dim]
     perms = torch.stack([torch.randperm(shape[dim], generator=gen(22 + i))[: index_shape[dim]] for i in range(lines)])
     index = perms.reshape(*[s for d, s in enumerate(index_shape) if d != dim], index_shape[dim]).movedim(-1, dim)
-    src = torch.randn(*[s + 1 for s in index_shape], generator=gen(23)).to(dtype)
+    src = values(torch.randn(*[s + 1 for s in index_shape], generator=gen(23)) - 0.3)
     want = x.scatter(dim, index, src)
     got = x.to("tpu").scatter(dim, index.to("tpu"), src.to("tpu"))
     assert got.dtype == dtype and torch.equal(got.cpu(), want)

@@ -1,7 +1,8 @@
 """torch.sort / argsort on the chip (torch_bridge/csrc/ops_sort.cc, kernels/sort.h) against the
 CPU's stable sort with the fallback off: any dim, both directions, ties, NaN and infinities,
-bf16, int8, bool and small int64 values, out=, mixture-of-experts routing; rows too long for
-sorting by counting and int64 values of unknown magnitude fall back naming why."""
+bf16, int8, bool and small int64 values, out=, mixture-of-experts routing; long rows (a
+vocabulary for top-p sampling) through the bitonic network; int64 values of unknown magnitude
+fall back naming why."""
 import warnings
 
 import pytest
@@ -76,9 +77,32 @@ def test_out_form_writes_both_tensors():
     assert torch.equal(values.cpu(), want.values) and torch.equal(indices.cpu(), want.indices)
 
 
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+def test_long_rows_sort_through_the_bitonic_network(mode):
+    """Rows past sorting by counting (rows * n^2 > 2^22): a vocabulary of 3000 with ties and a
+    NaN, both directions, and top-p sampling's sort -> softmax -> cumsum -> mask -> scatter back."""
+    vtpu.set_mode(mode)
+    logits = torch.randn(2, 3000, generator=gen(31))
+    logits[0, 10:20] = logits[0, 5]  # ties keep position order
+    logits[1, 7] = float("nan")
+    for descending in (False, True):
+        values, indices = torch.sort(logits.to("tpu"), dim=-1, descending=descending)
+        want = torch.sort(logits, dim=-1, descending=descending, stable=True)
+        torch.testing.assert_close(values.cpu(), want.values, rtol=0, atol=0, equal_nan=True)
+        assert torch.equal(indices.cpu(), want.indices)
+    clean = torch.randn(2, 3000, generator=gen(32))
+
+    def top_p(x, p=0.9):
+        ordered, order = torch.sort(x, descending=False)
+        probs = ordered.softmax(-1).cumsum(-1)
+        drop = probs <= 1 - p
+        return x.masked_fill(drop.scatter(1, order, drop), -float("inf"))
+
+    torch.testing.assert_close(top_p(clean.to("tpu")).cpu(), top_p(clean))
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
 def test_what_falls_back_says_why():
-    with pytest.raises(NotImplementedError, match="sort.*rows too long"):
-        torch.sort(torch.randn(1, 4096).to("tpu"))
     vtpu.set_cpu_fallback(True)
     try:
         with warnings.catch_warnings():

@@ -168,14 +168,17 @@ at::Tensor tpu_scatter_value(const at::Tensor& self, int64_t dim_arg, const at::
 // named twice the last write wins, which a scatter-add cannot give: how often each element is
 // named is counted on the chip and its maximum read first (a synchronisation, as index_put_'s
 // writes). When none is named twice, the source elements are placed by a scatter-add into zeros
-// (each lands alone, exactly) and taken where named; repeated indices run on the CPU.
+// (each lands alone, exactly: f32 and bf16, and bool and int8 through f32) and taken where
+// named; repeated indices run on the CPU.
 at::Tensor tpu_scatter_src(const at::Tensor& self, int64_t dim_arg, const at::Tensor& index, const at::Tensor& src) {
   check_index_dtype(index, "scatter");
   const int64_t dim = at::maybe_wrap_dim(dim_arg, std::max<int64_t>(self.dim(), 1));
   const CpuFn cpu = [dim, index](const std::vector<at::Tensor>& c) { return at::scatter(c[0], dim, index.cpu(), c[1]); };
   std::string why = unsupported(self, index, dim);
-  if (why.empty() && self.scalar_type() != at::kFloat && self.scalar_type() != at::kBFloat16) why = "non-float tensors";
-  if (why.empty() && src.scalar_type() != self.scalar_type()) why = "a source of another dtype";
+  const auto t = self.scalar_type();
+  const bool exact_in_f32 = t == at::kFloat || t == at::kBFloat16 || t == at::kBool || t == at::kChar;
+  if (why.empty() && !exact_in_f32) why = "a dtype a scatter-add does not place exactly (f32, bf16, bool, int8)";
+  if (why.empty() && src.scalar_type() != t) why = "a source of another dtype";
   if (!why.empty()) return run_on_cpu("scatter", {self, src}, cpu, why);
   const at::Tensor base = other_dims_offsets(self, index, dim).to(self.device());
   const DimIndexing indexing(self, index, dim);
@@ -189,8 +192,13 @@ at::Tensor tpu_scatter_src(const at::Tensor& self, int64_t dim_arg, const at::Te
   });
   if (hits.max().item<double>() > 1) return run_on_cpu("scatter", {self, src}, cpu, "repeated indices (the last write wins)");
   const at::Tensor rows = leading_block(src, index).reshape({n, 1});
-  return record("scatter", {self, rows, index_words(index), base, hits}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
-    const int placed = scattered(g, v[1], v[2], v[3], indexing, shape, "scatter");
+  return record("scatter", {self, rows, index_words(index), base, hits}, t, [&](Graph& g, const std::vector<int>& v) {
+    // bool and int8 values are placed as f32 (exact) and cast back
+    const DType dtype = g.node(v[0]).type.dtype;
+    const bool as_f32 = !dtype_is_float(dtype);
+    const int values = as_f32 ? g.cast(v[1], DType::F32, "scatter") : v[1];
+    int placed = scattered(g, values, v[2], v[3], indexing, shape, "scatter");
+    if (as_f32) placed = g.cast(placed, dtype, "scatter");
     return g.where(g.binary_scalar(ExprOp::Gt, v[4], 0, false, "scatter"), placed, v[0], "scatter");
   }, [cpu, src](const std::vector<at::Tensor>& c) { return cpu({c[0], src.cpu()}); });
 }

@@ -1,9 +1,10 @@
-// torch.sort (and so argsort, msort) on the chip for short rows (kernels/sort.h: ranks by
-// counting, n^2 compares per row): f32, bf16, int8 and bool values, and int64 ones of known
-// magnitude below 2^24 (expert ids in mixture-of-experts routing), all exact in f32. The sort is
-// stable whether or not `stable` is asked for (torch's CPU gives the same order); NaN sorts last
-// ascending and first descending, as torch's. Longer rows, other dtypes and int64 values of
-// unknown magnitude run on the CPU when the fallback is on.
+// torch.sort (and so argsort, msort) on the chip (kernels/sort.h): short rows by counting (n^2
+// compares per row: mixture-of-experts routing), long ones (a vocabulary, for top-p sampling) by
+// a bitonic network. f32, bf16, int8 and bool values, and int64 ones of known magnitude below
+// 2^24 (expert ids), all exact in f32. The sort is stable whether or not `stable` is asked for
+// (torch's CPU gives the same order); NaN sorts last ascending and first descending, as torch's.
+// Other dtypes, int64 values of unknown magnitude and more than 2^24 elements run on the CPU when
+// the fallback is on.
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtils.h>
 #include <torch/library.h>
@@ -27,7 +28,7 @@ std::string unsupported(const at::Tensor& self, int64_t n) {
   } else if (t != at::kFloat && t != at::kBFloat16 && t != at::kChar && t != at::kBool) {
     return "a dtype the chip does not sort exactly in f32 (f32, bf16, int8, bool, small int64)";
   }
-  if ((self.numel() / n) * n * n > kernels::kSortMaxPairs) return "rows too long for sorting by counting (n^2 compares per row)";
+  if (n > kernels::kBitonicMaxLength || self.numel() > kernels::kBitonicMaxLength) return "more than 2^24 elements";
   return {};
 }
 
@@ -55,7 +56,9 @@ std::tuple<at::Tensor, at::Tensor> tpu_sort_stable(const at::Tensor& self, std::
   const at::Tensor input = i64 ? index_words(rows) : rows;
   // values then positions, [rows, 2n] f32 (exact: integers below 2^24)
   const at::Tensor packed = record("sort", {input}, at::kFloat, [&](Graph& g, const std::vector<int>& v) {
-    const auto sorted = kernels::sort_rows(g, as_f32(g, v[0], rows), descending);
+    const int x = as_f32(g, v[0], rows);
+    const bool short_rows = rows.size(0) * n * n <= kernels::kSortMaxPairs;
+    const auto sorted = short_rows ? kernels::sort_rows(g, x, descending) : kernels::bitonic_sort_rows(g, x, descending);
     return g.concat({g.reshape(sorted.values, {rows.size(0), n}), g.reshape(sorted.positions, {rows.size(0), n})}, 1, "sort");
   }, [rows, descending](const std::vector<at::Tensor>&) {
     auto [values, indices] = at::sort(rows.cpu(), /*stable=*/true, -1, descending);
