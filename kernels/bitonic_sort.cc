@@ -5,7 +5,6 @@
 // order: elements compare by (class, key, position), the class putting NaN after every number
 // (ascending) or before it (descending) and the padding after everything.
 #include <bit>
-#include <limits>
 
 #include "kernels/asm_writer.h"
 #include "kernels/sort.h"

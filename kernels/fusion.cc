@@ -14,6 +14,11 @@ namespace vtpu::kernels {
 namespace {
 
 
+// The most operands (besides A and B) a matmul's epilogue reads: every variant of the matmul
+// kernel (staged or transposed operands, several passes, batches) has the scalar registers for
+// two while a block drains, not for three.
+constexpr size_t kMaxMatmulEpilogueInputs = 2;
+
 class GreedyPlanner {
  public:
   GreedyPlanner(const Graph& g, FusionStrategy s) : g_(g), strategy_(s) {
@@ -173,6 +178,11 @@ class GreedyPlanner {
       if (consumers_[tail] != 1 || g_.is_output(tail)) return false;
       const bool batched_b = g_.node(g_.node(grp.nodes.front()).inputs[1]).type.shape.size() > 2;
       if (!layouts_fit(id, n.type.shape, true, !batched_b)) return false;
+      // each epilogue operand holds a scalar register while a block drains: past
+      // kMaxMatmulEpilogueInputs the drain would run out of them (a, b themselves are not counted)
+      std::vector<int> members = grp.nodes;
+      members.push_back(id);
+      if (external_inputs(members).size() > 2 + kMaxMatmulEpilogueInputs) return false;
     } else {
       if (!layouts_fit(id, n.type.shape, false, true)) return false;
       if (operand_count(grp, id) > kMaxElementwiseOperands) return false;

@@ -197,27 +197,30 @@ TEST_SUITE("kernels") {
   }
 
   TEST_CASE("fused epilogue: gelu(acc + bias) * scale + residual, bf16 out") {
-    const int64_t m = 50, n = 260, k = 70;
-    auto s = spec_of(m, n, k);
-    s.out_dtype = DType::BF16;
-    s.epilogue_inputs = {{DType::F32, Layout::Row}, {DType::F32, Layout::Full}, {DType::F32, Layout::Scalar}};
-    kernels::Expr e;
-    const int biased = e.binary(ExprOp::Add, e.input(0, ValueType::F32), e.input(1, ValueType::F32));
-    const int act = e.unary(ExprOp::GeluTanh, biased);
-    e.add_output(e.binary(ExprOp::Add, e.binary(ExprOp::Mul, act, e.input(3, ValueType::F32)), e.input(2, ValueType::F32)));
-    s.epilogue = e;
-    const auto bias = testing::random_floats(n, 31), residual = testing::random_floats(m * n, 32);
-    const std::vector<float> scale = {0.75f};
-    const auto r = run(s, "v5e", {testing::HostBuffer::of(bias), testing::HostBuffer::of(residual), testing::HostBuffer::of(scale)});
-    std::vector<double> want(m * n);
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < n; ++j) {
-        const double x = r.ref(i, j) + bias[j];
-        const double g = 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-        want[i * n + j] = g * 0.75 + residual[i * n + j];
+    // one block; and 3 row blocks x 3 column passes, where the next panels stream across passes
+    for (auto [m, n, k] : {std::array<int64_t, 3>{50, 260, 70}, {600, 1100, 300}}) {
+      CAPTURE(m);
+      auto s = spec_of(m, n, k);
+      s.out_dtype = DType::BF16;
+      s.epilogue_inputs = {{DType::F32, Layout::Row}, {DType::F32, Layout::Full}, {DType::F32, Layout::Scalar}};
+      kernels::Expr e;
+      const int biased = e.binary(ExprOp::Add, e.input(0, ValueType::F32), e.input(1, ValueType::F32));
+      const int act = e.unary(ExprOp::GeluTanh, biased);
+      e.add_output(e.binary(ExprOp::Add, e.binary(ExprOp::Mul, act, e.input(3, ValueType::F32)), e.input(2, ValueType::F32)));
+      s.epilogue = e;
+      const auto bias = testing::random_floats(n, 31), residual = testing::random_floats(m * n, 32);
+      const std::vector<float> scale = {0.75f};
+      const auto r = run(s, "v5e", {testing::HostBuffer::of(bias), testing::HostBuffer::of(residual), testing::HostBuffer::of(scale)});
+      std::vector<double> want(m * n);
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          const double x = r.ref(i, j) + bias[j];
+          const double g = 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+          want[i * n + j] = g * 0.75 + residual[i * n + j];
+        }
       }
+      VTPU_CHECK_CLOSE(r.c, want, 1e-4, 1.0 / 128);  // bf16 output: half an ulp of 8 bits, plus f32 noise
     }
-    VTPU_CHECK_CLOSE(r.c, want, 1e-4, 1.0 / 128);  // bf16 output: half an ulp of 8 bits, plus f32 noise
   }
 
   TEST_CASE("1024^3 bf16 on v5e: never below the roofline, close to it") {

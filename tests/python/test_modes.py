@@ -35,6 +35,20 @@ def test_modes_agree_and_defer_fuses():
     assert f_stats["flushes"] == 1 and s_stats["flushes"] == s_stats["ops_recorded"]
 
 
+@pytest.mark.parametrize("transposed", [False, True])
+def test_a_matmul_followed_by_many_tensor_adds_still_lowers(transposed):
+    """The matmul epilogue takes two operands (its drain's scalar registers); further adds run as
+    an elementwise kernel after it instead of failing to lower (this used to raise)."""
+    torch.manual_seed(2)
+    x, w = torch.randn(300, 96), torch.randn(1100, 96) if transposed else torch.randn(96, 1100)
+    adds = [torch.randn(300, 1100) for _ in range(4)]
+    want = (x @ (w.t() if transposed else w)) + adds[0] + adds[1] + adds[2] + adds[3]
+    vtpu.set_mode("defer_and_fuse")
+    t = [a.to("tpu") for a in [x, w] + adds]
+    got = (t[0] @ (t[1].t() if transposed else t[1])) + t[2] + t[3] + t[4] + t[5]
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-4)
+
+
 def test_per_kernel_profile_and_unit_utilisation():
     torch.manual_seed(1)
     args = (torch.randn(64, 96), torch.randn(256, 96) * 0.1, torch.randn(256), torch.randn(96, 256) * 0.1, torch.randn(96))
