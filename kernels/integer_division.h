@@ -18,4 +18,8 @@ struct FloorDivision {
 
 FloorDivision floor_divide(Graph& g, int a, int64_t b, const std::string& label = "floor_divide");
 
+// The same by a tensor of int32 divisors b (broadcast against a), each corrected by its own sign;
+// exact while |a| and |b| are below 2^24 and no b is zero (the caller checks).
+FloorDivision floor_divide_by(Graph& g, int a, int b, const std::string& label = "floor_divide");
+
 }  // namespace vtpu::kernels

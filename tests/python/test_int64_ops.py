@@ -154,6 +154,24 @@ def test_floor_division_and_remainder_by_a_constant(mode, divisor, no_fallback):
     vtpu.set_mode("defer_and_fuse")
 
 
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+def test_floor_division_and_remainder_by_a_tensor(mode, no_fallback):
+    """Element by element, signs of both kinds, broadcast divisors, and bounds that carry on."""
+    vtpu.set_mode(mode)
+    values = torch.tensor([[-100000, -7, -6, -1, 0, 1, 5, 7, 15, 99999]] * 3)
+    divisors = torch.tensor([[3, 2, -4, 7, -1, 1000, -3, 5, 2, -999]] * 3)
+    a, b = values.to("tpu"), divisors.to("tpu")
+    assert torch.equal((a // b).cpu(), values // divisors)
+    assert torch.equal((a % b).cpu(), values % divisors)
+    column = torch.tensor([[2], [-5], [9]])
+    assert torch.equal((a // column.to("tpu")).cpu(), values // column)  # broadcast
+    assert torch.equal(((a // b) * 2 + a % b).cpu(), (values // divisors) * 2 + values % divisors)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        a // torch.tensor([1, 0, 2] * 3 + [1]).to("tpu")
+    vtpu.set_mode("defer_and_fuse")
+
+
 def test_integer_division_by_zero_and_what_stays_on_the_cpu(no_fallback):
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         torch.arange(4, device="tpu") // 0

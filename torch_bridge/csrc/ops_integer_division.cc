@@ -1,9 +1,9 @@
-// `//` and `%` of int64 tensors by an integer constant on the chip (kernels/integer_division.h):
-// the operand's int32 words narrowed within its known bound, floor-divided exactly, widened back.
-// Mixture-of-experts routing computes token indices this way (flat slot // top_k). The operand's
-// magnitude must be known below 2^24 and the divisor a nonzero integer below 2^24 in magnitude;
-// other integer and float divisions run on the CPU (floats' floor division rounds as torch's does
-// there), and an integer division by zero raises ZeroDivisionError as on the CPU.
+// `//` and `%` of int64 tensors by an integer constant or by another int64 tensor on the chip
+// (kernels/integer_division.h): the operands' int32 words narrowed within their known bounds,
+// floor-divided exactly, widened back. Mixture-of-experts routing computes token indices this way
+// (flat slot // top_k). Magnitudes must be known below 2^24; other integer and float divisions
+// run on the CPU (floats' floor division rounds as torch's does there), and an integer division
+// by zero raises ZeroDivisionError as on the CPU (for a tensor divisor, read before dividing).
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -21,12 +21,42 @@ std::optional<int64_t> constant_divisor(const at::Tensor& other) {
   return other.item<int64_t>();
 }
 
+// The known magnitude of an int64 tpu tensor when it is below 2^24 (nullopt otherwise).
+std::optional<int64_t> small_int64(const at::Tensor& t) {
+  if (t.scalar_type() != at::kLong || !t.device().is_privateuseone()) return std::nullopt;
+  const auto bound = int64_bound_of(t);
+  return bound && *bound < kExact ? bound : std::nullopt;
+}
+
+// self // other (or %) for two int64 tpu tensors of known magnitude below 2^24, broadcast. A zero
+// divisor must raise as on the CPU, so whether any divisor is zero is read first (a
+// synchronisation); the division itself is exact (kernels/integer_division.h).
+at::Tensor divide_by_tensor(const char* op, const at::Tensor& self, const at::Tensor& other, bool remainder, int64_t bound,
+                            int64_t divisor_bound, const CpuFn& cpu) {
+  TORCH_CHECK(!at::eq(other, 0).any().item<bool>(), "ZeroDivisionError");
+  const auto shape = at::infer_size(self.sizes(), other.sizes());
+  const auto a_shape = self.sizes().vec(), b_shape = other.sizes().vec();
+  const at::Tensor words = record(op, {index_words(self), index_words(other)}, at::kInt, [&](kernels::Graph& g, const std::vector<int>& v) {
+    const int a = g.reshape(g.int64_narrow(v[0], bound + 1, op), a_shape, op);
+    const int b = g.reshape(g.int64_narrow(v[1], divisor_bound + 1, op), b_shape, op);
+    const auto r = kernels::floor_divide_by(g, a, b, op);
+    return int64_words(g, remainder ? r.remainder : r.quotient);
+  }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other.cpu()}); });
+  // |floor(a / b)| <= |a| for |b| >= 1; |a mod b| < |b|
+  return as_int64(words, remainder ? divisor_bound : bound).view(shape);
+}
+
 at::Tensor divide(const char* op, const at::Tensor& self, const at::Tensor& other, bool remainder, const CpuFn& cpu) {
   const auto divisor = constant_divisor(other);
   TORCH_CHECK(!(divisor && *divisor == 0 && at::isIntegralType(self.scalar_type(), true)), "ZeroDivisionError");
-  const auto bound = self.scalar_type() == at::kLong && self.device().is_privateuseone() ? int64_bound_of(self) : std::nullopt;
-  if (!divisor || !bound || *bound >= kExact || std::abs(*divisor) >= kExact) {
-    return run_on_cpu(op, {self, other}, cpu, "operands other than an int64 tensor of known magnitude below 2^24 and an integer constant");
+  const auto bound = small_int64(self);
+  if (!divisor) {
+    const auto divisor_bound = small_int64(other);
+    if (bound && divisor_bound) return divide_by_tensor(op, self, other, remainder, *bound, *divisor_bound, cpu);
+  }
+  if (!divisor || !bound || std::abs(*divisor) >= kExact) {
+    return run_on_cpu(op, {self, other}, cpu,
+                      "operands other than int64 tensors of known magnitude below 2^24, divided by such a tensor or an integer constant");
   }
   const int64_t b = *divisor;
   const at::Tensor words = record(op, {index_words(self)}, at::kInt, [&](kernels::Graph& g, const std::vector<int>& v) {
