@@ -1,5 +1,6 @@
 // Stream compaction (kernels/compaction.h) on the simulator against a host loop: masks of odd
-// lengths (a partial last row of 128, several rows), all true, one true, dense and sparse.
+// lengths (a partial last row of 128, several rows, more rows than one scan takes), all true,
+// one true, dense and sparse.
 #include <doctest/doctest.h>
 
 #include "kernels/compaction.h"
@@ -12,7 +13,7 @@ using kernels::DType;
 
 TEST_SUITE("kernels") {
   TEST_CASE("true_positions: the flat positions of true elements, in order") {
-    for (auto [n, density] : {std::pair<int64_t, float>{1, 1.f}, {7, 0.5f}, {129, 0.3f}, {1000, 1.f}, {5000, 0.02f}, {300, 0.9f}}) {
+    for (auto [n, density] : {std::pair<int64_t, float>{1, 1.f}, {7, 0.5f}, {129, 0.3f}, {1000, 1.f}, {5000, 0.02f}, {300, 0.9f}, {140000, 0.7f}}) {
       CAPTURE(n);
       CAPTURE(density);
       const auto noise = testing::random_floats(n, uint32_t(n), 0.f, 1.f);

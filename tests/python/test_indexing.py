@@ -49,16 +49,24 @@ def test_an_index_out_of_range_is_an_index_error():
     assert torch.equal(x[torch.tensor([3])].cpu(), x.cpu()[3:4])  # the device stays usable
 
 
-def test_boolean_masks_past_the_compaction_limit_fall_back_with_the_reason():
-    """x[mask] runs on the chip (test_masked.py) up to kernels/compaction.h's 2^17 elements."""
+def test_boolean_masks_past_the_old_limit_run_on_the_chip():
+    """x[mask] past 2^17 elements (kernels/compaction.h scans rows of 128 level by level now)."""
     x = torch.arange(2**17 + 1, dtype=torch.float32)
     mask = x.remainder(3) == 0
-    with pytest.raises(NotImplementedError, match="index"):
-        x.to("tpu")[mask.to("tpu")]
+    assert torch.equal(x.to("tpu")[mask.to("tpu")].cpu(), x[mask])
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_masks_past_the_compaction_limit_fall_back_with_the_reason():
+    """2^24 elements: positions and counts would no longer be exact in f32."""
+    mask = torch.zeros(2**24, dtype=torch.bool)
+    mask[[5, 2**24 - 1]] = True
+    with pytest.raises(NotImplementedError, match="nonzero.*compaction limit"):
+        torch.nonzero(mask.to("tpu"))
     vtpu.set_cpu_fallback(True)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the one-time fallback warning is tested elsewhere
-            assert torch.equal(x.to("tpu")[mask.to("tpu")].cpu(), x[mask])
+            assert torch.equal(torch.nonzero(mask.to("tpu")).cpu(), torch.nonzero(mask))
     finally:
         vtpu.set_cpu_fallback(False)

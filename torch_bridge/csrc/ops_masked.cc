@@ -2,8 +2,8 @@
 // of true elements is read first (a synchronisation, as on every accelerator: mask.sum().item()),
 // then the chip compacts the mask's true positions (kernels/compaction.h) and gathers what they
 // name: coordinates for nonzero, rows of x for x[mask] (a mask over x's leading dims; the index op
-// moves other dims first), elements for masked_select. Masks past kCompactionMaxElements run on
-// the CPU.
+// moves other dims first), elements for masked_select. Masks past kCompactionMaxElements (2^24)
+// run on the CPU.
 #include "torch_bridge/csrc/ops_masked.h"
 
 #include <torch/library.h>
