@@ -254,8 +254,8 @@ void Recorder::input_done(int value) {
   // keeps it. A buffer this flush also writes stays held to the end: its new value is landing.
   const auto it = input_storage_.find(value);
   if (it == input_storage_.end()) return;
-  const auto vaddr = reinterpret_cast<uint64_t>(it->second.data_ptr().get());
-  if (Runtime::get().buffer(vaddr).pending_value >= 0) return;
+  const Buffer* b = Runtime::get().find_buffer(reinterpret_cast<uint64_t>(it->second.data_ptr().get()));
+  if (b && b->pending_value >= 0) return;
   input_storage_.erase(it);
 }
 

@@ -102,6 +102,11 @@ Buffer& Runtime::buffer(uint64_t vaddr) {
   return it->second;
 }
 
+const Buffer* Runtime::find_buffer(uint64_t vaddr) const {
+  const auto it = buffers_.find(vaddr);
+  return it == buffers_.end() ? nullptr : &it->second;
+}
+
 sim::HbmAddress Runtime::materialize(uint64_t vaddr) {
   std::lock_guard lock(mutex_);
   Buffer& b = buffer(vaddr);

@@ -84,6 +84,7 @@ class Runtime {
   uint64_t allocate(int device, uint64_t bytes);
   void release(uint64_t vaddr);
   Buffer& buffer(uint64_t vaddr);
+  const Buffer* find_buffer(uint64_t vaddr) const;  // nullptr when none
   // HBM of the buffer, allocated now if it has none (raises torch.OutOfMemoryError when full).
   sim::HbmAddress materialize(uint64_t vaddr);
 
