@@ -220,6 +220,12 @@ class MatmulBuilder {
     w_.line("sand s{}, s{}, s{}", dst, dst, scratch);
   }
 
+  // dst = the valid K of K slice s`kt` (D, or less in a ragged last slice); clobbers s`scratch`.
+  void slice_depth(int dst, int kt, int scratch) {
+    w_.line("smuli s{}, s{}, {}", scratch, kt, d_);
+    extent(dst, scratch, k_arg_, d_);
+  }
+
   // dst = min(cap, total - start): the valid extent of a ragged block along the dim whose launch
   // size is argument `arg` (M, N or K).
   void extent(int dst, int start, int arg, int64_t cap) {
@@ -327,8 +333,7 @@ class MatmulBuilder {
     auto& r = w_.sregs();
     const int kd = r.take(), vm = r.take(), hb = r.take(), t = r.take();
     const std::string skip_a = w_.new_label("issue_skip_a"), skip_b = w_.new_label("issue_skip_b");
-    w_.line("smuli s{}, s{}, {}", t, kt, d_);
-    extent(kd, t, k_arg_, d_);  // valid K of this slice
+    slice_depth(kd, kt, t);
     w_.line("bne s{}, s0, {}", b.mb, skip_b);
     if (panels_ahead_) {  // issued during the pass before (issue_next_panel_piece) when it had 2+ row blocks
       const std::string own = w_.new_label("own_panel");
@@ -915,8 +920,7 @@ class MatmulBuilder {
     w_.line("smuli s{}, s{}, {}", b.col0, b.nb, bn_);
     extent(b.cols, b.col0, n_arg_, bn_);
     const int kd = r.take(), vm = r.take(), hb = r.take(), u = r.take();
-    w_.line("smuli s{}, s{}, {}", u, piece, d_);
-    extent(kd, u, k_arg_, d_);
+    slice_depth(kd, piece, u);
     issue_b_piece(b, piece, kd, 2, vm, hb, u);
     for (int x : {piece, t, col0, b.cols, kd, vm, hb, u}) r.release(x);
     w_.place(skip);

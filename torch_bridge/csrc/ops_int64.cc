@@ -172,12 +172,8 @@ bool int64_copy_on_chip(const at::Tensor& dst, const at::Tensor& src) {
 std::optional<at::Tensor> integer_cumsum(const at::Tensor& self, int64_t dim, c10::ScalarType result, const CpuFn& cpu) {
   const auto t = self.scalar_type();
   const int64_t n = self.size(dim);
-  // the largest |element|, inclusive
-  const std::optional<int64_t> magnitude = t == at::kBool ? 1
-                                           : t == at::kChar ? 128
-                                           : t == at::kInt  ? std::optional<int64_t>(int64_t{1} << 31)
-                                           : int64_on_chip(self) ? int64_bound_of(self)
-                                                                 : std::nullopt;
+  // the largest |element|, inclusive: int32 words of any value scan exactly too
+  const std::optional<int64_t> magnitude = t == at::kInt ? std::optional<int64_t>(int64_t{1} << 31) : summable_magnitude(self);
   if (!magnitude || n > kernels::kMaxExactByteScan || (result != at::kInt && result != at::kLong)) return std::nullopt;
   if (t == at::kLong && *magnitude >= (int64_t{1} << 31)) return std::nullopt;  // not int32 words
   // int64 results need every partial sum to fit int32; int32 results wrap as torch's do
