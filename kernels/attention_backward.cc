@@ -13,11 +13,18 @@
 //    is converted, and the three gradients go back (sem1) before the next head's inputs land.
 //  - Causal: a key block starts at the query block holding its first key (earlier queries see
 //    none of its keys).
+//  - On a 256-wide MXU (v6e) the blocks stay 128 wide and two 128 x 128 weight blocks share one
+//    MXU as a block diagonal: mxu0 holds k^T and v^T, so one push of [q tile | dout tile] gives
+//    [scores | dp]; mxu3 holds dout and q rows, and pushes of [p^T tile | 0] and [0 | ds^T tile]
+//    add up to [dv rows | dk rows] in one slot; ds @ k pushes [ds | 0] against k in the top-left
+//    quadrant. Zero halves keep a NaN of one block out of the other (the weights' other
+//    quadrants are never written, so they stay VMEM's zeros).
 #include "kernels/attention_backward.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "kernels/asm_writer.h"
 #include "kernels/attention_masks.h"
@@ -31,7 +38,6 @@ constexpr int kSemInput = 0, kSemOutput = 1;
 constexpr int kBlock = 128;  // keys per key block, queries per query block: one MXU width
 constexpr int kTiles = kBlock / kSublanes;
 constexpr int64_t kVregBytes = kSublanes * kLanes * 4, kRowOfVreg = kLanes * 4;
-constexpr int64_t kWeightRow = kBlock * 2;  // bf16 weight rows
 constexpr int kScores = 0, kDp = 1, kDq = 2, kTransposed = 3;  // MXUs
 
 class AttentionBackwardBuilder {
@@ -46,9 +52,10 @@ class AttentionBackwardBuilder {
     if (s_.dtype == DType::F32 && s_.passes != 1) {
       throw KernelError("attention backward: f32 inputs at more than one MXU pass (precision 'high' or 'highest') are not fused");
     }
-    if (chip_.mxu_dim != kBlock || chip_.mxu_per_core < 4 || chip_.mxu_acc_slots < 2 * kTiles) {
-      throw KernelError(fmt::format("attention backward: written for four 128-wide MXUs per core ({} has {} of {})", chip_.name,
-                                    chip_.mxu_per_core, chip_.mxu_dim));
+    if ((chip_.mxu_dim != kBlock && chip_.mxu_dim != 2 * kBlock) || chip_.mxu_per_core < 4 ||
+        chip_.mxu_acc_slots < (chip_.mxu_dim == kBlock ? 2 : 1) * kTiles) {
+      throw KernelError(fmt::format("attention backward: written for four 128- or 256-wide MXUs per core ({} has {} of {})",
+                                    chip_.name, chip_.mxu_per_core, chip_.mxu_dim));
     }
     if (s_.head_dim > kBlock) throw KernelError(fmt::format("attention backward: head_dim {} is over 128", s_.head_dim));
     if (!std::isfinite(s_.scale)) throw KernelError("attention backward: the scale must be finite");
@@ -66,6 +73,9 @@ class AttentionBackwardBuilder {
 
  private:
   void plan() {
+    paired_ = chip_.mxu_dim == 2 * kBlock;
+    weight_row_ = chip_.mxu_dim * 2;
+    weight_block_ = chip_.mxu_dim * weight_row_;
     eb_ = dtype_bytes(s_.dtype);
     row_bytes_ = kBlock * eb_;
     s_pad_ = round_up(s_.q_len, kBlock);
@@ -86,11 +96,14 @@ class AttentionBackwardBuilder {
     o_ = place(s_pad_ * row_bytes_);
     do_ = place(s_pad_ * row_bytes_);
     lse_ = place(s_pad_ * 4 + kRowOfVreg + 64);  // a vld at stride 4 reads 512 bytes past its row
-    kt_ = place(key_blocks_ * kBlock * kWeightRow);
-    vt_ = place(key_blocks_ * kBlock * kWeightRow);
-    kw_ = place(t_pad_ * kWeightRow);
-    qw_ = place(s_pad_ * kWeightRow);
-    dow_ = place(s_pad_ * kWeightRow);
+    // Weights: one MXU-sized block per key block (k^T, v^T, k rows) or query block (q and dout
+    // rows); paired, v^T and q sit in the bottom-right quadrant of k^T's and dout's blocks.
+    const int64_t diagonal = kBlock * weight_row_ + kBlock * 2;
+    kt_ = place(key_blocks_ * weight_block_);
+    vt_ = paired_ ? kt_ + diagonal : place(key_blocks_ * weight_block_);
+    kw_ = place(key_blocks_ * weight_block_);
+    dow_ = place(s_pad_ / kBlock * weight_block_);
+    qw_ = paired_ ? dow_ + diagonal : place(s_pad_ / kBlock * weight_block_);
     rows_ = place(s_pad_ / kSublanes * 2 * kVregBytes);  // per tile: lse broadcast, delta
     dq_acc_ = place(s_pad_ * kRowOfVreg);
     p_stage_ = place(kBlock * kRowOfVreg);
@@ -119,9 +132,9 @@ class AttentionBackwardBuilder {
     load_head();
     transposed_weights(k_, kt_);
     transposed_weights(v_, vt_);
-    row_weights(k_, kw_, s_.kv_len);
-    row_weights(q_, qw_, s_.q_len);
-    row_weights(do_, dow_, s_.q_len);
+    row_weights(k_, kw_, t_pad_);
+    row_weights(q_, qw_, s_pad_);
+    row_weights(do_, dow_, s_pad_);
     row_state();
     clear_dq();
     key_blocks();
@@ -179,36 +192,41 @@ class AttentionBackwardBuilder {
     w_.line("vtrans v{}, v{}", block, block);
     w_.line("smov s{}, s{}", a, dst);
     for (int v = 0; v < 16; ++v) {
-      w_.line("vst.bf16 v{}, m0, s{}, 0, {}", block + v, a, kWeightRow);
-      w_.line("saddi s{}, s{}, {}", a, a, kSublanes * kWeightRow);
+      w_.line("vst.bf16 v{}, m0, s{}, 0, {}", block + v, a, weight_row_);
+      w_.line("saddi s{}, s{}, {}", a, a, kSublanes * weight_row_);
     }
     vregs_.release_run(block, 16);
     w_.line("saddi s{}, s{}, {}", src, src, kBlock * row_bytes_);
-    w_.line("saddi s{}, s{}, {}", dst, dst, kBlock * kWeightRow);
+    w_.line("saddi s{}, s{}, {}", dst, dst, weight_block_);
     w_.line("saddi s{}, s{}, 1", j, j);
     w_.line("blt s{}, s{}, {}", j, n, loop);
     for (int x : {j, n, src, dst, a}) r.release(x);
   }
 
-  // The first `rows` rows of `src` as bf16 weight rows (the rest stay zero).
+  // The `rows` rows of `src` (a multiple of 128: padding rows are zero) as bf16 weight rows, 128
+  // rows to a weight block.
   void row_weights(int64_t src_at, int64_t dst_at, int64_t rows) {
     auto& r = w_.sregs();
-    const int i = r.take(), n = r.take(), src = r.take(), dst = r.take();
+    const int i = r.take(), n = r.take(), src = r.take(), dst = r.take(), a = r.take();
     const std::string loop = w_.new_label("row_weights");
     w_.line("sli s{}, 0", i);
-    w_.load_immediate(n, round_up(rows, kSublanes) / kSublanes);
+    w_.load_immediate(n, rows / kBlock);
     w_.load_immediate(src, src_at);
     w_.load_immediate(dst, dst_at);
     w_.place(loop);
     const int x = vregs_.take();
-    w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), x, src, row_bytes_);
-    w_.line("vst.bf16 v{}, m0, s{}, 0, {}", x, dst, kWeightRow);
+    w_.line("smov s{}, s{}", a, dst);
+    for (int v = 0; v < kTiles; ++v) {
+      w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), x, src, row_bytes_);
+      w_.line("vst.bf16 v{}, m0, s{}, 0, {}", x, a, weight_row_);
+      w_.line("saddi s{}, s{}, {}", src, src, kSublanes * row_bytes_);
+      w_.line("saddi s{}, s{}, {}", a, a, kSublanes * weight_row_);
+    }
     vregs_.release(x);
-    w_.line("saddi s{}, s{}, {}", src, src, kSublanes * row_bytes_);
-    w_.line("saddi s{}, s{}, {}", dst, dst, kSublanes * kWeightRow);
+    w_.line("saddi s{}, s{}, {}", dst, dst, weight_block_);
     w_.line("saddi s{}, s{}, 1", i, i);
     w_.line("blt s{}, s{}, {}", i, n, loop);
-    for (int x2 : {i, n, src, dst}) r.release(x2);
+    for (int x2 : {i, n, src, dst, a}) r.release(x2);
   }
 
   // Per query tile: lse broadcast along each row, and delta = rowsum(dout * out).
@@ -267,11 +285,12 @@ class AttentionBackwardBuilder {
     w_.line("sli s{}, 0", j_);
     w_.load_immediate(n, key_blocks_);
     w_.place(loop);
-    const std::pair<int, int64_t> loads[] = {{kScores, kt_}, {kDp, vt_}, {kDq, kw_}};
+    std::vector<std::pair<int, int64_t>> loads = {{kScores, kt_}, {kDq, kw_}};
+    if (!paired_) loads.emplace_back(kDp, vt_);  // paired, v^T shares mxu0
     for (auto [mxu, at] : loads) {
-      w_.line("smuli s{}, s{}, {}", t, j_, kBlock * kWeightRow);
+      w_.line("smuli s{}, s{}, {}", t, j_, weight_block_);
       w_.line("saddi s{}, s{}, {}", t, t, at);
-      w_.line("mxu.lw mxu{}, s{}, {}", mxu, t, kWeightRow);
+      w_.line("mxu.lw mxu{}, s{}, {}", mxu, t, weight_row_);
     }
     // the first query block: causal ones start at the block of the first key
     if (s_.causal) w_.line("smuli s{}, s{}, {}", c0_, j_, kBlock);
@@ -302,21 +321,21 @@ class AttentionBackwardBuilder {
   void query_block(int tiles) {
     auto& r = w_.sregs();
     const int qp = r.take(), dp = r.take(), t = r.take();
-    const int x = vregs_.take(), y = vregs_.take();
+    const int x = vregs_.take_run(2), y = x + 1;  // paired: [q | dout] is one MXU row
     // (1) scores and dout @ v^T
     w_.line("smuli s{}, s{}, {}", t, c0_, row_bytes_);
     w_.line("saddi s{}, s{}, {}", qp, t, q_);
     w_.line("saddi s{}, s{}, {}", dp, t, do_);
     for (int i = 0; i < tiles; ++i) {
       w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), x, qp, row_bytes_);
-      w_.line("mxu.mm mxu{}, v{}, {}", kScores, x, i);
+      if (!paired_) w_.line("mxu.mm mxu{}, v{}, {}", kScores, x, i);
       w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), y, dp, row_bytes_);
-      w_.line("mxu.mm mxu{}, v{}, {}", kDp, y, i);
+      if (paired_) w_.line("mxu.mm mxu{}, v{}, {}", kScores, x, i);
+      else w_.line("mxu.mm mxu{}, v{}, {}", kDp, y, i);
       w_.line("saddi s{}, s{}, {}", qp, qp, kSublanes * row_bytes_);
       w_.line("saddi s{}, s{}, {}", dp, dp, kSublanes * row_bytes_);
     }
-    vregs_.release(x);
-    vregs_.release(y);
+    vregs_.release_run(x, 2);
     for (int v : {qp, dp, t}) r.release(v);
     probabilities_and_ds(tiles);
     transposed_products();
@@ -335,7 +354,9 @@ class AttentionBackwardBuilder {
     w_.line("ssub s{}, s{}, s{}", diag, c0_, t);  // first query of the block - first key
     w_.load_immediate(last_key, s_.kv_len - 1);
     w_.line("ssub s{}, s{}, s{}", last_key, last_key, t);
-    const int p = vregs_.take(), d = vregs_.take(), a = vregs_.take(), th = vregs_.take();
+    // p, dp then ds, and a zero: paired, one pop gives [scores | dp] and [ds | 0] is pushed
+    const int p = vregs_.take_run(3), d = p + 1, zero = p + 2, a = vregs_.take(), th = vregs_.take();
+    if (paired_) w_.line("vmov v{}, v{}", zero, c_.zero);
     for (int i = 0; i < tiles; ++i) {
       w_.line("mxu.pop v{}, mxu{}, {}", p, kScores, i);
       w_.line("vmul v{}, v{}, v{}", p, p, c_.scale);
@@ -344,7 +365,7 @@ class AttentionBackwardBuilder {
       w_.line("vld v{}, m0, s{}, 0, {}", a, st, kRowOfVreg);
       w_.line("vsub v{}, v{}, v{}", p, p, a);
       w_.line("vexp v{}, v{}", p, p);  // p = exp(s - lse): 0 where masked
-      w_.line("mxu.pop v{}, mxu{}, {}", d, kDp, i);
+      if (!paired_) w_.line("mxu.pop v{}, mxu{}, {}", d, kDp, i);
       w_.line("vld v{}, m0, s{}, {}, {}", a, st, kVregBytes, kRowOfVreg);
       w_.line("vsub v{}, v{}, v{}", d, d, a);
       w_.line("vmul v{}, v{}, v{}", d, d, p);  // ds = p * (dp - delta)
@@ -355,19 +376,26 @@ class AttentionBackwardBuilder {
       w_.line("saddi s{}, s{}, {}", ps, ps, kVregBytes);
       w_.line("saddi s{}, s{}, {}", dss, dss, kVregBytes);
     }
-    for (int v : {p, d, a, th}) vregs_.release(v);
+    vregs_.release_run(p, 3);
+    for (int v : {a, th}) vregs_.release(v);
     for (int v : {st, ps, dss, t, diag, last_key}) r.release(v);
   }
 
 
 
-  // (3) p^T @ dout into mxu3 slots 0..15 (dv rows), ds^T @ q into slots 16..31 (dk rows). Staged
-  // rows past the block's tiles hold an earlier block's finite values; the weight rows they meet
-  // (queries past q_len) are zero.
+  // (3) p^T @ dout into mxu3 slots 0..15 (dv rows), ds^T @ q into slots 16..31 (dk rows); paired,
+  // [p^T tile | 0] and [0 | ds^T tile] both go into slot v against the one block-diagonal weight.
+  // Staged rows past the block's tiles hold an earlier block's finite values; the weight rows they
+  // meet (queries past q_len) are zero.
   void transposed_products() {
     auto& r = w_.sregs();
     const int a = r.take(), t = r.take();
     const int block = vregs_.take_run(16, 16);
+    const int lhs = paired_ ? vregs_.take_run(3) : -1;  // zero, tile, zero
+    if (paired_) {
+      w_.line("vmov v{}, v{}", lhs, c_.zero);
+      w_.line("vmov v{}, v{}", lhs + 2, c_.zero);
+    }
     const std::pair<int64_t, int64_t> passes[] = {{p_stage_, dow_}, {ds_stage_, qw_}};
     for (int k = 0; k < 2; ++k) {
       w_.load_immediate(a, passes[k].first);
@@ -376,12 +404,22 @@ class AttentionBackwardBuilder {
         w_.line("saddi s{}, s{}, {}", a, a, kVregBytes);
       }
       w_.line("vtrans v{}, v{}", block, block);
-      w_.line("smuli s{}, s{}, {}", t, c0_, kWeightRow);
-      w_.line("saddi s{}, s{}, {}", t, t, passes[k].second);
-      w_.line("mxu.lw mxu{}, s{}, {}", kTransposed, t, kWeightRow);
-      for (int v = 0; v < 16; ++v) w_.line("mxu.mm mxu{}, v{}, {}", kTransposed, block + v, k * kTiles + v);
+      if (!paired_ || k == 0) {
+        w_.line("smuli s{}, s{}, {}", t, c0_, weight_block_ / kBlock);
+        w_.line("saddi s{}, s{}, {}", t, t, passes[k].second);
+        w_.line("mxu.lw mxu{}, s{}, {}", kTransposed, t, weight_row_);
+      }
+      for (int v = 0; v < 16; ++v) {
+        if (!paired_) {
+          w_.line("mxu.mm mxu{}, v{}, {}", kTransposed, block + v, k * kTiles + v);
+          continue;
+        }
+        w_.line("vmov v{}, v{}", lhs + 1, block + v);
+        w_.line("mxu.mm mxu{}, v{}, {}", kTransposed, k == 0 ? lhs + 1 : lhs, v);
+      }
     }
     vregs_.release_run(block, 16);
+    if (paired_) vregs_.release_run(lhs, 3);
     r.release(a);
     r.release(t);
   }
@@ -390,7 +428,7 @@ class AttentionBackwardBuilder {
   void accumulate_dq(int tiles) {
     auto& r = w_.sregs();
     const int a = r.take();
-    const int x = vregs_.take(), acc = vregs_.take();
+    const int x = vregs_.take_run(2), acc = vregs_.take();  // paired, a pop fills two vregs
     w_.line("smuli s{}, s{}, {}", a, c0_, kRowOfVreg);
     w_.line("saddi s{}, s{}, {}", a, a, dq_acc_);
     for (int i = 0; i < tiles; ++i) {
@@ -400,29 +438,30 @@ class AttentionBackwardBuilder {
       w_.line("vst v{}, m0, s{}, 0, {}", acc, a, kRowOfVreg);
       w_.line("saddi s{}, s{}, {}", a, a, kVregBytes);
     }
-    vregs_.release(x);
+    vregs_.release_run(x, 2);
     vregs_.release(acc);
     r.release(a);
   }
 
-  // Key block j's dv rows (slots 0..15) and dk rows (slots 16..31, times scale) into the outputs.
+  // Key block j's dv rows (slots 0..15) and dk rows (slots 16..31, times scale) into the outputs;
+  // paired, slot v holds both.
   void pop_key_gradients() {
     auto& r = w_.sregs();
     const int dv = r.take(), dk = r.take();
-    const int x = vregs_.take();
+    const int x = vregs_.take_run(2);
     w_.line("smuli s{}, s{}, {}", dv, j_, kBlock * row_bytes_);
     w_.line("saddi s{}, s{}, {}", dk, dv, dk_out_);
     w_.line("saddi s{}, s{}, {}", dv, dv, dv_out_);
     for (int v = 0; v < kTiles; ++v) {
       w_.line("mxu.pop v{}, mxu{}, {}", x, kTransposed, v);
       w_.line("{} v{}, m0, s{}, 0, {}", store_mnemonic(s_.dtype), x, dv, row_bytes_);
-      w_.line("mxu.pop v{}, mxu{}, {}", x, kTransposed, kTiles + v);
-      w_.line("vmul v{}, v{}, v{}", x, x, c_.scale);
-      w_.line("{} v{}, m0, s{}, 0, {}", store_mnemonic(s_.dtype), x, dk, row_bytes_);
+      if (!paired_) w_.line("mxu.pop v{}, mxu{}, {}", x + 1, kTransposed, kTiles + v);
+      w_.line("vmul v{}, v{}, v{}", x + 1, x + 1, c_.scale);
+      w_.line("{} v{}, m0, s{}, 0, {}", store_mnemonic(s_.dtype), x + 1, dk, row_bytes_);
       w_.line("saddi s{}, s{}, {}", dv, dv, kSublanes * row_bytes_);
       w_.line("saddi s{}, s{}, {}", dk, dk, kSublanes * row_bytes_);
     }
-    vregs_.release(x);
+    vregs_.release_run(x, 2);
     r.release(dv);
     r.release(dk);
   }
@@ -472,6 +511,8 @@ class AttentionBackwardBuilder {
   int eb_ = 4;
   int64_t row_bytes_ = 0, s_pad_ = 0, t_pad_ = 0, key_blocks_ = 0, full_query_blocks_ = 0, last_rows_ = 0;
   bool ragged_keys_ = false;
+  bool paired_ = false;                           // a 256-wide MXU holds two 128-wide weight blocks
+  int64_t weight_row_ = 0, weight_block_ = 0;     // bytes of one MXU weight row, of D such rows
   int64_t q_ = 0, k_ = 0, v_ = 0, o_ = 0, do_ = 0, lse_ = 0, kt_ = 0, vt_ = 0, kw_ = 0, qw_ = 0, dow_ = 0, rows_ = 0;
   int64_t dq_acc_ = 0, p_stage_ = 0, ds_stage_ = 0, dq_out_ = 0, dk_out_ = 0, dv_out_ = 0;
   std::vector<int> args_;

@@ -16,7 +16,7 @@
 namespace vtpu::kernels {
 
 // Empty when make_attention_backward serves `spec` on `chip`, else why not: one MXU pass (bf16
-// inputs, or f32 at precision 'medium'), a 128-wide MXU with four MXUs per core, head_dim <= 128,
+// inputs, or f32 at precision 'medium'), four 128- or 256-wide MXUs per core, head_dim <= 128,
 // a head's tensors within VMEM.
 std::string attention_backward_unsupported(const AttentionSpec& spec, const sim::ChipConfig& chip);
 

@@ -188,7 +188,7 @@ double relative_error(const std::vector<float>& got, const std::vector<double>& 
   return max_error(got, want) / std::max(scale, 1e-30);
 }
 
-void check_backward(const AttentionSpec& s) {
+void check_backward(const AttentionSpec& s, const std::string& chip = "v5e") {
   const auto q = random_values(size_t(s.batch * s.q_len * s.head_dim), 1);
   const auto k = random_values(size_t(s.batch * s.kv_len * s.head_dim), 2);
   const auto v = random_values(size_t(s.batch * s.kv_len * s.head_dim), 3);
@@ -202,7 +202,7 @@ void check_backward(const AttentionSpec& s) {
   args.push_back(testing::Arg::buf(testing::HostBuffer::of(lse_f)));
   const size_t grads = q.size() + k.size() + v.size();
   args.push_back(testing::Arg::buf(testing::HostBuffer{std::vector<uint8_t>(grads * dtype_bytes(s.dtype), 0xff)}));
-  const auto run = testing::run_program(kernels::make_attention_backward(s, sim::load_chip("v5e")), args);
+  const auto run = testing::run_program(kernels::make_attention_backward(s, sim::load_chip(chip)), args, chip);
   const auto got = host_values(run.buffers[6], s.dtype);
   const std::vector<float> gq(got.begin(), got.begin() + q.size()), gk(got.begin() + q.size(), got.begin() + q.size() + k.size()),
       gv(got.begin() + q.size() + k.size(), got.end());
@@ -210,8 +210,8 @@ void check_backward(const AttentionSpec& s) {
   CHECK(eq <= 1e-2);
   CHECK(ek <= 1e-2);
   CHECK(ev <= 1e-2);
-  MESSAGE(fmt::format("backward {}x{}x{}x{}{} {}: relative errors dq {:.2g} dk {:.2g} dv {:.2g}, {} cycles", s.batch, s.q_len,
-                      s.kv_len, s.head_dim, s.causal ? " causal" : "", kernels::dtype_name(s.dtype), eq, ek, ev,
+  MESSAGE(fmt::format("backward {}x{}x{}x{}{} {} on {}: relative errors dq {:.2g} dk {:.2g} dv {:.2g}, {} cycles", s.batch,
+                      s.q_len, s.kv_len, s.head_dim, s.causal ? " causal" : "", kernels::dtype_name(s.dtype), chip, eq, ek, ev,
                       run.result.cycles));
 }
 
@@ -269,12 +269,27 @@ TEST_SUITE("kernels") {
     }
   }
 
+  TEST_CASE("fused attention backward on 256-wide MXUs: two 128-wide blocks per MXU, block-diagonal") {
+    for (bool causal : {false, true}) {
+      CAPTURE(causal);
+      check_backward(spec(1, 1, 1, 8, causal, DType::BF16, 1), "v6e");
+      check_backward(spec(2, 7, 129, 64, causal, DType::BF16, 1), "v6e");
+      check_backward(spec(1, 130, 200, 128, causal, DType::BF16, 1), "v6e");
+      check_backward(spec(2, 300, 300, 32, causal, DType::F32, 1), "v6e");
+    }
+    check_backward(spec(1, 260, 140, 96, true, DType::F32, 1), "v7");
+  }
+
   TEST_CASE("fused attention backward refuses what it does not serve, with reasons") {
-    const auto v5e = sim::load_chip("v5e"), v6e = sim::load_chip("v6e");
+    const auto v5e = sim::load_chip("v5e");
+    auto narrow = v5e;
+    narrow.mxu_dim = 64;
     CHECK(kernels::attention_backward_unsupported(spec(1, 8, 8, 64, false, DType::BF16, 1), v5e).empty());
+    CHECK(kernels::attention_backward_unsupported(spec(1, 8, 8, 64, false, DType::BF16, 1), sim::load_chip("v6e")).empty());
     CHECK(kernels::attention_backward_unsupported(spec(1, 8, 8, 64, false, DType::F32, 6), v5e).find("more than one MXU pass") !=
           std::string::npos);
-    CHECK(kernels::attention_backward_unsupported(spec(1, 8, 8, 64, false, DType::BF16, 1), v6e).find("128-wide") != std::string::npos);
+    CHECK(kernels::attention_backward_unsupported(spec(1, 8, 8, 64, false, DType::BF16, 1), narrow).find("128- or 256-wide") !=
+          std::string::npos);
     CHECK_THROWS_WITH_AS(kernels::make_attention_backward(spec(1, 8, 8, 129, false, DType::BF16, 1), v5e),
                          doctest::Contains("head_dim 129 is over 128"), kernels::KernelError);
   }

@@ -166,3 +166,23 @@ def test_fused_forward_keeps_the_scores_out_of_hbm():
     scores_bytes = 4 * 512 * 512 * 4
     assert peaks["math"] >= scores_bytes
     assert peaks["fused"] < scores_bytes / 4
+
+
+def test_fused_backward_on_a_256_wide_mxu(run_isolated):
+    """v6e's MXUs are 256 wide: the fused backward pairs two 128-wide blocks per MXU there, and
+    matches the CPU as on v5e."""
+    result = run_isolated("""
+        import torch, torch.nn.functional as F, vtpu
+        g = torch.Generator().manual_seed(0)
+        cpu = [torch.randn(2, 3, n, 48, generator=g, dtype=torch.bfloat16).requires_grad_() for n in (150, 150, 150)]
+        dev = [x.detach().to("tpu").requires_grad_() for x in cpu]
+        F.scaled_dot_product_attention(*cpu, is_causal=True).float().square().sum().backward()
+        F.scaled_dot_product_attention(*dev, is_causal=True).float().square().sum().backward()
+        err = max(((d.grad.cpu().float() - c.grad.float()).abs().max() / c.grad.float().abs().max()).item()
+                  for d, c in zip(dev, cpu))
+        print(vtpu.chip_name(), "attention_backward_fused" in vtpu.stats()["per_kernel"], f"{err:.4f}")
+    """, VTPU_CHIP="v6e")
+    assert result.returncode == 0, result.stderr
+    chip, fused, err = result.stdout.split()
+    assert (chip, fused) == ("v6e", "True")
+    assert float(err) < 3e-2  # bf16 inputs and products, as test_bf16_within_bf16_rounding
