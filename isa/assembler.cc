@@ -401,6 +401,10 @@ class Assembler {
       std::string_view name = cur.identifier();
       if (name.empty()) cur.fail("expected a program name");
       program_.name = std::string(name);
+    } else if (word == ".mxu_dim") {
+      const int64_t dim = expression(cur);
+      if (dim <= 0 || dim % 128 != 0 || dim > 1024) cur.fail_at(column, "an MXU width is a positive multiple of 128 (up to 1024)");
+      program_.mxu_dim = static_cast<uint32_t>(dim);
     } else if (word == ".arg") {
       const int name_column = cur.column();
       std::string_view name = cur.identifier();

@@ -31,6 +31,10 @@ struct Program {
   std::vector<uint64_t> code;
   std::vector<ArgumentSpec> arguments;
   std::vector<DataSegment> data;
+  // The MXU width the code was generated for (0: any). A group operand spans mxu_dim/128 vregs
+  // and weights are D x D, so code for one width computes something else on another: launches
+  // on a chip of another width are refused instead.
+  uint32_t mxu_dim = 0;
 
   bool operator==(const Program&) const = default;
   Instruction at(size_t pc) const { return decode(code.at(pc)); }

@@ -111,6 +111,8 @@ void AsmWriter::ceil_div_argument(int dst, int arg, int64_t divisor, int scratch
   line("sdiv s{}, s{}, s{}", dst, dst, scratch);
 }
 
+void AsmWriter::target_mxu(int mxu_dim) { header_ += fmt::format(".mxu_dim {}\n", mxu_dim); }
+
 isa::Program AsmWriter::assemble() const {
   const std::string source = header_ + text_ + "  halt\n" + cold_;
   try {

@@ -48,6 +48,9 @@ class RegisterPool {
 class AsmWriter {
  public:
   explicit AsmWriter(std::string name);
+  // Marks the program as written for `chip`'s MXU width (.mxu_dim): generators whose code
+  // depends on it (MXU weights, register groups) call this, so a launch elsewhere is refused.
+  void target_mxu(int mxu_dim);
 
   // One instruction (or directive) line, formatted with fmt.
   template <typename... A>

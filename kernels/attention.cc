@@ -47,6 +47,7 @@ class AttentionBuilder {
     validate();
     plan();
     emit();
+    w_.target_mxu(chip_.mxu_dim);
     return w_.assemble();
   }
 

@@ -68,6 +68,7 @@ class AttentionBackwardBuilder {
   isa::Program build() {
     check();
     emit();
+    w_.target_mxu(chip_.mxu_dim);
     return w_.assemble();
   }
 

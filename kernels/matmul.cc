@@ -60,6 +60,7 @@ class MatmulBuilder {
     validate();
     plan();
     emit();
+    w_.target_mxu(chip_.mxu_dim);
     return w_.assemble();
   }
 

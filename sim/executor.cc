@@ -106,6 +106,10 @@ LaunchResult execute(const isa::Program& program, std::span<const KernelArg> arg
     throw SimError(SimErrorKind::BadLaunch,
                    fmt::format("launch asks for {} TensorCores; {} has {}", cores, chip.name, chip.tensor_cores));
   }
+  if (program.mxu_dim != 0 && program.mxu_dim != static_cast<uint32_t>(chip.mxu_dim)) {
+    throw SimError(SimErrorKind::BadLaunch, fmt::format("'{}' was generated for {}-wide MXUs; {}'s are {} wide", program.name,
+                                                        program.mxu_dim, chip.name, chip.mxu_dim));
+  }
   try {
     isa::verify_or_throw(program, chip.target_limits());
   } catch (const isa::VerifyError& e) {

@@ -35,7 +35,8 @@ int main(int argc, char** argv) {
   out += "Assembly: one instruction per line, operands separated by commas; `label:`; comments start with\n";
   out += "`;`, `#` or `//`. Immediates are integer expressions (`+ - * /`, parentheses, symbols from `.set`),\n";
   out += "or float literals such as `1.5f` (their f32 bits). Directives: `.name N`, `.arg NAME buffer|scalar`,\n";
-  out += "`.set NAME, EXPR`, `.data VMEM_ADDR` followed by `.f32`, `.bf16`, `.i32`, `.i8`, `.byte` values.\n\n";
+  out += "`.set NAME, EXPR`, `.data VMEM_ADDR` followed by `.f32`, `.bf16`, `.i32`, `.i8`, `.byte` values,\n";
+  out += "`.mxu_dim D` (the MXU width the code is written for: a launch on a chip of another width is refused).\n\n";
   std::string_view unit;
   for (const auto& meta : all_instructions()) {
     if (unit_name(meta.unit) != unit) {

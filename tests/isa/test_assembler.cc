@@ -136,6 +136,23 @@ TEST_SUITE("isa") {
     CHECK(rejected > 0);
   }
 
+  TEST_CASE("the MXU width a program targets survives text and binary round trips; version 1 files read as any width") {
+    const Program p = assemble(".name wide\n.mxu_dim 256\n  halt\n");
+    CHECK(p.mxu_dim == 256);
+    CHECK(assemble(disassemble(p)) == p);
+    CHECK(deserialize(serialize(p)) == p);
+    CHECK_THROWS_WITH_AS(assemble(".mxu_dim 100\n  halt\n"), doctest::Contains("positive multiple of 128"), AsmError);
+    // a version 1 file is version 2 without the width after the name
+    auto bytes = serialize(assemble(".name old\n  halt\n"));
+    const size_t width_at = 4 + 4 + 4 + 3;  // magic, version, name length, "old"
+    bytes.erase(bytes.begin() + width_at, bytes.begin() + width_at + 4);
+    bytes[4] = 1;
+    const Program old = deserialize(bytes);
+    CHECK(old.name == "old");
+    CHECK(old.mxu_dim == 0);
+    CHECK(old.code.size() == 1);
+  }
+
   TEST_CASE("binary programs: corrupt or truncated files are FormatErrors") {
     const Program p = assemble(read_example("vector_add.s"));
     auto bytes = serialize(p);

@@ -102,6 +102,11 @@ TEST_SUITE("sim") {
     check_sim_error(".arg x buffer\n  halt\n", {}, sim::SimErrorKind::BadLaunch, {"takes 1 arguments, launch passed 0"});
     check_sim_error(".arg x buffer\n  halt\n", {Arg::val(3)}, sim::SimErrorKind::BadLaunch, {"expects a buffer"});
     check_sim_error("  mxu.mm mxu6, v0, 0\n", {}, sim::SimErrorKind::BadLaunch, {"mxu6 does not exist (chip has 4)"});
+    // code written for v6e's 256-wide MXUs would read half its operands on v5e
+    check_sim_error(".name wide\n.mxu_dim 256\n  halt\n", {}, sim::SimErrorKind::BadLaunch,
+                    {"'wide' was generated for 256-wide MXUs; v5e's are 128 wide"});
+    CHECK_NOTHROW(testing::run_program(".mxu_dim 128\n  halt\n", {}, "v5e"));
+    CHECK_NOTHROW(testing::run_program(".mxu_dim 256\n  halt\n", {}, "v6e"));
   }
 
   TEST_CASE("a runaway loop hits the instruction budget") {
