@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <vector>
 
 #include "kernels/attention.h"
 #include "kernels/attention_backward.h"
@@ -21,13 +22,14 @@ struct Shape {
   bool causal;
 };
 
-// bf16 self-attention over `seq` tokens, scale 1 / sqrt(head dim).
-kernels::AttentionSpec spec_of(const Shape& s) {
+// Self-attention over `seq` tokens, scale 1 / sqrt(head dim): bf16, or f32 at `passes`.
+kernels::AttentionSpec spec_of(const Shape& s, kernels::DType dtype = kernels::DType::BF16, int passes = 1) {
   kernels::AttentionSpec spec;
   spec.batch = s.heads;
   spec.q_len = spec.kv_len = s.seq;
   spec.head_dim = s.dim;
-  spec.dtype = kernels::DType::BF16;
+  spec.dtype = dtype;
+  spec.passes = passes;
   spec.causal = s.causal;
   spec.scale = 1.0 / std::sqrt(double(s.dim));
   return spec;
@@ -72,21 +74,31 @@ int main() {
     }
   }
   // the fused backward (one pass; on v6e two 128-wide blocks share each 256-wide MXU)
+  // and f32 at precision 'highest' (six passes: every product as six bf16 products) for one shape
   fmt::print("\nBackward (kernels/attention_backward):\n\n");
-  fmt::print("| chip | heads x seq x head dim | causal | simulated us | bound us | bound by | simulated / bound | host s |\n");
-  fmt::print("| --- | --- | --- | ---: | ---: | --- | ---: | ---: |\n");
+  fmt::print("| chip | heads x seq x head dim | causal | inputs | simulated us | bound us | bound by | simulated / bound | host s |\n");
+  fmt::print("| --- | --- | --- | --- | ---: | ---: | --- | ---: | ---: |\n");
+  struct Case {
+    Shape shape;
+    kernels::DType dtype;
+    int passes;
+  };
+  std::vector<Case> cases;
+  for (const auto& s : shapes) cases.push_back({s, kernels::DType::BF16, 1});
+  for (bool causal : {false, true}) cases.push_back({{8, 512, 128, causal}, kernels::DType::F32, 6});
   for (const char* chip_name : {"v5e", "v6e"}) {
-    for (const auto& s : shapes) {
+    for (const auto& [s, dtype, passes] : cases) {
       sim::SimDevice device(sim::load_chip(chip_name));
       const auto& chip = device.chip();
-      const kernels::AttentionSpec spec = spec_of(s);
-      const uint64_t io = uint64_t(s.heads * s.seq * s.dim * 2), lse = uint64_t(s.heads * s.seq * 4);
+      const kernels::AttentionSpec spec = spec_of(s, dtype, passes);
+      const uint64_t io = uint64_t(s.heads * s.seq * s.dim * kernels::dtype_bytes(dtype)), lse = uint64_t(s.heads * s.seq * 4);
       const auto [simulated, host_s] = run(device, kernels::make_attention_backward(spec, chip), {io, io, io, io, io, lse, 3 * io});
       const auto bound = kernels::attention_backward_bound(chip, spec);
       const double ratio = simulated / bound.seconds();
       ok &= ratio >= 1.0;
-      fmt::print("| {} | {}x{}x{} | {} | {:.2f} | {:.2f} | {} | {:.2f} | {:.2f} |\n", chip_name, s.heads, s.seq, s.dim,
-                 s.causal ? "yes" : "no", simulated * 1e6, bound.seconds() * 1e6,
+      fmt::print("| {} | {}x{}x{} | {} | {} | {:.2f} | {:.2f} | {} | {:.2f} | {:.2f} |\n", chip_name, s.heads, s.seq, s.dim,
+                 s.causal ? "yes" : "no", passes == 1 ? "bf16" : fmt::format("f32, {} passes", passes), simulated * 1e6,
+                 bound.seconds() * 1e6,
                  bound.compute_s >= bound.memory_s ? "compute" : "memory", ratio, host_s);
     }
   }

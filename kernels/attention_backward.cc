@@ -19,6 +19,11 @@
 //    add up to [dv rows | dk rows] in one slot; ds @ k pushes [ds | 0] against k in the top-left
 //    quadrant. Zero halves keep a NaN of one block out of the other (the weights' other
 //    quadrants are never written, so they stay VMEM's zeros).
+//  - f32 at several MXU passes (precision 'high', 'highest'): every weight is written as bf16
+//    parts (the value rounded, the rounding error rounded, the rest), and each product becomes
+//    the matmul's pass pairs: per weight part, the LHS parts paired with it, peeled off the f32
+//    LHS on the vector unit. The weights then change within a query block, so they are loaded
+//    per (query block, part), and ds @ k runs after the tiles from the staged ds.
 #include "kernels/attention_backward.h"
 
 #include <algorithm>
@@ -29,6 +34,7 @@
 #include "kernels/asm_writer.h"
 #include "kernels/attention_masks.h"
 #include "kernels/elementwise.h"
+#include "kernels/matmul.h"
 #include "kernels/vreg_shape.h"
 
 namespace vtpu::kernels {
@@ -49,8 +55,8 @@ class AttentionBackwardBuilder {
     if (s_.dtype != DType::F32 && s_.dtype != DType::BF16) {
       throw KernelError(fmt::format("attention backward: {} inputs are not supported (f32 or bf16)", dtype_name(s_.dtype)));
     }
-    if (s_.dtype == DType::F32 && s_.passes != 1) {
-      throw KernelError("attention backward: f32 inputs at more than one MXU pass (precision 'high' or 'highest') are not fused");
+    if (s_.dtype == DType::F32 && s_.passes != 1 && s_.passes != 3 && s_.passes != 6) {
+      throw KernelError(fmt::format("attention backward: {} MXU passes (1, 3 or 6)", s_.passes));
     }
     if ((chip_.mxu_dim != kBlock && chip_.mxu_dim != 2 * kBlock) || chip_.mxu_per_core < 4 ||
         chip_.mxu_acc_slots < (chip_.mxu_dim == kBlock ? 2 : 1) * kTiles) {
@@ -75,6 +81,8 @@ class AttentionBackwardBuilder {
  private:
   void plan() {
     paired_ = chip_.mxu_dim == 2 * kBlock;
+    parts_ = s_.dtype == DType::F32 ? 1 + (s_.passes >= 3) + (s_.passes >= 6) : 1;
+    pairs_ = mxu_pass_pairs(s_.dtype == DType::F32 ? s_.passes : 1);
     weight_row_ = chip_.mxu_dim * 2;
     weight_block_ = chip_.mxu_dim * weight_row_;
     eb_ = dtype_bytes(s_.dtype);
@@ -100,11 +108,14 @@ class AttentionBackwardBuilder {
     // Weights: one MXU-sized block per key block (k^T, v^T, k rows) or query block (q and dout
     // rows); paired, v^T and q sit in the bottom-right quadrant of k^T's and dout's blocks.
     const int64_t diagonal = kBlock * weight_row_ + kBlock * 2;
-    kt_ = place(key_blocks_ * weight_block_);
-    vt_ = paired_ ? kt_ + diagonal : place(key_blocks_ * weight_block_);
-    kw_ = place(key_blocks_ * weight_block_);
-    dow_ = place(s_pad_ / kBlock * weight_block_);
-    qw_ = paired_ ? dow_ + diagonal : place(s_pad_ / kBlock * weight_block_);
+    // Part b of each weight at b * key_part_ (per key block) or b * query_part_ (per query block).
+    key_part_ = key_blocks_ * weight_block_;
+    query_part_ = s_pad_ / kBlock * weight_block_;
+    kt_ = place(parts_ * key_part_);
+    vt_ = paired_ ? kt_ + diagonal : place(parts_ * key_part_);
+    kw_ = place(parts_ * key_part_);
+    dow_ = place(parts_ * query_part_);
+    qw_ = paired_ ? dow_ + diagonal : place(parts_ * query_part_);
     rows_ = place(s_pad_ / kSublanes * 2 * kVregBytes);  // per tile: lse broadcast, delta
     dq_acc_ = place(s_pad_ * kRowOfVreg);
     p_stage_ = place(kBlock * kRowOfVreg);
@@ -133,9 +144,9 @@ class AttentionBackwardBuilder {
     load_head();
     transposed_weights(k_, kt_);
     transposed_weights(v_, vt_);
-    row_weights(k_, kw_, t_pad_);
-    row_weights(q_, qw_, s_pad_);
-    row_weights(do_, dow_, s_pad_);
+    row_weights(k_, kw_, t_pad_, key_part_);
+    row_weights(q_, qw_, s_pad_, query_part_);
+    row_weights(do_, dow_, s_pad_, query_part_);
     row_state();
     clear_dq();
     key_blocks();
@@ -193,7 +204,7 @@ class AttentionBackwardBuilder {
     w_.line("vtrans v{}, v{}", block, block);
     w_.line("smov s{}, s{}", a, dst);
     for (int v = 0; v < 16; ++v) {
-      w_.line("vst.bf16 v{}, m0, s{}, 0, {}", block + v, a, weight_row_);
+      store_parts(block + v, a, key_part_);
       w_.line("saddi s{}, s{}, {}", a, a, kSublanes * weight_row_);
     }
     vregs_.release_run(block, 16);
@@ -204,9 +215,47 @@ class AttentionBackwardBuilder {
     for (int x : {j, n, src, dst, a}) r.release(x);
   }
 
+  // Vreg `x` as bf16 weight rows at s`addr`, part b at + b * part_stride: part 0 is x rounded (by
+  // the store), part 1 the rounding error rounded, part 2 the rest. Leaves x changed.
+  void store_parts(int x, int addr, int64_t part_stride) {
+    auto& r = w_.sregs();
+    const int at = r.take(), hi = vregs_.take();
+    for (int b = 0; b < parts_; ++b) {
+      w_.line("saddi s{}, s{}, {}", at, addr, b * part_stride);
+      w_.line("vst.bf16 v{}, m0, s{}, 0, {}", x, at, weight_row_);
+      if (b + 1 < parts_) {
+        w_.line("vcvt.bf16 v{}, v{}", hi, x);
+        w_.line("vsub v{}, v{}, v{}", x, x, hi);
+      }
+    }
+    vregs_.release(hi);
+    r.release(at);
+  }
+
+  // Strips the leading bf16 parts off vregs x..x+count-1 (holding part `from`) until they hold
+  // part `to`: what the MXU rounds to bf16 on a push is then that part.
+  void peel(int x, int count, int from, int to) {
+    const int hi = vregs_.take();
+    for (int b = from; b < to; ++b) {
+      for (int g = 0; g < count; ++g) {
+        w_.line("vcvt.bf16 v{}, v{}", hi, x + g);
+        w_.line("vsub v{}, v{}, v{}", x + g, x + g, hi);
+      }
+    }
+    vregs_.release(hi);
+  }
+
+  // The LHS parts paired with weight part b, in increasing order (each peeled from the last).
+  std::vector<int> lhs_parts(int b) const {
+    std::vector<int> out;
+    for (auto [lp, wp] : pairs_) if (wp == b) out.push_back(lp);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
   // The `rows` rows of `src` (a multiple of 128: padding rows are zero) as bf16 weight rows, 128
-  // rows to a weight block.
-  void row_weights(int64_t src_at, int64_t dst_at, int64_t rows) {
+  // rows to a weight block; its parts `part_stride` apart.
+  void row_weights(int64_t src_at, int64_t dst_at, int64_t rows, int64_t part_stride) {
     auto& r = w_.sregs();
     const int i = r.take(), n = r.take(), src = r.take(), dst = r.take(), a = r.take();
     const std::string loop = w_.new_label("row_weights");
@@ -219,7 +268,7 @@ class AttentionBackwardBuilder {
     w_.line("smov s{}, s{}", a, dst);
     for (int v = 0; v < kTiles; ++v) {
       w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), x, src, row_bytes_);
-      w_.line("vst.bf16 v{}, m0, s{}, 0, {}", x, a, weight_row_);
+      store_parts(x, a, part_stride);
       w_.line("saddi s{}, s{}, {}", src, src, kSublanes * row_bytes_);
       w_.line("saddi s{}, s{}, {}", a, a, kSublanes * weight_row_);
     }
@@ -286,12 +335,10 @@ class AttentionBackwardBuilder {
     w_.line("sli s{}, 0", j_);
     w_.load_immediate(n, key_blocks_);
     w_.place(loop);
-    std::vector<std::pair<int, int64_t>> loads = {{kScores, kt_}, {kDq, kw_}};
-    if (!paired_) loads.emplace_back(kDp, vt_);  // paired, v^T shares mxu0
-    for (auto [mxu, at] : loads) {
-      w_.line("smuli s{}, s{}, {}", t, j_, weight_block_);
-      w_.line("saddi s{}, s{}, {}", t, t, at);
-      w_.line("mxu.lw mxu{}, s{}, {}", mxu, t, weight_row_);
+    if (parts_ == 1) {  // several parts: loaded per query block and part
+      load_key_weights(kScores, kt_, 0, t);
+      if (!paired_) load_key_weights(kDp, vt_, 0, t);  // paired, v^T shares mxu0
+      load_key_weights(kDq, kw_, 0, t);
     }
     // the first query block: causal ones start at the block of the first key
     if (s_.causal) w_.line("smuli s{}, s{}, {}", c0_, j_, kBlock);
@@ -318,29 +365,85 @@ class AttentionBackwardBuilder {
     for (int x : {j_, c0_, n, t, end}) r.release(x);
   }
 
+  // Part `part` of key block s`j_`'s weight at `at` into `mxu`, through scalar `t`.
+  void load_key_weights(int mxu, int64_t at, int part, int t) {
+    w_.line("smuli s{}, s{}, {}", t, j_, weight_block_);
+    w_.line("saddi s{}, s{}, {}", t, t, at + part * key_part_);
+    w_.line("mxu.lw mxu{}, s{}, {}", mxu, t, weight_row_);
+  }
+
   // One query block of `tiles` tiles starting at query s`c0_`, against key block s`j_`.
   void query_block(int tiles) {
+    scores_and_dp(tiles);
+    probabilities_and_ds(tiles);
+    if (parts_ > 1) dq_products(tiles);
+    transposed_products();
+    accumulate_dq(tiles);
+  }
+
+  // (1) scores q @ k^T into mxu0 slot i and dout @ v^T into mxu1 slot i (paired: both in mxu0
+  // slot i), per weight part the LHS parts paired with it.
+  void scores_and_dp(int tiles) {
     auto& r = w_.sregs();
     const int qp = r.take(), dp = r.take(), t = r.take();
-    const int x = vregs_.take_run(2), y = x + 1;  // paired: [q | dout] is one MXU row
-    // (1) scores and dout @ v^T
-    w_.line("smuli s{}, s{}, {}", t, c0_, row_bytes_);
-    w_.line("saddi s{}, s{}, {}", qp, t, q_);
-    w_.line("saddi s{}, s{}, {}", dp, t, do_);
-    for (int i = 0; i < tiles; ++i) {
-      w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), x, qp, row_bytes_);
-      if (!paired_) w_.line("mxu.mm mxu{}, v{}, {}", kScores, x, i);
-      w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), y, dp, row_bytes_);
-      if (paired_) w_.line("mxu.mm mxu{}, v{}, {}", kScores, x, i);
-      else w_.line("mxu.mm mxu{}, v{}, {}", kDp, y, i);
-      w_.line("saddi s{}, s{}, {}", qp, qp, kSublanes * row_bytes_);
-      w_.line("saddi s{}, s{}, {}", dp, dp, kSublanes * row_bytes_);
+    const int x = vregs_.take_run(2), y = x + 1;  // paired, [q | dout] is one MXU row
+    for (int b = 0; b < parts_; ++b) {
+      const std::vector<int> lhs = lhs_parts(b);
+      if (lhs.empty()) continue;
+      if (parts_ > 1) {
+        load_key_weights(kScores, kt_, b, t);
+        if (!paired_) load_key_weights(kDp, vt_, b, t);
+      }
+      w_.line("smuli s{}, s{}, {}", t, c0_, row_bytes_);
+      w_.line("saddi s{}, s{}, {}", qp, t, q_);
+      w_.line("saddi s{}, s{}, {}", dp, t, do_);
+      for (int i = 0; i < tiles; ++i) {
+        w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), x, qp, row_bytes_);
+        w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), y, dp, row_bytes_);
+        int held = 0;
+        for (int a : lhs) {
+          peel(x, 2, held, a);
+          held = a;
+          if (paired_) {
+            w_.line("mxu.mm mxu{}, v{}, {}", kScores, x, i);
+          } else {
+            w_.line("mxu.mm mxu{}, v{}, {}", kScores, x, i);
+            w_.line("mxu.mm mxu{}, v{}, {}", kDp, y, i);
+          }
+        }
+        w_.line("saddi s{}, s{}, {}", qp, qp, kSublanes * row_bytes_);
+        w_.line("saddi s{}, s{}, {}", dp, dp, kSublanes * row_bytes_);
+      }
     }
     vregs_.release_run(x, 2);
     for (int v : {qp, dp, t}) r.release(v);
-    probabilities_and_ds(tiles);
-    transposed_products();
-    accumulate_dq(tiles);
+  }
+
+  // (2b), several parts: dq's share ds @ k from the staged ds, per part of k.
+  void dq_products(int tiles) {
+    auto& r = w_.sregs();
+    const int a = r.take(), t = r.take();
+    const int x = vregs_.take_run(2);  // paired, [ds | 0]
+    if (paired_) w_.line("vmov v{}, v{}", x + 1, c_.zero);
+    for (int b = 0; b < parts_; ++b) {
+      const std::vector<int> lhs = lhs_parts(b);
+      if (lhs.empty()) continue;
+      load_key_weights(kDq, kw_, b, t);
+      w_.load_immediate(a, ds_stage_);
+      for (int i = 0; i < tiles; ++i) {
+        w_.line("vld v{}, m0, s{}, 0, {}", x, a, kRowOfVreg);
+        int held = 0;
+        for (int lp : lhs) {
+          peel(x, 1, held, lp);
+          held = lp;
+          w_.line("mxu.mm mxu{}, v{}, {}", kDq, x, i);
+        }
+        w_.line("saddi s{}, s{}, {}", a, a, kVregBytes);
+      }
+    }
+    vregs_.release_run(x, 2);
+    r.release(a);
+    r.release(t);
   }
 
   // (2) per tile: p and ds, ds @ k into mxu2, p and ds staged for the transposes.
@@ -372,7 +475,7 @@ class AttentionBackwardBuilder {
       w_.line("vmul v{}, v{}, v{}", d, d, p);  // ds = p * (dp - delta)
       w_.line("vst v{}, m0, s{}, 0, {}", p, ps, kRowOfVreg);
       w_.line("vst v{}, m0, s{}, 0, {}", d, dss, kRowOfVreg);
-      w_.line("mxu.mm mxu{}, v{}, {}", kDq, d, i);
+      if (parts_ == 1) w_.line("mxu.mm mxu{}, v{}, {}", kDq, d, i);
       w_.line("saddi s{}, s{}, {}", st, st, 2 * kVregBytes);
       w_.line("saddi s{}, s{}, {}", ps, ps, kVregBytes);
       w_.line("saddi s{}, s{}, {}", dss, dss, kVregBytes);
@@ -392,7 +495,9 @@ class AttentionBackwardBuilder {
     auto& r = w_.sregs();
     const int a = r.take(), t = r.take();
     const int block = vregs_.take_run(16, 16);
-    const int lhs = paired_ ? vregs_.take_run(3) : -1;  // zero, tile, zero
+    // Paired, or peeling parts, a tile is pushed from a copy: zero, tile, zero.
+    const bool copied = paired_ || parts_ > 1;
+    const int lhs = copied ? vregs_.take_run(3) : -1;
     if (paired_) {
       w_.line("vmov v{}, v{}", lhs, c_.zero);
       w_.line("vmov v{}, v{}", lhs + 2, c_.zero);
@@ -405,22 +510,32 @@ class AttentionBackwardBuilder {
         w_.line("saddi s{}, s{}, {}", a, a, kVregBytes);
       }
       w_.line("vtrans v{}, v{}", block, block);
-      if (!paired_ || k == 0) {
-        w_.line("smuli s{}, s{}, {}", t, c0_, weight_block_ / kBlock);
-        w_.line("saddi s{}, s{}, {}", t, t, passes[k].second);
-        w_.line("mxu.lw mxu{}, s{}, {}", kTransposed, t, weight_row_);
-      }
-      for (int v = 0; v < 16; ++v) {
-        if (!paired_) {
-          w_.line("mxu.mm mxu{}, v{}, {}", kTransposed, block + v, k * kTiles + v);
-          continue;
+      for (int b = 0; b < parts_; ++b) {
+        const std::vector<int> parts = lhs_parts(b);
+        if (parts.empty()) continue;
+        if (!paired_ || k == 0 || parts_ > 1) {  // paired at one pass, the block diagonal serves both
+          w_.line("smuli s{}, s{}, {}", t, c0_, weight_block_ / kBlock);
+          w_.line("saddi s{}, s{}, {}", t, t, (paired_ ? dow_ : passes[k].second) + b * query_part_);
+          w_.line("mxu.lw mxu{}, s{}, {}", kTransposed, t, weight_row_);
         }
-        w_.line("vmov v{}, v{}", lhs + 1, block + v);
-        w_.line("mxu.mm mxu{}, v{}, {}", kTransposed, k == 0 ? lhs + 1 : lhs, v);
+        for (int v = 0; v < 16; ++v) {
+          const int slot = paired_ ? v : k * kTiles + v;
+          if (!copied) {
+            w_.line("mxu.mm mxu{}, v{}, {}", kTransposed, block + v, slot);
+            continue;
+          }
+          w_.line("vmov v{}, v{}", lhs + 1, block + v);
+          int held = 0;
+          for (int lp : parts) {
+            peel(lhs + 1, 1, held, lp);
+            held = lp;
+            w_.line("mxu.mm mxu{}, v{}, {}", kTransposed, paired_ && k == 1 ? lhs : lhs + 1, slot);
+          }
+        }
       }
     }
     vregs_.release_run(block, 16);
-    if (paired_) vregs_.release_run(lhs, 3);
+    if (copied) vregs_.release_run(lhs, 3);
     r.release(a);
     r.release(t);
   }
@@ -513,6 +628,9 @@ class AttentionBackwardBuilder {
   int64_t row_bytes_ = 0, s_pad_ = 0, t_pad_ = 0, key_blocks_ = 0, full_query_blocks_ = 0, last_rows_ = 0;
   bool ragged_keys_ = false;
   bool paired_ = false;                           // a 256-wide MXU holds two 128-wide weight blocks
+  int parts_ = 1;                                 // bf16 parts of each weight (f32 at several passes)
+  std::vector<std::pair<int, int>> pairs_;        // (LHS part, weight part) products per pass
+  int64_t key_part_ = 0, query_part_ = 0;         // bytes between a weight's parts
   int64_t weight_row_ = 0, weight_block_ = 0;     // bytes of one MXU weight row, of D such rows
   int64_t q_ = 0, k_ = 0, v_ = 0, o_ = 0, do_ = 0, lse_ = 0, kt_ = 0, vt_ = 0, kw_ = 0, qw_ = 0, dow_ = 0, rows_ = 0;
   int64_t dq_acc_ = 0, p_stage_ = 0, ds_stage_ = 0, dq_out_ = 0, dk_out_ = 0, dv_out_ = 0;

@@ -15,9 +15,9 @@
 
 namespace vtpu::kernels {
 
-// Empty when make_attention_backward serves `spec` on `chip`, else why not: one MXU pass (bf16
-// inputs, or f32 at precision 'medium'), four 128- or 256-wide MXUs per core, head_dim <= 128,
-// a head's tensors within VMEM.
+// Empty when make_attention_backward serves `spec` on `chip`, else why not: bf16 or f32 inputs
+// (f32 at 1, 3 or 6 MXU passes), four 128- or 256-wide MXUs per core, head_dim <= 128, a head's
+// tensors within VMEM.
 std::string attention_backward_unsupported(const AttentionSpec& spec, const sim::ChipConfig& chip);
 
 // Kernel arguments: q, k, v, out, dout (spec.dtype, [batch, len, head_dim]), lse (f32

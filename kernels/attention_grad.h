@@ -2,8 +2,8 @@
 // recomputed from the forward's logsumexp (p = exp(q k^T * scale - lse), no softmax pass), then
 //   dv = p^T @ dout,  dp = dout @ v^T,  ds = p * (dp - rowsum(dout * out)),
 //   dq = ds @ k * scale,  dk = ds^T @ q * scale.
-// In one fused kernel (kernels/attention_backward.h) where it serves the call (one MXU pass, a
-// 128-wide MXU), else composed from matmuls, elementwise ops, a row sum and two transposes:
+// In one fused kernel (kernels/attention_backward.h) where it serves the call (head_dim <= 128, a
+// head within VMEM), else composed from matmuls, elementwise ops, a row sum and two transposes:
 // correct and planned like any other graph, but the [batch, q_len, kv_len] products go through HBM.
 #pragma once
 

@@ -43,11 +43,13 @@ inline Bound attention_bound(const sim::ChipConfig& chip, const AttentionSpec& s
 }
 
 // Its backward: q, k, v, out, dout and lse read once, dq, dk and dv written once; five products
-// (scores, dout v^T, p^T dout, ds k, ds^T q) at peak, 2.5x the forward's FLOPs.
+// (scores, dout v^T, p^T dout, ds k, ds^T q) at peak, 2.5x the forward's FLOPs, times the MXU
+// passes of f32 inputs.
 inline Bound attention_backward_bound(const sim::ChipConfig& chip, const AttentionSpec& s, int cores = 1) {
+  const int passes = s.dtype == DType::F32 ? s.passes : 1;
   const double io = double(s.batch) * s.head_dim * dtype_bytes(s.dtype);
   const double bytes = io * (6.0 * s.q_len + 4.0 * s.kv_len) + 4.0 * s.batch * s.q_len;
-  return {2.5 * attention_flops(s) / chip.model_peak_flops(cores), bytes / chip.hbm_bandwidth_bytes_per_s};
+  return {2.5 * attention_flops(s) * passes / chip.model_peak_flops(cores), bytes / chip.hbm_bandwidth_bytes_per_s};
 }
 
 }  // namespace vtpu::kernels

@@ -181,11 +181,13 @@ void reference_backward(const AttentionSpec& s, std::vector<float> q, std::vecto
 }
 
 // max |got - want| / max |want|: one MXU pass rounds q, k, v, dout, p and ds to bf16 (2^-9
-// relative each) and the sums run over up to a few hundred terms of both signs.
+// relative each) and the sums run over up to a few hundred terms of both signs. Where every
+// wanted value is zero (one key: ds = dp - rowsum(dout * out) cancels exactly) the error is
+// absolute: f32 leaves a rounding residue of the O(1) terms that cancel.
 double relative_error(const std::vector<float>& got, const std::vector<double>& want) {
   double scale = 0;
   for (double w : want) scale = std::max(scale, std::abs(w));
-  return max_error(got, want) / std::max(scale, 1e-30);
+  return max_error(got, want) / (scale < 1e-12 ? 1.0 : scale);
 }
 
 void check_backward(const AttentionSpec& s, const std::string& chip = "v5e") {
@@ -207,9 +209,10 @@ void check_backward(const AttentionSpec& s, const std::string& chip = "v5e") {
   const std::vector<float> gq(got.begin(), got.begin() + q.size()), gk(got.begin() + q.size(), got.begin() + q.size() + k.size()),
       gv(got.begin() + q.size() + k.size(), got.end());
   const double eq = relative_error(gq, dq), ek = relative_error(gk, dk), ev = relative_error(gv, dv);
-  CHECK(eq <= 1e-2);
-  CHECK(ek <= 1e-2);
-  CHECK(ev <= 1e-2);
+  const double tol = tolerance(s);
+  CHECK(eq <= tol);
+  CHECK(ek <= tol);
+  CHECK(ev <= tol);
   MESSAGE(fmt::format("backward {}x{}x{}x{}{} {} on {}: relative errors dq {:.2g} dk {:.2g} dv {:.2g}, {} cycles", s.batch,
                       s.q_len, s.kv_len, s.head_dim, s.causal ? " causal" : "", kernels::dtype_name(s.dtype), chip, eq, ek, ev,
                       run.result.cycles));
@@ -280,13 +283,28 @@ TEST_SUITE("kernels") {
     check_backward(spec(1, 260, 140, 96, true, DType::F32, 1), "v7");
   }
 
+  TEST_CASE("fused attention backward at several MXU passes: f32 parts against weight parts") {
+    for (const char* chip : {"v5e", "v6e"}) {
+      for (bool causal : {false, true}) {
+        CAPTURE(chip);
+        CAPTURE(causal);
+        for (int passes : {3, 6}) {
+          check_backward(spec(1, 1, 1, 8, causal, DType::F32, passes), chip);
+          check_backward(spec(2, 7, 129, 64, causal, DType::F32, passes), chip);
+          check_backward(spec(1, 130, 200, 128, causal, DType::F32, passes), chip);  // two blocks each way, ragged
+        }
+      }
+    }
+  }
+
   TEST_CASE("fused attention backward refuses what it does not serve, with reasons") {
     const auto v5e = sim::load_chip("v5e");
     auto narrow = v5e;
     narrow.mxu_dim = 64;
     CHECK(kernels::attention_backward_unsupported(spec(1, 8, 8, 64, false, DType::BF16, 1), v5e).empty());
     CHECK(kernels::attention_backward_unsupported(spec(1, 8, 8, 64, false, DType::BF16, 1), sim::load_chip("v6e")).empty());
-    CHECK(kernels::attention_backward_unsupported(spec(1, 8, 8, 64, false, DType::F32, 6), v5e).find("more than one MXU pass") !=
+    CHECK(kernels::attention_backward_unsupported(spec(1, 8, 8, 64, false, DType::F32, 6), v5e).empty());
+    CHECK(kernels::attention_backward_unsupported(spec(1, 8, 8, 64, false, DType::F32, 2), v5e).find("2 MXU passes (1, 3 or 6)") !=
           std::string::npos);
     CHECK(kernels::attention_backward_unsupported(spec(1, 8, 8, 64, false, DType::BF16, 1), narrow).find("128- or 256-wide") !=
           std::string::npos);
