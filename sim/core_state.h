@@ -20,13 +20,26 @@ using VReg = std::array<float, kVregElements>;  // 32-bit containers; int ops re
 using MaskReg = std::array<uint8_t, kVregElements>;
 
 struct MxuState {
-  int dim = 128;
+  int dim = 128, slots = 0;
   std::vector<float> weights;        // dim x dim, row-major W[k][n], bf16 values widened to f32
   std::vector<float> back_weights;   // the other bf16 buffer: mxu.lwb fills it, mxu.swap exchanges
   std::vector<int32_t> weights_i8;   // dim x dim int8 values widened
   std::vector<float> acc;            // slots x 8 x dim
   std::vector<int32_t> acc_i32;      // slots x 8 x dim
   std::vector<uint8_t> slot_is_int;  // last accumulation mode of each slot
+
+  // Sized (zeroed) on first use: several MB per launch on a 256-wide MXU, which a launch that
+  // never touches the MXU (most of them) should not pay for.
+  void materialize() {
+    if (!weights.empty()) return;
+    const size_t square = size_t(dim) * dim, accumulators = size_t(slots) * kSublanes * dim;
+    weights.assign(square, 0.f);
+    back_weights.assign(square, 0.f);
+    weights_i8.assign(square, 0);
+    acc.assign(accumulators, 0.f);
+    acc_i32.assign(accumulators, 0);
+    slot_is_int.assign(slots, 0);
+  }
 };
 
 struct FreeDeleter {
@@ -51,14 +64,15 @@ struct CoreState {
     for (int i = 0; i < mxu_count; ++i) {
       MxuState m;
       m.dim = mxu_dim;
-      m.weights.assign(size_t(mxu_dim) * mxu_dim, 0.f);
-      m.back_weights.assign(size_t(mxu_dim) * mxu_dim, 0.f);
-      m.weights_i8.assign(size_t(mxu_dim) * mxu_dim, 0);
-      m.acc.assign(size_t(acc_slots) * kSublanes * mxu_dim, 0.f);
-      m.acc_i32.assign(size_t(acc_slots) * kSublanes * mxu_dim, 0);
-      m.slot_is_int.assign(acc_slots, 0);
+      m.slots = acc_slots;
       mxus.push_back(std::move(m));
     }
+  }
+
+  MxuState& mxu(int index) {
+    MxuState& m = mxus.at(index);
+    m.materialize();
+    return m;
   }
 };
 

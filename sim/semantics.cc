@@ -314,13 +314,13 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
     case Opcode::Vst: case Opcode::Vstbf: case Opcode::Vsti8: vector_store(ins, out); break;
     case Opcode::Mxlw: case Opcode::Mxlwi8: case Opcode::Mxlwb: mxu_load_weights(ins, out); break;
     case Opcode::Mxswap: {
-      MxuState& mxu = core_.mxus.at(o[0]);
+      MxuState& mxu = core_.mxu(o[0]);
       std::swap(mxu.weights, mxu.back_weights);
       break;
     }
     case Opcode::Mxmm: case Opcode::Mxmmi8: mxu_matmul(ins, out); break;
     case Opcode::Mxpop: {
-      MxuState& mxu = core_.mxus.at(o[1]);
+      MxuState& mxu = core_.mxu(o[1]);
       const int group = mxu.dim / kLanes;
       const size_t slot_base = size_t(o[2]) * kSublanes * mxu.dim;
       const bool is_int = mxu.slot_is_int[o[2]];
@@ -419,7 +419,7 @@ void Semantics::vector_store(const isa::Instruction& ins, StepOutcome& out) {
 
 void Semantics::mxu_load_weights(const isa::Instruction& ins, StepOutcome& out) {
   const auto& o = ins.operands;
-  MxuState& mxu = core_.mxus.at(o[0]);
+  MxuState& mxu = core_.mxu(o[0]);
   const bool int8 = ins.opcode == Opcode::Mxlwi8;
   const int elem = int8 ? 1 : 2;
   const int64_t base = static_cast<uint32_t>(core_.sregs[o[1]]);
@@ -451,7 +451,7 @@ void Semantics::mxu_load_weights(const isa::Instruction& ins, StepOutcome& out) 
 
 void Semantics::mxu_matmul(const isa::Instruction& ins, StepOutcome& out) {
   const auto& o = ins.operands;
-  MxuState& mxu = core_.mxus.at(o[0]);
+  MxuState& mxu = core_.mxu(o[0]);
   const int d = mxu.dim;
   const int group = d / kLanes;
   const int slot = o[2];
