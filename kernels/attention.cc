@@ -26,6 +26,7 @@
 
 #include "kernels/asm_writer.h"
 #include "kernels/attention_masks.h"
+#include "kernels/bf16_parts.h"
 #include "kernels/elementwise.h"
 #include "kernels/matmul.h"
 #include "kernels/vreg_shape.h"
@@ -202,32 +203,9 @@ class AttentionBuilder {
   }
 
   // Writes the bf16 parts of vreg `x` to VMEM at s`addr` (+ part_stride per part), rows `stride`
-  // apart: part 0 is x rounded (by the store), part 1 the rounding error rounded, part 2 the rest.
+  // apart (bf16_parts.h). Leaves x changed.
   void store_parts(int x, int addr, int64_t part_stride, int64_t stride) {
-    const int hi = vregs_.take(), at = w_.sregs().take();
-    for (int p = 0; p < parts_; ++p) {
-      w_.line("saddi s{}, s{}, {}", at, addr, int64_t(p) * part_stride);
-      w_.line("vst.bf16 v{}, m0, s{}, 0, {}", x, at, stride);
-      if (p + 1 < parts_) {
-        w_.line("vcvt.bf16 v{}, v{}", hi, x);
-        w_.line("vsub v{}, v{}, v{}", x, x, hi);
-      }
-    }
-    vregs_.release(hi);
-    w_.sregs().release(at);
-  }
-
-  // Strips the leading bf16 parts off the group at `x` (holding part `from`) until it holds part
-  // `to`: what the MXU rounds to bf16 when the group is pushed is then that part.
-  void peel(int x, int from, int to) {
-    const int hi = vregs_.take();
-    for (int p = from; p < to; ++p) {
-      for (int g = 0; g < group_; ++g) {
-        w_.line("vcvt.bf16 v{}, v{}", hi, x + g);
-        w_.line("vsub v{}, v{}, v{}", x + g, x + g, hi);
-      }
-    }
-    vregs_.release(hi);
+    store_bf16_parts(w_, vregs_, x, addr, 0, parts_, part_stride, stride);
   }
 
   // k^T weights: key block j's part p is a D x D block (row = head dim, column = key) at
@@ -375,7 +353,7 @@ class AttentionBuilder {
         }
         int held = 0;
         for (int lp : lhs_parts) {
-          peel(x, held, lp);
+          peel_bf16_parts(w_, vregs_, x, group_, held, lp);
           held = lp;
           w_.line("mxu.mm mxu{}, v{}, {}", mxu, x, slot0 + i);
         }

@@ -17,8 +17,7 @@
 //    MXU as a block diagonal: mxu0 holds k^T and v^T, so one push of [q tile | dout tile] gives
 //    [scores | dp]; mxu3 holds dout and q rows, and pushes of [p^T tile | 0] and [0 | ds^T tile]
 //    add up to [dv rows | dk rows] in one slot; ds @ k pushes [ds | 0] against k in the top-left
-//    quadrant. Zero halves keep a NaN of one block out of the other (the weights' other
-//    quadrants are never written, so they stay VMEM's zeros).
+//    quadrant. The weights' off-diagonal quadrants are never written, so they stay VMEM's zeros.
 //  - f32 at several MXU passes (precision 'high', 'highest'): every weight is written as bf16
 //    parts (the value rounded, the rounding error rounded, the rest), and each product becomes
 //    the matmul's pass pairs: per weight part, the LHS parts paired with it, peeled off the f32
@@ -33,6 +32,7 @@
 
 #include "kernels/asm_writer.h"
 #include "kernels/attention_masks.h"
+#include "kernels/bf16_parts.h"
 #include "kernels/elementwise.h"
 #include "kernels/matmul.h"
 #include "kernels/vreg_shape.h"
@@ -215,34 +215,10 @@ class AttentionBackwardBuilder {
     for (int x : {j, n, src, dst, a}) r.release(x);
   }
 
-  // Vreg `x` as bf16 weight rows at s`addr`, part b at + b * part_stride: part 0 is x rounded (by
-  // the store), part 1 the rounding error rounded, part 2 the rest. Leaves x changed.
+  // Vreg `x` as bf16 weight rows at s`addr`, its parts `part_stride` apart (bf16_parts.h).
+  // Leaves x changed.
   void store_parts(int x, int addr, int64_t part_stride) {
-    auto& r = w_.sregs();
-    const int at = r.take(), hi = vregs_.take();
-    for (int b = 0; b < parts_; ++b) {
-      w_.line("saddi s{}, s{}, {}", at, addr, b * part_stride);
-      w_.line("vst.bf16 v{}, m0, s{}, 0, {}", x, at, weight_row_);
-      if (b + 1 < parts_) {
-        w_.line("vcvt.bf16 v{}, v{}", hi, x);
-        w_.line("vsub v{}, v{}, v{}", x, x, hi);
-      }
-    }
-    vregs_.release(hi);
-    r.release(at);
-  }
-
-  // Strips the leading bf16 parts off vregs x..x+count-1 (holding part `from`) until they hold
-  // part `to`: what the MXU rounds to bf16 on a push is then that part.
-  void peel(int x, int count, int from, int to) {
-    const int hi = vregs_.take();
-    for (int b = from; b < to; ++b) {
-      for (int g = 0; g < count; ++g) {
-        w_.line("vcvt.bf16 v{}, v{}", hi, x + g);
-        w_.line("vsub v{}, v{}, v{}", x + g, x + g, hi);
-      }
-    }
-    vregs_.release(hi);
+    store_bf16_parts(w_, vregs_, x, addr, 0, parts_, part_stride, weight_row_);
   }
 
   // The LHS parts paired with weight part b, in increasing order (each peeled from the last).
@@ -402,7 +378,7 @@ class AttentionBackwardBuilder {
         w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), y, dp, row_bytes_);
         int held = 0;
         for (int a : lhs) {
-          peel(x, 2, held, a);
+          peel_bf16_parts(w_, vregs_, x, 2, held, a);
           held = a;
           if (paired_) {
             w_.line("mxu.mm mxu{}, v{}, {}", kScores, x, i);
@@ -434,7 +410,7 @@ class AttentionBackwardBuilder {
         w_.line("vld v{}, m0, s{}, 0, {}", x, a, kRowOfVreg);
         int held = 0;
         for (int lp : lhs) {
-          peel(x, 1, held, lp);
+          peel_bf16_parts(w_, vregs_, x, 1, held, lp);
           held = lp;
           w_.line("mxu.mm mxu{}, v{}, {}", kDq, x, i);
         }
@@ -527,7 +503,7 @@ class AttentionBackwardBuilder {
           w_.line("vmov v{}, v{}", lhs + 1, block + v);
           int held = 0;
           for (int lp : parts) {
-            peel(lhs + 1, 1, held, lp);
+            peel_bf16_parts(w_, vregs_, lhs + 1, 1, held, lp);
             held = lp;
             w_.line("mxu.mm mxu{}, v{}, {}", kTransposed, paired_ && k == 1 ? lhs : lhs + 1, slot);
           }

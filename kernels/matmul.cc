@@ -32,6 +32,7 @@
 #include <array>
 
 #include "kernels/asm_writer.h"
+#include "kernels/bf16_parts.h"
 #include "kernels/block_stream.h"
 #include "kernels/vreg_shape.h"
 
@@ -448,19 +449,10 @@ class MatmulBuilder {
   // part), rows `stride` apart. Part 0 is x rounded, part 1 the rounding error rounded, part 2
   // what is left after that.
   void store_parts(int x, int addr, int64_t offset, int64_t stride, RegisterPool& vregs) {
-    const int rest = vregs.take(), hi = vregs.take(), at = w_.sregs().take();
+    const int rest = vregs.take();
     w_.line("vmov v{}, v{}", rest, x);
-    for (int p = 0; p < b_parts_; ++p) {
-      w_.line("saddi s{}, s{}, {}", at, addr, offset + int64_t(p) * int64_t(part_bytes_));
-      w_.line("vst.bf16 v{}, m0, s{}, 0, {}", rest, at, stride);
-      if (p + 1 < b_parts_) {
-        w_.line("vcvt.bf16 v{}, v{}", hi, rest);
-        w_.line("vsub v{}, v{}, v{}", rest, rest, hi);
-      }
-    }
+    store_bf16_parts(w_, vregs, rest, addr, offset, b_parts_, int64_t(part_bytes_), stride);
     vregs.release(rest);
-    vregs.release(hi);
-    w_.sregs().release(at);
   }
 
   // Converts slice kt of the staged B panel into the bf16 weight parts. `panel` and `staging` hold
@@ -550,13 +542,7 @@ class MatmulBuilder {
   void load_lhs(int g, int addr, int part, RegisterPool& vregs) {
     for (int q = 0; q < group_; ++q) {
       w_.line("{} v{}, m0, s{}, {}, {}", load_mnemonic(spec_.a_dtype), g + q, addr, q * kLanes * eb_a_, k_pad_ * eb_a_);
-      if (part == 0) continue;
-      const int hi = vregs.take();
-      for (int p = 0; p < part; ++p) {  // peel off `part` rounded leading parts
-        w_.line("vcvt.bf16 v{}, v{}", hi, g + q);
-        w_.line("vsub v{}, v{}, v{}", g + q, g + q, hi);
-      }
-      vregs.release(hi);
+      peel_bf16_parts(w_, vregs, g + q, 1, 0, part);
     }
   }
 
