@@ -8,7 +8,6 @@
 #include <mutex>
 
 #include "isa/disassembler.h"
-#include "isa/verifier.h"
 #include "sim/core_state.h"
 #include "sim/dma_tracker.h"
 #include "sim/semantics.h"
@@ -101,19 +100,15 @@ CoreRun run_core(const isa::Program& program, const std::vector<isa::Instruction
 
 LaunchResult execute(const isa::Program& program, std::span<const KernelArg> args, const ChipConfig& chip, Hbm& hbm,
                      const SimOptions& options, traces::TraceRecorder* trace) {
+  return execute(program, prepare(program, chip), args, chip, hbm, options, trace);
+}
+
+LaunchResult execute(const isa::Program& program, const PreparedProgram& prepared, std::span<const KernelArg> args,
+                     const ChipConfig& chip, Hbm& hbm, const SimOptions& options, traces::TraceRecorder* trace) {
   const int cores = options.cores;
   if (cores < 1 || cores > chip.tensor_cores) {
     throw SimError(SimErrorKind::BadLaunch,
                    fmt::format("launch asks for {} TensorCores; {} has {}", cores, chip.name, chip.tensor_cores));
-  }
-  if (program.mxu_dim != 0 && program.mxu_dim != static_cast<uint32_t>(chip.mxu_dim)) {
-    throw SimError(SimErrorKind::BadLaunch, fmt::format("'{}' was generated for {}-wide MXUs; {}'s are {} wide", program.name,
-                                                        program.mxu_dim, chip.name, chip.mxu_dim));
-  }
-  try {
-    isa::verify_or_throw(program, chip.target_limits());
-  } catch (const isa::VerifyError& e) {
-    throw SimError(SimErrorKind::BadLaunch, fmt::format("'{}' on {}: {}", program.name, chip.name, e.what()));
   }
   check_arguments(program, args);
   ArgWindow window;
@@ -126,9 +121,7 @@ LaunchResult execute(const isa::Program& program, std::span<const KernelArg> arg
       arg_values.push_back(args[i].scalar);
     }
   }
-  std::vector<isa::Instruction> code;
-  code.reserve(program.code.size());
-  for (uint64_t word : program.code) code.push_back(isa::decode(word));
+  const std::vector<isa::Instruction>& code = prepared.code;
 
   std::vector<CoreRun> runs(cores);
   if (trace || cores == 1) {

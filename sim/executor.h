@@ -8,6 +8,7 @@
 #include "sim/chip_config.h"
 #include "sim/hbm.h"
 #include "sim/launch.h"
+#include "sim/prepared_program.h"
 #include "traces/trace_recorder.h"
 
 namespace vtpu::sim {
@@ -16,5 +17,8 @@ namespace vtpu::sim {
 // program wrote before the error.
 LaunchResult execute(const isa::Program& program, std::span<const KernelArg> args, const ChipConfig& chip, Hbm& hbm,
                      const SimOptions& options, traces::TraceRecorder* trace = nullptr);
+// The same with `program` already prepared for `chip` (sim/prepared_program.h).
+LaunchResult execute(const isa::Program& program, const PreparedProgram& prepared, std::span<const KernelArg> args,
+                     const ChipConfig& chip, Hbm& hbm, const SimOptions& options, traces::TraceRecorder* trace = nullptr);
 
 }  // namespace vtpu::sim

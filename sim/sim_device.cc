@@ -38,7 +38,7 @@ void SimDevice::copy_on_device(HbmAddress dst, HbmAddress src, uint64_t bytes) {
 LaunchId SimDevice::launch(const isa::Program& program, std::span<const KernelArg> args) {
   std::lock_guard lock(mutex_);
   if (trace_) trace_->set_time_offset(counters_.cycles);
-  LaunchResult result = execute(program, args, chip_, hbm_, options_, trace_);
+  LaunchResult result = execute(program, prepared_.get(program, chip_), args, chip_, hbm_, options_, trace_);
   ++counters_.launches;
   counters_.cycles += result.cycles;
   counters_.hbm_read_bytes += result.summary.hbm_read_bytes;

@@ -8,6 +8,7 @@
 
 #include "sim/device.h"
 #include "sim/hbm.h"
+#include "sim/prepared_program.h"
 #include "traces/trace_recorder.h"
 
 namespace vtpu::sim {
@@ -41,6 +42,7 @@ class SimDevice : public Device {
   DeviceCounters counters_;
   LaunchId next_id_ = 1;
   std::map<LaunchId, LaunchResult> finished_;
+  PreparedPrograms prepared_;  // verified and decoded once per distinct program
 };
 
 // A Device that stores memory on the host and runs nothing: launches only count. For tests of
