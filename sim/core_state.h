@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "isa/opcode.h"
+#include "sim/vmem_pool.h"
 
 namespace vtpu::sim {
 
@@ -42,23 +43,20 @@ struct MxuState {
   }
 };
 
-struct FreeDeleter {
-  void operator()(uint8_t* p) const { std::free(p); }
-};
-
 struct CoreState {
   int core_index = 0;
   std::array<int32_t, isa::kScalarRegs> sregs{};
   std::array<VReg, isa::kVectorRegs> vregs{};
   std::array<MaskReg, isa::kMaskRegs> masks{};
-  std::unique_ptr<uint8_t, FreeDeleter> vmem;  // calloc'ed: pages are only touched when used
+  VmemBuffer vmem;                // zeroed at the start of a launch
   uint64_t vmem_bytes = 0;
+  uint64_t vmem_dirty_end = 0;    // every write so far lies below this address
   std::vector<uint8_t> vmem_written;           // one flag per 4-byte word, when uninitialised reads are checked
   std::vector<MxuState> mxus;
 
-  CoreState(uint64_t vmem_size, int mxu_count, int mxu_dim, int acc_slots, bool track_init)
-      : vmem(static_cast<uint8_t*>(std::calloc(vmem_size, 1))), vmem_bytes(vmem_size) {
-    if (!vmem) throw std::bad_alloc();
+  // `zeroed` is a zeroed VMEM of vmem_size bytes (a fresh one when null).
+  CoreState(uint64_t vmem_size, int mxu_count, int mxu_dim, int acc_slots, bool track_init, VmemBuffer zeroed = nullptr)
+      : vmem(zeroed ? std::move(zeroed) : zeroed_vmem(vmem_size)), vmem_bytes(vmem_size) {
     if (track_init) vmem_written.assign(vmem_size / 4, 0);
     masks[0].fill(1);
     for (int i = 0; i < mxu_count; ++i) {

@@ -44,11 +44,13 @@ void check_arguments(const isa::Program& program, std::span<const KernelArg> arg
 
 CoreRun run_core(const isa::Program& program, const std::vector<isa::Instruction>& code, const ArgWindow& window,
                  const std::vector<int32_t>& arg_values, const ChipConfig& chip, Hbm& hbm, const SimOptions& options,
-                 int core_index, int cores, traces::TraceRecorder* trace) {
-  CoreState core(chip.vmem_bytes, chip.mxu_per_core, chip.mxu_dim, chip.mxu_acc_slots, options.check_uninitialized);
+                 int core_index, int cores, traces::TraceRecorder* trace, VmemPool* vmem_pool) {
+  CoreState core(chip.vmem_bytes, chip.mxu_per_core, chip.mxu_dim, chip.mxu_acc_slots, options.check_uninitialized,
+                 vmem_pool ? vmem_pool->take() : nullptr);
   core.core_index = core_index;
   for (const auto& seg : program.data) {
     std::copy(seg.bytes.begin(), seg.bytes.end(), core.vmem.get() + seg.vmem_address);
+    core.vmem_dirty_end = std::max<uint64_t>(core.vmem_dirty_end, seg.vmem_address + seg.bytes.size());
     if (!core.vmem_written.empty()) {
       for (size_t w = seg.vmem_address / 4; w < (seg.vmem_address + seg.bytes.size() + 3) / 4; ++w) core.vmem_written[w] = 1;
     }
@@ -93,6 +95,7 @@ CoreRun run_core(const isa::Program& program, const std::vector<isa::Instruction
   run.hbm_read = timing.hbm_read_bytes();
   run.hbm_write = timing.hbm_write_bytes();
   timing.add_unit_usage(run.units);
+  if (vmem_pool) vmem_pool->give_back(std::move(core.vmem), core.vmem_dirty_end);  // a failed launch frees its VMEM instead
   return run;
 }
 
@@ -104,7 +107,8 @@ LaunchResult execute(const isa::Program& program, std::span<const KernelArg> arg
 }
 
 LaunchResult execute(const isa::Program& program, const PreparedProgram& prepared, std::span<const KernelArg> args,
-                     const ChipConfig& chip, Hbm& hbm, const SimOptions& options, traces::TraceRecorder* trace) {
+                     const ChipConfig& chip, Hbm& hbm, const SimOptions& options, traces::TraceRecorder* trace,
+                     VmemPool* vmem_pool) {
   const int cores = options.cores;
   if (cores < 1 || cores > chip.tensor_cores) {
     throw SimError(SimErrorKind::BadLaunch,
@@ -125,10 +129,10 @@ LaunchResult execute(const isa::Program& program, const PreparedProgram& prepare
 
   std::vector<CoreRun> runs(cores);
   if (trace || cores == 1) {
-    for (int c = 0; c < cores; ++c) runs[c] = run_core(program, code, window, arg_values, chip, hbm, options, c, cores, trace);
+    for (int c = 0; c < cores; ++c) runs[c] = run_core(program, code, window, arg_values, chip, hbm, options, c, cores, trace, vmem_pool);
   } else {
     tbb::parallel_for(0, cores, [&](int c) {
-      runs[c] = run_core(program, code, window, arg_values, chip, hbm, options, c, cores, nullptr);
+      runs[c] = run_core(program, code, window, arg_values, chip, hbm, options, c, cores, nullptr, vmem_pool);
     });
   }
   LaunchResult result;

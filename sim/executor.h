@@ -9,6 +9,7 @@
 #include "sim/hbm.h"
 #include "sim/launch.h"
 #include "sim/prepared_program.h"
+#include "sim/vmem_pool.h"
 #include "traces/trace_recorder.h"
 
 namespace vtpu::sim {
@@ -17,8 +18,10 @@ namespace vtpu::sim {
 // program wrote before the error.
 LaunchResult execute(const isa::Program& program, std::span<const KernelArg> args, const ChipConfig& chip, Hbm& hbm,
                      const SimOptions& options, traces::TraceRecorder* trace = nullptr);
-// The same with `program` already prepared for `chip` (sim/prepared_program.h).
+// The same with `program` already prepared for `chip` (sim/prepared_program.h), its VMEM taken
+// from (and given back to) `vmem_pool` when one is given.
 LaunchResult execute(const isa::Program& program, const PreparedProgram& prepared, std::span<const KernelArg> args,
-                     const ChipConfig& chip, Hbm& hbm, const SimOptions& options, traces::TraceRecorder* trace = nullptr);
+                     const ChipConfig& chip, Hbm& hbm, const SimOptions& options, traces::TraceRecorder* trace = nullptr,
+                     VmemPool* vmem_pool = nullptr);
 
 }  // namespace vtpu::sim

@@ -94,6 +94,7 @@ void Semantics::check_vmem_region(const Region& region, bool write) const {
     fail(SimErrorKind::OutOfBounds,
          fmt::format("VMEM {} [{}, {}) outside VMEM [0, {})", write ? "write" : "read", lo, hi, core_.vmem_bytes));
   }
+  if (write) core_.vmem_dirty_end = std::max(core_.vmem_dirty_end, hi);  // what the pool zeroes again
   const DmaRecord* conflict = write ? dmas_.vmem_write_conflict(region) : dmas_.vmem_read_conflict(region);
   if (conflict) {
     fail(SimErrorKind::Race,

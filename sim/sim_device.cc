@@ -10,7 +10,7 @@
 namespace vtpu::sim {
 
 SimDevice::SimDevice(ChipConfig chip, SimOptions options)
-    : chip_(std::move(chip)), options_(options), hbm_(chip_.hbm_bytes) {}
+    : chip_(std::move(chip)), options_(options), hbm_(chip_.hbm_bytes), vmem_pool_(chip_.vmem_bytes) {}
 
 HbmAddress SimDevice::allocate(uint64_t bytes) { return hbm_.allocate(bytes); }
 void SimDevice::free(HbmAddress address) { hbm_.free(address); }
@@ -38,7 +38,7 @@ void SimDevice::copy_on_device(HbmAddress dst, HbmAddress src, uint64_t bytes) {
 LaunchId SimDevice::launch(const isa::Program& program, std::span<const KernelArg> args) {
   std::lock_guard lock(mutex_);
   if (trace_) trace_->set_time_offset(counters_.cycles);
-  LaunchResult result = execute(program, prepared_.get(program, chip_), args, chip_, hbm_, options_, trace_);
+  LaunchResult result = execute(program, prepared_.get(program, chip_), args, chip_, hbm_, options_, trace_, &vmem_pool_);
   ++counters_.launches;
   counters_.cycles += result.cycles;
   counters_.hbm_read_bytes += result.summary.hbm_read_bytes;

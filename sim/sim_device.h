@@ -9,6 +9,7 @@
 #include "sim/device.h"
 #include "sim/hbm.h"
 #include "sim/prepared_program.h"
+#include "sim/vmem_pool.h"
 #include "traces/trace_recorder.h"
 
 namespace vtpu::sim {
@@ -43,6 +44,7 @@ class SimDevice : public Device {
   LaunchId next_id_ = 1;
   std::map<LaunchId, LaunchResult> finished_;
   PreparedPrograms prepared_;  // verified and decoded once per distinct program
+  VmemPool vmem_pool_;         // zeroed VMEM reused from launch to launch
 };
 
 // A Device that stores memory on the host and runs nothing: launches only count. For tests of
