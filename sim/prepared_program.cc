@@ -29,9 +29,10 @@ const PreparedProgram& PreparedPrograms::get(const isa::Program& program, const 
   // The code words identify a program well; equality on every field decides.
   const std::string_view words(reinterpret_cast<const char*>(program.code.data()), program.code.size() * sizeof(uint64_t));
   const uint64_t key = std::hash<std::string_view>{}(words) ^ (std::hash<std::string_view>{}(program.name) << 1);
-  auto& bucket = entries_[key];
-  for (const auto& e : bucket) {
-    if (e->program == program) return e->prepared;
+  if (auto found = entries_.find(key); found != entries_.end()) {
+    for (const auto& e : found->second) {
+      if (e->program == program) return e->prepared;
+    }
   }
   auto entry = std::make_unique<Entry>(Entry{program, prepare(program, chip)});  // throws before caching a bad program
   if (size_ >= capacity_) {  // rarely reached: forget everything rather than track ages
