@@ -23,7 +23,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // A predicate of each element; integer tensors hold no NaN or infinity, so theirs is all false.
 at::Tensor predicate(const char* op, const at::Tensor& self, const std::function<int(Graph&, int)>& test, const CpuFn& cpu) {
   const bool floating = at::isFloatingType(self.scalar_type());
-  return record(op, {self}, at::kBool, [&](Graph& g, const std::vector<int>& v) {
+  return record_elementwise(op, {self}, at::kBool, [&](Graph& g, const std::vector<int>& v) {
     return floating ? test(g, v[0]) : g.full({g.node(v[0]).type.shape, DType::Bool}, 0, op);
   }, cpu);
 }
@@ -48,13 +48,13 @@ at::Tensor tpu_isposinf(const at::Tensor& self) {
 int truth(Graph& g, int x) { return g.node(x).type.dtype == DType::Bool ? x : g.cast(x, DType::Bool); }
 
 at::Tensor tpu_logical_not(const at::Tensor& self) {
-  return record("logical_not", {self}, at::kBool, [](Graph& g, const std::vector<int>& v) { return g.unary(ExprOp::Not, truth(g, v[0])); },
+  return record_elementwise("logical_not", {self}, at::kBool, [](Graph& g, const std::vector<int>& v) { return g.unary(ExprOp::Not, truth(g, v[0])); },
                 [](const std::vector<at::Tensor>& c) { return at::logical_not(c[0]); });
 }
 
 at::Tensor logical(const char* op, ExprOp e, const at::Tensor& self, const at::Tensor& other, const CpuFn& cpu) {
   if (!other.device().is_privateuseone()) return logical(op, e, self, other.to(self.device()), cpu);
-  return record(op, {self, other}, at::kBool, [&](Graph& g, const std::vector<int>& v) {
+  return record_elementwise(op, {self, other}, at::kBool, [&](Graph& g, const std::vector<int>& v) {
     return g.binary(e, truth(g, v[0]), truth(g, v[1]));
   }, cpu);
 }

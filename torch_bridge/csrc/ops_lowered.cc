@@ -3,6 +3,7 @@
 // arrive already decomposed into these.
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtils.h>
+#include <ATen/ops/native_group_norm_native.h>
 
 #include <algorithm>
 #include <limits>
@@ -35,7 +36,7 @@ at::Tensor unary(const char* op, ExprOp e, const at::Tensor& self, const CpuFn& 
   const auto dtype = at::isIntegralType(self.scalar_type(), true) && e != ExprOp::Neg && e != ExprOp::Abs && e != ExprOp::Relu
                          ? at::kFloat
                          : self.scalar_type();
-  return record(op, {self}, dtype, [&](Graph& g, const std::vector<int>& v) { return g.unary(e, v[0]); }, cpu);
+  return record_elementwise(op, {self}, dtype, [&](Graph& g, const std::vector<int>& v) { return g.unary(e, v[0]); }, cpu);
 }
 
 // self (op) other, where other may be a wrapped Python number; alpha scales other (add/sub).
@@ -49,16 +50,16 @@ at::Tensor binary(const char* op, ExprOp e, const at::Tensor& self, const at::Te
   if (is_cpu_scalar(other)) {
     const double s = other.item().toDouble() * a;
     // Both go to record: the CPU fallback needs the scalar too; only device tensors get values.
-    return record(op, {self, other}, result, [&](Graph& g, const std::vector<int>& v) { return g.binary_scalar(e, v[0], s); }, cpu);
+    return record_elementwise(op, {self, other}, result, [&](Graph& g, const std::vector<int>& v) { return g.binary_scalar(e, v[0], s); }, cpu);
   }
   if (is_cpu_scalar(self)) {
     const double s = self.item().toDouble();
-    return record(op, {self, other}, result, [&](Graph& g, const std::vector<int>& v) {
+    return record_elementwise(op, {self, other}, result, [&](Graph& g, const std::vector<int>& v) {
       const int o = a == 1.0 ? v[0] : g.binary_scalar(ExprOp::Mul, v[0], a);
       return g.binary_scalar(e, o, s, /*scalar_first=*/true);
     }, cpu);
   }
-  return record(op, {self, other}, result, [&](Graph& g, const std::vector<int>& v) {
+  return record_elementwise(op, {self, other}, result, [&](Graph& g, const std::vector<int>& v) {
     const int o = a == 1.0 ? v[1] : g.binary_scalar(ExprOp::Mul, v[1], a);
     return g.binary(e, v[0], o);
   }, cpu);
@@ -104,7 +105,7 @@ at::Tensor tpu_softplus(const at::Tensor& self, const at::Scalar& beta, const at
   const double b = beta.toDouble(), t = threshold.toDouble();
   const auto cpu = [beta, threshold](const std::vector<at::Tensor>& c) { return at::softplus(c[0], beta, threshold); };
   if (!at::isFloatingType(self.scalar_type())) return run_on_cpu("softplus", {self}, cpu, "integer inputs");
-  return record("softplus", {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+  return record_elementwise("softplus", {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
     const int bx = g.binary_scalar(ExprOp::Mul, v[0], b);
     const int tail = g.unary(ExprOp::Log, g.binary_scalar(ExprOp::Add, g.unary(ExprOp::Exp, g.unary(ExprOp::Neg, g.unary(ExprOp::Abs, bx))), 1));
     const int soft = g.binary_scalar(ExprOp::Div, g.binary(ExprOp::Add, g.binary_scalar(ExprOp::Max, bx, 0), tail), b);
@@ -158,7 +159,7 @@ at::Tensor tpu_pow_scalar(const at::Tensor& self, const at::Scalar& exponent) {
 at::Tensor tpu_clamp(const at::Tensor& self, const std::optional<at::Scalar>& lo, const std::optional<at::Scalar>& hi) {
   const auto lo_v = lo ? std::optional<double>(lo->toDouble()) : std::nullopt;
   const auto hi_v = hi ? std::optional<double>(hi->toDouble()) : std::nullopt;
-  return record("clamp", {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+  return record_elementwise("clamp", {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
     int x = v[0];
     if (lo_v) x = g.binary_scalar(ExprOp::Max, x, *lo_v);
     if (hi_v) x = g.binary_scalar(ExprOp::Min, x, *hi_v);
@@ -173,7 +174,7 @@ at::Tensor tpu_where(const at::Tensor& condition, const at::Tensor& self, const 
     const auto dev = condition.device();
     return tpu_where(condition, is_cpu_scalar(self) ? self.to(dev, dtype) : self, is_cpu_scalar(other) ? other.to(dev, dtype) : other);
   }
-  return record("where", {condition, self, other}, dtype,
+  return record_elementwise("where", {condition, self, other}, dtype,
                 [&](Graph& g, const std::vector<int>& v) { return g.where(v[0], v[1], v[2]); }, cpu);
 }
 
@@ -577,8 +578,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_batch_norm(
   return {out, at::empty({0}, input.options()), at::empty({0}, input.options())};  // eval: no saved statistics
 }
 
-at::Tensor tpu_clone(const at::Tensor& self, std::optional<c10::MemoryFormat>) {
-  at::Tensor out = at::empty(self.sizes(), self.options());
+// torch's group norm for backends without a kernel of their own (math_group_norm) views its input
+// flat, which a permuted input (an elementwise result in channels-last order) cannot give.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_group_norm(const at::Tensor& input, const std::optional<at::Tensor>& weight,
+                                                                     const std::optional<at::Tensor>& bias, int64_t n, int64_t c,
+                                                                     int64_t hxw, int64_t group, double eps) {
+  return at::native::math_group_norm(input.contiguous(), weight, bias, n, c, hxw, group, eps);
+}
+
+// torch's clone: preserve_format keeps a dense tensor's strides (the copy runs in its dim order).
+at::Tensor tpu_clone(const at::Tensor& self, std::optional<c10::MemoryFormat> format) {
+  at::Tensor out = at::empty_like(self, self.options(), format);
   out.copy_(self);
   return out;
 }
@@ -660,6 +670,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index.Tensor_out", tpu_index_out);
   m.impl("constant_pad_nd", tpu_constant_pad_nd);
   m.impl("native_batch_norm", tpu_native_batch_norm);
+  m.impl("native_group_norm", tpu_native_group_norm);
 }
 
 }  // namespace vtpu::bridge

@@ -3,7 +3,6 @@
 // sync points: pending work on the device lands first.
 #include <ATen/ATen.h>
 
-#include <limits>
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
@@ -13,6 +12,7 @@
 
 #include <limits>
 
+#include "torch_bridge/csrc/layout.h"
 #include "torch_bridge/csrc/ops_int64.h"
 #include "torch_bridge/csrc/ops_support.h"
 #include "torch_bridge/csrc/recorder.h"
@@ -146,6 +146,10 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool) {
     dst.copy_(to_host(self));
   } else if (self.device() != dst.device()) {
     from_host(dst, to_host(self));  // chip to chip through the host, for now (no ICI model yet)
+  } else if (const auto order = dst.is_contiguous() || dst.sizes() != self.sizes() ? std::nullopt : dense_order(dst)) {
+    // A dense dst in another dim order (empty_like of a transposed tensor, as .to(dtype) and
+    // clone make): the same copy, both sides viewed in dst's order.
+    copy_from(self.permute(*order), dst.permute(*order), false);
   } else if (is_whole_buffer(dst) && dst.sizes() == self.sizes() && chip_dtype(self.scalar_type()) &&
              chip_dtype(dst.scalar_type())) {
     record_copy(dst, self);  // on the chip: a (fusable) elementwise copy with any dtype conversion

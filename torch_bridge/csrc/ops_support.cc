@@ -9,6 +9,7 @@
 #include "kernels/asm_writer.h"
 #include "kernels/fusion.h"
 #include "kernels/vreg_shape.h"
+#include "torch_bridge/csrc/layout.h"
 #include "torch_bridge/csrc/recorder.h"
 #include "torch_bridge/csrc/runtime.h"
 
@@ -123,6 +124,17 @@ at::Tensor record(const char* op, const std::vector<at::Tensor>& inputs, c10::Sc
   rec.define_output(result, out, op);
   rec.op_recorded();
   return result;
+}
+
+at::Tensor record_elementwise(const char* op, const std::vector<at::Tensor>& inputs, c10::ScalarType result_dtype,
+                              const BuildFn& build, const CpuFn& cpu) {
+  at::DimVector shape;
+  for (const auto& t : inputs) shape = at::infer_size_dimvector(shape, t.sizes());
+  const DimOrder order = elementwise_order(inputs, shape);
+  if (is_identity(order)) return record(op, inputs, result_dtype, build, cpu);
+  std::vector<at::Tensor> ordered;
+  for (const auto& t : inputs) ordered.push_back(in_order(t, order));
+  return record(op, ordered, result_dtype, build, cpu).permute(inverse(order));
 }
 
 void record_copy(const at::Tensor& dst, const at::Tensor& src) {

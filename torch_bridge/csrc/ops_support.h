@@ -23,6 +23,12 @@ using CpuOutputsFn = std::function<std::vector<at::Tensor>(const std::vector<at:
 at::Tensor record(const char* op, const std::vector<at::Tensor>& inputs, c10::ScalarType result_dtype, const BuildFn& build,
                   const CpuFn& cpu);
 
+// record for an elementwise op (its result has the broadcast shape of `inputs`): the result laid
+// out as torch's TensorIterator lays it out (layout.h), so a transposed input gives a transposed
+// result, as torch's meta functions, and so torch.compile's graphs, expect.
+at::Tensor record_elementwise(const char* op, const std::vector<at::Tensor>& inputs, c10::ScalarType result_dtype,
+                              const BuildFn& build, const CpuFn& cpu);
+
 // dst (whole dense buffer) <- src, converting dtype on the chip.
 void record_copy(const at::Tensor& dst, const at::Tensor& src);
 
