@@ -333,3 +333,24 @@ def test_softplus_runs_on_the_chip(beta, threshold):
     # error where the result is tiny, f32 rounding elsewhere.
     torch.testing.assert_close(got, torch.nn.functional.softplus(x, beta, threshold), atol=2e-7 / beta, rtol=2e-7)
     assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_a_process_exits_cleanly_with_deferred_work_pending(run_isolated):
+    """Exiting with pending results that hold input storages (an int64 index_put_ among them) used
+    to destroy the recorder while releasing those storages called back into it: the heap was
+    corrupted and the process aborted at exit."""
+    done = run_isolated("""
+        import torch, vtpu
+        vtpu.set_mode("defer_and_fuse")
+        a = torch.randn(64, 64).to("tpu")
+        idx = torch.arange(64).to("tpu")
+        kept = []
+        for i in range(20):
+            inv = torch.empty_like(idx)
+            inv[idx] = torch.arange(64, device="tpu")
+            kept.append((a * i + 1, inv))
+        assert vtpu.stats()["ops_recorded"] > 0
+        print("exiting with work pending")
+    """)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "exiting with work pending" in done.stdout

@@ -39,9 +39,12 @@ bool is_whole_buffer(const at::Tensor& t) {
 uint64_t storage_vaddr(const at::Tensor& t) { return reinterpret_cast<uint64_t>(t.storage().data()); }
 
 Recorder& Recorder::of(int device) {
-  static std::map<int, std::unique_ptr<Recorder>> recorders;
+  // Never destroyed, like the Runtime: destroying a recorder at exit releases the storages it
+  // holds, whose release calls back into this map (a use after free that corrupted the heap
+  // when a process exited with deferred work pending).
+  static auto* recorders = new std::map<int, std::unique_ptr<Recorder>>();
   std::lock_guard lock(Runtime::get().mutex());
-  auto& r = recorders[device];
+  auto& r = (*recorders)[device];
   if (!r) r.reset(new Recorder(device));
   return *r;
 }
