@@ -48,8 +48,9 @@ at::Tensor tpu_isposinf(const at::Tensor& self) {
 int truth(Graph& g, int x) { return g.node(x).type.dtype == DType::Bool ? x : g.cast(x, DType::Bool); }
 
 at::Tensor tpu_logical_not(const at::Tensor& self) {
-  return record_elementwise("logical_not", {self}, at::kBool, [](Graph& g, const std::vector<int>& v) { return g.unary(ExprOp::Not, truth(g, v[0])); },
-                [](const std::vector<at::Tensor>& c) { return at::logical_not(c[0]); });
+  return record_elementwise(
+      "logical_not", {self}, at::kBool, [](Graph& g, const std::vector<int>& v) { return g.unary(ExprOp::Not, truth(g, v[0])); },
+      [](const std::vector<at::Tensor>& c) { return at::logical_not(c[0]); });
 }
 
 at::Tensor logical(const char* op, ExprOp e, const at::Tensor& self, const at::Tensor& other, const CpuFn& cpu) {
