@@ -225,6 +225,20 @@ def test_reductions_longer_than_a_row_kernel_are_split_or_fall_back():
         torch.softmax(torch.randn(2, 70000).to("tpu"), -1)  # refused when called, not at the next sync
 
 
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+def test_a_result_past_one_launchs_reach_is_refused_when_recorded(mode):
+    """2^31 elements is the most one kernel launch addresses. Such a result is refused by the op
+    that makes it, so it can fall back, instead of failing the whole flush later (SAM 3 tracker's
+    mask decoder did). The refusal comes before any HBM is taken for the result."""
+    vtpu.set_mode(mode)
+    a, b = torch.randn(2**16, 1).to("tpu"), torch.randn(1, 2**15).to("tpu")
+    allocated = torch.tpu.memory_allocated()
+    with pytest.raises(NotImplementedError, match=r"aten::gt cannot run on the chip: a tensor too large for one launch"):
+        a > b  # 2^31 bools
+    assert torch.tpu.memory_allocated() == allocated
+    assert torch.equal((a[:4] > b[:, :3]).cpu(), a[:4].cpu() > b[:, :3].cpu())  # the device still works
+
+
 def test_printing_shows_values_and_device():
     text = repr(torch.tensor([1.5, -2.0]).to("tpu"))
     assert "1.5000" in text and "-2.0000" in text and "device='tpu:0'" in text

@@ -108,9 +108,11 @@ at::Tensor record(const char* op, const std::vector<at::Tensor>& inputs, c10::Sc
   try {
     out = build(g, values);
     if (g.node(out).type.dtype != to_kernel_dtype(result_dtype)) out = g.cast(out, to_kernel_dtype(result_dtype));
-    // A broadcast kernels cannot stream would only fail at the flush: check it here, per op.
+    // A broadcast kernels cannot stream, or a tensor past the 2^31 elements one launch addresses,
+    // would only fail at the flush, where nothing can fall back: check them here, per op.
     for (size_t id = mark; id < g.nodes().size(); ++id) {
       const auto& n = g.node(static_cast<int>(id));
+      if (n.type.numel() >= (int64_t{1} << 31)) throw kernels::KernelError("a tensor too large for one launch");
       if (n.kind != kernels::NodeKind::Elementwise) continue;
       for (int in : n.inputs) kernels::broadcast_layout(g.node(in).type.shape, n.type.shape);
     }
