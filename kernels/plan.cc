@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <limits>
 #include <bit>
+#include <numeric>
+#include <optional>
 #include <climits>
 
 #include "kernels/asm_writer.h"
@@ -128,17 +130,50 @@ std::string label_of(const Graph& g, const KernelGroup& grp) {
   return s;
 }
 
+// A group whose nodes all have the output's size and whose operands are whole tensors or scalars
+// reads and writes plain contiguous buffers: any 2-D view of them gives the same kernel. Programs
+// are generated for bucketed sizes (rows to a power of two, narrow rows to 128 lanes), so a long
+// tensor with a narrow last dim ([N, 1], N past 2^24) would get a program past the 2^31 elements
+// one launch addresses although the tensor itself is far smaller. Such a group runs as rows of
+// up to kMaxElementwiseBlockCols instead (when the size divides into whole 128-lane rows). Only
+// then: elsewhere the view's width would vary with the size, and token counts in one bucket
+// would stop sharing programs. Returns the view's [rows, cols], or nothing.
+std::optional<std::vector<int64_t>> lane_dense_view(const Graph& g, const KernelGroup& grp, const std::vector<int>& operands) {
+  const auto& out = g.node(grp.nodes.back()).type;
+  const auto [rows, cols] = rows_cols(out.shape);
+  if (row_bucket(rows) * col_bucket(cols) < (int64_t{1} << 31)) return std::nullopt;
+  const int64_t numel = out.numel();
+  for (int n : grp.nodes) {
+    if (g.node(n).type.numel() != numel) return std::nullopt;
+  }
+  for (int v : operands) {
+    const int64_t n = g.node(v).type.numel();
+    if (n != numel && n != 1) return std::nullopt;
+  }
+  const int64_t width = std::gcd(numel, kMaxElementwiseBlockCols);
+  if (width < kLanes || width <= cols) return std::nullopt;
+  return std::vector<int64_t>{numel / width, width};
+}
+
 Launch lower_elementwise(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
   ElementwiseSpec spec;
-  const auto& shape = g.node(grp.nodes.back()).type.shape;
-  std::tie(spec.rows, spec.cols) = rows_cols(shape);
   ExprBuilder b(g, spec.expr, 0);
   for (int n : grp.nodes) b.node(n);
   for (int o : grp.outputs) {
     spec.expr.add_output(b.value(o));
     spec.outputs.push_back(g.node(o).type.dtype);
   }
-  spec.inputs = operands_for(g, b.operands(), shape);
+  const auto flat = lane_dense_view(g, grp, b.operands());
+  const auto& shape = flat ? *flat : g.node(grp.nodes.back()).type.shape;
+  std::tie(spec.rows, spec.cols) = rows_cols(shape);
+  if (flat) {
+    for (int v : b.operands()) {
+      const auto& t = g.node(v).type;
+      spec.inputs.push_back({t.dtype, t.numel() == 1 ? Layout::Scalar : Layout::Full, 0});
+    }
+  } else {
+    spec.inputs = operands_for(g, b.operands(), shape);
+  }
   Launch l;
   l.args = b.operands();
   l.args.insert(l.args.end(), grp.outputs.begin(), grp.outputs.end());
@@ -413,10 +448,10 @@ Plan make_plan(const Graph& graph, FusionStrategy strategy, const sim::ChipConfi
         case KernelGroup::Kind::Copy: l = lower_copy(graph, grp, chip, cache); break;
       }
     } catch (const KernelError& e) {  // name the fused kernel: the user sees aten ops, not groups
-      std::string inputs;
+      std::string inputs, outputs;
       for (int in : grp.inputs) inputs += (inputs.empty() ? "" : ", ") + to_string(graph.node(in).type);
-      throw KernelError(fmt::format("kernel {} (inputs {}; {} outputs): {}", label_of(graph, grp), inputs,
-                                    grp.outputs.size(), e.what()));
+      for (int out : grp.outputs) outputs += (outputs.empty() ? "" : ", ") + to_string(graph.node(out).type);
+      throw KernelError(fmt::format("kernel {} (inputs {}; outputs {}): {}", label_of(graph, grp), inputs, outputs, e.what()));
     }
     l.label = label_of(graph, grp);
     plan.launches.push_back(std::move(l));

@@ -239,6 +239,18 @@ def test_a_result_past_one_launchs_reach_is_refused_when_recorded(mode):
     assert torch.equal((a[:4] > b[:, :3]).cpu(), a[:4].cpu() > b[:, :3].cpu())  # the device still works
 
 
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+def test_a_long_narrow_tensor_runs_elementwise_on_the_chip(mode):
+    """[2^24 + 1024, 1]: programs are generated for bucketed sizes (rows to 2^25, one column to a
+    128-lane vreg), which would pass one launch's 2^31 elements though the tensor has 2^24; such a
+    pointwise kernel runs as a lane-dense flat view instead (SAM 3 tracker's padding zeros)."""
+    vtpu.set_mode(mode)
+    x = torch.randn(2**24 + 1024, 1, generator=torch.Generator().manual_seed(0))
+    got = (x.to("tpu") * 2 + 1).cpu()
+    assert torch.equal(got, x * 2 + 1)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
 def test_printing_shows_values_and_device():
     text = repr(torch.tensor([1.5, -2.0]).to("tpu"))
     assert "1.5000" in text and "-2.0000" in text and "device='tpu:0'" in text
