@@ -131,10 +131,10 @@ std::string label_of(const Graph& g, const KernelGroup& grp) {
 }
 
 // A group whose nodes all have the output's size and whose operands are whole tensors or scalars
-// reads and writes plain contiguous buffers: any 2-D view of them gives the same kernel. Programs
-// are generated for bucketed sizes (rows to a power of two, narrow rows to 128 lanes), so a long
-// tensor with a narrow last dim ([N, 1], N past 2^24) would get a program past the 2^31 elements
-// one launch addresses although the tensor itself is far smaller. Such a group runs as rows of
+// reads and writes plain contiguous buffers: any 2-D view of them gives the same kernel.
+// Programs are generated for bucketed sizes (rows to a power of two, a narrow last dim to 128
+// lanes), so a long tensor with a narrow last dim ([N, 1], N past 2^24) would get a program past
+// the 2^31 elements one launch addresses although the tensor itself is far smaller. Such a group runs as rows of
 // up to kMaxElementwiseBlockCols instead (when the size divides into whole 128-lane rows). Only
 // then: elsewhere the view's width would vary with the size, and token counts in one bucket
 // would stop sharing programs. Returns the view's [rows, cols], or nothing.
