@@ -246,9 +246,10 @@ def test_a_long_narrow_tensor_runs_elementwise_on_the_chip(mode):
     pointwise kernel runs as a lane-dense flat view instead (SAM 3 tracker's padding zeros)."""
     vtpu.set_mode(mode)
     x = torch.randn(2**24 + 1024, 1, generator=torch.Generator().manual_seed(0))
+    fallbacks = vtpu.stats()["cpu_fallback_ops"]
     got = (x.to("tpu") * 2 + 1).cpu()
     assert torch.equal(got, x * 2 + 1)
-    assert vtpu.stats()["cpu_fallback_ops"] == 0
+    assert vtpu.stats()["cpu_fallback_ops"] == fallbacks
 
 
 def test_printing_shows_values_and_device():
