@@ -12,12 +12,17 @@ DimOrder elementwise_order(const std::vector<at::Tensor>& operands, at::IntArray
   DimOrder identity(ndim);
   std::iota(identity.begin(), identity.end(), 0);
   if (ndim < 2) return identity;
+  // Every elementwise op asks: the common case (all contiguous, no broadcast) returns before any
+  // strides are gathered.
+  const auto counts = [](const at::Tensor& t) { return t.defined() && !is_cpu_scalar(t); };
+  if (std::all_of(operands.begin(), operands.end(),
+                  [&](const at::Tensor& t) { return !counts(t) || (t.is_contiguous() && t.sizes().equals(shape)); })) {
+    return identity;
+  }
   // Each operand's strides over the result's dims: 0 where it broadcasts (torch's compute_strides).
   std::vector<std::vector<int64_t>> strides;
-  bool all_contiguous = true;
   for (const auto& t : operands) {
-    if (!t.defined() || is_cpu_scalar(t)) continue;
-    all_contiguous &= t.is_contiguous() && t.sizes().equals(shape);
+    if (!counts(t)) continue;
     std::vector<int64_t> s(ndim, 0);
     const int64_t offset = ndim - t.dim();
     for (int64_t d = 0; d < t.dim(); ++d) {
@@ -25,7 +30,6 @@ DimOrder elementwise_order(const std::vector<at::Tensor>& operands, at::IntArray
     }
     strides.push_back(std::move(s));
   }
-  if (all_contiguous) return identity;
   // TensorIterator's insertion sort, innermost dim first, with its three-way comparison.
   const auto should_swap = [&](int64_t dim0, int64_t dim1) {
     for (const auto& s : strides) {
