@@ -117,9 +117,9 @@ class AttentionBuilder {
     kt_vmem_ = place(parts_ * kt_part_bytes_);
     vp_vmem_ = place(parts_ * vp_part_bytes_);
     state_vmem_ = place(chunk_tiles_ * record_bytes_);
-    if (next > chip_.vmem_bytes) {
+    if (next > chip_.kernel_vmem_bytes()) {
       throw KernelError(fmt::format("attention: a head of {} queries and {} keys needs {} bytes of VMEM, {} has {}", s_.q_len,
-                                    s_.kv_len, next, chip_.name, chip_.vmem_bytes));
+                                    s_.kv_len, next, chip_.name, chip_.kernel_vmem_bytes()));
     }
     q_arg_ = w_.argument("q", isa::ArgumentKind::Buffer);
     k_arg_ = w_.argument("k", isa::ArgumentKind::Buffer);

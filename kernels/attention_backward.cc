@@ -123,9 +123,9 @@ class AttentionBackwardBuilder {
     dq_out_ = place(s_pad_ * row_bytes_);
     dk_out_ = place(t_pad_ * row_bytes_);
     dv_out_ = place(t_pad_ * row_bytes_);
-    if (next > chip_.vmem_bytes) {
+    if (next > chip_.kernel_vmem_bytes()) {
       throw KernelError(fmt::format("attention backward: a head of {} queries and {} keys needs {} bytes of VMEM, {} has {}",
-                                    s_.q_len, s_.kv_len, next, chip_.name, chip_.vmem_bytes));
+                                    s_.q_len, s_.kv_len, next, chip_.name, chip_.kernel_vmem_bytes()));
     }
   }
 

@@ -68,7 +68,7 @@ BlockStream::BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows
   }
   for (int set = 0; set < 2; ++set) extra_[set] = extra_row_bytes ? place(br_ * extra_row_bytes) : next;
   vmem_end_ = next;
-  if (next > chip.vmem_bytes) throw KernelError(fmt::format("needs {} bytes of VMEM, {} has {}", next, chip.name, chip.vmem_bytes));
+  if (next > chip.kernel_vmem_bytes()) throw KernelError(fmt::format("needs {} bytes of VMEM, {} has {}", next, chip.name, chip.kernel_vmem_bytes()));
 }
 
 int BlockStream::streamed_inputs() const {

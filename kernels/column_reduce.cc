@@ -31,7 +31,7 @@ class ColumnReduceWriter {
     in_[0] = 0;
     in_[1] = round_up(br_ * width_ * eb_, 512);
     out_ = 2 * in_[1];
-    if (out_ + uint64_t(width_) * kSublanes * 4 > chip.vmem_bytes) throw KernelError("column reduce: VMEM too small");
+    if (out_ + uint64_t(width_) * kSublanes * 4 > chip.kernel_vmem_bytes()) throw KernelError("column reduce: VMEM too small");
   }
 
   isa::Program write() {

@@ -28,7 +28,7 @@ isa::Program make_concat(DType dtype, int inputs, const sim::ChipConfig& chip) {
   if (inputs < 1) throw KernelError("cat: no inputs");
   if (!dtype_on_chip(dtype)) throw KernelError(fmt::format("cat: {} is not supported on the chip", dtype_name(dtype)));
   const int eb = dtype_bytes(dtype);
-  const int64_t staging = std::min<int64_t>(int64_t(chip.vmem_bytes) / 2, 512 * 1024);
+  const int64_t staging = std::min<int64_t>(int64_t(chip.kernel_vmem_bytes()) / 2, 512 * 1024);
   const int64_t piece_limit = staging / eb * eb;
   AsmWriter w("concat");
   std::vector<int> args;

@@ -16,7 +16,7 @@ void emit_flat_generator(AsmWriter& w, const sim::ChipConfig& chip, RegisterPool
                          int out_arg, int count_arg, uint64_t vmem_base, const std::function<TileValue(int indices)>& tile) {
   const int eb = dtype_bytes(out);
   const uint64_t staging_bytes = uint64_t(kBlockTiles * kTile * eb);
-  if (vmem_base + 2 * staging_bytes > chip.vmem_bytes) throw KernelError(fmt::format("{}: {} has too little VMEM", w.name(), chip.name));
+  if (vmem_base + 2 * staging_bytes > chip.kernel_vmem_bytes()) throw KernelError(fmt::format("{}: {} has too little VMEM", w.name(), chip.name));
   auto& s = w.sregs();
   const int n = s.take(), base = s.take(), parity = s.take(), cnt = s.take(), tiles = s.take(), tile_index = s.take(),
             cursor = s.take(), t = s.take(), u = s.take();

@@ -28,7 +28,7 @@ isa::Program make_gather(const GatherSpec& spec, const sim::ChipConfig& chip) {
   const int64_t chunk = std::min<int64_t>(kMaxChunk, int64_t(kStagingBytes) / row_bytes);
   const int index_bytes = spec.index_pairs ? 8 : 4;
   const uint64_t index_vmem = 0, staging_vmem = 4096;  // chunk * 8 <= 2048 bytes of indices
-  if (staging_vmem + 2 * kStagingBytes > chip.vmem_bytes) throw KernelError(fmt::format("gather: {} has too little VMEM", chip.name));
+  if (staging_vmem + 2 * kStagingBytes > chip.kernel_vmem_bytes()) throw KernelError(fmt::format("gather: {} has too little VMEM", chip.name));
 
   AsmWriter w("gather");
   const int table_arg = w.argument("table", isa::ArgumentKind::Buffer);

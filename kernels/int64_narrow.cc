@@ -15,7 +15,7 @@ constexpr uint64_t kPairsVmem = 0, kLowVmem = kChunk * 8;
 }  // namespace
 
 isa::Program make_int64_narrow(const sim::ChipConfig& chip) {
-  if (kLowVmem + kChunk * 4 > chip.vmem_bytes) throw KernelError(fmt::format("int64 narrow: {} has too little VMEM", chip.name));
+  if (kLowVmem + kChunk * 4 > chip.kernel_vmem_bytes()) throw KernelError(fmt::format("int64 narrow: {} has too little VMEM", chip.name));
   AsmWriter w("int64_narrow");
   const int words_arg = w.argument("words", isa::ArgumentKind::Buffer);
   const int out_arg = w.argument("out", isa::ArgumentKind::Buffer);

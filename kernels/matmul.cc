@@ -103,6 +103,10 @@ class MatmulBuilder {
     a_parts_ = s.a_dtype == DType::F32 ? 1 + (s.passes >= 3) + (s.passes >= 6) : 1;
     b_parts_ = s.b_dtype == DType::F32 ? 1 + (s.passes >= 3) + (s.passes >= 6) : 1;
     std::erase_if(pairs_, [&](auto p) { return p.first >= a_parts_ || p.second >= b_parts_; });
+    // Passes grouped by B part: a K slice then loads each weight part once (3 loads, not 6, at
+    // 'highest'), and a weight load costs more than a small block's matmul rows. The f32
+    // accumulator sums the same terms, in another order.
+    std::stable_sort(pairs_.begin(), pairs_.end(), [](auto x, auto y) { return x.second < y.second; });
     staged_ = s.b_dtype != DType::BF16 || s.b_transposed;
     panels_ahead_ = overlap_passes_ && s.batch == 1 && s.n > bn_ && chip_.dma_queues >= 3;  // a second column block, a third queue
 
@@ -112,7 +116,7 @@ class MatmulBuilder {
       next += round_up(static_cast<int64_t>(bytes), 512);
       return at;
     };
-    const uint64_t vmem = chip_.vmem_bytes;
+    const uint64_t vmem = chip_.kernel_vmem_bytes();
     const uint64_t a_all = uint64_t(round_up(s.m, bm_)) * k_pad_ * eb_a_;
     a_resident_ = s.batch == 1 && a_all <= vmem / 3 && !s.a_transposed;
     a_panel_bytes_ = uint64_t(bm_) * k_pad_ * eb_a_;

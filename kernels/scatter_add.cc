@@ -30,7 +30,7 @@ isa::Program make_scatter_add(const ScatterAddSpec& spec, const sim::ChipConfig&
   const uint64_t row_vmem = uint64_t(tiles * kTile * 4);  // room for whole f32 tiles
   const int index_bytes = spec.index_pairs ? 8 : 4;
   const uint64_t index_vmem = 0, a_vmem = 4096, b_vmem = a_vmem + row_vmem, zero_vmem = b_vmem + row_vmem;
-  if (zero_vmem + kZeroBytes > chip.vmem_bytes) {
+  if (zero_vmem + kZeroBytes > chip.kernel_vmem_bytes()) {
     throw KernelError(fmt::format("scatter_add: rows of {} bytes do not fit {}'s VMEM twice", row_bytes, chip.name));
   }
 

@@ -129,7 +129,7 @@ CopyPlan plan_strided_copy(const StridedCopySpec& spec, const sim::ChipConfig& c
     outer_rank = row_dim ? rank - 1 : rank;
   }
   const uint64_t inner_bytes = uint64_t(rows * row_elems) * eb;
-  if (inner_bytes > chip.vmem_bytes / 4) {
+  if (inner_bytes > chip.kernel_vmem_bytes() / 4) {
     throw KernelError(fmt::format("strided copy: an innermost slab of {} bytes does not fit VMEM staging", inner_bytes));
   }
   // Staging holds at least one slab; slabs up to kChunkBytes share the one common size.
@@ -144,7 +144,7 @@ CopyPlan plan_strided_copy(const StridedCopySpec& spec, const sim::ChipConfig& c
 isa::Program make_strided_copy(const CopyShape& shape, const sim::ChipConfig& chip) {
   if (shape.kind == CopyKind::Transpose) return make_transpose(shape.dtype, shape.outer_rank, chip);
   if (!dtype_on_chip(shape.dtype)) throw KernelError(fmt::format("strided copy: {} is not supported on the chip", dtype_name(shape.dtype)));
-  if (2 * shape.staging_bytes > chip.vmem_bytes) throw KernelError("strided copy: staging does not fit VMEM");
+  if (2 * shape.staging_bytes > chip.kernel_vmem_bytes()) throw KernelError("strided copy: staging does not fit VMEM");
   const int eb = dtype_bytes(shape.dtype);
   const int outer_rank = shape.outer_rank;
   const int64_t staging = static_cast<int64_t>(shape.staging_bytes);

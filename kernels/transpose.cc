@@ -45,7 +45,7 @@ class TransposeWriter {
       in_[set] = set * buffer_bytes_;
       out_[set] = (2 + set) * buffer_bytes_;
     }
-    if (uint64_t(4 * buffer_bytes_) > chip.vmem_bytes) throw KernelError("transpose: VMEM cannot hold four strips");
+    if (uint64_t(4 * buffer_bytes_) > chip.kernel_vmem_bytes()) throw KernelError("transpose: VMEM cannot hold four strips");
   }
 
   isa::Program write() {

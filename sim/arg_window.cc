@@ -6,23 +6,30 @@
 
 namespace vtpu::sim {
 
-uint32_t ArgWindow::map(const std::string& name, HbmAddress physical, uint64_t bytes) {
+uint32_t ArgWindow::map(const std::string& name, Hbm& memory, HbmAddress physical, uint64_t bytes, bool on_chip) {
   const uint64_t base = next_base_;
   const uint64_t end = base + bytes;
   if (end > UINT32_MAX) {
     throw SimError(SimErrorKind::BadLaunch,
                    fmt::format("buffer arguments exceed the 4 GiB kernel address window (argument '{}')", name));
   }
-  entries_.push_back({name, base, physical, bytes});
+  entries_.push_back({name, base, &memory, physical, bytes, on_chip});
   next_base_ = (end + kGuardBytes + 0xfff) & ~uint64_t{0xfff};
   return static_cast<uint32_t>(base);
 }
 
-std::span<uint8_t> ArgWindow::view(Hbm& hbm, uint64_t address, uint64_t bytes, const std::string& what) const {
+bool ArgWindow::on_chip(uint64_t address) const {
+  for (const Entry& e : entries_) {
+    if (address >= e.base && address - e.base < e.bytes) return e.on_chip;
+  }
+  return false;
+}
+
+std::span<uint8_t> ArgWindow::view(uint64_t address, uint64_t bytes, const std::string& what) const {
   const Entry* nearest = nullptr;
   for (const Entry& e : entries_) {
     if (address >= e.base && address - e.base <= e.bytes && bytes <= e.bytes - (address - e.base)) {
-      return hbm.view(e.physical + (address - e.base), bytes, what);
+      return e.memory->view(e.physical + (address - e.base), bytes, what);
     }
     // Name the buffer the access starts in (or just past); an overrun reports its own argument.
     if (address >= e.base && address <= e.base + e.bytes + kGuardBytes) nearest = &e;

@@ -55,6 +55,10 @@ void check_consistency(const ChipConfig& c, const std::string& origin) {
   if (c.semaphores > 32) throw ConfigError(fmt::format("{}: at most 32 semaphores (5-bit field)", origin));
   if (c.mxu_acc_slots > 256) throw ConfigError(fmt::format("{}: at most 256 accumulator slots (8-bit field)", origin));
   if (c.vmem_bytes > (uint64_t{1} << 31)) throw ConfigError(fmt::format("{}: VMEM larger than 2 GiB is not addressable", origin));
+  if (c.vmem_held_bytes > c.vmem_bytes / 2) {
+    throw ConfigError(fmt::format("{}: vmem_held_bytes ({}) may be at most half of vmem_bytes ({}): kernels tile in the rest",
+                                  origin, c.vmem_held_bytes, c.vmem_bytes));
+  }
   const double model = c.model_peak_flops(c.tensor_cores);
   if (std::fabs(model - c.peak_bf16_flops) > 0.02 * c.peak_bf16_flops) {
     throw ConfigError(fmt::format(
@@ -66,7 +70,7 @@ void check_consistency(const ChipConfig& c, const std::string& origin) {
 }  // namespace
 
 isa::TargetLimits ChipConfig::target_limits() const {
-  return {vmem_bytes, mxu_per_core, mxu_dim, mxu_acc_slots, dma_queues, semaphores};
+  return {kernel_vmem_bytes(), mxu_per_core, mxu_dim, mxu_acc_slots, dma_queues, semaphores};
 }
 
 ChipConfig parse_chip_json(const std::string& json_text, const std::string& origin) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -22,6 +23,10 @@ struct MemoryStats {
   uint64_t allocated_bytes = 0;
   uint64_t peak_allocated_bytes = 0;
   uint64_t capacity_bytes = 0;
+  // VMEM held across launches (allocate_held): not HBM, so apart from the numbers above.
+  uint64_t held_allocated_bytes = 0;
+  uint64_t held_peak_bytes = 0;
+  uint64_t held_capacity_bytes = 0;
 };
 
 struct DeviceCounters {
@@ -40,6 +45,14 @@ class Device {
   virtual bool supports(isa::Opcode opcode) const = 0;
 
   virtual HbmAddress allocate(uint64_t bytes) = 0;  // throws OutOfMemoryError
+  // On-chip memory that outlives a launch: VMEM held for a graph's intermediates between its
+  // kernels (as XLA's memory-space assignment keeps values in VMEM across the ops of one
+  // program). Kernels reach it by DMA like HBM, but a copy to or from it stays on chip. nullopt
+  // when it is full or the device holds none: the caller then uses allocate(). free() releases it.
+  virtual std::optional<HbmAddress> allocate_held(uint64_t bytes) {
+    (void)bytes;
+    return std::nullopt;
+  }
   virtual void free(HbmAddress address) = 0;
   virtual void copy_to_device(HbmAddress dst, std::span<const uint8_t> src) = 0;
   virtual void copy_to_host(std::span<uint8_t> dst, HbmAddress src) = 0;

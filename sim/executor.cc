@@ -21,7 +21,7 @@ struct CoreRun {
   uint64_t cycles = 0;
   uint64_t instructions = 0;
   double macs = 0;
-  uint64_t hbm_read = 0, hbm_write = 0;
+  uint64_t hbm_read = 0, hbm_write = 0, held = 0;
   std::vector<traces::UnitUsage> units;
 };
 
@@ -43,9 +43,9 @@ void check_arguments(const isa::Program& program, std::span<const KernelArg> arg
 }
 
 CoreRun run_core(const isa::Program& program, const std::vector<isa::Instruction>& code, const ArgWindow& window,
-                 const std::vector<int32_t>& arg_values, const ChipConfig& chip, Hbm& hbm, const SimOptions& options,
+                 const std::vector<int32_t>& arg_values, const ChipConfig& chip, const SimOptions& options,
                  int core_index, int cores, traces::TraceRecorder* trace, VmemPool* vmem_pool) {
-  CoreState core(chip.vmem_bytes, chip.mxu_per_core, chip.mxu_dim, chip.mxu_acc_slots, options.check_uninitialized,
+  CoreState core(chip.kernel_vmem_bytes(), chip.mxu_per_core, chip.mxu_dim, chip.mxu_acc_slots, options.check_uninitialized,
                  vmem_pool ? vmem_pool->take() : nullptr);
   core.core_index = core_index;
   for (const auto& seg : program.data) {
@@ -56,7 +56,7 @@ CoreRun run_core(const isa::Program& program, const std::vector<isa::Instruction
     }
   }
   DmaTracker dmas(chip.semaphores);
-  Semantics semantics(core, hbm, window, arg_values, dmas, chip, options);
+  Semantics semantics(core, window, arg_values, dmas, chip, options);
   TimingModel timing(chip, 1.0 / cores, core_index, trace);
   CoreRun run;
   size_t pc = 0;
@@ -94,6 +94,7 @@ CoreRun run_core(const isa::Program& program, const std::vector<isa::Instruction
   run.cycles = std::max(timing.finish_cycle(), dmas.last_completion_cycle());
   run.hbm_read = timing.hbm_read_bytes();
   run.hbm_write = timing.hbm_write_bytes();
+  run.held = timing.local_dma_bytes();
   timing.add_unit_usage(run.units);
   if (vmem_pool) vmem_pool->give_back(std::move(core.vmem), core.vmem_dirty_end);  // a failed launch frees its VMEM instead
   return run;
@@ -108,7 +109,7 @@ LaunchResult execute(const isa::Program& program, std::span<const KernelArg> arg
 
 LaunchResult execute(const isa::Program& program, const PreparedProgram& prepared, std::span<const KernelArg> args,
                      const ChipConfig& chip, Hbm& hbm, const SimOptions& options, traces::TraceRecorder* trace,
-                     VmemPool* vmem_pool) {
+                     VmemPool* vmem_pool, Hbm* held) {
   const int cores = options.cores;
   if (cores < 1 || cores > chip.tensor_cores) {
     throw SimError(SimErrorKind::BadLaunch,
@@ -119,8 +120,11 @@ LaunchResult execute(const isa::Program& program, const PreparedProgram& prepare
   std::vector<int32_t> arg_values;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].kind == KernelArg::Kind::Buffer) {
-      hbm.view(args[i].address, args[i].bytes, fmt::format("argument {} '{}'", i, program.arguments[i].name));
-      arg_values.push_back(static_cast<int32_t>(window.map(program.arguments[i].name, args[i].address, args[i].bytes)));
+      const bool on_chip = held && held->contains(args[i].address);
+      Hbm& memory = on_chip ? *held : hbm;
+      memory.view(args[i].address, args[i].bytes, fmt::format("argument {} '{}'", i, program.arguments[i].name));
+      arg_values.push_back(static_cast<int32_t>(
+          window.map(program.arguments[i].name, memory, args[i].address, args[i].bytes, on_chip)));
     } else {
       arg_values.push_back(args[i].scalar);
     }
@@ -129,10 +133,10 @@ LaunchResult execute(const isa::Program& program, const PreparedProgram& prepare
 
   std::vector<CoreRun> runs(cores);
   if (trace || cores == 1) {
-    for (int c = 0; c < cores; ++c) runs[c] = run_core(program, code, window, arg_values, chip, hbm, options, c, cores, trace, vmem_pool);
+    for (int c = 0; c < cores; ++c) runs[c] = run_core(program, code, window, arg_values, chip, options, c, cores, trace, vmem_pool);
   } else {
     tbb::parallel_for(0, cores, [&](int c) {
-      runs[c] = run_core(program, code, window, arg_values, chip, hbm, options, c, cores, nullptr, vmem_pool);
+      runs[c] = run_core(program, code, window, arg_values, chip, options, c, cores, nullptr, vmem_pool);
     });
   }
   LaunchResult result;
@@ -147,6 +151,7 @@ LaunchResult execute(const isa::Program& program, const PreparedProgram& prepare
     s.flops += 2 * r.macs;
     s.hbm_read_bytes += r.hbm_read;
     s.hbm_write_bytes += r.hbm_write;
+    s.held_vmem_bytes += r.held;
     s.units.insert(s.units.end(), r.units.begin(), r.units.end());
   }
   result.cycles = s.cycles;

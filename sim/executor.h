@@ -19,9 +19,10 @@ namespace vtpu::sim {
 LaunchResult execute(const isa::Program& program, std::span<const KernelArg> args, const ChipConfig& chip, Hbm& hbm,
                      const SimOptions& options, traces::TraceRecorder* trace = nullptr);
 // The same with `program` already prepared for `chip` (sim/prepared_program.h), its VMEM taken
-// from (and given back to) `vmem_pool` when one is given.
+// from (and given back to) `vmem_pool` when one is given. Buffer arguments whose address lies in
+// `held` (VMEM held across launches) are read and written there, by local DMAs.
 LaunchResult execute(const isa::Program& program, const PreparedProgram& prepared, std::span<const KernelArg> args,
                      const ChipConfig& chip, Hbm& hbm, const SimOptions& options, traces::TraceRecorder* trace = nullptr,
-                     VmemPool* vmem_pool = nullptr);
+                     VmemPool* vmem_pool = nullptr, Hbm* held = nullptr);
 
 }  // namespace vtpu::sim

@@ -10,13 +10,14 @@
 
 namespace vtpu::sim {
 
-Hbm::Hbm(uint64_t capacity_bytes) : capacity_(capacity_bytes) {}
+Hbm::Hbm(uint64_t capacity_bytes, HbmAddress base, std::string name)
+    : capacity_(capacity_bytes), base_(base), name_(std::move(name)) {}
 
 HbmAddress Hbm::allocate(uint64_t bytes) {
   std::lock_guard lock(mutex_);
   const uint64_t reserved = std::max<uint64_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
-  const HbmAddress end = kBase + capacity_;
-  HbmAddress candidate = kBase;
+  const HbmAddress end = base_ + capacity_;
+  HbmAddress candidate = base_;
   for (const auto& [start, alloc] : live_) {
     if (start >= candidate && start - candidate >= reserved) break;
     candidate = std::max(candidate, start + alloc.reserved);
@@ -24,15 +25,15 @@ HbmAddress Hbm::allocate(uint64_t bytes) {
   if (reserved > capacity_ || candidate > end - reserved) {
     const uint64_t free_bytes = capacity_ - allocated_;
     throw OutOfMemoryError(
-        fmt::format("HBM out of memory: tried to allocate {} bytes ({:.2f} MiB); {} bytes free of {} total "
+        fmt::format("{} out of memory: tried to allocate {} bytes ({:.2f} MiB); {} bytes free of {} total "
                     "({:.2f} of {:.2f} GiB){}",
-                    bytes, bytes / 1048576.0, free_bytes, capacity_, free_bytes / 1073741824.0,
+                    name_, bytes, bytes / 1048576.0, free_bytes, capacity_, free_bytes / 1073741824.0,
                     capacity_ / 1073741824.0, free_bytes >= reserved ? " (free space is fragmented)" : ""),
         bytes, free_bytes, capacity_);
   }
   auto* storage = static_cast<uint8_t*>(std::calloc(reserved, 1));
   if (!storage) {
-    throw OutOfMemoryError(fmt::format("host memory exhausted backing a {}-byte HBM allocation", bytes), bytes,
+    throw OutOfMemoryError(fmt::format("host memory exhausted backing a {}-byte {} allocation", bytes, name_), bytes,
                            capacity_ - allocated_, capacity_);
   }
   Allocation alloc{bytes, reserved, std::unique_ptr<uint8_t, void (*)(void*)>(storage, std::free)};
@@ -46,7 +47,7 @@ void Hbm::free(HbmAddress address) {
   std::lock_guard lock(mutex_);
   auto it = live_.find(address);
   if (it == live_.end()) {
-    throw SimError(SimErrorKind::OutOfBounds, fmt::format("HBM free of 0x{:x}, which is not an allocation", address));
+    throw SimError(SimErrorKind::OutOfBounds, fmt::format("{} free of 0x{:x}, which is not an allocation", name_, address));
   }
   allocated_ -= it->second.reserved;
   live_.erase(it);
@@ -77,12 +78,12 @@ std::span<uint8_t> Hbm::view(HbmAddress address, uint64_t bytes, const std::stri
       return {it->second.data.get() + offset, bytes};
     }
     throw SimError(SimErrorKind::OutOfBounds,
-                   fmt::format("{}: HBM access [0x{:x}, 0x{:x}) runs outside allocation [0x{:x}, 0x{:x}) of {} bytes",
-                               what, address, address + bytes, it->first, it->first + it->second.bytes,
+                   fmt::format("{}: {} access [0x{:x}, 0x{:x}) runs outside allocation [0x{:x}, 0x{:x}) of {} bytes",
+                               what, name_, address, address + bytes, it->first, it->first + it->second.bytes,
                                it->second.bytes));
   }
   throw SimError(SimErrorKind::OutOfBounds,
-                 fmt::format("{}: HBM access [0x{:x}, 0x{:x}) is not inside any allocation", what, address,
+                 fmt::format("{}: {} access [0x{:x}, 0x{:x}) is not inside any allocation", what, name_, address,
                              address + bytes));
 }
 

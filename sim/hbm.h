@@ -20,11 +20,14 @@ class Hbm {
   static constexpr HbmAddress kBase = 0x1000;
   static constexpr uint64_t kAlignment = 512;
 
-  explicit Hbm(uint64_t capacity_bytes);
+  // `base` and `name` let a second address space (VMEM held across launches) reuse the allocator:
+  // its addresses never overlap HBM's, and its errors say which memory they are about.
+  explicit Hbm(uint64_t capacity_bytes, HbmAddress base = kBase, std::string name = "HBM");
 
   HbmAddress allocate(uint64_t bytes);  // throws OutOfMemoryError with requested/free/total
   void free(HbmAddress address);        // throws SimError for an address that is not an allocation start
   uint64_t capacity_bytes() const { return capacity_; }
+  bool contains(HbmAddress address) const { return address >= base_ && address - base_ < capacity_; }
   uint64_t allocated_bytes() const;
   uint64_t peak_allocated_bytes() const;
   void reset_peak() ;
@@ -40,6 +43,8 @@ class Hbm {
     std::unique_ptr<uint8_t, void (*)(void*)> data;  // calloc'ed: untouched pages cost no host memory
   };
   uint64_t capacity_;
+  HbmAddress base_;
+  std::string name_;
   uint64_t allocated_ = 0;   // reserved bytes in use
   uint64_t peak_ = 0;
   std::map<HbmAddress, Allocation> live_;

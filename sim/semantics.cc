@@ -519,12 +519,13 @@ void Semantics::dma(const isa::Instruction& ins, StepOutcome& out) {
                                            "not been waited for", rec.hbm.lo(), rec.hbm.hi(), conflict->pc));
     }
     for (int64_t r = 0; r < rows; ++r) {
-      auto h = window_.view(hbm_, hbm + r * hstride, row_bytes, what);
+      auto h = window_.view(hbm + r * hstride, row_bytes, what);
       uint8_t* vm = core_.vmem.get() + vmem + r * vstride;
       if (to_vmem) std::memcpy(vm, h.data(), row_bytes);
       else std::memcpy(h.data(), vm, row_bytes);
     }
     (to_vmem ? out.vmem_write : out.vmem_read) = rec.vmem;
+    out.dma_on_chip = window_.on_chip(static_cast<uint64_t>(hbm));
   }
   out.is_dma = true;
   out.dma = rec;

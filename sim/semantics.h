@@ -25,14 +25,15 @@ struct StepOutcome {
   bool is_dma = false;
   DmaRecord dma;                   // done_cycle filled in by the timing model
   uint64_t dma_bytes = 0;
+  bool dma_on_chip = false;        // the far side is VMEM held across launches, not HBM
   double macs = 0;                 // MXU multiply-accumulates done
 };
 
 class Semantics {
  public:
-  Semantics(CoreState& core, Hbm& hbm, const ArgWindow& window, const std::vector<int32_t>& arg_values,
+  Semantics(CoreState& core, const ArgWindow& window, const std::vector<int32_t>& arg_values,
             const DmaTracker& dmas, const ChipConfig& chip, const SimOptions& options)
-      : core_(core), hbm_(hbm), window_(window), args_(arg_values), dmas_(dmas), chip_(chip), options_(options) {}
+      : core_(core), window_(window), args_(arg_values), dmas_(dmas), chip_(chip), options_(options) {}
 
   StepOutcome step(const isa::Instruction& ins, size_t pc);
 
@@ -48,7 +49,6 @@ class Semantics {
   void dma(const isa::Instruction& ins, StepOutcome& out);
 
   CoreState& core_;
-  Hbm& hbm_;
   const ArgWindow& window_;
   const std::vector<int32_t>& args_;
   const DmaTracker& dmas_;

@@ -9,36 +9,55 @@
 
 namespace vtpu::sim {
 
+namespace {
+// Held VMEM's addresses start past any HBM (the largest preset has 192 GiB), so one address says
+// which memory it is in.
+constexpr HbmAddress kHeldBase = HbmAddress{1} << 48;
+}  // namespace
+
 SimDevice::SimDevice(ChipConfig chip, SimOptions options)
-    : chip_(std::move(chip)), options_(options), hbm_(chip_.hbm_bytes), vmem_pool_(chip_.vmem_bytes) {}
+    : chip_(std::move(chip)),
+      options_(options),
+      hbm_(chip_.hbm_bytes),
+      held_(chip_.vmem_held_bytes, kHeldBase, "held VMEM"),
+      vmem_pool_(chip_.kernel_vmem_bytes()) {}
 
 HbmAddress SimDevice::allocate(uint64_t bytes) { return hbm_.allocate(bytes); }
-void SimDevice::free(HbmAddress address) { hbm_.free(address); }
+
+std::optional<HbmAddress> SimDevice::allocate_held(uint64_t bytes) {
+  try {
+    return held_.allocate(bytes);
+  } catch (const OutOfMemoryError&) {
+    return std::nullopt;
+  }
+}
+
+void SimDevice::free(HbmAddress address) { memory_at(address).free(address); }
 
 void SimDevice::copy_to_device(HbmAddress dst, std::span<const uint8_t> src) {
-  auto view = hbm_.view(dst, src.size(), "copy to device");
+  auto view = memory_at(dst).view(dst, src.size(), "copy to device");
   std::memcpy(view.data(), src.data(), src.size());
   std::lock_guard lock(mutex_);
   counters_.host_to_device_bytes += src.size();
 }
 
 void SimDevice::copy_to_host(std::span<uint8_t> dst, HbmAddress src) {
-  auto view = hbm_.view(src, dst.size(), "copy to host");
+  auto view = memory_at(src).view(src, dst.size(), "copy to host");
   std::memcpy(dst.data(), view.data(), dst.size());
   std::lock_guard lock(mutex_);
   counters_.device_to_host_bytes += dst.size();
 }
 
 void SimDevice::copy_on_device(HbmAddress dst, HbmAddress src, uint64_t bytes) {
-  auto from = hbm_.view(src, bytes, "device copy source");
-  auto to = hbm_.view(dst, bytes, "device copy destination");
+  auto from = memory_at(src).view(src, bytes, "device copy source");
+  auto to = memory_at(dst).view(dst, bytes, "device copy destination");
   std::memmove(to.data(), from.data(), bytes);
 }
 
 LaunchId SimDevice::launch(const isa::Program& program, std::span<const KernelArg> args) {
   std::lock_guard lock(mutex_);
   if (trace_) trace_->set_time_offset(counters_.cycles);
-  LaunchResult result = execute(program, prepared_.get(program, chip_), args, chip_, hbm_, options_, trace_, &vmem_pool_);
+  LaunchResult result = execute(program, prepared_.get(program, chip_), args, chip_, hbm_, options_, trace_, &vmem_pool_, &held_);
   ++counters_.launches;
   counters_.cycles += result.cycles;
   counters_.hbm_read_bytes += result.summary.hbm_read_bytes;
@@ -63,7 +82,8 @@ DeviceCounters SimDevice::counters() const {
 }
 
 MemoryStats SimDevice::memory_stats() const {
-  return {hbm_.allocated_bytes(), hbm_.peak_allocated_bytes(), hbm_.capacity_bytes()};
+  return {hbm_.allocated_bytes(),  hbm_.peak_allocated_bytes(),  hbm_.capacity_bytes(),
+          held_.allocated_bytes(), held_.peak_allocated_bytes(), held_.capacity_bytes()};
 }
 
 void NullDevice::copy_to_device(HbmAddress dst, std::span<const uint8_t> src) {
@@ -79,6 +99,7 @@ void NullDevice::copy_on_device(HbmAddress dst, HbmAddress src, uint64_t bytes) 
 void SimDevice::reset_peak_memory() {
   std::lock_guard lock(mutex_);
   hbm_.reset_peak();
+  held_.reset_peak();
 }
 
 std::unique_ptr<Device> make_sim_device(ChipConfig chip) { return std::make_unique<SimDevice>(std::move(chip)); }

@@ -21,6 +21,7 @@ class SimDevice : public Device {
   const ChipConfig& chip() const override { return chip_; }
   bool supports(isa::Opcode) const override { return true; }
   HbmAddress allocate(uint64_t bytes) override;
+  std::optional<HbmAddress> allocate_held(uint64_t bytes) override;
   void free(HbmAddress address) override;
   void copy_to_device(HbmAddress dst, std::span<const uint8_t> src) override;
   void copy_to_host(std::span<uint8_t> dst, HbmAddress src) override;
@@ -37,7 +38,10 @@ class SimDevice : public Device {
  private:
   ChipConfig chip_;
   SimOptions options_;
+  Hbm& memory_at(HbmAddress address) { return held_.contains(address) ? held_ : hbm_; }
+
   Hbm hbm_;
+  Hbm held_;  // VMEM held across launches (chip.vmem_held_bytes), in its own address range
   traces::TraceRecorder* trace_ = nullptr;
   mutable std::mutex mutex_;
   DeviceCounters counters_;

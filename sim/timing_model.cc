@@ -19,6 +19,7 @@ TimingModel::TimingModel(const ChipConfig& chip, double hbm_share, int core_inde
     : chip_(chip),
       hbm_bytes_per_cycle_(chip.hbm_bytes_per_cycle() * hbm_share),
       hbm_latency_cycles_(static_cast<uint64_t>(std::llround(chip.hbm_latency_cycles()))),
+      local_dma_bytes_per_cycle_(chip.local_dma_bytes_per_cycle() * hbm_share),
       trace_(trace),
       process_(fmt::format("{} core{}", chip.name, core_index)),
       sreg_ready_(isa::kScalarRegs, 0),
@@ -277,6 +278,7 @@ Scheduled TimingModel::schedule(const isa::Instruction& ins, const StepOutcome& 
       // core's HBM timeline (FIFO), so a queue's transfers never overlap and bandwidth is shared.
       Track& q = tracks_[dma_tracks_[ins.operands[0]]];
       const uint64_t accept = std::max({dispatch(q), deps, vmem_ready(outcome.vmem_read)});
+      if (outcome.dma_on_chip) return schedule_local_dma(ins, outcome, q, accept);
       const double transfer = double(outcome.dma_bytes) / hbm_bytes_per_cycle_;
       const double hbm_start = std::max(double(accept), hbm_free_);
       hbm_free_ = hbm_start + transfer;
@@ -306,6 +308,26 @@ Scheduled TimingModel::schedule(const isa::Instruction& ins, const StepOutcome& 
   }
   mark_written(ins, s.ready);
   return s;
+}
+
+// A DMA between a kernel's VMEM and VMEM held across launches stays on chip: it keeps its queue
+// busy at VMEM bandwidth and lands after the local latency, with no HBM bandwidth or round trip.
+// It still lands no earlier than the DMAs issued before it: HBM's FIFO makes DMAs land in issue
+// order, and kernels count on it when several DMAs signal one semaphore.
+Scheduled TimingModel::schedule_local_dma(const isa::Instruction& ins, const StepOutcome& outcome, Track& q, uint64_t accept) {
+  const uint64_t start = std::max(accept, q.free_at);
+  const auto transfer = static_cast<uint64_t>(std::ceil(double(outcome.dma_bytes) / local_dma_bytes_per_cycle_));
+  const uint64_t end = start + transfer;
+  const uint64_t done = std::max(end + uint64_t(chip_.local_dma_latency_cycles), last_dma_done_);
+  q.free_at = end;
+  q.busy_cycles += transfer;
+  ++q.instructions;
+  q.recent_starts.push_back(accept);
+  if (trace_) trace_->slice(q.trace_id, start, end, ins.opcode == isa::Opcode::Dmah2v ? "dma.h2v (held VMEM)" : "dma.v2h (held VMEM)");
+  local_dma_bytes_ += outcome.dma_bytes;
+  vmem_written(outcome.vmem_write, done);
+  last_dma_done_ = std::max(last_dma_done_, done);
+  return {accept, end, done};
 }
 
 uint64_t TimingModel::finish_cycle() const {

@@ -37,6 +37,7 @@ class TimingModel {
   void add_unit_usage(std::vector<traces::UnitUsage>& units) const;
   uint64_t hbm_read_bytes() const { return hbm_read_bytes_; }
   uint64_t hbm_write_bytes() const { return hbm_write_bytes_; }
+  uint64_t local_dma_bytes() const { return local_dma_bytes_; }  // to or from VMEM held across launches
 
  private:
   struct Track {
@@ -64,10 +65,12 @@ class TimingModel {
   template <typename F>
   void for_each_page(const Region& region, F f) const;
   void record(Track& track, uint64_t start, uint64_t end, const isa::Instruction& ins);
+  Scheduled schedule_local_dma(const isa::Instruction& ins, const StepOutcome& outcome, Track& q, uint64_t accept);
 
   const ChipConfig& chip_;
   double hbm_bytes_per_cycle_;
   uint64_t hbm_latency_cycles_;
+  double local_dma_bytes_per_cycle_;
   traces::TraceRecorder* trace_;
   std::string process_;
 
@@ -80,6 +83,7 @@ class TimingModel {
   std::vector<MxuTiming> mxus_;
   double hbm_free_ = 0;  // fractional cycles: small DMAs must not round up to whole cycles each
   uint64_t hbm_read_bytes_ = 0, hbm_write_bytes_ = 0;
+  uint64_t local_dma_bytes_ = 0;
   uint64_t last_dma_done_ = 0;
   int hbm_counter_ = -1;
 

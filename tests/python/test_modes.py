@@ -81,6 +81,30 @@ def test_dead_intermediates_never_get_hbm():
     assert vtpu.stats()["ops_dead"] == 1 and vtpu.stats()["kernels_launched"] == 0
 
 
+def test_a_flushs_intermediates_live_in_held_vmem_and_skip_the_hbm_round_trip():
+    """Between two matmuls, the hidden activation of a deferred MLP is an intermediate: it lives
+    in the VMEM a flush holds, never in HBM, and kernels reach it by local DMA. strict_eager
+    writes every op's result to HBM (each is a tensor the user may read), so the same program
+    there moves more HBM bytes; the numbers agree exactly."""
+    torch.manual_seed(3)
+    args = (torch.randn(64, 96), torch.randn(256, 96) * 0.1, torch.randn(256), torch.randn(96, 256) * 0.1, torch.randn(96))
+    strict, s_stats = run_in("strict_eager", mlp, *args)
+    fused, f_stats = run_in("defer_and_fuse", mlp, *args)
+    torch.testing.assert_close(fused, strict, atol=0, rtol=0)
+    torch.testing.assert_close(fused, mlp(*args), rtol=1e-4, atol=1e-4)
+    hidden = 64 * 256 * 4
+    assert s_stats["intermediates_held"] == 0 and s_stats["held_vmem_bytes"] == 0  # each op's result is an output
+    assert f_stats["intermediates_held"] >= 1 and f_stats["intermediates_in_hbm"] == 0
+    assert f_stats["held_vmem_bytes"] >= 2 * hidden  # written by the first matmul, read by the second
+    hbm = lambda s: s["hbm_read_bytes"] + s["hbm_write_bytes"]
+    assert hbm(f_stats) + 2 * hidden <= hbm(s_stats)
+    # and held VMEM is reported beside HBM, free again after the flush
+    memory = vtpu.stats()["memory"][0]
+    assert memory["held_vmem_allocated_bytes"] == 0
+    assert memory["held_vmem_capacity_bytes"] > 0
+    assert "VMEM held" in torch.tpu.memory_summary()
+
+
 def test_tensors_that_die_while_pending_give_their_hbm_back_after_their_last_reader():
     """a and b are dropped before the flush that reads them: a goes back once exp has read it,
     so the flush holds at most three of the four 1 MiB buffers (b, c, d), as eager mode would."""
@@ -321,6 +345,26 @@ def test_an_index_outside_the_table_raises_index_error_at_the_next_sync():
         with pytest.raises(IndexError, match="index out of range in self"):
             picked.cpu()
     assert torch.equal(torch.index_select(table, 0, torch.tensor([9]).to("tpu")).cpu(), table.cpu()[9:])  # still usable
+
+
+def test_a_flush_that_fails_gives_back_its_intermediates():
+    """The gather traps after the matmul and the softmax have written their intermediates (held
+    VMEM, HBM for those too large for it): the failed flush frees them all, as a finished one
+    would."""
+    vtpu.set_mode("defer_and_fuse")
+    vtpu.set_cpu_fallback(False)
+    torch.manual_seed(0)
+    a, w = torch.randn(1024, 128).to("tpu"), torch.randn(128, 9000).to("tpu")  # a @ w: 36.9 MB, past 32 MiB held
+    bad = torch.tensor([3, 1024]).to("tpu")
+    vtpu.synchronize()
+    base = torch.tpu.memory_allocated()
+    vtpu.reset_stats()
+    picked = torch.index_select((a @ w).softmax(-1), 0, bad)
+    with pytest.raises(IndexError, match="index out of range in self"):
+        picked.cpu()
+    stats = vtpu.stats()
+    assert stats["memory"][0]["held_vmem_allocated_bytes"] == 0
+    assert torch.tpu.memory_allocated() - base <= 2 * 9000 * 4 + 4096  # picked's own buffer at most
 
 
 @pytest.mark.parametrize("beta,threshold", [(1.0, 20.0), (2.0, 5.0), (0.5, 10.0)])

@@ -49,6 +49,8 @@ TEST_SUITE("sim") {
                          doctest::Contains("non-empty source"), ConfigError);
     CHECK_THROWS_WITH_AS(parse_chip_json(with([](auto& d) { d["clock_hz"]["value"] = 3e9; }), "t"),
                          doctest::Contains("does not reproduce the published peak"), ConfigError);
+    CHECK_THROWS_WITH_AS(parse_chip_json(with([](auto& d) { d["vmem_held_bytes"]["value"] = 100u << 20; }), "t"),
+                         doctest::Contains("at most half of vmem_bytes"), ConfigError);
     CHECK_THROWS_WITH_AS(parse_chip_json("{not json", "t"), doctest::Contains("invalid JSON"), ConfigError);
     CHECK_THROWS_WITH_AS(load_chip("v99"), doctest::Contains("unknown chip 'v99'"), ConfigError);
   }

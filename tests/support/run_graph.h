@@ -1,5 +1,5 @@
 // Test helper: runs a planned graph on a fresh simulated v5e with f32 input data bound to input
-// values, and returns the graph's first output (f32) and, optionally, the run's counters.
+// values (or on `chip`), and returns the graph's first output (f32) and, optionally, the run's counters.
 #pragma once
 
 #include <map>
@@ -17,8 +17,8 @@ struct Bound {
 };
 
 inline std::vector<float> run_graph(const kernels::Graph& g, const kernels::Plan& plan, const std::vector<Bound>& inputs,
-                                    bridge::PlanRun* run = nullptr) {
-  sim::SimDevice device(sim::load_chip("v5e"));
+                                    bridge::PlanRun* run = nullptr, const sim::ChipConfig& chip = sim::load_chip("v5e")) {
+  sim::SimDevice device(chip);
   std::map<int, sim::HbmAddress> bound;
   for (const auto& in : inputs) {
     const auto addr = device.allocate(in.data.size() * 4);

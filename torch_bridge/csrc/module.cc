@@ -34,6 +34,9 @@ py::dict stats() {
   d["simulated_seconds"] = s.simulated_seconds;
   d["hbm_read_bytes"] = s.hbm_read_bytes;
   d["hbm_write_bytes"] = s.hbm_write_bytes;
+  d["held_vmem_bytes"] = s.held_vmem_bytes;
+  d["intermediates_held"] = s.intermediates_held;
+  d["intermediates_in_hbm"] = s.intermediates_in_hbm;
   d["host_to_device_bytes"] = s.host_to_device_bytes;
   d["device_to_host_bytes"] = s.device_to_host_bytes;
   d["ops_recorded"] = s.ops_recorded;
@@ -71,6 +74,9 @@ py::dict stats() {
     md["allocated_bytes"] = m.allocated_bytes;
     md["peak_allocated_bytes"] = m.peak_allocated_bytes;
     md["capacity_bytes"] = m.capacity_bytes;
+    md["held_vmem_allocated_bytes"] = m.held_allocated_bytes;
+    md["held_vmem_peak_bytes"] = m.held_peak_bytes;
+    md["held_vmem_capacity_bytes"] = m.held_capacity_bytes;
     memory.append(md);
   }
   d["memory"] = memory;

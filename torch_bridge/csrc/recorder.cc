@@ -238,6 +238,9 @@ void Recorder::flush() {
   s.simulated_seconds += run.seconds;
   s.hbm_read_bytes += run.hbm_read_bytes;
   s.hbm_write_bytes += run.hbm_write_bytes;
+  s.held_vmem_bytes += run.held_vmem_bytes;
+  s.intermediates_held += run.held_intermediates;
+  s.intermediates_in_hbm += run.hbm_intermediates;
   for (const auto& [unit, busy] : run.busy_cycles_per_unit) s.busy_cycles_per_unit[unit] += busy;
   for (const auto& [label, profile] : run.per_kernel) {
     s.per_kernel[label].launches += profile.launches;

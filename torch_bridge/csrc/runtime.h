@@ -46,6 +46,9 @@ struct Stats {
   double simulated_seconds = 0;
   uint64_t hbm_read_bytes = 0;
   uint64_t hbm_write_bytes = 0;
+  uint64_t held_vmem_bytes = 0;       // DMA traffic to and from intermediates held in VMEM
+  uint64_t intermediates_held = 0;    // a flush's intermediates that lived in held VMEM, not HBM
+  uint64_t intermediates_in_hbm = 0;  // those that did not fit there
   uint64_t host_to_device_bytes = 0;
   uint64_t device_to_host_bytes = 0;
   uint64_t ops_recorded = 0;        // aten ops lowered into graphs

@@ -26,9 +26,9 @@ PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, con
     const auto a = plan.alias.find(v);
     if (a != plan.alias.end() && inputs_.count(v) && !inputs_.count(a->second)) inputs_[a->second] = inputs_.at(v);
   }
-  // Intermediates get HBM just before the launch that writes them and give it back after their
-  // last reader, so the device's peak follows true liveness (the memory plan's arena size is the
-  // same peak, computed ahead of time; run().arena_bytes reports it).
+  // Intermediates get memory (held VMEM, else HBM) just before the launch that writes them and
+  // give it back after their last reader, so the device's peak follows true liveness (the memory
+  // plan's arena size is the same peak, computed ahead of time; run().arena_bytes reports it).
   run_.arena_bytes = plan.memory.arena_bytes;
   std::map<int, size_t> last_reader, last_input_reader;
   for (size_t step = 0; step < plan.launches.size(); ++step) {
@@ -40,38 +40,56 @@ PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, con
       }
     }
   }
-  for (size_t step = 0; step < plan.launches.size(); ++step) {
-    const auto& launch = plan.launches[step];
-    std::vector<sim::KernelArg> args;
-    for (int v : launch.args) {
-      const int root = plan.alias.count(v) ? plan.alias.at(v) : v;
-      if (plan.memory.offset.count(root) && !intermediates_.count(root) && !inputs_.count(root)) {
-        intermediates_[root] = device.allocate(std::max<uint64_t>(plan.value_bytes.at(root), 1));
+  // A launch that fails (a trap, HBM exhausted) throws out of this constructor, so the destructor
+  // never runs: the intermediates are given back here.
+  try {
+    for (size_t step = 0; step < plan.launches.size(); ++step) {
+      const auto& launch = plan.launches[step];
+      std::vector<sim::KernelArg> args;
+      for (int v : launch.args) {
+        const int root = plan.alias.count(v) ? plan.alias.at(v) : v;
+        if (plan.memory.offset.count(root) && !intermediates_.count(root) && !inputs_.count(root)) {
+          // VMEM held across launches first: an intermediate that fits never goes to HBM, and the
+          // kernels reading it skip the HBM round trip. Only when it is full does HBM take it.
+          const uint64_t b = std::max<uint64_t>(plan.value_bytes.at(root), 1);
+          if (const auto held = device.allocate_held(b)) {
+            intermediates_[root] = *held;
+            ++run_.held_intermediates;
+          } else {
+            intermediates_[root] = device.allocate(b);
+            ++run_.hbm_intermediates;
+          }
+        }
+        args.push_back(sim::KernelArg::buffer(address(v), bytes(v)));
       }
-      args.push_back(sim::KernelArg::buffer(address(v), bytes(v)));
-    }
-    for (int32_t scalar : launch.scalars) args.push_back(sim::KernelArg::value(scalar));
-    const sim::LaunchResult r = device.wait(device.launch(*launch.program, args));
-    run_.cycles += r.cycles;
-    run_.seconds += r.summary.seconds();
-    run_.hbm_read_bytes += r.summary.hbm_read_bytes;
-    run_.hbm_write_bytes += r.summary.hbm_write_bytes;
-    ++run_.launches;
-    auto& profile = run_.per_kernel[launch.label];
-    profile.launches++;
-    profile.cycles += r.cycles;
-    for (const auto& unit : r.summary.units) run_.busy_cycles_per_unit[unit.name] += unit.busy_cycles;
-    for (const auto& [v, last] : last_input_reader) {
-      if (last == step) input_done(v);
-    }
-    for (auto it = intermediates_.begin(); it != intermediates_.end();) {
-      if (last_reader.at(it->first) == step) {
-        device.free(it->second);
-        it = intermediates_.erase(it);
-      } else {
-        ++it;
+      for (int32_t scalar : launch.scalars) args.push_back(sim::KernelArg::value(scalar));
+      const sim::LaunchResult r = device.wait(device.launch(*launch.program, args));
+      run_.cycles += r.cycles;
+      run_.seconds += r.summary.seconds();
+      run_.hbm_read_bytes += r.summary.hbm_read_bytes;
+      run_.hbm_write_bytes += r.summary.hbm_write_bytes;
+      run_.held_vmem_bytes += r.summary.held_vmem_bytes;
+      ++run_.launches;
+      auto& profile = run_.per_kernel[launch.label];
+      profile.launches++;
+      profile.cycles += r.cycles;
+      for (const auto& unit : r.summary.units) run_.busy_cycles_per_unit[unit.name] += unit.busy_cycles;
+      for (const auto& [v, last] : last_input_reader) {
+        if (last == step) input_done(v);
+      }
+      for (auto it = intermediates_.begin(); it != intermediates_.end();) {
+        if (last_reader.at(it->first) == step) {
+          device.free(it->second);
+          it = intermediates_.erase(it);
+        } else {
+          ++it;
+        }
       }
     }
+  } catch (...) {
+    for (const auto& [v, addr] : intermediates_) device.free(addr);
+    intermediates_.clear();
+    throw;
   }
 }
 

@@ -1,5 +1,6 @@
-// Executes a kernels::Plan on any sim::Device (the retargeting seam): launches in order, HBM for
-// each materialised intermediate from its writer to its last reader, counters summed. The bridge's modes and the
+// Executes a kernels::Plan on any sim::Device (the retargeting seam): launches in order, memory for
+// each materialised intermediate from its writer to its last reader (VMEM held across launches
+// where the device has room, else HBM), counters summed. The bridge's modes and the
 // benchmarks both run plans through this.
 #pragma once
 
@@ -25,9 +26,13 @@ struct PlanRun {
   double seconds = 0;
   uint64_t hbm_read_bytes = 0;
   uint64_t hbm_write_bytes = 0;
+  uint64_t held_vmem_bytes = 0;  // moved to and from intermediates held in VMEM
   uint64_t arena_bytes = 0;      // HBM the plan's intermediates took
   uint64_t peak_hbm_bytes = 0;   // filled by callers that know the device's peak
+  uint64_t peak_held_bytes = 0;  // the same for held VMEM
   size_t launches = 0;
+  size_t held_intermediates = 0; // intermediates that lived in held VMEM
+  size_t hbm_intermediates = 0;  // intermediates that did not fit there and took HBM
   std::map<std::string, KernelProfile> per_kernel;
   std::map<std::string, uint64_t> busy_cycles_per_unit;  // "mxu0", "vpu1", "dma2", ...
 };
