@@ -27,6 +27,9 @@ struct MemoryStats {
   uint64_t held_allocated_bytes = 0;
   uint64_t held_peak_bytes = 0;
   uint64_t held_capacity_bytes = 0;
+  // The most HBM and held VMEM allocated at one moment (the two peaks above may fall at
+  // different moments, so their sum overstates it).
+  uint64_t peak_combined_bytes = 0;
 };
 
 struct DeviceCounters {

@@ -22,14 +22,25 @@ SimDevice::SimDevice(ChipConfig chip, SimOptions options)
       held_(chip_.vmem_held_bytes, kHeldBase, "held VMEM"),
       vmem_pool_(chip_.kernel_vmem_bytes()) {}
 
-HbmAddress SimDevice::allocate(uint64_t bytes) { return hbm_.allocate(bytes); }
+HbmAddress SimDevice::allocate(uint64_t bytes) {
+  const HbmAddress a = hbm_.allocate(bytes);
+  note_combined_peak();
+  return a;
+}
 
 std::optional<HbmAddress> SimDevice::allocate_held(uint64_t bytes) {
   try {
-    return held_.allocate(bytes);
+    const HbmAddress a = held_.allocate(bytes);
+    note_combined_peak();
+    return a;
   } catch (const OutOfMemoryError&) {
     return std::nullopt;
   }
+}
+
+void SimDevice::note_combined_peak() {
+  std::lock_guard lock(mutex_);
+  peak_combined_ = std::max(peak_combined_, hbm_.allocated_bytes() + held_.allocated_bytes());
 }
 
 void SimDevice::free(HbmAddress address) { memory_at(address).free(address); }
@@ -83,7 +94,7 @@ DeviceCounters SimDevice::counters() const {
 
 MemoryStats SimDevice::memory_stats() const {
   return {hbm_.allocated_bytes(),  hbm_.peak_allocated_bytes(),  hbm_.capacity_bytes(),
-          held_.allocated_bytes(), held_.peak_allocated_bytes(), held_.capacity_bytes()};
+          held_.allocated_bytes(), held_.peak_allocated_bytes(), held_.capacity_bytes(), peak_combined_};
 }
 
 void NullDevice::copy_to_device(HbmAddress dst, std::span<const uint8_t> src) {
@@ -100,6 +111,7 @@ void SimDevice::reset_peak_memory() {
   std::lock_guard lock(mutex_);
   hbm_.reset_peak();
   held_.reset_peak();
+  peak_combined_ = hbm_.allocated_bytes() + held_.allocated_bytes();
 }
 
 std::unique_ptr<Device> make_sim_device(ChipConfig chip) { return std::make_unique<SimDevice>(std::move(chip)); }

@@ -39,9 +39,11 @@ class SimDevice : public Device {
   ChipConfig chip_;
   SimOptions options_;
   Hbm& memory_at(HbmAddress address) { return held_.contains(address) ? held_ : hbm_; }
+  void note_combined_peak();
 
   Hbm hbm_;
   Hbm held_;  // VMEM held across launches (chip.vmem_held_bytes), in its own address range
+  uint64_t peak_combined_ = 0;  // of HBM and held VMEM allocated together
   traces::TraceRecorder* trace_ = nullptr;
   mutable std::mutex mutex_;
   DeviceCounters counters_;

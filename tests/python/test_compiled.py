@@ -87,6 +87,19 @@ def test_dynamic_shapes_do_not_recompile():
     assert stats["plan_cache_hits"] >= 1
 
 
+def test_dynamic_shapes_with_sdpa_take_the_math_path():
+    # A dynamic trace has symbolic sizes, which the fused kernel's limits cannot be checked on:
+    # F.scaled_dot_product_attention then traces as the math path (it used to fail the trace).
+    def attend(q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    compiled = fresh_compile(attend, dynamic=True)
+    for n in [16, 24, 32]:
+        q, k, v = (torch.randn(2, 4, n, 32) for _ in range(3))
+        torch.testing.assert_close(compiled(*(t.to("tpu") for t in (q, k, v))).cpu(), attend(q, k, v), atol=1e-5, rtol=1e-5)
+    assert vtpu.stats()["compiled_graphs"] == 1
+
+
 def test_new_lengths_reuse_row_kernels():
     # Row counts are launch arguments: lengths in one power-of-two bucket share every program of a
     # block whose sequence axis is only ever a row axis (norms, Linear layers, activations).

@@ -152,6 +152,26 @@ TEST_SUITE("sim") {
     CHECK_THROWS_WITH(device.wait(device.launch(past, {})), doctest::Contains("outside VMEM"));
   }
 
+  TEST_CASE("the combined peak counts HBM and held VMEM allocated at the same moment") {
+    sim::SimDevice device(sim::load_chip("v5e"));
+    const auto a = device.allocate(1024);
+    const auto h = device.allocate_held(2048);
+    REQUIRE(h.has_value());
+    device.free(a);
+    const auto b = device.allocate(4096);  // HBM's own peak now, with 2048 held beside it
+    device.free(*h);
+    const auto c = device.allocate_held(512);
+    REQUIRE(c.has_value());
+    const sim::MemoryStats m = device.memory_stats();
+    CHECK(m.peak_allocated_bytes == 4096);
+    CHECK(m.held_peak_bytes == 2048);
+    CHECK(m.peak_combined_bytes == 4096 + 2048);
+    device.reset_peak_memory();
+    CHECK(device.memory_stats().peak_combined_bytes == 4096 + 512);
+    device.free(b);
+    device.free(*c);
+  }
+
   TEST_CASE("a device without held VMEM says so, and the default costs nothing") {
     sim::NullDevice device(sim::load_chip("v5e"));
     CHECK_FALSE(device.allocate_held(4096).has_value());

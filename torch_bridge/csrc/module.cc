@@ -77,6 +77,7 @@ py::dict stats() {
     md["held_vmem_allocated_bytes"] = m.held_allocated_bytes;
     md["held_vmem_peak_bytes"] = m.held_peak_bytes;
     md["held_vmem_capacity_bytes"] = m.held_capacity_bytes;
+    md["peak_combined_bytes"] = m.peak_combined_bytes;
     memory.append(md);
   }
   d["memory"] = memory;

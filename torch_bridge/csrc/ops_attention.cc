@@ -69,6 +69,11 @@ std::string unsupported(const at::Tensor& q, const at::Tensor& k, const at::Tens
                         bool enable_gqa) {
   if (has_mask) return "an attention mask";
   if (dropout_p > 0) return "dropout";
+  // torch.compile(dynamic=True) traces with symbolic sizes: the kernel's limits (VMEM, head dim)
+  // need concrete ones, so such a trace takes the math path, which the compiled backend lowers.
+  for (const at::Tensor* t : {&q, &k, &v}) {
+    if (t->unsafeGetTensorImpl()->has_symbolic_sizes_strides()) return "symbolic sizes (a dynamic-shape trace)";
+  }
   if (q.dim() < 3 || q.dim() > 4 || k.dim() != q.dim() || v.dim() != q.dim()) return "inputs other than 3-D or 4-D of one rank";
   if (q.scalar_type() != k.scalar_type() || q.scalar_type() != v.scalar_type()) return "inputs of different dtypes";
   if (q.scalar_type() != at::kFloat && q.scalar_type() != at::kBFloat16) return "dtypes other than f32 and bf16";

@@ -92,4 +92,5 @@ def memory_summary(device=None) -> str:
     return (f"tpu:{_index(device)} ({_C.chip_name()}, simulated HBM): "
             f"{m['allocated_bytes'] / mib:.2f} MiB allocated, peak {m['peak_allocated_bytes'] / mib:.2f} MiB, "
             f"capacity {m['capacity_bytes'] / mib:.0f} MiB; VMEM held for a flush's intermediates: peak "
-            f"{m['held_vmem_peak_bytes'] / mib:.2f} of {m['held_vmem_capacity_bytes'] / mib:.0f} MiB")
+            f"{m['held_vmem_peak_bytes'] / mib:.2f} of {m['held_vmem_capacity_bytes'] / mib:.0f} MiB; both together: peak "
+            f"{m['peak_combined_bytes'] / mib:.2f} MiB")
