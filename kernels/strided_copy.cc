@@ -1,7 +1,8 @@
 // Dims are first collapsed (adjacent dims that are contiguous in the source merge; size-1 dims
 // drop). Views whose two innermost dims are swapped go to the transpose kernel. Otherwise the
 // innermost one or two dims form one 2-D DMA: rows of the innermost dim when it is contiguous,
-// else rows of one element each. Every other dim is an outer index, decoded at run time by
+// else rows of one element each; a slab too long for staging is split into more outer indices
+// first. Every other dim is an outer index, decoded at run time by
 // division. Gathers for a chunk of outer indices fill a VMEM staging buffer, which goes back to
 // HBM in one contiguous DMA; two staging buffers alternate (the loop body is emitted once per
 // buffer because semaphores are immediates). Sizes and strides are launch scalars.
@@ -66,6 +67,40 @@ std::optional<TransposeSpec> as_transpose(const Collapsed& c, const StridedCopyS
   return t;
 }
 
+// Splits dim i (n elements, stride s) into (n / q, q * s) and (q, s), q the largest divisor of n
+// up to `most`: the same elements in the same order, with a shorter inner dim. Returns q.
+int64_t split_dim(Collapsed& c, size_t i, int64_t most) {
+  const int64_t n = c.sizes[i], s = c.strides[i];
+  int64_t q = 1;
+  for (int64_t d = 1; d * d <= n; ++d) {
+    if (n % d) continue;
+    if (d <= most) q = std::max(q, d);
+    if (n / d <= most) q = std::max(q, n / d);
+  }
+  c.sizes[i] = q;
+  c.sizes.insert(c.sizes.begin() + static_cast<std::ptrdiff_t>(i), n / q);
+  c.strides.insert(c.strides.begin() + static_cast<std::ptrdiff_t>(i), q * s);
+  return q;
+}
+
+// A slab (the DMA's inner dims) longer than `most` elements is split into more outer indices:
+// first a too-long innermost dim (into pieces of at least kMinPieceBytes, else it stays and is
+// refused), then the row dim above a contiguous one.
+constexpr uint64_t kMinPieceBytes = 4096;
+
+void fit_slab(Collapsed& c, int64_t most, int eb) {
+  const int64_t n = c.sizes.back();
+  if (n > most) {
+    Collapsed trial = c;
+    if (uint64_t(split_dim(trial, trial.sizes.size() - 1, most)) * eb >= kMinPieceBytes) c = trial;
+  }
+  const size_t last = c.sizes.size() - 1;
+  if (c.strides[last] == 1 && last >= 1 && c.strides[last - 1] >= 0 && c.sizes[last] <= most &&
+      c.sizes[last - 1] * c.sizes[last] > most) {
+    split_dim(c, last - 1, most / c.sizes[last]);
+  }
+}
+
 int32_t scalar(int64_t v, const char* what) {
   if (v > std::numeric_limits<int32_t>::max()) throw KernelError(fmt::format("strided copy: {} {} does not fit 32 bits", what, v));
   return static_cast<int32_t>(v);
@@ -97,7 +132,7 @@ CopyPlan plan_strided_copy(const StridedCopySpec& spec, const sim::ChipConfig& c
   for (int64_t d : spec.sizes) numel *= d;
   if (numel == 0) throw KernelError("strided copy: empty tensors need no kernel");
   if (numel >= (int64_t{1} << 31)) throw KernelError("strided copy: tensor too large for one launch");
-  const Collapsed c = collapse(spec);
+  Collapsed c = collapse(spec);
   CopyPlan plan;
   plan.shape.dtype = spec.dtype;
   if (auto t = backwards ? std::nullopt : as_transpose(c, spec)) {
@@ -107,6 +142,7 @@ CopyPlan plan_strided_copy(const StridedCopySpec& spec, const sim::ChipConfig& c
     return plan;
   }
   const int eb = dtype_bytes(spec.dtype);
+  fit_slab(c, static_cast<int64_t>(chip.kernel_vmem_bytes() / 4 / eb), eb);
   const size_t rank = c.sizes.size();
   // The DMA's inner dims: rows of row_elems elements, row_stride elements apart in the source.
   int64_t rows, row_elems, row_stride;

@@ -284,7 +284,8 @@ Scheduled TimingModel::schedule(const isa::Instruction& ins, const StepOutcome& 
       hbm_free_ = hbm_start + transfer;
       const uint64_t hs = static_cast<uint64_t>(hbm_start);
       const uint64_t hbm_end = static_cast<uint64_t>(std::ceil(hbm_free_));
-      const uint64_t done = hbm_end + hbm_latency_cycles_;
+      // in issue order, behind a long local DMA too (schedule_local_dma)
+      const uint64_t done = std::max(hbm_end + hbm_latency_cycles_, last_dma_done_);
       s = {accept, hbm_end, done};
       q.free_at = std::max(q.free_at, hbm_end);
       q.busy_cycles += hbm_end - hs;

@@ -58,6 +58,17 @@ TEST_SUITE("kernels") {
     check_view<float>({3000, 40}, {1, 3000}, 0, 120000, DType::F32, "v6e");                  // many chunks
   }
 
+  TEST_CASE("strided copy: a slab longer than VMEM staging is split into more outer indices") {
+    // v4 tiles in 12 MiB of VMEM: staging takes at most 3 MiB, 786432 f32.
+    check_view<float>({2, 500000}, {500000, 1}, 300000, 1300000, DType::F32, "v4");  // one 4 MB contiguous run
+    check_view<float>({300, 3000}, {3100, 1}, 7, 930000, DType::F32, "v4");          // 300 rows of 12 KB: 3.6 MB
+    check_view<float>({2, 3, 300000}, {2000000, 600000, 2}, 1, 4000000, DType::F32, "v4");  // 900000 strided elements
+    // A run with no divisor that makes a piece of 4 KiB or more stays one slab, and is refused.
+    const int64_t prime = 1000003;
+    CHECK_THROWS_WITH(kernels::plan_strided_copy({{prime}, {1}, 0, DType::F32}, sim::load_chip("v4")),
+                      doctest::Contains("does not fit VMEM staging"));
+  }
+
   TEST_CASE("strided copy: one program per view structure, sizes at launch") {
     const auto chip = sim::load_chip("v5e");
     // The head split of q, k and v out of a fused [batch, seq, 3 * hidden] projection, for every

@@ -91,7 +91,7 @@ TEST_SUITE("sim") {
     device.free(*held2);
   }
 
-  TEST_CASE("a held-VMEM DMA lands after the HBM DMAs issued before it, as kernels sharing a semaphore expect") {
+  TEST_CASE("DMAs land in issue order across HBM and held VMEM, as kernels sharing a semaphore expect") {
     // DMA 1 (HBM, slow) and DMA 2 (held, fast) both signal sem0; after one wait the kernel reads
     // DMA 1's bytes. Were DMA 2 to land first, that read would race DMA 1 (a SimError).
     const sim::ChipConfig chip = sim::load_chip("v5e");
@@ -129,6 +129,30 @@ TEST_SUITE("sim") {
     CHECK(got == data);
     CHECK(double(r.cycles) >= 2 * (double(bytes) / chip.hbm_bytes_per_cycle() + chip.hbm_latency_cycles()));
     device.free(*held);
+
+    // And the other way round: a small HBM DMA issued after a long held-VMEM one lands after it.
+    const uint64_t big = 8 << 20;
+    const auto big_held = device.allocate_held(big);
+    REQUIRE(big_held.has_value());
+    const isa::Program behind = isa::assemble(R"(
+.arg held buffer
+.arg src buffer
+  sarg s1, held
+  sarg s2, src
+  sli s4, 0
+  sli s5, 8388608
+  sli s6, 1
+  sli s7, 512
+  dma.h2v dq0, sem0, s4, s1, s6, s5, s5, s5
+  dma.h2v dq1, sem0, s5, s2, s6, s7, s7, s7
+  sem.wait sem0, 1
+  vld v1, m0, s4, 0, 512
+  sem.wait sem0, 1
+  halt
+)");
+    const std::vector<sim::KernelArg> behind_args{sim::KernelArg::buffer(*big_held, big), sim::KernelArg::buffer(src, bytes)};
+    CHECK_NOTHROW(device.wait(device.launch(behind, behind_args)));
+    device.free(*big_held);
   }
 
   TEST_CASE("held VMEM is vmem_held_bytes: past it allocate_held says no, and kernels tile in the rest") {
