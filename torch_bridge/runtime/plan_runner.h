@@ -27,7 +27,7 @@ struct PlanRun {
   uint64_t hbm_read_bytes = 0;
   uint64_t hbm_write_bytes = 0;
   uint64_t held_vmem_bytes = 0;  // moved to and from intermediates held in VMEM
-  uint64_t arena_bytes = 0;      // HBM the plan's intermediates took
+  uint64_t arena_bytes = 0;      // the memory plan's peak for intermediates (held VMEM or HBM)
   uint64_t peak_hbm_bytes = 0;   // filled by callers that know the device's peak
   uint64_t peak_held_bytes = 0;  // the same for held VMEM
   size_t launches = 0;
