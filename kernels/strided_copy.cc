@@ -67,20 +67,24 @@ std::optional<TransposeSpec> as_transpose(const Collapsed& c, const StridedCopyS
   return t;
 }
 
-// Splits dim i (n elements, stride s) into (n / q, q * s) and (q, s), q the largest divisor of n
-// up to `most`: the same elements in the same order, with a shorter inner dim. Returns q.
-int64_t split_dim(Collapsed& c, size_t i, int64_t most) {
-  const int64_t n = c.sizes[i], s = c.strides[i];
+// The largest divisor of n that is at most `most` (1 when none larger is).
+int64_t largest_divisor_up_to(int64_t n, int64_t most) {
   int64_t q = 1;
   for (int64_t d = 1; d * d <= n; ++d) {
     if (n % d) continue;
     if (d <= most) q = std::max(q, d);
     if (n / d <= most) q = std::max(q, n / d);
   }
+  return q;
+}
+
+// Splits dim i (n elements, stride s) into (n / q, q * s) and (q, s), q dividing n: the same
+// elements in the same order, with a shorter inner dim.
+void split_dim(Collapsed& c, size_t i, int64_t q) {
+  const int64_t n = c.sizes[i], s = c.strides[i];
   c.sizes[i] = q;
   c.sizes.insert(c.sizes.begin() + static_cast<std::ptrdiff_t>(i), n / q);
   c.strides.insert(c.strides.begin() + static_cast<std::ptrdiff_t>(i), q * s);
-  return q;
 }
 
 // A slab (the DMA's inner dims) longer than `most` elements is split into more outer indices:
@@ -89,15 +93,14 @@ int64_t split_dim(Collapsed& c, size_t i, int64_t most) {
 constexpr uint64_t kMinPieceBytes = 4096;
 
 void fit_slab(Collapsed& c, int64_t most, int eb) {
-  const int64_t n = c.sizes.back();
-  if (n > most) {
-    Collapsed trial = c;
-    if (uint64_t(split_dim(trial, trial.sizes.size() - 1, most)) * eb >= kMinPieceBytes) c = trial;
+  if (c.sizes.back() > most) {
+    const int64_t q = largest_divisor_up_to(c.sizes.back(), most);
+    if (uint64_t(q) * eb >= kMinPieceBytes) split_dim(c, c.sizes.size() - 1, q);
   }
   const size_t last = c.sizes.size() - 1;
   if (c.strides[last] == 1 && last >= 1 && c.strides[last - 1] >= 0 && c.sizes[last] <= most &&
       c.sizes[last - 1] * c.sizes[last] > most) {
-    split_dim(c, last - 1, most / c.sizes[last]);
+    split_dim(c, last - 1, largest_divisor_up_to(c.sizes[last - 1], most / c.sizes[last]));
   }
 }
 

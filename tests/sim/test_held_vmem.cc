@@ -45,6 +45,37 @@ uint64_t copy_cycles(sim::SimDevice& device, uint64_t bytes, sim::HbmAddress src
   return r.cycles;
 }
 
+// DMA 1 (`first`) and DMA 2 (`second`) both signal sem0, on two queues; after one wait the
+// kernel reads DMA 1's bytes, then writes them to `dst`. Were DMA 2 to land first, that read
+// would race DMA 1 (a SimError).
+sim::LaunchResult first_lands_first(sim::SimDevice& device, sim::HbmAddress first, uint64_t first_bytes,
+                                    sim::HbmAddress second, uint64_t second_bytes, sim::HbmAddress dst) {
+  const isa::Program program = isa::assemble(R"(
+.arg first buffer
+.arg second buffer
+.arg dst buffer
+  sarg s1, first
+  sarg s2, second
+  sarg s3, dst
+  sli s4, 0
+  sli s5, FIRST
+  sli s6, 1
+  sli s7, SECOND
+  dma.h2v dq0, sem0, s4, s1, s6, s5, s5, s5
+  dma.h2v dq1, sem0, s5, s2, s6, s7, s7, s7
+  sem.wait sem0, 1
+  vld v1, m0, s4, 0, 512
+  sem.wait sem0, 1
+  dma.v2h dq0, sem1, s4, s3, s6, s5, s5, s5
+  sem.wait sem1, 1
+  halt
+)", "first_lands_first", {{"FIRST", int64_t(first_bytes)}, {"SECOND", int64_t(second_bytes)}});
+  const std::vector<sim::KernelArg> args{sim::KernelArg::buffer(first, first_bytes),
+                                         sim::KernelArg::buffer(second, second_bytes),
+                                         sim::KernelArg::buffer(dst, first_bytes)};
+  return device.wait(device.launch(program, args));
+}
+
 }  // namespace
 
 TEST_SUITE("sim") {
@@ -92,67 +123,31 @@ TEST_SUITE("sim") {
   }
 
   TEST_CASE("DMAs land in issue order across HBM and held VMEM, as kernels sharing a semaphore expect") {
-    // DMA 1 (HBM, slow) and DMA 2 (held, fast) both signal sem0; after one wait the kernel reads
-    // DMA 1's bytes. Were DMA 2 to land first, that read would race DMA 1 (a SimError).
     const sim::ChipConfig chip = sim::load_chip("v5e");
     sim::SimDevice device(chip);
     const uint64_t bytes = 64 * 1024;
     const auto data = ramp(bytes);
     const auto src = device.allocate(bytes), dst = device.allocate(bytes);
     device.copy_to_device(src, {reinterpret_cast<const uint8_t*>(data.data()), bytes});
+
+    // A slow HBM DMA, then a fast held-VMEM one.
     const auto held = device.allocate_held(bytes);
     REQUIRE(held.has_value());
-    const isa::Program program = isa::assemble(R"(
-.arg src buffer
-.arg held buffer
-.arg dst buffer
-  sarg s1, src
-  sarg s2, held
-  sarg s3, dst
-  sli s4, 0
-  sli s5, 65536
-  sli s6, 1
-  dma.h2v dq0, sem0, s4, s1, s6, s5, s5, s5
-  dma.h2v dq1, sem0, s5, s2, s6, s5, s5, s5
-  sem.wait sem0, 1
-  vld v1, m0, s4, 0, 512
-  sem.wait sem0, 1
-  dma.v2h dq0, sem1, s4, s3, s6, s5, s5, s5
-  sem.wait sem1, 1
-  halt
-)");
-    const std::vector<sim::KernelArg> args{sim::KernelArg::buffer(src, bytes), sim::KernelArg::buffer(*held, bytes),
-                                           sim::KernelArg::buffer(dst, bytes)};
-    const sim::LaunchResult r = device.wait(device.launch(program, args));
+    const sim::LaunchResult r = first_lands_first(device, src, bytes, *held, bytes, dst);
     std::vector<float> got(bytes / 4);
     device.copy_to_host({reinterpret_cast<uint8_t*>(got.data()), bytes}, dst);
     CHECK(got == data);
     CHECK(double(r.cycles) >= 2 * (double(bytes) / chip.hbm_bytes_per_cycle() + chip.hbm_latency_cycles()));
     device.free(*held);
 
-    // And the other way round: a small HBM DMA issued after a long held-VMEM one lands after it.
+    // And the other way round: a long held-VMEM DMA, then a small HBM one.
     const uint64_t big = 8 << 20;
     const auto big_held = device.allocate_held(big);
+    const auto big_dst = device.allocate(big);
     REQUIRE(big_held.has_value());
-    const isa::Program behind = isa::assemble(R"(
-.arg held buffer
-.arg src buffer
-  sarg s1, held
-  sarg s2, src
-  sli s4, 0
-  sli s5, 8388608
-  sli s6, 1
-  sli s7, 512
-  dma.h2v dq0, sem0, s4, s1, s6, s5, s5, s5
-  dma.h2v dq1, sem0, s5, s2, s6, s7, s7, s7
-  sem.wait sem0, 1
-  vld v1, m0, s4, 0, 512
-  sem.wait sem0, 1
-  halt
-)");
-    const std::vector<sim::KernelArg> behind_args{sim::KernelArg::buffer(*big_held, big), sim::KernelArg::buffer(src, bytes)};
-    CHECK_NOTHROW(device.wait(device.launch(behind, behind_args)));
+    CHECK_NOTHROW(first_lands_first(device, *big_held, big, src, 512, big_dst));
     device.free(*big_held);
+    device.free(big_dst);
   }
 
   TEST_CASE("held VMEM is vmem_held_bytes: past it allocate_held says no, and kernels tile in the rest") {
