@@ -8,8 +8,8 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/attention.h"
-#include "kernels/attention_backward.h"
+#include "kernels/attention/attention.h"
+#include "kernels/attention/attention_backward.h"
 #include "kernels/roofline.h"
 #include "sim/sim_device.h"
 

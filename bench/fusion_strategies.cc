@@ -4,13 +4,13 @@
 // Prints simulated time, kernels, traffic and peak of HBM and of held VMEM (where a plan's
 // intermediates live when they fit) for `none` and `greedy`, and the ratios none / greedy of time,
 // bytes moved and peak (HBM and held VMEM together); the attention block also as the fused
-// attention kernel (one graph node, kernels/attention.h) against greedy.
+// attention kernel (one graph node, kernels/attention/attention.h) against greedy.
 #include <fmt/format.h>
 
 #include <cmath>
 #include <optional>
 
-#include "kernels/plan.h"
+#include "kernels/graph/plan.h"
 #include "sim/sim_device.h"
 #include "torch_bridge/runtime/plan_runner.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/matmul.h"
+#include "kernels/generators/matmul.h"
 #include "kernels/roofline.h"
 #include "sim/sim_device.h"
 

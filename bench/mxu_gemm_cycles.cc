@@ -8,7 +8,7 @@
 
 #include <cstdlib>
 
-#include "kernels/asm_writer.h"
+#include "kernels/codegen/asm_writer.h"
 #include "sim/sim_device.h"
 
 using namespace vtpu;

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/attention.h"
-#include "kernels/dtype.h"
+#include "kernels/attention/attention.h"
+#include "kernels/codegen/dtype.h"
 #include "sim/chip_config.h"
 
 namespace vtpu::kernels {

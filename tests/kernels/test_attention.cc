@@ -15,9 +15,9 @@
 #include <cmath>
 #include <random>
 
-#include "kernels/asm_writer.h"
-#include "kernels/attention.h"
-#include "kernels/attention_backward.h"
+#include "kernels/codegen/asm_writer.h"
+#include "kernels/attention/attention.h"
+#include "kernels/attention/attention_backward.h"
 #include "kernels/roofline.h"
 #include "sim/bf16.h"
 #include "support/run_program.h"

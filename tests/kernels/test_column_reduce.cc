@@ -6,8 +6,8 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/asm_writer.h"
-#include "kernels/column_reduce.h"
+#include "kernels/codegen/asm_writer.h"
+#include "kernels/generators/column_reduce.h"
 #include "sim/bf16.h"
 #include "support/numerics.h"
 #include "support/run_program.h"

@@ -1,10 +1,10 @@
-// Stream compaction (kernels/compaction.h) on the simulator against a host loop: masks of odd
+// Stream compaction (kernels/compose/compaction.h) on the simulator against a host loop: masks of odd
 // lengths (a partial last row of 128, several rows, more rows than one scan takes), all true,
 // one true, dense and sparse.
 #include <doctest/doctest.h>
 
-#include "kernels/compaction.h"
-#include "kernels/plan.h"
+#include "kernels/compose/compaction.h"
+#include "kernels/graph/plan.h"
 #include "support/numerics.h"
 #include "support/run_graph.h"
 

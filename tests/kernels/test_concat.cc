@@ -3,8 +3,8 @@
 // element against the host.
 #include <doctest/doctest.h>
 
-#include "kernels/asm_writer.h"
-#include "kernels/concat.h"
+#include "kernels/codegen/asm_writer.h"
+#include "kernels/generators/concat.h"
 #include "support/run_program.h"
 
 using namespace vtpu;

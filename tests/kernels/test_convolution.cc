@@ -1,9 +1,9 @@
-// Convolutions built from graph nodes (kernels/convolution.h), run on the simulator against
+// Convolutions built from graph nodes (kernels/compose/convolution.h), run on the simulator against
 // direct double-precision loops: forward with bias, input gradient and weight gradient, over
 // strides, paddings, dilations, groups, depthwise and conv1d-shaped inputs.
 #include <doctest/doctest.h>
 
-#include "kernels/convolution.h"
+#include "kernels/compose/convolution.h"
 #include "support/numerics.h"
 #include "support/run_graph.h"
 

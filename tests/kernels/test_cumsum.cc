@@ -1,4 +1,4 @@
-// The exact int32 scan (kernels/cumsum.h: byte planes, one bf16 pass each) on the simulator
+// The exact int32 scan (kernels/compose/cumsum.h: byte planes, one bf16 pass each) on the simulator
 // against a wrapping int32 running sum: the int32 extremes, sums that wrap many times, odd
 // lengths along either dim; and the longest exact scan's limit.
 #include <doctest/doctest.h>
@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <random>
 
-#include "kernels/cumsum.h"
-#include "kernels/plan.h"
+#include "kernels/compose/cumsum.h"
+#include "kernels/graph/plan.h"
 #include "support/run_graph.h"
 
 using namespace vtpu;

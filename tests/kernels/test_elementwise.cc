@@ -6,7 +6,7 @@
 #include <cmath>
 #include <functional>
 
-#include "kernels/elementwise.h"
+#include "kernels/generators/elementwise.h"
 #include "sim/bf16.h"
 #include "support/numerics.h"
 #include "support/run_program.h"

@@ -6,8 +6,8 @@
 
 #include <random>
 
-#include "kernels/asm_writer.h"
-#include "kernels/gather.h"
+#include "kernels/codegen/asm_writer.h"
+#include "kernels/generators/gather.h"
 #include "sim/sim_error.h"
 #include "support/run_program.h"
 

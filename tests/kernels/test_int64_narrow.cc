@@ -1,11 +1,11 @@
-// int64 word pairs narrowed to int32 on the chip (kernels/int64_narrow.h): exact for values
+// int64 word pairs narrowed to int32 on the chip (kernels/generators/int64_narrow.h): exact for values
 // inside the bound, including negatives and chunks past the first; a trap (kInt64RangeTrap) for
 // a value at or past the bound and for a high word that is not the low word's sign.
 #include <doctest/doctest.h>
 
 #include <cstring>
 
-#include "kernels/int64_narrow.h"
+#include "kernels/generators/int64_narrow.h"
 #include "sim/sim_error.h"
 #include "support/run_graph.h"
 

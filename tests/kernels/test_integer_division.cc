@@ -1,12 +1,12 @@
-// Integer floor division by a constant and by a tensor of divisors (kernels/integer_division.h)
+// Integer floor division by a constant and by a tensor of divisors (kernels/compose/integer_division.h)
 // on the simulator against Python's rule (floor quotient, remainder with the divisor's sign):
 // values across +-2^24 where the f32 estimate rounds, exact multiples, negative divisors.
 #include <doctest/doctest.h>
 
 #include <cmath>
 
-#include "kernels/integer_division.h"
-#include "kernels/plan.h"
+#include "kernels/compose/integer_division.h"
+#include "kernels/graph/plan.h"
 #include "support/numerics.h"
 #include "support/run_graph.h"
 

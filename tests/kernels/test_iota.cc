@@ -1,8 +1,8 @@
-// The iota kernel (kernels/iota.h) through the planner: f32 and i32 indices over ragged counts
+// The iota kernel (kernels/generators/iota.h) through the planner: f32 and i32 indices over ragged counts
 // (one tile, several staging blocks), with start and step fused into the consumer as arange does.
 #include <doctest/doctest.h>
 
-#include "kernels/iota.h"
+#include "kernels/generators/iota.h"
 #include "support/numerics.h"
 #include "support/run_graph.h"
 

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "isa/disassembler.h"
-#include "kernels/matmul.h"
+#include "kernels/generators/matmul.h"
 #include "sim/bf16.h"
 #include "sim/sim_error.h"
 #include "support/numerics.h"

@@ -5,8 +5,8 @@
 
 #include <cmath>
 
-#include "kernels/fusion.h"
-#include "kernels/plan.h"
+#include "kernels/graph/fusion.h"
+#include "kernels/graph/plan.h"
 #include "support/numerics.h"
 #include "support/run_graph.h"
 

@@ -1,4 +1,4 @@
-// Pooling built from window gathers (kernels/pooling.h), run on the simulator against direct
+// Pooling built from window gathers (kernels/compose/pooling.h), run on the simulator against direct
 // loops written from torch's CPU kernels: average pooling with and without padding in the
 // divisor, ceil_mode and divisor_override; max pooling's values and first-maximum positions
 // (inputs with ties), dilation; both gradients.
@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/pooling.h"
+#include "kernels/compose/pooling.h"
 #include "support/numerics.h"
 #include "support/run_graph.h"
 

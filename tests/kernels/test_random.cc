@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "kernels/random.h"
+#include "kernels/generators/random.h"
 #include "sim/bf16.h"
 #include "support/run_program.h"
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/rowwise.h"
+#include "kernels/generators/rowwise.h"
 #include "sim/bf16.h"
 #include "support/numerics.h"
 #include "support/run_program.h"

@@ -5,8 +5,8 @@
 
 #include <random>
 
-#include "kernels/asm_writer.h"
-#include "kernels/scatter_add.h"
+#include "kernels/codegen/asm_writer.h"
+#include "kernels/generators/scatter_add.h"
 #include "sim/bf16.h"
 #include "sim/sim_error.h"
 #include "support/run_program.h"

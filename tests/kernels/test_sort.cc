@@ -1,4 +1,4 @@
-// Sorting rows by counting (kernels/sort.h) on the simulator against std::stable_sort with torch's
+// Sorting rows by counting (kernels/compose/sort.h) on the simulator against std::stable_sort with torch's
 // order (NaN after +inf, ties in position order): ascending and descending, odd lengths, ties,
 // infinities, NaN and signed zeros; the positions must name an element holding the value.
 #include <doctest/doctest.h>
@@ -8,8 +8,8 @@
 #include <limits>
 #include <numeric>
 
-#include "kernels/plan.h"
-#include "kernels/sort.h"
+#include "kernels/graph/plan.h"
+#include "kernels/compose/sort.h"
 #include "support/numerics.h"
 #include "support/run_graph.h"
 

@@ -6,8 +6,8 @@
 #include <numeric>
 #include <string>
 
-#include "kernels/asm_writer.h"
-#include "kernels/strided_copy.h"
+#include "kernels/codegen/asm_writer.h"
+#include "kernels/generators/strided_copy.h"
 #include "support/run_program.h"
 
 using namespace vtpu;

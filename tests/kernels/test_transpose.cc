@@ -5,9 +5,9 @@
 
 #include <cstdint>
 
-#include "kernels/asm_writer.h"
-#include "kernels/strided_copy.h"
-#include "kernels/transpose.h"
+#include "kernels/codegen/asm_writer.h"
+#include "kernels/generators/strided_copy.h"
+#include "kernels/generators/transpose.h"
 #include "support/run_program.h"
 
 using namespace vtpu;

@@ -1,4 +1,4 @@
-"""Convolutions on the chip (kernels/convolution.h through aten::convolution_overrideable and its
+"""Convolutions on the chip (kernels/compose/convolution.h through aten::convolution_overrideable and its
 backward): forward, input, weight and bias gradients against the CPU with the fallback off, in
 both modes, for the shapes models use (padding, strides, dilation, groups, depthwise, patch
 embeddings, conv1d, transposed convolutions), and a clear error for what stays off the chip."""

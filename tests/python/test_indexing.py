@@ -50,7 +50,7 @@ def test_an_index_out_of_range_is_an_index_error():
 
 
 def test_boolean_masks_past_the_old_limit_run_on_the_chip():
-    """x[mask] past 2^17 elements (kernels/compaction.h scans rows of 128 level by level now)."""
+    """x[mask] past 2^17 elements (kernels/compose/compaction.h scans rows of 128 level by level now)."""
     x = torch.arange(2**17 + 1, dtype=torch.float32)
     mask = x.remainder(3) == 0
     assert torch.equal(x.to("tpu")[mask.to("tpu")].cpu(), x[mask])

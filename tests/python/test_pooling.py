@@ -1,4 +1,4 @@
-"""2-D pooling on the chip (kernels/pooling.h): average, max (values and int64 indices) and
+"""2-D pooling on the chip (kernels/compose/pooling.h): average, max (values and int64 indices) and
 adaptive average pooling, forward and backward, against the CPU with the fallback off, in both
 modes; what stays off the chip says why."""
 import pytest

@@ -1,4 +1,4 @@
-"""torch.prod on the chip (a row kernel's product, kernels/rowwise.h) against the CPU with the
+"""torch.prod on the chip (a row kernel's product, kernels/generators/rowwise.h) against the CPU with the
 fallback off: over each dim and everything, keepdim, bf16, zeros, negative values and NaN, out=,
 both modes; integer products (int64 in torch) fall back naming why."""
 import pytest

@@ -5,7 +5,7 @@
 #include <map>
 #include <vector>
 
-#include "kernels/plan.h"
+#include "kernels/graph/plan.h"
 #include "sim/sim_device.h"
 #include "torch_bridge/runtime/plan_runner.h"
 

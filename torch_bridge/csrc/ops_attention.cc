@@ -1,10 +1,10 @@
-// scaled_dot_product_attention on the fused kernel (kernels/attention.h). torch asks a backend
+// scaled_dot_product_attention on the fused kernel (kernels/attention/attention.h). torch asks a backend
 // which implementation to run through _fused_sdp_choice_stub: this one answers OVERRIDEABLE when
 // the kernel serves the call (no mask tensor, no dropout, one head dim, f32 or bf16, a head that
 // fits VMEM) and MATH otherwise, so torch decomposes it into ops lowered one by one. The
 // overrideable forward returns the attention and its logsumexp; its backward recomputes the
 // probabilities from the logsumexp, in the fused backward kernel where it serves the call (one
-// MXU pass: bf16, or f32 at precision 'medium'), else composed (kernels/attention_grad.h).
+// MXU pass: bf16, or f32 at precision 'medium'), else composed (kernels/attention/attention_grad.h).
 //
 // The kernel writes the attention and the logsumexp into one buffer (a graph value has one
 // output) and the backward's three gradients are concatenated into one: the tensors returned
@@ -19,9 +19,9 @@
 #include <limits>
 #include <string>
 
-#include "kernels/attention.h"
-#include "kernels/attention_grad.h"
-#include "kernels/matmul.h"
+#include "kernels/attention/attention.h"
+#include "kernels/attention/attention_grad.h"
+#include "kernels/generators/matmul.h"
 #include "torch_bridge/csrc/ops_support.h"
 #include "torch_bridge/csrc/runtime.h"
 

@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "kernels/reduce_dims.h"
+#include "kernels/compose/reduce_dims.h"
 #include "torch_bridge/csrc/ops_support.h"
 #include "torch_bridge/csrc/runtime.h"
 

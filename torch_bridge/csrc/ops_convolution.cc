@@ -1,4 +1,4 @@
-// Convolutions on the chip (kernels/convolution.h). torch routes every backend other than the
+// Convolutions on the chip (kernels/compose/convolution.h). torch routes every backend other than the
 // CPU and CUDA through convolution_overrideable and convolution_backward_overrideable, which have
 // no CPU kernels for the boxed fallback to call: both are registered here, and what the graph
 // does not build (conv3d, integer dtypes, many non-depthwise groups) runs at::convolution or
@@ -9,9 +9,9 @@
 #include <array>
 #include <string>
 
-#include "kernels/convolution.h"
-#include "kernels/matmul.h"
-#include "kernels/reduce_dims.h"
+#include "kernels/compose/convolution.h"
+#include "kernels/generators/matmul.h"
+#include "kernels/compose/reduce_dims.h"
 #include "torch_bridge/csrc/ops_support.h"
 #include "torch_bridge/csrc/runtime.h"
 

@@ -1,4 +1,4 @@
-// torch.cumsum on the chip (kernels/cumsum.h: a matmul with a triangular matrix of ones). Float
+// torch.cumsum on the chip (kernels/compose/cumsum.h: a matmul with a triangular matrix of ones). Float
 // inputs keep their dtype (bf16 scanned in f32, rounded once). Integer inputs held as int32 words
 // (bool, int8, int32, int64 of known magnitude) scan exactly (ops_int64.h): into int32, wrapping
 // as torch does (MoE offsets from expert counts), or into int64 when every partial sum stays
@@ -8,8 +8,8 @@
 #include <ATen/WrapDimUtils.h>
 #include <torch/library.h>
 
-#include "kernels/cumsum.h"
-#include "kernels/matmul.h"
+#include "kernels/compose/cumsum.h"
+#include "kernels/generators/matmul.h"
 #include "torch_bridge/csrc/ops_int64.h"
 #include "torch_bridge/csrc/ops_support.h"
 #include "torch_bridge/csrc/runtime.h"

@@ -1,8 +1,8 @@
 // torch.gather and scatter_add / scatter (a value) on the chip, along any dim. Flattened, index
 // element p names self's element base[p] + index[p] * stride(dim), where base (the other dims'
 // offsets) depends only on the shapes and is made on the host. The gather kernel
-// (kernels/gather.h) then moves one element per row from that flat index (an int64 self: its two
-// int32 words); the scatter-add kernel (kernels/scatter_add.h) adds one element per row at it,
+// (kernels/generators/gather.h) then moves one element per row from that flat index (an int64 self: its two
+// int32 words); the scatter-add kernel (kernels/generators/scatter_add.h) adds one element per row at it,
 // repeated indices in order. The index's int64 words are narrowed on the chip (an index beyond
 // int32 traps there) and an index outside [0, size(dim)) is sent past the table, where the kernel
 // traps: an index torch would reject raises IndexError at the next synchronisation instead of

@@ -1,7 +1,7 @@
 // torch.histc on the chip, as torch's CPU kernel bins: element x in [min, max] goes to bin
 // trunc((x - min) * bins / (max - min)) computed in f32 in that order (the last bin takes x ==
 // max), elements outside the range and NaN are not counted; the counts are a scatter-add of
-// ones into bins + 1 slots, the last one taking the uncounted (kernels/scatter_add.h). f32 inputs
+// ones into bins + 1 slots, the last one taking the uncounted (kernels/generators/scatter_add.h). f32 inputs
 // and integer ones (bool, int8, int32 and int64 of known magnitude below 2^24, counted as f32,
 // exact, with the result in their own dtype as accelerators give it; the CPU kernel refuses
 // integers) with min < max run on the chip; the data-derived range of min == max and other

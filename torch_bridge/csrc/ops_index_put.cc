@@ -3,7 +3,7 @@
 //    `where` of the mask; int64 x (input ids, position ids) as its int32 word pairs.
 //  - one integer index tensor on dim 0 with accumulate=True (`x.index_put_((idx,), v,
 //    accumulate=True)`, autograd's backward of x[idx]): x plus a scatter-add of the value rows
-//    into zeros (kernels/scatter_add.h, in index order).
+//    into zeros (kernels/generators/scatter_add.h, in index order).
 //  - one integer index tensor on dim 0 without accumulating (`x[idx] = v`, a permutation's
 //    inverse `inv[perm] = arange(n)`): how often each row is named is read first (a
 //    synchronisation); rows named once are written from a scatter-add into zeros. Repeated

@@ -6,8 +6,8 @@
 #include <functional>
 #include <limits>
 
-#include "kernels/cumsum.h"
-#include "kernels/reduce_dims.h"
+#include "kernels/compose/cumsum.h"
+#include "kernels/compose/reduce_dims.h"
 #include "torch_bridge/csrc/recorder.h"
 #include "torch_bridge/csrc/runtime.h"
 

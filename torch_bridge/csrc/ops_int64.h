@@ -1,5 +1,5 @@
 // int64 elementwise ops on the chip: the operands' int32 words are narrowed on the chip (checked:
-// kernels/int64_narrow.h), the op runs in int32, and int64 results are widened back to word
+// kernels/generators/int64_narrow.h), the op runs in int32, and int64 results are widened back to word
 // pairs. Add and sub need |values| < 2^30 (so no int32 sum wraps), comparisons, max/min and true
 // division < 2^31, multiplication |a| * |b| < 2^31 as well. Operands run this way only when their
 // magnitude is known to be below that (Buffer::int64_bound: host copies measure it, arange and
@@ -12,7 +12,7 @@
 
 #include <optional>
 
-#include "kernels/vector_expr.h"
+#include "kernels/codegen/vector_expr.h"
 #include "torch_bridge/csrc/ops_support.h"
 
 namespace vtpu::bridge {
@@ -35,7 +35,7 @@ bool int64_copy_on_chip(const at::Tensor& dst, const at::Tensor& src);
 
 // The cumulative sum along `dim` of an integer tensor held as int32 words on the chip (bool,
 // int8, int32, or int64 of known magnitude below 2^31) into `result`: int32, exact and wrapping
-// as torch's, or int64 when every partial sum is known to stay below 2^31 (kernels/cumsum.h:
+// as torch's, or int64 when every partial sum is known to stay below 2^31 (kernels/compose/cumsum.h:
 // byte planes scanned exactly, up to kMaxExactByteScan elements). nullopt otherwise.
 std::optional<at::Tensor> integer_cumsum(const at::Tensor& self, int64_t dim, c10::ScalarType result, const CpuFn& cpu);
 

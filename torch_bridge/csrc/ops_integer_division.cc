@@ -1,5 +1,5 @@
 // `//` and `%` of int64 tensors by an integer constant or by another int64 tensor on the chip
-// (kernels/integer_division.h): the operands' int32 words narrowed within their known bounds,
+// (kernels/compose/integer_division.h): the operands' int32 words narrowed within their known bounds,
 // floor-divided exactly, widened back. Mixture-of-experts routing computes token indices this way
 // (flat slot // top_k). Magnitudes must be known below 2^24; other integer and float divisions
 // run on the CPU (floats' floor division rounds as torch's does there), and an integer division
@@ -7,7 +7,7 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
-#include "kernels/integer_division.h"
+#include "kernels/compose/integer_division.h"
 #include "torch_bridge/csrc/ops_support.h"
 
 namespace vtpu::bridge {
@@ -30,7 +30,7 @@ std::optional<int64_t> small_int64(const at::Tensor& t) {
 
 // self // other (or %) for two int64 tpu tensors of known magnitude below 2^24, broadcast. A zero
 // divisor must raise as on the CPU, so whether any divisor is zero is read first (a
-// synchronisation); the division itself is exact (kernels/integer_division.h).
+// synchronisation); the division itself is exact (kernels/compose/integer_division.h).
 at::Tensor divide_by_tensor(const char* op, const at::Tensor& self, const at::Tensor& other, bool remainder, int64_t bound,
                             int64_t divisor_bound, const CpuFn& cpu) {
   TORCH_CHECK(!at::eq(other, 0).any().item<bool>(), "ZeroDivisionError");

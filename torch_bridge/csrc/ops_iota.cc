@@ -1,4 +1,4 @@
-// Ops built on the chip's iota (kernels/iota.h): arange, tril/triu masks, argmax/argmin. int64
+// Ops built on the chip's iota (kernels/generators/iota.h): arange, tril/triu masks, argmax/argmin. int64
 // results (arange's default dtype, argmax's indices) are made as int32 (low, high) word pairs
 // (int64_words) and land in the int64 tensor's bytes; values outside int32 stay on the CPU.
 #include <ATen/ATen.h>

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "kernels/reduce_dims.h"
+#include "kernels/compose/reduce_dims.h"
 #include "torch_bridge/csrc/ops_support.h"
 
 namespace vtpu::bridge {

@@ -9,8 +9,8 @@
 #include <limits>
 #include <torch/library.h>
 
-#include "kernels/matmul.h"
-#include "kernels/reduce_dims.h"
+#include "kernels/generators/matmul.h"
+#include "kernels/compose/reduce_dims.h"
 #include "torch_bridge/csrc/ops_int64.h"
 #include "torch_bridge/csrc/ops_masked.h"
 #include "torch_bridge/csrc/ops_support.h"
@@ -315,7 +315,7 @@ at::Tensor tpu_amin(const at::Tensor& self, at::IntArrayRef dims, bool keepdim) 
                 [d, keepdim](const std::vector<at::Tensor>& c) { return at::amin(c[0], d, keepdim); });
 }
 
-// prod over one dim or everything (a row kernel's product, kernels/rowwise.h). Integer products
+// prod over one dim or everything (a row kernel's product, kernels/generators/rowwise.h). Integer products
 // (int64 in torch, of any size) and a dtype argument that changes the accumulation fall back.
 at::Tensor tpu_prod_dim(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<c10::ScalarType> dtype) {
   const auto cpu = [dim, keepdim, dtype](const std::vector<at::Tensor>& c) { return at::prod(c[0], dim, keepdim, dtype); };

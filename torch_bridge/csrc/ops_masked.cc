@@ -1,6 +1,6 @@
 // Ops whose result size only the data gives: torch.nonzero, masked_select and x[mask]. The count
 // of true elements is read first (a synchronisation, as on every accelerator: mask.sum().item()),
-// then the chip compacts the mask's true positions (kernels/compaction.h) and gathers what they
+// then the chip compacts the mask's true positions (kernels/compose/compaction.h) and gathers what they
 // name: coordinates for nonzero, rows of x for x[mask] (a mask over x's leading dims; the index op
 // moves other dims first), elements for masked_select. Masks past kCompactionMaxElements (2^24)
 // run on the CPU.
@@ -8,7 +8,7 @@
 
 #include <torch/library.h>
 
-#include "kernels/compaction.h"
+#include "kernels/compose/compaction.h"
 #include "torch_bridge/csrc/recorder.h"
 
 namespace vtpu::bridge {

@@ -1,4 +1,4 @@
-// 2-D pooling on the chip (kernels/pooling.h): average and max pooling with their gradients, and
+// 2-D pooling on the chip (kernels/compose/pooling.h): average and max pooling with their gradients, and
 // adaptive average pooling where the output size divides the input's (then it is an average
 // pooling with kernel = stride = input / output). [C, H, W] inputs run as one image. Max
 // pooling's int64 indices are made as int32 (low, high) word pairs and viewed as int64, the
@@ -6,7 +6,7 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
-#include "kernels/pooling.h"
+#include "kernels/compose/pooling.h"
 #include "torch_bridge/csrc/ops_support.h"
 
 namespace vtpu::bridge {

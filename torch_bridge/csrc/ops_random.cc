@@ -1,4 +1,4 @@
-// Random fills on the chip (Philox kernels, see kernels/random.h): normal_, uniform_,
+// Random fills on the chip (Philox kernels, see kernels/generators/random.h): normal_, uniform_,
 // bernoulli_ and dropout. Each call takes a fresh 64-bit Philox key from the device's generator
 // (a CPU generator seeded by torch.tpu.manual_seed), so seeds, get_rng_state and set_rng_state
 // work as on any device while the numbers themselves are made on the chip. The key reaches the

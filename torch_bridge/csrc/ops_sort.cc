@@ -1,4 +1,4 @@
-// torch.sort (and so argsort, msort) on the chip (kernels/sort.h): short rows by counting (n^2
+// torch.sort (and so argsort, msort) on the chip (kernels/compose/sort.h): short rows by counting (n^2
 // compares per row: mixture-of-experts routing), long ones (a vocabulary, for top-p sampling) by
 // a bitonic network. f32, bf16, int8 and bool values, and int64 ones of known magnitude below
 // 2^24 (expert ids), all exact in f32. The sort is stable whether or not `stable` is asked for
@@ -9,7 +9,7 @@
 #include <ATen/WrapDimUtils.h>
 #include <torch/library.h>
 
-#include "kernels/sort.h"
+#include "kernels/compose/sort.h"
 #include "torch_bridge/csrc/ops_support.h"
 
 namespace vtpu::bridge {

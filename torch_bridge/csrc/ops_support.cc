@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <set>
 
-#include "kernels/asm_writer.h"
-#include "kernels/fusion.h"
-#include "kernels/vreg_shape.h"
+#include "kernels/codegen/kernel_error.h"
+#include "kernels/graph/fusion.h"
+#include "kernels/codegen/vreg_shape.h"
 #include "torch_bridge/csrc/layout.h"
 #include "torch_bridge/csrc/recorder.h"
 #include "torch_bridge/csrc/runtime.h"

@@ -9,7 +9,7 @@
 #include <functional>
 #include <vector>
 
-#include "kernels/graph.h"
+#include "kernels/graph/graph.h"
 
 namespace vtpu::bridge {
 

@@ -6,9 +6,9 @@
 #include <chrono>
 #include <memory>
 
-#include "kernels/asm_writer.h"
-#include "kernels/index_reader.h"
-#include "kernels/int64_narrow.h"
+#include "kernels/codegen/kernel_error.h"
+#include "kernels/codegen/index_reader.h"
+#include "kernels/generators/int64_narrow.h"
 #include "sim/sim_error.h"
 #include "torch_bridge/csrc/runtime.h"
 #include "torch_bridge/runtime/plan_runner.h"

@@ -9,7 +9,7 @@
 #include <optional>
 #include <vector>
 
-#include "kernels/graph.h"
+#include "kernels/graph/graph.h"
 #include "sim/device.h"
 
 namespace vtpu::bridge {

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/plan.h"
-#include "kernels/plan_cache.h"
+#include "kernels/graph/plan.h"
+#include "kernels/graph/plan_cache.h"
 #include "sim/device.h"
 #include "torch_bridge/runtime/plan_runner.h"
 #include "traces/trace_recorder.h"

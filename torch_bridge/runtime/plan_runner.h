@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/plan.h"
+#include "kernels/graph/plan.h"
 #include "sim/device.h"
 
 namespace vtpu::bridge {

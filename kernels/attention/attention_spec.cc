@@ -1,0 +1,24 @@
+// See attention_spec.h.
+#include "kernels/attention/attention_spec.h"
+
+#include <algorithm>
+
+#include "kernels/codegen/vreg_shape.h"
+
+namespace vtpu::kernels {
+
+int64_t attention_lse_offset(const AttentionSpec& spec) {
+  return round_up(spec.batch * spec.q_len * spec.head_dim * dtype_bytes(spec.dtype), 4);
+}
+
+double attention_flops(const AttentionSpec& spec) {
+  double pairs = double(spec.q_len) * double(spec.kv_len);
+  if (spec.causal) {  // query i sees min(i + 1, kv_len) keys
+    const double full = double(std::max<int64_t>(0, spec.q_len - spec.kv_len));
+    const double tri = double(std::min(spec.q_len, spec.kv_len));
+    pairs = tri * (tri + 1) / 2 + full * double(spec.kv_len);
+  }
+  return 4.0 * double(spec.batch) * double(spec.head_dim) * pairs;
+}
+
+}  // namespace vtpu::kernels

@@ -1,0 +1,41 @@
+#include "kernels/codegen/bf16_parts.h"
+
+#include <fmt/format.h>
+
+namespace vtpu::kernels {
+
+void store_bf16_parts(AsmWriter& w, RegisterPool& vregs, int x, int addr, int64_t offset, int parts, int64_t part_stride,
+                      int64_t row_stride) {
+  const int hi = vregs.take(), at = w.sregs().take();
+  for (int p = 0; p < parts; ++p) {
+    w.line("saddi s{}, s{}, {}", at, addr, offset + p * part_stride);
+    w.line("vst.bf16 v{}, m0, s{}, 0, {}", x, at, row_stride);  // the store rounds: part p
+    if (p + 1 < parts) {
+      w.line("vcvt.bf16 v{}, v{}", hi, x);
+      w.line("vsub v{}, v{}, v{}", x, x, hi);
+    }
+  }
+  vregs.release(hi);
+  w.sregs().release(at);
+}
+
+void peel_bf16_parts(AsmWriter& w, RegisterPool& vregs, int x, int count, int from, int to) {
+  if (from >= to) return;
+  const int hi = vregs.take();
+  for (int p = from; p < to; ++p) {
+    for (int g = 0; g < count; ++g) {
+      w.line("vcvt.bf16 v{}, v{}", hi, x + g);
+      w.line("vsub v{}, v{}, v{}", x + g, x + g, hi);
+    }
+  }
+  vregs.release(hi);
+}
+
+std::vector<std::pair<int, int>> mxu_pass_pairs(int passes) {
+  if (passes == 1) return {{0, 0}};
+  if (passes == 3) return {{0, 0}, {0, 1}, {1, 0}};
+  if (passes == 6) return {{0, 0}, {0, 1}, {1, 0}, {0, 2}, {2, 0}, {1, 1}};
+  throw KernelError(fmt::format("matmul: {} passes is not 1, 3 or 6", passes));
+}
+
+}  // namespace vtpu::kernels

@@ -1,0 +1,35 @@
+// f32 values as bf16 parts for multi-pass MXU products (matmul.h's passes): part 0 is the value
+// rounded, part 1 the rounding error rounded, part 2 what is left after that. Weights are stored
+// as parts; an LHS is pushed part by part, each peeled off the f32 value on the vector unit (the
+// MXU rounds what it is pushed to bf16, so a vreg holding "part p and the rest" pushes part p).
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "kernels/codegen/asm_writer.h"
+#include "kernels/codegen/dtype.h"
+
+namespace vtpu::kernels {
+
+// The (A part, B part) products of each pass count, largest terms first: f32 operands are split
+// into bf16 parts (part 0 = the value rounded, part 1 = the rounding error rounded, part 2 = the
+// rest) and these pairs of parts are multiplied. Throws KernelError unless passes is 1, 3 or 6.
+std::vector<std::pair<int, int>> mxu_pass_pairs(int passes);
+
+// How many bf16 parts an operand of `dtype` is split into at `passes` MXU passes: the most parts
+// any of mxu_pass_pairs(passes) reads (bf16 operands are their own single part).
+inline int bf16_part_count(DType dtype, int passes) {
+  return dtype == DType::F32 ? 1 + (passes >= 3) + (passes >= 6) : 1;
+}
+
+// Stores the first `parts` bf16 parts of vreg `x` at s`addr` + offset + p * part_stride, rows
+// `row_stride` bytes apart. Leaves x holding what is left after them.
+void store_bf16_parts(AsmWriter& w, RegisterPool& vregs, int x, int addr, int64_t offset, int parts, int64_t part_stride,
+                      int64_t row_stride);
+
+// Strips the leading parts off vregs x..x+count-1 (holding part `from`) until they hold part `to`.
+void peel_bf16_parts(AsmWriter& w, RegisterPool& vregs, int x, int count, int from, int to);
+
+}  // namespace vtpu::kernels

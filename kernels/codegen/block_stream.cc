@@ -1,0 +1,254 @@
+// Blocks of BR rows x BC cols in row-major block order, through the double-buffered job loop
+// (kernels/codegen/job_loop.h): set s waits on sem s for its inputs and on sem 2+s for the write-back of
+// the block that used the set before. Block b+1's inputs are issued before block b computes, so
+// DMA overlaps compute. Padding lanes and sublanes of a ragged block compute garbage that is
+// never written back (only the valid region is DMA'd out).
+#include "kernels/codegen/block_stream.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "kernels/codegen/job_loop.h"
+#include "kernels/codegen/vreg_shape.h"
+
+namespace vtpu::kernels {
+namespace {
+
+constexpr int kSemInput = 0, kSemOutput = 2, kSemPrologue = 4;
+
+}  // namespace
+
+BlockStream::BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows, int64_t cols,
+                         std::vector<StreamOperand> operands, int64_t max_block_cols, uint64_t budget_bytes,
+                         int64_t extra_row_bytes)
+    : w_(w), operands_(std::move(operands)) {
+  if (rows < 1 || cols < 1) throw KernelError("empty tensors need no kernel");
+  if (rows * cols >= (int64_t{1} << 31)) throw KernelError("tensor too large for one launch");
+  bc_ = std::min(cols, max_block_cols);
+  bc_pad_ = round_up(bc_, kLanes);
+  int64_t bytes_per_row = extra_row_bytes;
+  for (const auto& o : operands_) {
+    if (!dtype_on_chip(o.dtype)) throw KernelError(fmt::format("{} is not supported on the chip", dtype_name(o.dtype)));
+    if (is_rowwise_stored(o.layout)) bytes_per_row += bc_pad_ * dtype_bytes(o.dtype);
+    if (o.output && o.layout != Layout::Full && o.layout != Layout::Column) throw KernelError("outputs are Full or Column");
+  }
+  br_ = std::max<int64_t>(kSublanes, int64_t(budget_bytes) / std::max<int64_t>(bytes_per_row, 1) / kSublanes * kSublanes);
+  br_ = std::min(br_, round_up(rows, kSublanes));
+  for (const auto& o : operands_) {
+    if (o.output && o.layout == Layout::Column && bc_ < cols) throw KernelError("a Column output needs whole rows per block");
+  }
+
+  uint64_t next = 0;
+  const auto place = [&](uint64_t bytes) {
+    const uint64_t at = next;
+    next += round_up(static_cast<int64_t>(bytes), 512);
+    return at;
+  };
+  for (size_t i = 0; i < operands_.size(); ++i) {
+    const auto& o = operands_[i];
+    const int eb = dtype_bytes(o.dtype);
+    Buffer b;
+    b.arg = w_.argument(fmt::format("{}{}", o.output ? "out" : "in", i), isa::ArgumentKind::Buffer);
+    const int64_t pad = int64_t{kLanes} * eb;  // room for a full-width read past the end
+    uint64_t bytes = 0;
+    switch (o.layout) {
+      case Layout::Full: case Layout::Periodic: bytes = br_ * bc_pad_ * eb; break;
+      case Layout::Row: bytes = bc_pad_ * eb; break;
+      case Layout::Column: bytes = br_ * eb + pad; break;
+      case Layout::Scalar: bytes = pad; break;
+    }
+    b.row_stride = bc_pad_ * eb;
+    b.vmem[0] = place(bytes);
+    b.vmem[1] = o.layout == Layout::Scalar ? b.vmem[0] : place(bytes);
+    buffers_.push_back(b);
+  }
+  rows_arg_ = w_.argument("rows", isa::ArgumentKind::Scalar);
+  cols_arg_ = w_.argument("cols", isa::ArgumentKind::Scalar);
+  for (size_t i = 0; i < operands_.size(); ++i) {
+    if (operands_[i].layout == Layout::Periodic) buffers_[i].period_arg = w_.argument(fmt::format("period{}", i), isa::ArgumentKind::Scalar);
+  }
+  for (int set = 0; set < 2; ++set) extra_[set] = extra_row_bytes ? place(br_ * extra_row_bytes) : next;
+  vmem_end_ = next;
+  if (next > chip.kernel_vmem_bytes()) throw KernelError(fmt::format("needs {} bytes of VMEM, {} has {}", next, chip.name, chip.kernel_vmem_bytes()));
+}
+
+int BlockStream::streamed_inputs() const {
+  int n = 0;
+  for (const auto& o : operands_) n += !o.output && o.layout != Layout::Scalar;
+  return n;
+}
+
+int BlockStream::outputs() const {
+  int n = 0;
+  for (const auto& o : operands_) n += o.output;
+  return n;
+}
+
+void BlockStream::size_blocks() {
+  auto& s = w_.sregs();
+  br_reg_ = s.take();
+  col_blocks_reg_ = s.take();
+  const int t = s.take();
+  // A block must not cross a Periodic operand's period, so one DMA fetches its rows: the block
+  // rows shrink by 8 until they divide every period (periods are multiples of 8; the planner and
+  // stream_scalars check that).
+  w_.load_immediate(br_reg_, br_);
+  for (const Buffer& b : buffers_) {
+    if (b.period_arg < 0) continue;
+    const std::string check = w_.new_label("divides"), ok = w_.new_label("divides_ok");
+    w_.place(check);
+    w_.line("sarg s{}, {}", t, b.period_arg);
+    w_.line("srem s{}, s{}, s{}", t, t, br_reg_);
+    w_.line("beq s{}, s0, {}", t, ok);
+    w_.line("saddi s{}, s{}, {}", br_reg_, br_reg_, -kSublanes);
+    w_.line("jmp {}", check);
+    w_.place(ok);
+  }
+  // column blocks = ceil(cols / BC)
+  w_.ceil_div_argument(col_blocks_reg_, cols_arg_, bc_, t);
+  s.release(t);
+}
+
+void BlockStream::block_extent(int block_reg, const BlockExtent& e) {
+  auto& s = w_.sregs();
+  const int t = s.take();
+  w_.line("sdiv s{}, s{}, s{}", e.row0, block_reg, col_blocks_reg_);
+  w_.line("srem s{}, s{}, s{}", e.col0, block_reg, col_blocks_reg_);
+  w_.line("smul s{}, s{}, s{}", e.row0, e.row0, br_reg_);
+  w_.line("smuli s{}, s{}, {}", e.col0, e.col0, bc_);
+  w_.line("sarg s{}, {}", t, rows_arg_);
+  w_.line("ssub s{}, s{}, s{}", e.rows, t, e.row0);
+  w_.line("smin s{}, s{}, s{}", e.rows, e.rows, br_reg_);
+  w_.line("sarg s{}, {}", t, cols_arg_);
+  w_.line("ssub s{}, s{}, s{}", e.cols, t, e.col0);
+  w_.load_immediate(t, bc_);
+  w_.line("smin s{}, s{}, s{}", e.cols, e.cols, t);
+  s.release(t);
+}
+
+void BlockStream::block_dma(size_t operand, int set, int sem, const BlockExtent& e) {
+  const auto& o = operands_[operand];
+  const Buffer& b = buffers_[operand];
+  const int eb = dtype_bytes(o.dtype);
+  auto& s = w_.sregs();
+  const int vm = s.take(), hb = s.take(), rows = s.take(), row_bytes = s.take(), vstride = s.take(), hstride = s.take();
+  w_.load_immediate(vm, b.vmem[set]);
+  w_.line("sarg s{}, {}", hb, b.arg);
+  if (is_rowwise_stored(o.layout)) {
+    w_.line("sarg s{}, {}", hstride, cols_arg_);  // hbm offset = (row0 * cols + col0) * eb, row0 taken mod the period
+    if (o.layout == Layout::Periodic) {
+      w_.line("sarg s{}, {}", row_bytes, b.period_arg);
+      w_.line("srem s{}, s{}, s{}", row_bytes, e.row0, row_bytes);
+      w_.line("smul s{}, s{}, s{}", rows, hstride, row_bytes);
+    } else {
+      w_.line("smul s{}, s{}, s{}", rows, hstride, e.row0);
+    }
+    w_.line("sadd s{}, s{}, s{}", rows, rows, e.col0);
+    w_.add_scaled(hb, rows, eb, rows);
+    w_.line("smov s{}, s{}", rows, e.rows);
+    w_.line("smuli s{}, s{}, {}", row_bytes, e.cols, eb);
+    w_.load_immediate(vstride, b.row_stride);
+    w_.line("smuli s{}, s{}, {}", hstride, hstride, eb);
+  } else {
+    const int offset = o.layout == Layout::Row ? e.col0 : e.row0;
+    const int count = o.layout == Layout::Row ? e.cols : e.rows;
+    w_.add_scaled(hb, offset, eb, rows);
+    w_.load_immediate(rows, 1);
+    w_.line("smuli s{}, s{}, {}", row_bytes, count, eb);
+    w_.line("smov s{}, s{}", vstride, row_bytes);
+    w_.line("smov s{}, s{}", hstride, row_bytes);
+  }
+  w_.line("{} dq{}, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", o.output ? "dma.v2h" : "dma.h2v", o.output ? 1 : 0, sem, vm, hb,
+          rows, row_bytes, vstride, hstride);
+  for (int r : {vm, hb, rows, row_bytes, vstride, hstride}) s.release(r);
+}
+
+void BlockStream::issue_inputs(int block_reg, int set) {
+  auto& s = w_.sregs();
+  const BlockExtent e{s.take(), s.take(), s.take(), s.take()};
+  block_extent(block_reg, e);
+  for (size_t i = 0; i < operands_.size(); ++i) {
+    if (!operands_[i].output && operands_[i].layout != Layout::Scalar) block_dma(i, set, kSemInput + set, e);
+  }
+  for (int r : {e.row0, e.col0, e.rows, e.cols}) s.release(r);
+}
+
+void BlockStream::load_scalars(RegisterPool& vregs) {
+  auto& s = w_.sregs();
+  for (size_t i = 0; i < operands_.size(); ++i) {
+    if (operands_[i].output || operands_[i].layout != Layout::Scalar) continue;
+    Buffer& b = buffers_[i];
+    const int eb = dtype_bytes(operands_[i].dtype);
+    const int vm = s.take(), hb = s.take(), one = s.take(), bytes = s.take();
+    w_.load_immediate(vm, b.vmem[0]);
+    w_.line("sarg s{}, {}", hb, b.arg);
+    w_.load_immediate(one, 1);
+    w_.load_immediate(bytes, eb);
+    w_.line("dma.h2v dq0, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", kSemPrologue, vm, hb, one, bytes, bytes, bytes);
+    w_.line("sem.wait sem{}, 1", kSemPrologue);
+    b.scalar_vreg = vregs.take();
+    load_scalar_broadcast(w_, operands_[i].dtype, b.scalar_vreg, vm);
+    for (int r : {vm, hb, one, bytes}) s.release(r);
+  }
+}
+
+void BlockStream::emit(RegisterPool& vregs, const std::function<void(int, const BlockExtent&)>& compute) {
+  // Scalar registers are the budget that caps how many operands a kernel streams, so the block's
+  // extent is handed to `compute` to release once read, and recomputed for the write-backs.
+  auto& s = w_.sregs();
+  load_scalars(vregs);
+  size_blocks();
+  const int block = s.take(), next = s.take(), nblocks = s.take();
+  // blocks = ceil(rows / BR) * column blocks, from the shape passed at launch
+  w_.line("sarg s{}, {}", nblocks, rows_arg_);
+  w_.line("sadd s{}, s{}, s{}", nblocks, nblocks, br_reg_);
+  w_.line("saddi s{}, s{}, -1", nblocks, nblocks);
+  w_.line("sdiv s{}, s{}, s{}", nblocks, nblocks, br_reg_);
+  w_.line("smul s{}, s{}, s{}", nblocks, nblocks, col_blocks_reg_);
+  // Each set's write-back semaphore starts as if a write-back had landed, so the first two blocks
+  // wait for nothing (no branch, no register for the test).
+  for (int set = 0; set < 2; ++set) w_.line("sem.signal sem{}, {}", kSemOutput + set, outputs());
+  emit_job_loop(w_, block, next, nblocks, kSemInput, streamed_inputs(), [&](int b, int set) { issue_inputs(b, set); },
+                [&](int set) {
+                  w_.line("sem.wait sem{}, {}", kSemOutput + set, outputs());  // the set's previous write-back has landed
+                  BlockExtent e{s.take(), s.take(), s.take(), s.take()};
+                  block_extent(block, e);
+                  compute(set, e);  // releases e's registers
+                  e = {s.take(), s.take(), s.take(), s.take()};
+                  block_extent(block, e);
+                  for (size_t i = 0; i < operands_.size(); ++i) {
+                    if (operands_[i].output) block_dma(i, set, kSemOutput + set, e);
+                  }
+                  for (int r : {e.row0, e.col0, e.rows, e.cols}) s.release(r);
+                });
+  for (int r : {block, next, nblocks, br_reg_, col_blocks_reg_}) s.release(r);
+}
+
+void load_operand_tile(AsmWriter& w, DType dtype, Layout layout, int vreg, int reg, int64_t offset, int64_t row_stride) {
+  const char* m = load_mnemonic(dtype);
+  switch (layout) {
+    case Layout::Full: case Layout::Periodic: w.line("{} v{}, m0, s{}, {}, {}", m, vreg, reg, offset, row_stride); break;
+    case Layout::Row: w.line("{} v{}, m0, s{}, {}, 0", m, vreg, reg, offset); break;
+    case Layout::Column:  // sublane i reads from element i: lane 0 of each sublane holds its row's value
+      w.line("{} v{}, m0, s{}, {}, {}", m, vreg, reg, offset, dtype_bytes(dtype));
+      w.line("vbcast.lane v{}, v{}, 0", vreg, vreg);
+      break;
+    case Layout::Scalar: throw KernelError("scalar operands live in a register, they are not loaded per tile");
+  }
+}
+
+void load_tile(AsmWriter& w, const BlockStream& stream, size_t i, int vreg, int cursor, int column_cursor) {
+  const auto& o = stream.operand(i);
+  load_operand_tile(w, o.dtype, o.layout, vreg, o.layout == Layout::Column ? column_cursor : cursor, 0, stream.row_stride(i));
+}
+
+void load_scalar_broadcast(AsmWriter& w, DType dtype, int vreg, int vmem_reg) {
+  // Every sublane reads the same 128 elements (row stride 0; the buffer is padded for it), and
+  // lane 0 is broadcast. No mask register: those belong to the caller's pool (a row kernel keeps
+  // its per-row store mask in one across the whole launch).
+  w.line("{} v{}, m0, s{}, 0, 0", load_mnemonic(dtype), vreg, vmem_reg);
+  w.line("vbcast.lane v{}, v{}, 0", vreg, vreg);
+}
+
+}  // namespace vtpu::kernels

@@ -1,0 +1,44 @@
+// Launch scalars and mnemonics of streamed operands (operand.h).
+#include "kernels/codegen/operand.h"
+
+#include <fmt/format.h>
+
+#include "kernels/codegen/kernel_error.h"
+#include "kernels/codegen/vreg_shape.h"
+
+namespace vtpu::kernels {
+
+std::vector<int32_t> stream_scalars(int64_t rows, int64_t cols, const std::vector<Operand>& inputs) {
+  if (rows < 1 || cols < 1 || rows * cols >= (int64_t{1} << 31)) throw KernelError(fmt::format("a launch of {} x {} elements", rows, cols));
+  std::vector<int32_t> out{int32_t(rows), int32_t(cols)};
+  for (const auto& in : inputs) {
+    if (in.layout != Layout::Periodic) continue;
+    if (in.period_rows <= 0 || in.period_rows % kSublanes != 0 || in.period_rows > rows) {
+      throw KernelError(fmt::format("a periodic operand of {} rows needs a period that is a multiple of 8", in.period_rows));
+    }
+    out.push_back(int32_t(in.period_rows));
+  }
+  return out;
+}
+
+ValueType register_type(DType dtype) {
+  return dtype == DType::F32 || dtype == DType::BF16 ? ValueType::F32 : ValueType::I32;
+}
+
+const char* load_mnemonic(DType dtype) {
+  switch (dtype_bytes(dtype)) {
+    case 2: return "vld.bf16";
+    case 1: return "vld.i8";
+    default: return "vld";
+  }
+}
+
+const char* store_mnemonic(DType dtype) {
+  switch (dtype_bytes(dtype)) {
+    case 2: return "vst.bf16";
+    case 1: return "vst.i8";
+    default: return "vst";
+  }
+}
+
+}  // namespace vtpu::kernels

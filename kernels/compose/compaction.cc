@@ -1,0 +1,52 @@
+#include "kernels/compose/compaction.h"
+
+#include <fmt/format.h>
+
+#include "kernels/codegen/kernel_error.h"
+#include "kernels/compose/cumsum.h"
+#include "kernels/codegen/vreg_shape.h"
+
+namespace vtpu::kernels {
+
+namespace {
+
+// Scans of up to this many elements are one matmul with an [m, m] triangular matrix.
+constexpr int64_t kDirectScan = 1024;
+
+// The exclusive prefix sums of v (f32 [m] of integers of magnitude up to `largest`), exact in f32
+// while every sum stays below 2^24: rows of 128 scanned by the MXU, and their totals scanned the
+// same way, recursively, so the work stays near m * 128 instead of m^2. One bf16 pass while the
+// values are exact in bf16 (up to 256), six above (an f32 integer's three bf16 parts).
+int exclusive_scan(Graph& g, int v, int64_t largest, const std::string& label) {
+  const int64_t m = g.node(v).type.numel();
+  const int passes = largest <= 256 ? 1 : 6;
+  if (m <= kDirectScan) return g.binary(ExprOp::Sub, cumsum(g, v, 0, passes), v, label);
+  const int64_t rows = (m + kLanes - 1) / kLanes, padded = rows * kLanes;
+  const int flat = padded > m ? g.pad(v, 0, 0, padded - m, 0, label) : v;
+  const int grid = g.reshape(flat, {rows, kLanes}, label);
+  const int within = g.binary(ExprOp::Sub, cumsum(g, grid, 1, passes), grid, label);  // exclusive, along each row
+  const int before = exclusive_scan(g, g.row(RowOp::Sum, grid, -1, -1, 1e-5, label), largest * kLanes, label);
+  const int all = g.reshape(g.binary(ExprOp::Add, within, g.reshape(before, {rows, 1}, label), label), {padded}, label);
+  return padded > m ? g.strided_copy(all, {m}, {1}, 0, label) : all;
+}
+
+}  // namespace
+
+int true_positions(Graph& g, int mask, int64_t count, const std::string& label) {
+  const int64_t n = g.node(mask).type.numel();
+  if (n > kCompactionMaxElements) {
+    throw KernelError(fmt::format("{}: a mask of {} elements (at most {})", label, n, kCompactionMaxElements));
+  }
+  if (count < 0 || count > n) throw KernelError(fmt::format("{}: {} true elements of {}", label, count, n));
+  const int flat = g.cast(g.reshape(mask, {n}, label), DType::F32, label);
+  // a true element's slot: how many true elements come before it
+  const int slot_f = exclusive_scan(g, flat, 1, label);
+  const int on = g.cast(flat, DType::Bool, label);
+  // false elements go to the spare slot `count`
+  const int slot = g.cast(g.where(on, slot_f, g.full({{1}, DType::F32}, double(count), label), label), DType::I32, label);
+  const int positions = g.reshape(g.iota({{n}, DType::F32}, label), {n, 1}, label);
+  const int slots = g.scatter_add(positions, slot, /*index_pairs=*/false, count + 1, -1, label);  // [count + 1, 1]
+  return g.strided_copy(slots, {count}, {1}, 0, label);
+}
+
+}  // namespace vtpu::kernels

@@ -1,0 +1,199 @@
+// See convolution.h. Three ways through: one matmul per group of the windows' columns; a
+// depthwise convolution as a broadcast multiply and a column reduction over the kernel taps; and
+// the input gradient as the same gathers over the output gradient, dilated by the stride, padded
+// and read through the flipped kernel (negative steps in the gather), so that no scatter is needed.
+#include "kernels/compose/convolution.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "kernels/codegen/asm_writer.h"
+#include "kernels/compose/reduce_dims.h"
+#include "kernels/compose/windows.h"
+
+namespace vtpu::kernels {
+namespace {
+
+// Columns as [K, N*P] (DMA rows of output positions, one per channel, tap and image, when the
+// width stride is 1) or as [N*P, K] (rows of kernel width, one per position and channel),
+// whichever the copy moves in fewer DMAs. The matmul reads the second with transpose_b.
+bool columns_by_position(const Windows& w) {
+  const int64_t by_tap = w.c.size * w.taps() * w.n.size * (w.x.stride == 1 ? 1 : w.y.size);
+  const int64_t by_position = w.n.size * w.y.size * w.x.size * w.c.size * (w.j.stride == 1 ? 1 : w.i.size);
+  return by_position < by_tap;
+}
+
+// [N*P, K] or [K, N*P] columns of w's windows.
+int columns(Graph& g, int buf, const Windows& w, bool by_position) {
+  const int64_t k = w.c.size * w.taps(), np = w.n.size * w.y.size * w.x.size;
+  if (by_position) return gather(g, buf, w, {w.n, w.y, w.x, w.c, w.i, w.j}, {np, k});
+  return gather(g, buf, w, {w.c, w.i, w.j, w.n, w.y, w.x}, {k, np});
+}
+
+// [C, N*P] (channels first, as the matmuls produce) -> [N, C, h, w].
+int to_nchw(Graph& g, int y, int64_t n, Pair hw) {
+  const int64_t c = g.node(y).type.shape[0], p = hw[0] * hw[1];
+  if (n > 1) y = g.strided_copy(y, {n, c, p}, {p, n * p, 1}, 0, "conv_output");
+  return g.reshape(y, {n, c, hw[0], hw[1]});
+}
+
+// [N, C, h, w] -> [C, N*P], the matmuls' layout.
+int channels_first(Graph& g, int y) {
+  const auto s = g.node(y).type.shape;
+  const int64_t p = s[2] * s[3];
+  if (s[0] > 1) y = g.strided_copy(y, {s[1], s[0], p}, {p, s[1] * p, 1}, 0, "conv_grad_output");
+  return g.reshape(y, {s[1], s[0] * p});
+}
+
+// A per-channel value ([C] or [T, C]) repeated over the images, as a column operand of
+// [.., N, C, P] (one value per row): a small copy, so the multiply streams instead of expanding.
+int per_channel_column(Graph& g, int v, int64_t taps, int64_t n, int64_t c) {
+  return g.strided_copy(v, {taps, n, c, 1}, {c, 0, 1, 0}, 0, "conv_per_channel");
+}
+
+// w [C, 1, kh, kw] as [T, C] (tap-major), for the depthwise multiply.
+int taps_by_channel(Graph& g, int w) {
+  const auto s = g.node(w).type.shape;
+  const int64_t t = s[2] * s[3];
+  return g.strided_copy(w, {t, s[0]}, {1, t}, 0, "conv_taps");
+}
+
+// Depthwise: out[n, c, p] = sum over taps t of taps[t, c] * windows[t, n, c, p], on the vector
+// unit (the MXU would see one row per channel).
+int depthwise(Graph& g, int buf, const Windows& w, int taps, Pair out) {
+  const int64_t t = w.taps(), n = w.n.size, c = w.c.size, p = w.y.size * w.x.size;
+  const int cols = gather_by_tap(g, buf, w);
+  const int prod = g.binary(ExprOp::Mul, cols, per_channel_column(g, taps, t, n, c), "depthwise_conv2d");
+  const int sum = g.column_reduce(RowOp::Sum, g.reshape(prod, {t, n * c * p}), "depthwise_conv2d");
+  return g.reshape(sum, {n, c, out[0], out[1]});
+}
+
+bool is_depthwise(int64_t in_channels, int64_t out_channels, int64_t groups) {
+  return groups > 1 && in_channels == groups && out_channels == groups;
+}
+
+void check(const Graph& g, int x, int w, const Conv2dParams& p) {
+  const auto& xs = g.node(x).type.shape;
+  const auto& ws = g.node(w).type.shape;
+  if (xs.size() != 4 || ws.size() != 4) throw KernelError("conv2d: input and weight must be 4-D (NCHW, OIHW)");
+  if (p.groups < 1 || xs[1] != ws[1] * p.groups || ws[0] % p.groups != 0) {
+    throw KernelError(fmt::format("conv2d: {} input channels, weight {} and {} groups do not match", xs[1],
+                                  to_string(g.node(w).type), p.groups));
+  }
+  for (int d = 0; d < 2; ++d) {
+    if (p.stride[d] < 1 || p.dilation[d] < 1 || p.padding[d] < 0) throw KernelError("conv2d: strides and dilations >= 1, padding >= 0");
+  }
+  const std::string why = conv2d_unsupported(xs[1], ws[0], p.groups);
+  if (!why.empty()) throw KernelError("conv2d: " + why);
+}
+
+}  // namespace
+
+std::string conv2d_unsupported(int64_t in_channels, int64_t out_channels, int64_t groups) {
+  if (groups <= kMaxConvGroups || is_depthwise(in_channels, out_channels, groups)) return "";
+  return fmt::format("grouped convolutions with more than {} groups (here {}) that are not depthwise", kMaxConvGroups, groups);
+}
+
+int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t padding, int64_t dilation) {
+  return (in + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1;
+}
+
+int add_channel_bias(Graph& g, int y, int bias) {
+  const auto s = g.node(y).type.shape;
+  const int sum = g.binary(ExprOp::Add, g.reshape(y, {1, s[0], s[1], s[2] * s[3]}), per_channel_column(g, bias, 1, s[0], s[1]), "conv_bias");
+  return g.reshape(sum, s);
+}
+
+int conv2d(Graph& g, int x, int w, int bias, const Conv2dParams& p) {
+  check(g, x, w, p);
+  const auto xs = g.node(x).type.shape, ws = g.node(w).type.shape;
+  const int64_t n = xs[0], c = xs[1], o = ws[0], cg = ws[1], groups = p.groups;
+  const Pair kernel{ws[2], ws[3]};
+  Pair out;
+  for (int d = 0; d < 2; ++d) out[d] = conv_output_size(xs[2 + d], kernel[d], p.stride[d], p.padding[d], p.dilation[d]);
+  if (out[0] < 1 || out[1] < 1) throw KernelError(fmt::format("conv2d: the kernel does not fit the padded input {}", to_string(g.node(x).type)));
+  const int xp = pad_hw(g, x, p.padding, p.padding);
+  const auto buf = g.node(xp).type.shape;  // a copy: adding nodes moves them
+  if (is_depthwise(c, o, groups)) {
+    const Windows win = windows_of(buf, 0, c, kernel, p.dilation, {0, 0}, out, p.stride);
+    const int y = depthwise(g, xp, win, taps_by_channel(g, w), out);
+    return bias < 0 ? y : add_channel_bias(g, y, bias);
+  }
+  const int64_t og = o / groups, k = cg * kernel[0] * kernel[1];
+  std::vector<int> parts;
+  for (int64_t gi = 0; gi < groups; ++gi) {
+    const Windows win = windows_of(buf, gi * cg, cg, kernel, p.dilation, {0, 0}, out, p.stride);
+    const int wg = groups == 1 ? g.reshape(w, {o, k}) : g.strided_copy(w, {og, k}, {k, 1}, gi * og * k, "conv_weight_group");
+    const bool by_position = columns_by_position(win);
+    parts.push_back(g.matmul(wg, columns(g, xp, win, by_position), by_position, p.passes, "conv2d"));
+  }
+  int y = parts.size() == 1 ? parts[0] : g.concat(parts, 0, "conv2d");  // [O, N*P]
+  if (bias >= 0) y = g.binary(ExprOp::Add, y, g.reshape(bias, {o, 1}), "conv_bias");
+  return to_nchw(g, y, n, out);
+}
+
+int conv2d_input_grad(Graph& g, int grad_y, int w, std::array<int64_t, 2> input_hw, const Conv2dParams& p) {
+  const auto gs = g.node(grad_y).type.shape, ws = g.node(w).type.shape;
+  if (gs.size() != 4 || ws.size() != 4 || gs[1] != ws[0]) {
+    throw KernelError(fmt::format("conv2d input gradient: {} does not match weight {}", to_string(g.node(grad_y).type), to_string(g.node(w).type)));
+  }
+  const int64_t n = gs[0], o = ws[0], cg = ws[1], groups = p.groups, c = cg * groups;
+  const std::string why = conv2d_unsupported(c, o, groups);
+  if (!why.empty()) throw KernelError("conv2d input gradient: " + why);
+  const Pair kernel{ws[2], ws[3]};
+  // dx[h] = sum over taps i of w[i] * grad_y dilated by the stride, read at h + padding - i * dilation.
+  Pair origin;
+  const int ge = dilate_and_pad_for_flipped_reads(g, grad_y, kernel, input_hw, p.stride, p.padding, p.dilation, origin);
+  const auto buf = g.node(ge).type.shape;  // a copy: adding nodes moves them
+  const Pair flipped{-p.dilation[0], -p.dilation[1]};
+  if (is_depthwise(c, o, groups)) {
+    const Windows win = windows_of(buf, 0, c, kernel, flipped, origin, input_hw, {1, 1});
+    return depthwise(g, ge, win, taps_by_channel(g, w), input_hw);
+  }
+  const int64_t og = o / groups, t = kernel[0] * kernel[1];
+  std::vector<int> parts;
+  for (int64_t gi = 0; gi < groups; ++gi) {
+    // w's group as [C/G, O/G * T]: element (c, o, t) = w[gi * O/G + o, c, t]
+    const int wt = g.reshape(g.strided_copy(w, {cg, og, t}, {t, cg * t, 1}, gi * og * cg * t, "conv_weight_t"), {cg, og * t});
+    const Windows win = windows_of(buf, gi * og, og, kernel, flipped, origin, input_hw, {1, 1});
+    parts.push_back(g.matmul(wt, columns(g, ge, win, false), false, p.passes, "conv2d_input_grad"));
+  }
+  return to_nchw(g, parts.size() == 1 ? parts[0] : g.concat(parts, 0, "conv2d_input_grad"), n, input_hw);
+}
+
+int conv2d_weight_grad(Graph& g, int grad_y, int x, std::array<int64_t, 2> kernel_hw, int64_t out_channels, const Conv2dParams& p) {
+  const auto gs = g.node(grad_y).type.shape, xs = g.node(x).type.shape;
+  const int64_t n = xs[0], c = xs[1], o = out_channels, groups = p.groups;
+  if (gs.size() != 4 || xs.size() != 4 || gs[0] != n || gs[1] != o || c % groups || o % groups) {
+    throw KernelError(fmt::format("conv2d weight gradient: {} does not match input {}", to_string(g.node(grad_y).type), to_string(g.node(x).type)));
+  }
+  const std::string why = conv2d_unsupported(c, o, groups);
+  if (!why.empty()) throw KernelError("conv2d weight gradient: " + why);
+  const int64_t cg = c / groups, og = o / groups, t = kernel_hw[0] * kernel_hw[1], np = n * gs[2] * gs[3];
+  const Pair out{gs[2], gs[3]};
+  const int xp = pad_hw(g, x, p.padding, p.padding);
+  const auto buf = g.node(xp).type.shape;  // a copy: adding nodes moves them
+  if (is_depthwise(c, o, groups)) {
+    // dw[c, t] = sum over n, p of grad_y[n, c, p] * windows[t, n, c, p]
+    const Windows win = windows_of(buf, 0, c, kernel_hw, p.dilation, {0, 0}, out, p.stride);
+    const int64_t pos = out[0] * out[1];
+    const int cols = gather_by_tap(g, xp, win);
+    const int prod = g.binary(ExprOp::Mul, cols, g.reshape(grad_y, {n, c, pos}), "depthwise_conv2d_weight_grad");
+    const int by_tap = reduce_dims(g, prod, {1, 3}, RowOp::Sum);  // [T, C]
+    return g.reshape(g.strided_copy(by_tap, {c, t}, {1, c}, 0, "conv_taps"), {c, 1, kernel_hw[0], kernel_hw[1]});
+  }
+  const int gf = channels_first(g, grad_y);  // [O, N*P]
+  std::vector<int> parts;
+  for (int64_t gi = 0; gi < groups; ++gi) {
+    const int gg = groups == 1 ? gf : g.strided_copy(gf, {og, np}, {np, 1}, gi * og * np, "conv_grad_group");
+    const Windows win = windows_of(buf, gi * cg, cg, kernel_hw, p.dilation, {0, 0}, out, p.stride);
+    const bool by_position = columns_by_position(win);
+    // [O/G, N*P] @ columns^T: [K, N*P] read transposed, or [N*P, K] as it is
+    parts.push_back(g.matmul(gg, columns(g, xp, win, by_position), !by_position, p.passes, "conv2d_weight_grad"));
+  }
+  const int dw = parts.size() == 1 ? parts[0] : g.concat(parts, 0, "conv2d_weight_grad");
+  return g.reshape(dw, {o, cg, kernel_hw[0], kernel_hw[1]});
+}
+
+}  // namespace vtpu::kernels

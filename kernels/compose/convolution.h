@@ -1,0 +1,45 @@
+// Convolutions as the MXU runs them: a strided copy gathers every output position's window into
+// a column (im2col), one matmul multiplies the columns by the weight. Built from graph nodes that
+// already exist (pad, strided copy, matmul, concat, column reduction), so fusion, memory planning
+// and the program cache treat a convolution like any other group of ops. NCHW with two spatial
+// dims; the bridge runs conv1d as a conv2d of height 1.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "kernels/graph/graph.h"
+
+namespace vtpu::kernels {
+
+struct Conv2dParams {
+  std::array<int64_t, 2> stride{1, 1}, padding{0, 0}, dilation{1, 1};  // (height, width)
+  int64_t groups = 1;
+  int passes = 1;  // MXU passes per matmul (the f32 precision, see matmul.h)
+};
+
+// Grouped convolutions up to this many groups run as one matmul per group (one program each
+// size); depthwise ones (one input channel per group) go to the vector unit at any count.
+inline constexpr int64_t kMaxConvGroups = 16;
+
+// Empty when the graph builds this convolution, else why not (for the bridge's fallback message).
+std::string conv2d_unsupported(int64_t in_channels, int64_t out_channels, int64_t groups);
+
+int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t padding, int64_t dilation);
+
+// conv2d(x, w) + bias: x [N, C, H, W], w [O, C / groups, kh, kw], bias [O] or -1 -> [N, O, OH, OW].
+int conv2d(Graph& g, int x, int w, int bias, const Conv2dParams& p);
+
+// y [N, C, H, W] + bias [C] broadcast over the images and positions.
+int add_channel_bias(Graph& g, int y, int bias);
+
+// The gradient of conv2d with respect to x, given grad_y [N, O, OH, OW]: [N, C, H, W] with
+// (H, W) = input_hw. Also conv_transpose2d's forward (x as grad_y, output size as input_hw).
+int conv2d_input_grad(Graph& g, int grad_y, int w, std::array<int64_t, 2> input_hw, const Conv2dParams& p);
+
+// The gradient of conv2d with respect to w ([O, C / groups, kh, kw]), given grad_y and x.
+int conv2d_weight_grad(Graph& g, int grad_y, int x, std::array<int64_t, 2> kernel_hw, int64_t out_channels,
+                       const Conv2dParams& p);
+
+}  // namespace vtpu::kernels

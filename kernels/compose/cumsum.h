@@ -1,0 +1,29 @@
+// cumsum as the MXU computes scans: the scanned dim moved last, x [rows, n] @ U [n, n] with
+// U[k][j] = (k <= j), a triangular matrix of ones (from iotas and a compare; exact in bf16), and
+// moved back. n^2 multiply-adds per row instead of n adds, which the MXU does at ~n/128 cycles
+// per 8 rows: fine for the lengths models scan (positions from masks, cumulative probabilities).
+// f32 inputs take `passes` bf16 parts (U has one), so 3 passes give f32-accurate products; the
+// summation order is the MXU's, not torch's left to right (f32 rounding differs in the last bits).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/graph/graph.h"
+
+namespace vtpu::kernels {
+
+// The f32 cumulative sum of x (f32 or bf16; integers as f32 are exact while partial sums stay
+// below 2^24 and `passes` covers their bits: 6 for 24-bit integers) along `dim` (non-negative).
+int cumsum(Graph& g, int x, int64_t dim, int passes);
+
+// The longest int32 scan whose byte sums f32 holds exactly: 255 * n < 2^24.
+inline constexpr int64_t kMaxExactByteScan = ((int64_t{1} << 24) - 1) / 255;
+
+// The int32 cumulative sum of int32 x along `dim`, exact for every int32 value and wrapping as
+// torch's int32 cumsum does: the words split into four bytes (exact bf16 digits), each byte plane
+// is scanned by one bf16 MXU pass with f32 accumulation, and the planes recombine as
+// sum(scan_b * 2^(8b)) in wrapping int32. Four passes, like f32's 'high' precision; lengths above
+// kMaxExactByteScan are refused.
+int cumsum_int32(Graph& g, int x, int64_t dim);
+
+}  // namespace vtpu::kernels

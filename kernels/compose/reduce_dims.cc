@@ -1,0 +1,63 @@
+// See reduce_dims.h. The choices here decide which kernels a reduction costs: a column
+// reduction reads x once; a permute first costs a copy of x.
+#include "kernels/compose/reduce_dims.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "kernels/codegen/kernel_error.h"
+#include "kernels/codegen/vreg_shape.h"
+
+namespace vtpu::kernels {
+
+int reduce_dims(Graph& g, int v, const std::vector<int64_t>& dims, RowOp op, int64_t correction) {
+  const auto shape = g.node(v).type.shape;
+  std::vector<int64_t> kept, order;
+  int64_t kept_numel = 1, reduced_numel = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (std::find(dims.begin(), dims.end(), int64_t(i)) == dims.end()) {
+      kept.push_back(shape[i]);
+      order.push_back(static_cast<int64_t>(i));
+      kept_numel *= shape[i];
+    } else {
+      reduced_numel *= shape[i];
+    }
+  }
+  for (int64_t d : dims) order.push_back(d);
+  // Over leading dims (a bias's gradient: a sum over tokens) and at least a vreg wide: one column
+  // reduction, no permute first.
+  bool leading = !kept.empty();
+  for (size_t i = 0; i < dims.size(); ++i) leading &= std::find(dims.begin(), dims.end(), int64_t(i)) != dims.end();
+  const bool column_op = op == RowOp::Sum || op == RowOp::Mean || op == RowOp::Max ||
+                         op == RowOp::Min;
+  const DType dtype = g.node(v).type.dtype;
+  if (leading && column_op && kept_numel >= kLanes && (dtype == DType::F32 || dtype == DType::BF16)) {
+    return g.reshape(g.column_reduce(op, g.reshape(v, {reduced_numel, kept_numel})), kept);
+  }
+  bool already_last = true;
+  for (size_t i = 0; i < order.size(); ++i) already_last &= order[i] == int64_t(i);
+  const int src = already_last ? v : g.permute(v, order, "permute_for_reduction");
+  const std::vector<int64_t> out_shape = kept.empty() ? std::vector<int64_t>{} : kept;
+  if (reduced_numel <= kMaxRowCols) {
+    const int reduced = g.row(op, g.reshape(src, {kept_numel, reduced_numel}), -1, -1, 1e-5, "", correction);
+    return g.reshape(reduced, out_shape);
+  }
+  // Longer than a row kernel holds: reduce [a, b] groups twice (sum, mean, max and min compose
+  // over equal groups). Checked here, per op, so an extent that cannot be split falls back now
+  // instead of failing at the flush.
+  const bool composes = op == RowOp::Sum || op == RowOp::Mean || op == RowOp::Max ||
+                        op == RowOp::Min || op == RowOp::Prod;
+  int64_t b = std::min(reduced_numel, kMaxRowCols);
+  while (b > 1 && (reduced_numel % b != 0 || reduced_numel / b > kMaxRowCols)) --b;
+  if (!composes || b <= 1) {
+    throw KernelError(fmt::format("a reduction over {} elements (more than {}{}", reduced_numel, kMaxRowCols,
+                                  composes ? " with no divisor to split them by)" : " and not a sum, mean, max, min or product)"));
+  }
+  const int64_t a = reduced_numel / b;
+  const int partial = g.row(op, g.reshape(src, {kept_numel * a, b}), -1, -1, 1e-5, "", correction);
+  const int reduced = g.row(op, g.reshape(partial, {kept_numel, a}), -1, -1, 1e-5, "", correction);
+  return g.reshape(reduced, out_shape);
+}
+
+}  // namespace vtpu::kernels

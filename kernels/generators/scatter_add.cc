@@ -1,0 +1,132 @@
+// The output is zeroed first (DMAs from a VMEM block of zeros). Then, index by index and in
+// order: the source row and the indexed output row come into VMEM, are added tile by tile on the
+// VPU, and the sum goes back before the next index is read, so repeated indices accumulate.
+// Serial by design: each index costs two HBM round trips; fine for embedding gradients of the
+// token counts a simulator runs, and exactly torch's summation order.
+// Semaphores: sem0 index chunks, sem1 row reads, sem2 writes.
+#include "kernels/generators/scatter_add.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "kernels/codegen/asm_writer.h"
+#include "kernels/generators/elementwise.h"
+#include "kernels/codegen/index_reader.h"
+#include "kernels/codegen/vreg_shape.h"
+
+namespace vtpu::kernels {
+namespace {
+
+constexpr int64_t kChunk = 256;            // indices per chunk
+constexpr int64_t kTile = kSublanes * kLanes;
+constexpr uint64_t kZeroBytes = 64 * 1024;  // the block of zeros the output is cleared from
+
+}  // namespace
+
+isa::Program make_scatter_add(const ScatterAddSpec& spec, const sim::ChipConfig& chip) {
+  if (spec.dtype != DType::F32 && spec.dtype != DType::BF16) throw KernelError("scatter_add: rows are f32 or bf16");
+  if (spec.width < 1) throw KernelError("scatter_add: empty rows need no kernel");
+  const int eb = dtype_bytes(spec.dtype);
+  const int64_t row_bytes = spec.width * eb, tiles = (spec.width + kTile - 1) / kTile;
+  const uint64_t row_vmem = uint64_t(tiles * kTile * 4);  // room for whole f32 tiles
+  const int index_bytes = spec.index_pairs ? 8 : 4;
+  const uint64_t index_vmem = 0, a_vmem = 4096, b_vmem = a_vmem + row_vmem, zero_vmem = b_vmem + row_vmem;
+  if (zero_vmem + kZeroBytes > chip.kernel_vmem_bytes()) {
+    throw KernelError(fmt::format("scatter_add: rows of {} bytes do not fit {}'s VMEM twice", row_bytes, chip.name));
+  }
+
+  AsmWriter w("scatter_add");
+  const int src_arg = w.argument("src", isa::ArgumentKind::Buffer);
+  const int index_arg = w.argument("index", isa::ArgumentKind::Buffer);
+  const int out_arg = w.argument("out", isa::ArgumentKind::Buffer);
+  const int count_arg = w.argument("count", isa::ArgumentKind::Scalar);
+  const int rows_arg = w.argument("rows", isa::ArgumentKind::Scalar);
+  const int pad_arg = w.argument("padding_index", isa::ArgumentKind::Scalar);
+  auto& s = w.sregs();
+  const int n = s.take(), rows = s.take(), pad = s.take(), base = s.take(), cnt = s.take(), r = s.take(), idx = s.take(),
+            cursor = s.take(), vm = s.take(), hb = s.take(), one = s.take(), rb = s.take(), t = s.take(), u = s.take();
+  const std::string zero_loop = w.new_label("zero"), zero_wait = w.new_label("zero_wait"), chunk_loop = w.new_label("chunk"),
+                    row_loop = w.new_label("row"), next = w.new_label("next_index"), done = w.new_label("done"),
+                    bad = w.new_label("bad_index");
+  w.line("sarg s{}, {}", n, count_arg);
+  w.line("sarg s{}, {}", rows, rows_arg);
+  w.line("sarg s{}, {}", pad, pad_arg);
+  w.line("sli s{}, 1", one);
+  w.load_immediate(rb, row_bytes);
+  // out = 0: a VMEM block of zeros, then one DMA per block-sized piece of the output
+  w.line("vbcast v0, s0");
+  w.load_immediate(vm, zero_vmem);
+  for (uint64_t off = 0; off < kZeroBytes; off += kTile * 4) {
+    w.line("vst v0, m0, s{}, 0, {}", vm, kLanes * 4);
+    w.line("saddi s{}, s{}, {}", vm, vm, kTile * 4);
+  }
+  w.load_immediate(vm, zero_vmem);
+  w.line("smul s{}, s{}, s{}", t, rows, rb);  // bytes left
+  w.line("sarg s{}, {}", hb, out_arg);
+  w.line("sli s{}, 0", cnt);  // write-backs issued
+  w.line("bge s0, s{}, {}", t, zero_wait);
+  w.place(zero_loop);
+  w.load_immediate(u, kZeroBytes);
+  w.line("smin s{}, s{}, s{}", u, u, t);
+  w.line("dma.v2h dq1, sem2, s{}, s{}, s{}, s{}, s{}, s{}", vm, hb, one, u, u, u);
+  w.line("sadd s{}, s{}, s{}", hb, hb, u);
+  w.line("ssub s{}, s{}, s{}", t, t, u);
+  w.line("saddi s{}, s{}, 1", cnt, cnt);
+  w.line("blt s0, s{}, {}", t, zero_loop);
+  w.place(zero_wait);  // every zero has landed before the first row is read back
+  w.line("bge s0, s{}, {}", cnt, chunk_loop);
+  w.line("sem.wait sem2, 1");
+  w.line("saddi s{}, s{}, -1", cnt, cnt);
+  w.line("jmp {}", zero_wait);
+  // the indices, chunk by chunk
+  w.place(chunk_loop);
+  w.line("sli s{}, 0", base);
+  const std::string chunk_top = w.new_label("chunk_top");
+  w.line("bge s{}, s{}, {}", base, n, done);
+  w.place(chunk_top);
+  issue_index_chunk(w, {n, base, one, cnt, hb, vm, u, t}, index_arg, index_bytes, index_vmem, kChunk);
+  w.line("sem.wait sem0, 1");
+  w.load_immediate(cursor, index_vmem);
+  w.line("sli s{}, 0", r);
+  w.place(row_loop);
+  read_index(w, idx, cursor, rows, t, spec.index_pairs, bad);  // checked first: a -1 is no padding index
+  w.line("beq s{}, s{}, {}", idx, pad, next);
+  // src row base + r and out row idx into VMEM
+  w.line("sarg s{}, {}", hb, src_arg);
+  w.line("sadd s{}, s{}, s{}", t, base, r);
+  w.add_scaled(hb, t, row_bytes, u);
+  w.load_immediate(vm, a_vmem);
+  w.line("dma.h2v dq0, sem1, s{}, s{}, s{}, s{}, s{}, s{}", vm, hb, one, rb, rb, rb);
+  w.line("sarg s{}, {}", hb, out_arg);
+  w.add_scaled(hb, idx, row_bytes, u);
+  w.load_immediate(vm, b_vmem);
+  w.line("dma.h2v dq0, sem1, s{}, s{}, s{}, s{}, s{}, s{}", vm, hb, one, rb, rb, rb);
+  w.line("sem.wait sem1, 2");
+  // b += a, whole tiles (the bytes past the row are never written back)
+  w.load_immediate(t, a_vmem);
+  w.load_immediate(u, b_vmem);
+  for (int64_t tile = 0; tile < tiles; ++tile) {
+    w.line("{} v1, m0, s{}, 0, {}", load_mnemonic(spec.dtype), t, kLanes * eb);
+    w.line("{} v2, m0, s{}, 0, {}", load_mnemonic(spec.dtype), u, kLanes * eb);
+    w.line("vadd v2, v2, v1");
+    w.line("{} v2, m0, s{}, 0, {}", store_mnemonic(spec.dtype), u, kLanes * eb);
+    w.line("saddi s{}, s{}, {}", t, t, kTile * eb);
+    w.line("saddi s{}, s{}, {}", u, u, kTile * eb);
+  }
+  w.load_immediate(u, b_vmem);
+  w.line("dma.v2h dq1, sem2, s{}, s{}, s{}, s{}, s{}, s{}", u, hb, one, rb, rb, rb);
+  w.line("sem.wait sem2, 1");  // the next index may name the same row
+  w.place(next);
+  w.line("saddi s{}, s{}, {}", cursor, cursor, index_bytes);
+  w.line("saddi s{}, s{}, 1", r, r);
+  w.line("blt s{}, s{}, {}", r, cnt, row_loop);
+  w.line("sadd s{}, s{}, s{}", base, base, cnt);
+  w.line("blt s{}, s{}, {}", base, n, chunk_top);
+  w.place(done);
+  place_index_trap(w, bad);
+  for (int x : {n, rows, pad, base, cnt, r, idx, cursor, vm, hb, one, rb, t, u}) s.release(x);
+  return w.assemble();
+}
+
+}  // namespace vtpu::kernels

@@ -1,0 +1,34 @@
+// The fusion planner: groups graph nodes into kernels. Strategies are named so the same
+// workload can be compared under each (a product feature: `none` vs `greedy` in bench/).
+//   none   - one kernel per node; every intermediate goes through HBM.
+//   greedy - elementwise chains become one elementwise kernel; elementwise consumers of a matmul
+//            become its epilogue; an elementwise group feeding only a row op becomes its prologue.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/graph/broadcast_layout.h"
+#include "kernels/graph/graph.h"
+
+namespace vtpu::kernels {
+
+enum class FusionStrategy : uint8_t { None, Greedy };
+
+FusionStrategy fusion_strategy_from_name(std::string_view name);  // throws KernelError listing the names
+std::string_view fusion_strategy_name(FusionStrategy s);
+
+struct KernelGroup {
+  enum class Kind : uint8_t { Elementwise, MatMul, Row, Copy } kind = Kind::Elementwise;
+  // In execution order. MatMul: the matmul first, then its epilogue. Row: the prologue, then the
+  // row op last.
+  std::vector<int> nodes;
+  std::vector<int> inputs;   // values read from outside the group, in first-use order
+  std::vector<int> outputs;  // values the group writes to HBM
+};
+
+// Groups in an order that respects every dependency. Nodes no graph output depends on are dropped.
+std::vector<KernelGroup> plan_fusion(const Graph& graph, FusionStrategy strategy);
+
+}  // namespace vtpu::kernels
