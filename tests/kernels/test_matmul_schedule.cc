@@ -1,0 +1,70 @@
+// The matmul's schedule as a value (kernels/generators/matmul_schedule.h): block shapes, passes
+// and VMEM layout checked against the rules its header states, with no program emitted.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "kernels/codegen/kernel_error.h"
+#include "kernels/generators/matmul_schedule.h"
+#include "sim/chip_config.h"
+
+using namespace vtpu;
+using kernels::DType;
+
+namespace {
+
+kernels::MatmulSpec spec_of(int64_t m, int64_t n, int64_t k, DType dtype = DType::BF16, int passes = 1) {
+  kernels::MatmulSpec s;
+  s.m = m;
+  s.n = n;
+  s.k = k;
+  s.a_dtype = s.b_dtype = dtype;
+  s.passes = passes;
+  return s;
+}
+
+int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+}  // namespace
+
+TEST_SUITE("kernels") {
+  TEST_CASE("a matmul schedule: blocks of BM rows by every MXU's columns, K in MXU-deep slices") {
+    for (const char* name : {"v5e", "v6e"}) {
+      CAPTURE(name);
+      const sim::ChipConfig chip = sim::load_chip(name);
+      const auto spec = spec_of(1000, 3000, 700);
+      const kernels::MatmulSchedule s(spec, chip, true);
+      const int64_t d = chip.mxu_dim;
+      CHECK(s.d_ == d);
+      CHECK(s.bn_ == std::min<int64_t>(int64_t{chip.mxu_per_core} * d, round_up(3000, d)));
+      CHECK(s.mxus_ * d == s.bn_);
+      // Two blocks' accumulators fit the slots (even and odd blocks alternate), at most 256 rows.
+      CHECK(s.bm_ % 8 == 0);
+      CHECK(s.bm_ <= 256);
+      CHECK(2 * s.bm_ / 8 <= chip.mxu_acc_slots);
+      CHECK(s.k_pad_ == round_up(700, d));
+      CHECK(s.kt_ * d == s.k_pad_);
+      CHECK_FALSE(s.staged_);  // bf16 B as given goes straight to the weight panel
+      CHECK(s.vmem_bytes_ <= chip.kernel_vmem_bytes());
+      CHECK(s.c_vmem_[1] >= s.c_vmem_[0] + s.c_tile_bytes_);  // the two C tiles do not overlap
+    }
+  }
+
+  TEST_CASE("f32 at 'highest': three bf16 parts a side, six products grouped by B part") {
+    const sim::ChipConfig chip = sim::load_chip("v5e");
+    const auto spec = spec_of(256, 256, 256, DType::F32, 6);
+    const kernels::MatmulSchedule s(spec, chip, true);
+    CHECK(s.a_parts_ == 3);
+    CHECK(s.b_parts_ == 3);
+    REQUIRE(s.pairs_.size() == 6);
+    CHECK(std::is_sorted(s.pairs_.begin(), s.pairs_.end(), [](auto x, auto y) { return x.second < y.second; }));
+    CHECK(s.staged_);  // f32 B is converted into parts on the VPU
+  }
+
+  TEST_CASE("a schedule that does not fit VMEM is refused before any code exists") {
+    const sim::ChipConfig chip = sim::load_chip("v5e");
+    // A batch keeps A out of VMEM, but a 2^20-deep K panel of B cannot fit.
+    auto spec = spec_of(8, 128, int64_t{1} << 20);
+    CHECK_THROWS_WITH_AS(kernels::MatmulSchedule(spec, chip, true), doctest::Contains("bytes of VMEM"), kernels::KernelError);
+  }
+}
