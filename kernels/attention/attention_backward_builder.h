@@ -29,7 +29,9 @@
 // attention_backward_blocks.cc. Internal to kernels/attention: include attention_backward.h.
 #pragma once
 
-#include "kernels/attention/attention_backward.h"
+#include "isa/program.h"
+#include "kernels/attention/attention_spec.h"
+#include "sim/chip_config.h"
 
 #include <fmt/format.h>
 #include <algorithm>

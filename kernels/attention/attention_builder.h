@@ -20,7 +20,9 @@
 // Internal to kernels/attention: include attention.h instead.
 #pragma once
 
-#include "kernels/attention/attention.h"
+#include "isa/program.h"
+#include "kernels/attention/attention_spec.h"
+#include "sim/chip_config.h"
 
 #include <fmt/format.h>
 #include <algorithm>

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/generators/matmul.h"
+#include "kernels/generators/matmul_spec.h"
 #include "sim/chip_config.h"
 
 namespace vtpu::kernels {

@@ -1,4 +1,4 @@
-"""scaled_dot_product_attention on the fused attention kernel (torch_bridge/csrc/ops_attention.cc):
+"""scaled_dot_product_attention on the fused attention kernel (torch_bridge/csrc/aten/attention.cc):
 torch's backend choice, forward and backward against the CPU in both modes, the math path for
 what the kernel does not run, and the memory the fused path saves (no [.., S, T] scores in HBM)."""
 import pytest

@@ -1,4 +1,4 @@
-"""torch.cumsum on the chip (torch_bridge/csrc/ops_cumsum.cc, kernels/compose/cumsum.h: a matmul with a
+"""torch.cumsum on the chip (torch_bridge/csrc/aten/cumsum.cc, kernels/compose/cumsum.h: a matmul with a
 triangular matrix of ones): float dims and dtypes against the CPU; integer scans (byte planes,
 exact) into int32 over the whole int32 range, wrapping as torch does, and into int64 from bool
 and known-magnitude int64 inputs (position ids from an attention mask); and what still falls

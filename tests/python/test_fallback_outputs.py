@@ -1,6 +1,6 @@
 """Ops with several results that run on the CPU (inputs the chip's kernels do not take) run the
 CPU op once per call, not once per result: each call counts one fallback, and every result
-matches the CPU's (torch_bridge/csrc/ops_support.h: run_on_cpu_outputs)."""
+matches the CPU's (torch_bridge/csrc/record/op_support.h: run_on_cpu_outputs)."""
 import pytest
 import torch
 

@@ -1,4 +1,4 @@
-"""torch.gather on the chip (torch_bridge/csrc/ops_gather_scatter.cc): any dim, float, bf16, int32,
+"""torch.gather on the chip (torch_bridge/csrc/aten/gather_scatter.cc): any dim, float, bf16, int32,
 bool and int64 data (the last as int32 word pairs, any magnitude), index shapes smaller than the
 input, non-contiguous inputs, both modes, against the CPU with the fallback off; indices torch
 rejects raise IndexError at the synchronisation instead of reading a neighbouring row. And the

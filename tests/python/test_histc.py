@@ -1,4 +1,4 @@
-"""torch.histc on the chip (torch_bridge/csrc/ops_histc.cc) against the CPU's kernel with the
+"""torch.histc on the chip (torch_bridge/csrc/aten/histc.cc) against the CPU's kernel with the
 fallback off: values on the edges, at bin boundaries, outside the range and NaN, several bin
 counts, integer inputs (counted as f32, result in their dtype, as accelerators give it), the
 mixture-of-experts count of expert ids, both modes; a data-derived range is counted on the host."""

@@ -1,4 +1,4 @@
-"""x[index] = values on the chip (torch_bridge/csrc/ops_index_put.cc), against the CPU with the
+"""x[index] = values on the chip (torch_bridge/csrc/aten/index_put.cc), against the CPU with the
 fallback off: boolean masks with one value (float and int64 tensors), accumulation at integer
 indices (repeated and negative ones, broadcast values, the backward of x[idx]), in both modes;
 an index outside the rows raises IndexError; what stays on the CPU says why."""

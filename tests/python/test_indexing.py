@@ -1,4 +1,4 @@
-"""x[idx] with one integer index tensor on the chip (torch_bridge/csrc/ops_lowered.cc tpu_index:
+"""x[idx] with one integer index tensor on the chip (torch_bridge/csrc/aten/lowered.cc tpu_index:
 a gather of the indexed dim, negative indices counting from the end, checked on the chip): any
 position of the index among the dims, multi-dim indices, CPU indices, both modes; what falls back."""
 import warnings

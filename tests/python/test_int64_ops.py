@@ -1,4 +1,4 @@
-"""int64 arithmetic on the chip (torch_bridge/csrc/ops_int64.h): add/sub/mul/comparisons/max/min
+"""int64 arithmetic on the chip (torch_bridge/csrc/aten/int64.h): add/sub/mul/comparisons/max/min
 and true division of int64 tensors whose magnitude is known, run on their int32 words; unknown or
 large magnitudes stay off the chip (an error naming the op without the fallback, the CPU's
 answer with it); and the position-id arithmetic of decoder models end to end."""

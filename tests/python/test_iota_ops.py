@@ -1,4 +1,4 @@
-"""Ops built on the chip's iota (torch_bridge/csrc/ops_iota.cc): arange in every chip dtype and
+"""Ops built on the chip's iota (torch_bridge/csrc/aten/iota.cc): arange in every chip dtype and
 int64 (as int32 word pairs), tril/triu masks, argmax/argmin (int64 indices, ties and NaN as
 torch has them); all with the CPU fallback off, against the CPU."""
 import pytest

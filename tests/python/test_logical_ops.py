@@ -1,4 +1,4 @@
-"""Predicates, boolean algebra and all/any on the chip (torch_bridge/csrc/ops_logical.cc), and
+"""Predicates, boolean algebra and all/any on the chip (torch_bridge/csrc/aten/logical.cc), and
 the masked-attention path they serve: scaled_dot_product_attention with boolean masks, fully
 masked rows included (torch's _safe_softmax gives them zeros), and is_causal (the fused kernel
 since it exists: test_attention.py)."""

@@ -1,4 +1,4 @@
-"""Ops whose result size only the data gives (torch_bridge/csrc/ops_masked.cc): x[mask] over
+"""Ops whose result size only the data gives (torch_bridge/csrc/aten/masked.cc): x[mask] over
 any dims, masked_select (broadcast masks too), torch.nonzero and one-argument torch.where,
 against the CPU with the fallback off, in both modes; the count is read from the chip, the
 compaction and gathers run there (kernels/compose/compaction.h)."""

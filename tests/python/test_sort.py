@@ -1,4 +1,4 @@
-"""torch.sort / argsort on the chip (torch_bridge/csrc/ops_sort.cc, kernels/compose/sort.h) against the
+"""torch.sort / argsort on the chip (torch_bridge/csrc/aten/sort.cc, kernels/compose/sort.h) against the
 CPU's stable sort with the fallback off: any dim, both directions, ties, NaN and infinities,
 bf16, int8, bool and small int64 values, out=, mixture-of-experts routing; long rows (a
 vocabulary for top-p sampling) through the bitonic network; int64 values of unknown magnitude

@@ -1,4 +1,4 @@
-"""torch.topk on the chip (torch_bridge/csrc/ops_iota.cc: k rounds of "first position of the
+"""torch.topk on the chip (torch_bridge/csrc/aten/iota.cc: k rounds of "first position of the
 largest value not yet taken"): values and int64 indices against the CPU for distinct values,
 any dim, smallest-k and bf16; MoE-style routing in both modes; ties; what falls back."""
 import warnings

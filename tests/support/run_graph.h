@@ -7,7 +7,7 @@
 
 #include "kernels/graph/plan.h"
 #include "sim/sim_device.h"
-#include "torch_bridge/runtime/plan_runner.h"
+#include "torch_bridge/plan_runner/plan_runner.h"
 
 namespace vtpu::testing {
 

@@ -2,8 +2,8 @@
 // (torch_bridge/python/vtpu) turns these into torch.tpu and vtpu.* functions.
 #include <torch/extension.h>
 
-#include "torch_bridge/csrc/recorder.h"
-#include "torch_bridge/csrc/runtime.h"
+#include "torch_bridge/csrc/record/recorder.h"
+#include "torch_bridge/csrc/runtime/runtime.h"
 
 namespace vtpu::bridge {
 

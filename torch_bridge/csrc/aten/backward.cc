@@ -1,0 +1,170 @@
+// Backward ops autograd calls for the lowered forward ops, built from the same graph nodes so
+// they fuse with their neighbours (relu, gelu, softmax, log_softmax, layer_norm).
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include <cmath>
+
+#include "kernels/compose/reduce_dims.h"
+#include "torch_bridge/csrc/record/op_support.h"
+#include "torch_bridge/csrc/runtime/runtime.h"
+
+namespace vtpu::bridge {
+namespace {
+
+using kernels::ExprOp;
+using kernels::Graph;
+using kernels::RowOp;
+
+// shape with the last dim set to 1: a per-row statistic, broadcast back along the row.
+std::vector<int64_t> per_row(const Graph& g, int v) {
+  auto shape = g.node(v).type.shape;
+  shape.back() = 1;
+  return shape;
+}
+
+// nn.Embedding's backward: the rows of grad_output summed into zeros at their indices, in order,
+// on the chip (a scatter-add kernel). Scaling by frequency goes to the CPU.
+at::Tensor tpu_embedding_dense_backward(const at::Tensor& grad_output, const at::Tensor& indices, int64_t num_weights,
+                                        int64_t padding_idx, bool scale_grad_by_freq) {
+  const CpuFn cpu = [&](const std::vector<at::Tensor>& c) {
+    return at::embedding_dense_backward(c[0], indices.cpu(), num_weights, padding_idx, scale_grad_by_freq);
+  };
+  const bool index_ok = indices.scalar_type() == at::kLong || indices.scalar_type() == at::kInt;
+  if (scale_grad_by_freq || !index_ok || !indices.device().is_privateuseone()) {
+    return run_on_cpu("embedding_dense_backward", {grad_output}, cpu,
+                      scale_grad_by_freq ? "scale_grad_by_freq" : "indices that are not int32/int64 on the device");
+  }
+  const int64_t width = grad_output.numel() / std::max<int64_t>(indices.numel(), 1);
+  const at::Tensor rows = grad_output.reshape({indices.numel(), width});
+  const bool pairs = indices.scalar_type() == at::kLong;
+  at::Tensor out = record("embedding_dense_backward", {rows, index_words(indices)}, grad_output.scalar_type(),
+                          [&](Graph& g, const std::vector<int>& v) {
+                            return g.scatter_add(v[0], v[1], pairs, num_weights, padding_idx);
+                          }, cpu);
+  return out.view({num_weights, width});
+}
+
+at::Tensor tpu_threshold_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& threshold) {
+  const double t = threshold.toDouble();
+  return record("threshold_backward", {grad, self}, grad.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    return g.where(g.binary_scalar(ExprOp::Gt, v[1], t), v[0], g.full({g.node(v[0]).type.shape, g.node(v[0]).type.dtype}, 0.0));
+  }, [t](const std::vector<at::Tensor>& c) { return at::threshold_backward(c[0], c[1], t); });
+}
+
+// d gelu / dx: erf form 0.5 (1 + erf(x / sqrt 2)) + x exp(-x^2 / 2) / sqrt(2 pi); tanh form
+// 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2 / pi) (1 + 3 c x^2), t = tanh(sqrt(2 / pi) (x + c x^3)).
+at::Tensor tpu_gelu_backward(const at::Tensor& grad, const at::Tensor& self, c10::string_view approximate) {
+  const bool tanh_form = approximate == "tanh";
+  const std::string approx(approximate);
+  return record("gelu_backward", {grad, self}, grad.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    const int x = v[1];
+    int d;
+    if (!tanh_form) {
+      const int cdf = g.binary_scalar(ExprOp::Mul, g.binary_scalar(ExprOp::Add, g.unary(ExprOp::Erf, g.binary_scalar(ExprOp::Mul, x, M_SQRT1_2)), 1.0), 0.5);
+      const int pdf = g.binary_scalar(ExprOp::Mul, g.unary(ExprOp::Exp, g.binary_scalar(ExprOp::Mul, g.unary(ExprOp::Square, x), -0.5)),
+                                      1.0 / std::sqrt(2 * M_PI));
+      d = g.binary(ExprOp::Add, cdf, g.binary(ExprOp::Mul, x, pdf));
+    } else {
+      const double k = std::sqrt(2 / M_PI), c = 0.044715;
+      const int x2 = g.unary(ExprOp::Square, x);
+      const int inner = g.binary_scalar(ExprOp::Mul, g.binary(ExprOp::Mul, x, g.binary_scalar(ExprOp::Add, g.binary_scalar(ExprOp::Mul, x2, c), 1.0)), k);
+      const int t = g.unary(ExprOp::Tanh, inner);
+      const int left = g.binary_scalar(ExprOp::Mul, g.binary_scalar(ExprOp::Add, t, 1.0), 0.5);
+      const int sech2 = g.binary_scalar(ExprOp::Sub, g.unary(ExprOp::Square, t), 1.0, /*scalar_first=*/true);
+      const int dinner = g.binary_scalar(ExprOp::Mul, g.binary_scalar(ExprOp::Add, g.binary_scalar(ExprOp::Mul, x2, 3 * c), 1.0), k);
+      d = g.binary(ExprOp::Add, left, g.binary_scalar(ExprOp::Mul, g.binary(ExprOp::Mul, g.binary(ExprOp::Mul, x, sech2), dinner), 0.5));
+    }
+    return g.binary(ExprOp::Mul, v[0], d);
+  }, [approx](const std::vector<at::Tensor>& c) { return at::gelu_backward(c[0], c[1], approx); });
+}
+
+bool is_last(int64_t dim, int64_t ndim) { return dim == -1 || dim == ndim - 1; }
+
+// softmax: y (g - sum(g y)); log_softmax: g - exp(y) sum(g), both along the last dim.
+at::Tensor softmax_backward(const char* op, bool log, const at::Tensor& grad, const at::Tensor& out, int64_t dim,
+                            c10::ScalarType input_dtype, const CpuFn& cpu) {
+  if (!is_last(dim, out.dim())) return run_on_cpu(op, {grad, out}, cpu, "a softmax over a dim other than the last");
+  return record(op, {grad, out}, grad.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    const int gy = log ? v[0] : g.binary(ExprOp::Mul, v[0], v[1]);
+    const int s = g.reshape(g.row(RowOp::Sum, gy), per_row(g, v[0]));
+    if (log) return g.binary(ExprOp::Sub, v[0], g.binary(ExprOp::Mul, g.unary(ExprOp::Exp, v[1]), s));
+    return g.binary(ExprOp::Mul, v[1], g.binary(ExprOp::Sub, v[0], s));
+  }, cpu);
+}
+
+at::Tensor tpu_softmax_backward(const at::Tensor& grad, const at::Tensor& out, int64_t dim, c10::ScalarType input_dtype) {
+  return softmax_backward("_softmax_backward_data", false, grad, out, dim, input_dtype,
+                          [dim, input_dtype](const std::vector<at::Tensor>& c) { return at::_softmax_backward_data(c[0], c[1], dim, input_dtype); });
+}
+at::Tensor tpu_log_softmax_backward(const at::Tensor& grad, const at::Tensor& out, int64_t dim, c10::ScalarType input_dtype) {
+  return softmax_backward("_log_softmax_backward_data", true, grad, out, dim, input_dtype,
+                          [dim, input_dtype](const std::vector<at::Tensor>& c) { return at::_log_softmax_backward_data(c[0], c[1], dim, input_dtype); });
+}
+
+// Layer norm over the last dim, with xhat = (x - mean) rstd and gw = g w:
+//   dx = rstd (gw - mean_row(gw) - xhat mean_row(gw xhat)),  dw = sum_rows(g xhat),  db = sum_rows(g).
+std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_layer_norm_backward(
+    const at::Tensor& grad, const at::Tensor& input, at::IntArrayRef normalized_shape, const at::Tensor& mean,
+    const at::Tensor& rstd, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    std::array<bool, 3> mask) {
+  std::vector<int64_t> ns(normalized_shape.begin(), normalized_shape.end());
+  const bool has_w = weight && weight->defined();
+  std::vector<at::Tensor> inputs = {grad, input, mean, rstd};
+  if (has_w) inputs.push_back(*weight);
+  // The bias only says whether db is wanted; it is copied to the host only if the CPU runs the
+  // op (copying it here would synchronise every deferred backward).
+  const at::Tensor given_bias = bias && bias->defined() ? *bias : at::Tensor();
+  const CpuOutputsFn cpu = [ns, has_w, mask, given_bias](const std::vector<at::Tensor>& c) {
+    const std::optional<at::Tensor> cpu_bias = given_bias.defined() ? std::optional(given_bias.cpu()) : std::nullopt;
+    auto [dx, dw, db] = at::native_layer_norm_backward(c[0], c[1], ns, c[2], c[3], has_w ? std::optional(c[4]) : std::nullopt,
+                                                       cpu_bias, mask);
+    return std::vector<at::Tensor>{dx, dw, db};
+  };
+  if (ns.size() != 1) {
+    const auto r = run_on_cpu_outputs("native_layer_norm_backward", inputs, cpu, "normalising more than the last dim");
+    return {r[0], r[1], r[2]};
+  }
+  // One result's CPU path (record's fallback when a kernel cannot be built for it).
+  const auto cpu_part = [cpu](int which) -> CpuFn { return [cpu, which](const std::vector<at::Tensor>& c) { return cpu(c)[which]; }; };
+  const int64_t leading = input.dim() - 1;
+  std::vector<int64_t> rows_dims;
+  for (int64_t d = 0; d < leading; ++d) rows_dims.push_back(d);
+  const auto xhat_of = [&](Graph& g, const std::vector<int>& v) {
+    return g.binary(ExprOp::Mul, g.binary(ExprOp::Sub, v[1], v[2]), v[3]);
+  };
+  at::Tensor dx, dw, db;
+  if (mask[0]) {
+    dx = record("native_layer_norm_backward", inputs, input.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+      const int xhat = xhat_of(g, v);
+      const int gw = has_w ? g.binary(ExprOp::Mul, v[0], v[4]) : v[0];
+      const int a = g.reshape(g.row(RowOp::Mean, gw), per_row(g, v[0]));
+      const int b = g.reshape(g.row(RowOp::Mean, g.binary(ExprOp::Mul, gw, xhat)), per_row(g, v[0]));
+      return g.binary(ExprOp::Mul, v[3], g.binary(ExprOp::Sub, g.binary(ExprOp::Sub, gw, a), g.binary(ExprOp::Mul, xhat, b)));
+    }, cpu_part(0));
+  }
+  if (mask[1] && has_w) {
+    dw = record("native_layer_norm_backward", inputs, weight->scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+      return kernels::reduce_dims(g, g.binary(ExprOp::Mul, v[0], xhat_of(g, v)), rows_dims, RowOp::Sum);
+    }, cpu_part(1));
+  }
+  if (mask[2] && bias && bias->defined()) {
+    db = record("native_layer_norm_backward", inputs, bias->scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+      return kernels::reduce_dims(g, v[0], rows_dims, RowOp::Sum);
+    }, cpu_part(2));
+  }
+  return {dx, dw, db};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("threshold_backward", tpu_threshold_backward);
+  m.impl("embedding_dense_backward", tpu_embedding_dense_backward);
+  m.impl("gelu_backward", tpu_gelu_backward);
+  m.impl("_softmax_backward_data", tpu_softmax_backward);
+  m.impl("_log_softmax_backward_data", tpu_log_softmax_backward);
+  m.impl("native_layer_norm_backward", tpu_native_layer_norm_backward);
+}
+
+}  // namespace vtpu::bridge

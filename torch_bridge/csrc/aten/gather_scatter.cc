@@ -1,0 +1,246 @@
+// torch.gather and scatter_add / scatter (a value) on the chip, along any dim. Flattened, index
+// element p names self's element base[p] + index[p] * stride(dim), where base (the other dims'
+// offsets) depends only on the shapes and is made on the host. The gather kernel
+// (kernels/generators/gather.h) then moves one element per row from that flat index (an int64 self: its two
+// int32 words); the scatter-add kernel (kernels/generators/scatter_add.h) adds one element per row at it,
+// repeated indices in order. The index's int64 words are narrowed on the chip (an index beyond
+// int32 traps there) and an index outside [0, size(dim)) is sent past the table, where the kernel
+// traps: an index torch would reject raises IndexError at the next synchronisation instead of
+// touching a neighbouring row. BERT-style embeddings gather their token type ids this way, and
+// gather's backward is a scatter_add. scatter of a source tensor runs on the chip when no element
+// is named twice (how often each is named is read first); repeated indices (the CPU's last write
+// wins, which a scatter-add cannot give) and scatter_reduce run on the CPU.
+#include <ATen/ATen.h>
+#include <ATen/WrapDimUtils.h>
+#include <torch/library.h>
+
+#include <limits>
+
+#include "torch_bridge/csrc/record/op_support.h"
+#include "torch_bridge/csrc/record/recorder.h"
+
+namespace vtpu::bridge {
+namespace {
+
+using kernels::DType;
+using kernels::ExprOp;
+using kernels::Graph;
+
+// The flat offset in a dense `self` of every element of `index` along the dims other than `dim`.
+at::Tensor other_dims_offsets(const at::Tensor& self, const at::Tensor& index, int64_t dim) {
+  at::Tensor base = at::zeros(index.sizes(), at::TensorOptions().dtype(at::kInt));
+  int64_t stride = 1;
+  for (int64_t k = self.dim() - 1; k >= 0; --k) {
+    if (k != dim) {
+      std::vector<int64_t> shape(index.dim(), 1);
+      shape[k] = index.size(k);
+      base += (at::arange(index.size(k), at::TensorOptions().dtype(at::kInt)) * int32_t(stride)).view(shape);
+    }
+    stride *= self.size(k);
+  }
+  return base.reshape({-1});
+}
+
+// Why `self` and `index` cannot take the chip's path (empty: they can).
+std::string unsupported(const at::Tensor& self, const at::Tensor& index, int64_t dim) {
+  if (self.dim() == 0 || index.dim() != self.dim()) return "a 0-d input, or an index of another rank";
+  if (index.numel() == 0) return "an empty index";
+  if (!index.device().is_privateuseone()) return "indices on the CPU";
+  if (self.scalar_type() != at::kLong && !chip_dtype(self.scalar_type())) return "a dtype without kernels on the chip";
+  if (self.numel() >= std::numeric_limits<int32_t>::max()) return "more than 2^31 elements";
+  for (int64_t k = 0; k < self.dim(); ++k) {
+    if (k != dim && index.size(k) > self.size(k)) return "an index larger than the input outside dim (torch rejects it)";
+  }
+  return {};
+}
+
+// How an index along `dim` addresses a dense self (taken before recording: no tensor work may
+// run while a graph is being built).
+struct DimIndexing {
+  bool int64_index;
+  int64_t numel, size, stride;
+  DimIndexing(const at::Tensor& self, const at::Tensor& index, int64_t dim)
+      : int64_index(index.scalar_type() == at::kLong), numel(self.numel()), size(self.size(dim)), stride(1) {
+    for (int64_t k = dim + 1; k < self.dim(); ++k) stride *= self.size(k);
+  }
+};
+
+// The flat element of a dense self each index element names, int32 [n]: out-of-range indices
+// point one past the end (the gather and scatter kernels trap there). `words` is the index's
+// graph value (int64 as [n, 2] words), `base` other_dims_offsets' value.
+int flat_index(Graph& g, int words, int base, const DimIndexing& d, const char* op) {
+  const int along = d.int64_index ? g.int64_narrow(words, int64_t{1} << 31, op) : words;
+  const int flat = g.binary(ExprOp::Add, g.binary_scalar(ExprOp::Mul, along, double(d.stride), false, op), base, op);
+  const int outside = g.binary(ExprOp::Or, g.binary_scalar(ExprOp::Lt, along, 0, false, op),
+                               g.binary_scalar(ExprOp::Ge, along, double(d.size), false, op), op);
+  return g.where(outside, g.full({{1}, DType::I32}, double(d.numel), op), flat, op);
+}
+
+void check_index_dtype(const at::Tensor& index, const char* op) {
+  TORCH_CHECK_INDEX(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt, op,
+                    "(): Expected dtype int32/int64 for index");
+}
+
+at::Tensor tpu_gather(const at::Tensor& self, int64_t dim_arg, const at::Tensor& index, bool sparse_grad) {
+  check_index_dtype(index, "gather");
+  const int64_t dim = at::maybe_wrap_dim(dim_arg, std::max<int64_t>(self.dim(), 1));
+  const CpuFn cpu = [dim, index, sparse_grad](const std::vector<at::Tensor>& c) {
+    return at::gather(c[0], dim, index.cpu(), sparse_grad);
+  };
+  if (const std::string why = unsupported(self, index, dim); !why.empty()) return run_on_cpu("gather", {self}, cpu, why);
+  const bool i64 = self.scalar_type() == at::kLong;
+  const int64_t numel = self.numel();
+  // One element per table row: int64 as its [low, high] int32 words.
+  const at::Tensor table = i64 ? self.contiguous().view(at::kInt).view({numel, 2}) : self.reshape({numel, 1});
+  const at::Tensor base = other_dims_offsets(self, index, dim).to(self.device());
+  const DimIndexing indexing(self, index, dim);
+  const at::Tensor picked = record("gather", {table, index_words(index), base}, table.scalar_type(),
+                                   [&](Graph& g, const std::vector<int>& v) {
+    return g.gather(v[0], flat_index(g, v[1], v[2], indexing, "gather"), /*index_pairs=*/false, "gather");
+  }, [cpu, self, i64](const std::vector<at::Tensor>&) {  // the kernel's own result: [n, 1], or [n, 2] words
+    const at::Tensor out = cpu({self.cpu()}).reshape({-1, 1});
+    return i64 ? out.view(at::kInt) : out;
+  });
+  if (!i64) return picked.view(index.sizes());
+  at::Tensor out = as_int64(picked).view(index.sizes());
+  set_int64_bound(out, int64_bound_of(self));
+  return out;
+}
+
+at::Tensor& tpu_gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad, at::Tensor& out) {
+  return write_out(out, tpu_gather(self, dim, index, sparse_grad));
+}
+
+// zeros(self.numel()) with `rows` ([n, 1], one per index element) added at their flat elements,
+// viewed as self: what scatter_add adds to self, and (rows of ones) how often each element is hit.
+int scattered(Graph& g, int rows, int words, int base, const DimIndexing& d, const std::vector<int64_t>& shape, const char* op) {
+  const int at = flat_index(g, words, base, d, op);
+  return g.reshape(g.scatter_add(rows, at, /*index_pairs=*/false, d.numel, -1, op), shape, op);
+}
+
+// src's elements at index's positions (src may be larger than index in any dim).
+at::Tensor leading_block(const at::Tensor& src, const at::Tensor& index) {
+  at::Tensor block = src;
+  for (int64_t k = 0; k < index.dim(); ++k) block = block.narrow(k, 0, index.size(k));
+  return block;
+}
+
+at::Tensor tpu_scatter_add(const at::Tensor& self, int64_t dim_arg, const at::Tensor& index, const at::Tensor& src) {
+  check_index_dtype(index, "scatter_add");
+  const int64_t dim = at::maybe_wrap_dim(dim_arg, std::max<int64_t>(self.dim(), 1));
+  const CpuFn cpu = [dim, index](const std::vector<at::Tensor>& c) { return at::scatter_add(c[0], dim, index.cpu(), c[1]); };
+  std::string why = unsupported(self, index, dim);
+  if (why.empty() && self.scalar_type() != at::kFloat && self.scalar_type() != at::kBFloat16) why = "adding into non-float tensors";
+  if (why.empty() && src.scalar_type() != self.scalar_type()) why = "a source of another dtype";
+  if (!why.empty()) return run_on_cpu("scatter_add", {self, src}, cpu, why);
+  const at::Tensor rows = leading_block(src, index).reshape({index.numel(), 1});
+  const at::Tensor base = other_dims_offsets(self, index, dim).to(self.device());
+  const DimIndexing indexing(self, index, dim);
+  const std::vector<int64_t> shape = self.sizes().vec();
+  return record("scatter_add", {self, rows, index_words(index), base}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    return g.binary(ExprOp::Add, v[0], scattered(g, v[1], v[2], v[3], indexing, shape, "scatter_add"), "scatter_add");
+  }, [cpu, src](const std::vector<at::Tensor>& c) { return cpu({c[0], src.cpu()}); });
+}
+
+// scatter of one value: every write at an element is the same value, so repeated indices do not
+// matter: where(hit count > 0, value, self).
+at::Tensor tpu_scatter_value(const at::Tensor& self, int64_t dim_arg, const at::Tensor& index, const at::Scalar& value) {
+  check_index_dtype(index, "scatter");
+  const int64_t dim = at::maybe_wrap_dim(dim_arg, std::max<int64_t>(self.dim(), 1));
+  const CpuFn cpu = [dim, index, value](const std::vector<at::Tensor>& c) { return at::scatter(c[0], dim, index.cpu(), value); };
+  std::string why = unsupported(self, index, dim);
+  if (why.empty() && self.scalar_type() == at::kLong) why = "int64 tensors";
+  if (!why.empty()) return run_on_cpu("scatter", {self}, cpu, why);
+  const at::Tensor base = other_dims_offsets(self, index, dim).to(self.device());
+  const DimIndexing indexing(self, index, dim);
+  const std::vector<int64_t> shape = self.sizes().vec();
+  const double v = value.toDouble();
+  const int64_t n = index.numel();
+  return record("scatter", {self, index_words(index), base}, self.scalar_type(), [&](Graph& g, const std::vector<int>& in) {
+    const int ones = g.full({{n, 1}, DType::F32}, 1.0, "scatter");
+    const int hits = scattered(g, ones, in[1], in[2], indexing, shape, "scatter");
+    const int fill = g.full({{1}, g.node(in[0]).type.dtype}, v, "scatter");
+    return g.where(g.binary_scalar(ExprOp::Gt, hits, 0, false, "scatter"), fill, in[0], "scatter");
+  }, cpu);
+}
+
+// scatter of a source tensor. torch's CPU kernel writes in index order, so where an element is
+// named twice the last write wins, which a scatter-add cannot give: how often each element is
+// named is counted on the chip and its maximum read first (a synchronisation, as index_put_'s
+// writes). When none is named twice, the source elements are placed by a scatter-add into zeros
+// (each lands alone, exactly: f32 and bf16, and bool and int8 through f32) and taken where
+// named; repeated indices run on the CPU.
+at::Tensor tpu_scatter_src(const at::Tensor& self, int64_t dim_arg, const at::Tensor& index, const at::Tensor& src) {
+  check_index_dtype(index, "scatter");
+  const int64_t dim = at::maybe_wrap_dim(dim_arg, std::max<int64_t>(self.dim(), 1));
+  const CpuFn cpu = [dim, index](const std::vector<at::Tensor>& c) { return at::scatter(c[0], dim, index.cpu(), c[1]); };
+  std::string why = unsupported(self, index, dim);
+  const auto t = self.scalar_type();
+  const bool exact_in_f32 = t == at::kFloat || t == at::kBFloat16 || t == at::kBool || t == at::kChar;
+  if (why.empty() && !exact_in_f32) why = "a dtype a scatter-add does not place exactly (f32, bf16, bool, int8)";
+  if (why.empty() && src.scalar_type() != t) why = "a source of another dtype";
+  if (!why.empty()) return run_on_cpu("scatter", {self, src}, cpu, why);
+  const at::Tensor base = other_dims_offsets(self, index, dim).to(self.device());
+  const DimIndexing indexing(self, index, dim);
+  const std::vector<int64_t> shape = self.sizes().vec();
+  const int64_t n = index.numel();
+  const at::Tensor hits = record("scatter", {index_words(index), base}, at::kFloat, [&](Graph& g, const std::vector<int>& v) {
+    return scattered(g, g.full({{n, 1}, DType::F32}, 1.0, "scatter"), v[0], v[1], indexing, shape, "scatter");
+  }, [index, dim, shape](const std::vector<at::Tensor>&) {
+    const at::Tensor where = index.cpu();
+    return at::zeros(shape).scatter_add(dim, where, at::ones(where.sizes()));
+  });
+  if (hits.max().item<double>() > 1) return run_on_cpu("scatter", {self, src}, cpu, "repeated indices (the last write wins)");
+  const at::Tensor rows = leading_block(src, index).reshape({n, 1});
+  return record("scatter", {self, rows, index_words(index), base, hits}, t, [&](Graph& g, const std::vector<int>& v) {
+    // bool and int8 values are placed as f32 (exact) and cast back
+    const DType dtype = g.node(v[0]).type.dtype;
+    const bool as_f32 = !dtype_is_float(dtype);
+    const int values = as_f32 ? g.cast(v[1], DType::F32, "scatter") : v[1];
+    int placed = scattered(g, values, v[2], v[3], indexing, shape, "scatter");
+    if (as_f32) placed = g.cast(placed, dtype, "scatter");
+    return g.where(g.binary_scalar(ExprOp::Gt, v[4], 0, false, "scatter"), placed, v[0], "scatter");
+  }, [cpu, src](const std::vector<at::Tensor>& c) { return cpu({c[0], src.cpu()}); });
+}
+
+at::Tensor& tpu_scatter_src_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
+  self.copy_(tpu_scatter_src(self, dim, index, src));
+  return self;
+}
+at::Tensor& tpu_scatter_src_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src, at::Tensor& out) {
+  return write_out(out, tpu_scatter_src(self, dim, index, src));
+}
+
+at::Tensor& tpu_scatter_add_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
+  self.copy_(tpu_scatter_add(self, dim, index, src));
+  return self;
+}
+at::Tensor& tpu_scatter_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src, at::Tensor& out) {
+  return write_out(out, tpu_scatter_add(self, dim, index, src));
+}
+at::Tensor& tpu_scatter_value_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
+  self.copy_(tpu_scatter_value(self, dim, index, value));
+  return self;
+}
+at::Tensor& tpu_scatter_value_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value,
+                                  at::Tensor& out) {
+  return write_out(out, tpu_scatter_value(self, dim, index, value));
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("gather", tpu_gather);
+  m.impl("gather.out", tpu_gather_out);
+  m.impl("scatter_add", tpu_scatter_add);
+  m.impl("scatter_add_", tpu_scatter_add_);
+  m.impl("scatter_add.out", tpu_scatter_add_out);
+  m.impl("scatter.src", tpu_scatter_src);
+  m.impl("scatter_.src", tpu_scatter_src_);
+  m.impl("scatter.src_out", tpu_scatter_src_out);
+  m.impl("scatter.value", tpu_scatter_value);
+  m.impl("scatter_.value", tpu_scatter_value_);
+  m.impl("scatter.value_out", tpu_scatter_value_out);
+}
+
+}  // namespace vtpu::bridge

@@ -1,0 +1,192 @@
+// x[index] = values (index_put_, which torch routes through _index_put_impl_) on the chip:
+//  - a boolean mask over x's leading dims with one value (`x[mask] = 0`, `x[mask] += v`): a
+//    `where` of the mask; int64 x (input ids, position ids) as its int32 word pairs.
+//  - one integer index tensor on dim 0 with accumulate=True (`x.index_put_((idx,), v,
+//    accumulate=True)`, autograd's backward of x[idx]): x plus a scatter-add of the value rows
+//    into zeros (kernels/generators/scatter_add.h, in index order).
+//  - one integer index tensor on dim 0 without accumulating (`x[idx] = v`, a permutation's
+//    inverse `inv[perm] = arange(n)`): how often each row is named is read first (a
+//    synchronisation); rows named once are written from a scatter-add into zeros. Repeated
+//    indices need the CPU's "last write wins", which a scatter-add cannot give: they run there.
+// Negative indices count from the end; one outside the rows raises IndexError at the next
+// synchronisation. Masks with several values (a count only the data gives) and other index
+// layouts run on the CPU.
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include "torch_bridge/csrc/record/op_support.h"
+#include "torch_bridge/csrc/record/recorder.h"
+
+namespace vtpu::bridge {
+namespace {
+
+using kernels::DType;
+using kernels::ExprOp;
+using kernels::Graph;
+
+// `mask` with trailing dims of size 1, so it broadcasts over the dims of self it does not cover.
+at::Tensor mask_over(const at::Tensor& mask, int64_t dims) {
+  std::vector<int64_t> shape = mask.sizes().vec();
+  shape.resize(dims, 1);
+  return mask.reshape(shape);
+}
+
+// self[mask] = value (or += with accumulate), value one element.
+// A host value is cast on the host (an int64 one cannot be cast on the chip), then uploaded.
+at::Tensor masked_put(const at::Tensor& self, const at::Tensor& mask, const at::Tensor& values, bool accumulate) {
+  const at::Tensor value = (values.is_cpu() ? values.to(self.scalar_type()) : values).reshape({1}).to(self.device());
+  if (self.scalar_type() != at::kLong) {
+    const at::Tensor typed = value.scalar_type() == self.scalar_type() ? value : value.to(self.scalar_type());
+    return at::where(mask_over(mask, self.dim()), accumulate ? self + typed : typed, self);
+  }
+  // int64: each element's two words take the value's two words where the mask holds.
+  std::vector<int64_t> word_shape = self.sizes().vec();
+  word_shape.push_back(2);
+  const at::Tensor words = self.contiguous().view(at::kInt).view(word_shape);
+  const at::Tensor picked = at::where(mask_over(mask, self.dim() + 1), value.view(at::kInt), words);
+  at::Tensor out = as_int64(picked.contiguous());
+  const auto self_bound = int64_bound_of(self), value_bound = int64_bound_of(value);
+  set_int64_bound(out, self_bound && value_bound ? std::optional(std::max(*self_bound, *value_bound)) : std::nullopt);
+  return out;
+}
+
+// The row each index element names, negative ones counting from the end (int32 [n]); rows past
+// either end stay outside [0, rows), where the scatter-add kernel traps.
+int target_rows(Graph& g, int words, bool int64_index, int64_t rows) {
+  const int at = int64_index ? g.int64_narrow(words, int64_t{1} << 31, "index_put_") : words;
+  return g.where(g.binary_scalar(ExprOp::Lt, at, 0, false, "index_put_"),
+                 g.binary_scalar(ExprOp::Add, at, double(rows), false, "index_put_"), at, "index_put_");
+}
+
+// The shape values take for an index on dim 0: the index's dims, then self's other dims.
+std::vector<int64_t> indexed_shape(const at::Tensor& self, const at::Tensor& index) {
+  std::vector<int64_t> shape = index.sizes().vec();
+  shape.insert(shape.end(), self.sizes().begin() + 1, self.sizes().end());
+  return shape;
+}
+
+// self + zeros(self) with each row of values added at its index (dim 0), in order.
+at::Tensor accumulate_rows(const at::Tensor& self, const at::Tensor& index, const at::Tensor& values) {
+  const int64_t n = index.numel(), rows = self.size(0), width = self.numel() / std::max<int64_t>(rows, 1);
+  const std::vector<int64_t> value_shape = indexed_shape(self, index);
+  const at::Tensor src = values.to(self.device(), self.scalar_type()).expand(value_shape).reshape({n, width});
+  const at::Tensor flat = index.reshape({n});
+  const bool i64 = flat.scalar_type() == at::kLong;
+  const CpuFn cpu = [index, value_shape](const std::vector<at::Tensor>& c) {
+    c10::List<std::optional<at::Tensor>> host({std::optional(index.cpu())});
+    return c[0].index_put(host, c[1].reshape(value_shape), true);
+  };
+  return record("index_put_", {self.reshape({rows, width}), src, index_words(flat)}, self.scalar_type(),
+                [&](Graph& g, const std::vector<int>& v) {
+    const int at = target_rows(g, v[2], i64, rows);
+    return g.binary(ExprOp::Add, v[0], g.scatter_add(v[1], at, /*index_pairs=*/false, rows, -1, "index_put_"), "index_put_");
+  }, [cpu, self](const std::vector<at::Tensor>& c) { return cpu({self.cpu(), c[1]}).reshape(c[0].sizes()); }).view(self.sizes());
+}
+
+// How often the index names each of self's rows: f32 [rows, 1] on the chip.
+at::Tensor row_hits(const at::Tensor& index, int64_t rows) {
+  const at::Tensor flat = index.reshape({-1});
+  const int64_t n = flat.numel();
+  const bool i64 = flat.scalar_type() == at::kLong;
+  return record("index_put_", {index_words(flat)}, at::kFloat, [&](Graph& g, const std::vector<int>& v) {
+    return g.scatter_add(g.full({{n, 1}, DType::F32}, 1.0, "index_put_"), target_rows(g, v[0], i64, rows), false, rows, -1,
+                         "index_put_");
+  }, [flat, rows](const std::vector<at::Tensor>&) {
+    return at::zeros({rows, 1}).index_put_({flat.cpu()}, at::ones({flat.numel(), 1}), true);
+  });
+}
+
+// self with the rows of values written at their indices (dim 0), each row named at most once
+// (`hits` > 0 marks them): a scatter-add into zeros holds each written row exactly. int64 values
+// of known magnitude below 2^24 go through f32 exactly and come back as words.
+at::Tensor write_rows(const at::Tensor& self, const at::Tensor& index, const at::Tensor& values, const at::Tensor& hits) {
+  const int64_t n = index.numel(), rows = self.size(0), width = self.numel() / std::max<int64_t>(rows, 1);
+  const std::vector<int64_t> value_shape = indexed_shape(self, index);
+  const bool words = self.scalar_type() == at::kLong, i64 = index.scalar_type() == at::kLong;
+  const at::Tensor src = values.to(self.device(), self.scalar_type()).expand(value_shape).reshape({n * width});
+  const auto value_bound = words ? int64_bound_of(src) : std::nullopt;
+  const at::Tensor base = words ? self.contiguous().view(at::kInt).view({rows, 2 * width}) : self.reshape({rows, width});
+  const at::Tensor given = words ? index_words(src) : src;
+  const at::Tensor written = record("index_put_", {base, given, index_words(index.reshape({n})), hits}, base.scalar_type(),
+                                    [&](Graph& g, const std::vector<int>& v) {
+    int rows_of_values = v[1];
+    if (words) rows_of_values = g.cast(g.int64_narrow(v[1], *value_bound + 1, "index_put_"), DType::F32, "index_put_");
+    const int placed = g.scatter_add(g.reshape(rows_of_values, {n, width}, "index_put_"), target_rows(g, v[2], i64, rows), false,
+                                     rows, -1, "index_put_");
+    const int new_rows = words ? g.reshape(int64_words(g, g.cast(placed, DType::I32, "index_put_")), {rows, 2 * width}, "index_put_")
+                               : placed;
+    return g.where(g.binary_scalar(ExprOp::Gt, v[3], 0, false, "index_put_"), new_rows, v[0], "index_put_");
+  }, [self, index, values, words](const std::vector<at::Tensor>&) {
+    const at::Tensor out = self.cpu().index_put({index.cpu()}, values.cpu().to(self.scalar_type()), false);
+    return words ? out.reshape({out.size(0), -1}).view(at::kInt) : out.reshape({out.size(0), -1});
+  });
+  if (!words) return written.view(self.sizes());
+  at::Tensor out = as_int64(written.view({rows, width, 2}).contiguous()).view(self.sizes());
+  const auto self_bound = int64_bound_of(self);
+  set_int64_bound(out, self_bound ? std::optional(std::max(*self_bound, *value_bound)) : std::nullopt);
+  return out;
+}
+
+// Why the chip's paths do not take this call (empty: one of them does).
+std::string unsupported(const at::Tensor& self, const std::vector<std::optional<at::Tensor>>& list, const at::Tensor& values,
+                        bool accumulate) {
+  int64_t given = 0;
+  for (const auto& i : list) given += i && i->defined();
+  if (given != 1 || !list[0] || !list[0]->defined()) return "several index tensors, or one past the first dim";
+  const at::Tensor& index = *list[0];
+  if (self.dim() == 0 || self.numel() == 0 || index.numel() == 0) return "0-d or empty tensors";
+  if (index.scalar_type() == at::kBool) {
+    if (values.numel() != 1) return "a boolean mask with several values (a count only the data gives)";
+    if (index.dim() > self.dim() || !index.sizes().equals(self.sizes().slice(0, index.dim()))) return "a mask of another shape";
+    if (self.scalar_type() == at::kLong && (accumulate || (!values.is_cpu() && values.scalar_type() != at::kLong))) {
+      return "adding under a mask to int64 tensors, or writing a non-int64 device value into them";
+    }
+    if (self.scalar_type() != at::kLong && !chip_dtype(self.scalar_type())) return "a dtype without kernels on the chip";
+    return {};
+  }
+  if (index.scalar_type() != at::kLong && index.scalar_type() != at::kInt) return "an index that is neither bool nor int32/int64";
+  const bool floats = self.scalar_type() == at::kFloat || self.scalar_type() == at::kBFloat16;
+  if (accumulate && !floats) return "accumulating into non-float tensors";
+  if (!accumulate && !floats && self.scalar_type() != at::kLong) return "writing rows into tensors other than f32, bf16 and int64";
+  if (!accumulate && self.scalar_type() == at::kLong) {
+    const auto bound = values.device().is_privateuseone() && values.scalar_type() == at::kLong ? int64_bound_of(values) : std::nullopt;
+    if (!bound || *bound >= (int64_t{1} << 24)) return "writing int64 values of unknown magnitude, or beyond 2^24";
+  }
+  return {};
+}
+
+at::Tensor& fallback(at::Tensor& self, const std::vector<std::optional<at::Tensor>>& list, const at::Tensor& values,
+                     bool accumulate, const std::string& why) {
+  const at::Tensor result = run_on_cpu("_index_put_impl_", {self, values}, [list, accumulate](const std::vector<at::Tensor>& c) {
+    c10::List<std::optional<at::Tensor>> host;
+    for (const auto& i : list) host.push_back(i && i->defined() ? std::optional(i->cpu()) : std::nullopt);
+    return c[0].index_put(host, c[1], accumulate);
+  }, why);
+  self.copy_(result);
+  return self;
+}
+
+at::Tensor& tpu_index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices, const at::Tensor& values,
+                                bool accumulate, bool unsafe) {
+  const std::vector<std::optional<at::Tensor>> list(indices.begin(), indices.end());
+  if (const std::string why = unsupported(self, list, values, accumulate); !why.empty()) return fallback(self, list, values, accumulate, why);
+  const at::Tensor& index = *list[0];
+  const at::Tensor on_chip = index.device() == self.device() ? index : index.to(self.device());
+  if (index.scalar_type() == at::kBool) {
+    self.copy_(masked_put(self, on_chip, values, accumulate));
+  } else if (accumulate) {
+    self.copy_(accumulate_rows(self, on_chip, values));
+  } else {
+    // Rows named twice need the CPU's "last write wins": how often each is named is read first.
+    const at::Tensor hits = row_hits(on_chip, self.size(0));
+    if (hits.max().item<double>() > 1) return fallback(self, list, values, accumulate, "repeated indices (the last write wins)");
+    self.copy_(write_rows(self, on_chip, values, hits));
+  }
+  return self;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("_index_put_impl_", tpu_index_put_impl_); }
+
+}  // namespace vtpu::bridge

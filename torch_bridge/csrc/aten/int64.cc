@@ -1,0 +1,194 @@
+// See ops_int64.h.
+#include "torch_bridge/csrc/aten/int64.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "kernels/compose/cumsum.h"
+#include "kernels/compose/reduce_dims.h"
+#include "torch_bridge/csrc/record/recorder.h"
+#include "torch_bridge/csrc/runtime/runtime.h"
+
+namespace vtpu::bridge {
+namespace {
+
+using kernels::ExprOp;
+using kernels::Graph;
+
+// The bound operands of `e` must stay under for int32 to compute it exactly; 0: not on this path.
+int64_t bound_for(ExprOp e) {
+  switch (e) {
+    case ExprOp::Add: case ExprOp::Sub: return int64_t{1} << 30;
+    case ExprOp::Eq: case ExprOp::Ne: case ExprOp::Lt: case ExprOp::Le: case ExprOp::Gt: case ExprOp::Ge:
+    case ExprOp::Max: case ExprOp::Min: case ExprOp::Div: case ExprOp::Mul:  // Mul: the product too
+      return int64_t{1} << 31;
+    default: return 0;
+  }
+}
+
+bool int64_on_chip(const at::Tensor& t) { return t.device().is_privateuseone() && t.scalar_type() == at::kLong; }
+
+}  // namespace
+
+std::optional<at::Tensor> int64_binary(const char* op, ExprOp e, const at::Tensor& self, const at::Tensor& other, double alpha,
+                                       c10::ScalarType result_dtype, const CpuFn& cpu) {
+  if (!int64_on_chip(self) && !int64_on_chip(other)) return std::nullopt;
+  const int64_t bound = bound_for(e);
+  if (bound == 0 || alpha != 1.0) return std::nullopt;
+  // Each operand's known magnitude: int64 tensors carry it with their buffer (set by whoever
+  // wrote them: host copies, arange, these ops); unknown ones stay off this path.
+  std::vector<at::Tensor> inputs;
+  int64_t magnitude[2] = {0, 0};
+  int k = 0;
+  for (const at::Tensor* t : {&self, &other}) {
+    int64_t& m = magnitude[k++];
+    if (is_cpu_scalar(*t)) {
+      const double v = std::fabs(t->item().toDouble());
+      if (!(v < double(bound))) return std::nullopt;
+      m = static_cast<int64_t>(v);
+    } else if (int64_on_chip(*t)) {
+      const auto known = int64_bound_of(*t);
+      if (!known || *known >= bound) return std::nullopt;
+      m = *known;
+    } else if (at::isIntegralType(t->scalar_type(), /*includeBool=*/true)) {
+      m = int64_t{1} << 31;  // an int32 operand: only against int64 under comparisons' bound
+      if (bound < m) return std::nullopt;
+    } else {
+      return std::nullopt;  // int64 against floats: the CPU keeps torch's int64 -> float rounding
+    }
+    inputs.push_back(int64_on_chip(*t) ? index_words(*t) : *t);
+  }
+  if (e == ExprOp::Mul && magnitude[0] * magnitude[1] >= bound) return std::nullopt;  // the int32 product could wrap
+  const bool long_result = result_dtype == at::kLong;
+  const at::Tensor out = record(op, inputs, long_result ? at::kInt : result_dtype, [&](Graph& g, const std::vector<int>& v) {
+    // v holds the device operands in order; CPU scalars become scalar operands of the op.
+    std::vector<int> operand;
+    size_t next = 0;
+    for (const at::Tensor* t : {&self, &other}) {
+      if (is_cpu_scalar(*t)) {
+        operand.push_back(-1);
+        continue;
+      }
+      int x = v[next++];
+      if (int64_on_chip(*t)) x = g.reshape(g.int64_narrow(x, bound, op), t->sizes().vec());
+      operand.push_back(x);
+    }
+    int r;
+    if (operand[1] < 0) r = g.binary_scalar(e, operand[0], other.item().toDouble());
+    else if (operand[0] < 0) r = g.binary_scalar(e, operand[1], self.item().toDouble(), /*scalar_first=*/true);
+    else r = g.binary(e, operand[0], operand[1]);
+    return long_result ? int64_words(g, r) : r;
+  }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other.cpu()}); });  // as given, not as words
+  if (!long_result) return out;
+  const at::Tensor result = as_int64(out);
+  if (result.is_same(out)) return result;  // computed on the CPU: the host copy set its bound
+  const int64_t bound_of_result = e == ExprOp::Add || e == ExprOp::Sub ? magnitude[0] + magnitude[1]
+                                  : e == ExprOp::Mul                     ? magnitude[0] * magnitude[1]
+                                                                         : std::max(magnitude[0], magnitude[1]);
+  set_int64_bound(result, bound_of_result);
+  return result;
+}
+
+namespace {
+
+// The largest |element| of an integer tensor whose sums the chip may take in f32: bool, int8,
+// or int64 of known magnitude (nullopt for others).
+std::optional<int64_t> summable_magnitude(const at::Tensor& self) {
+  if (self.scalar_type() == at::kBool) return 1;
+  if (self.scalar_type() == at::kChar) return 128;
+  if (int64_on_chip(self)) return int64_bound_of(self);
+  return std::nullopt;
+}
+
+// The int64 result of `reduce` (sums in f32 over `extent` elements each) on an integer tensor,
+// when f32 holds every partial sum exactly (< 2^24); nullopt otherwise.
+std::optional<at::Tensor> int64_accumulate(const char* op, const at::Tensor& self, int64_t extent,
+                                           const std::function<int(Graph&, int)>& reduce, const CpuFn& cpu) {
+  const auto magnitude = summable_magnitude(self);
+  if (!magnitude || (*magnitude > 0 && extent >= (int64_t{1} << 24) / *magnitude)) return std::nullopt;
+  const bool words = int64_on_chip(self);
+  const at::Tensor input = words ? index_words(self) : self;
+  const at::Tensor source = self;
+  const at::Tensor out = record(op, {input}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
+    const int x = words ? g.reshape(g.int64_narrow(v[0], *magnitude + 1, op), source.sizes().vec()) : v[0];
+    return int64_words(g, g.cast(reduce(g, g.cast(x, kernels::DType::F32)), kernels::DType::I32));
+  }, [cpu, source](const std::vector<at::Tensor>&) { return cpu({source.cpu()}); });
+  return as_int64(out, *magnitude * extent);
+}
+
+}  // namespace
+
+std::optional<at::Tensor> int64_sum(const at::Tensor& self, const std::vector<int64_t>& dims, const CpuFn& cpu) {
+  int64_t extent = 1;
+  for (int64_t d : dims) extent *= self.size(d);
+  return int64_accumulate("sum", self, extent, [&](Graph& g, int x) {
+    return kernels::reduce_dims(g, x, dims, kernels::RowOp::Sum);
+  }, cpu);
+}
+
+bool int64_copy_on_chip(const at::Tensor& dst, const at::Tensor& src) {
+  if (dst.device() != src.device() || !dst.sizes().equals(src.sizes()) || dst.numel() == 0 || !is_whole_buffer(dst)) return false;
+  const auto from = src.scalar_type(), to = dst.scalar_type();
+  const int64_t n = dst.numel();
+  auto& rt = Runtime::get();
+  if (to == at::kLong && from == at::kLong) {
+    if (!src.is_contiguous()) return false;
+    // the same bytes, copied on the chip as int32 words; the values' bound too
+    record_copy(dst.reshape({n}).view(at::kInt), src.reshape({n}).view(at::kInt));
+    set_int64_bound(dst, int64_bound_of(src));
+    return true;
+  }
+  if (to == at::kLong && (from == at::kBool || from == at::kChar || from == at::kInt)) {
+    {
+      std::lock_guard lock(rt.mutex());
+      Recorder& rec = Recorder::of(dst.device().index());
+      const int v = rec.values_of({src})[0];
+      Graph& g = rec.graph();
+      const int words = int64_words(g, g.node(v).type.dtype == kernels::DType::I32 ? v : g.cast(v, kernels::DType::I32, "copy_"));
+      rec.define_output(dst.reshape({n}).view(at::kInt), g.reshape(words, {2 * n}, "copy_"), "copy_");
+      rec.op_recorded();
+    }
+    set_int64_bound(dst, from == at::kBool ? 1 : from == at::kChar ? 128 : int64_t{1} << 31);
+    return true;
+  }
+  if (from != at::kLong) return false;
+  const int64_t bound = int64_bound_of(src).value_or(std::numeric_limits<int64_t>::max());
+  const bool exact = to == at::kFloat || to == at::kBFloat16 || to == at::kInt || to == at::kBool || (to == at::kChar && bound < 128);
+  if (bound >= (int64_t{1} << 31) || !exact) return false;
+  const at::Tensor words = index_words(src);
+  std::lock_guard lock(rt.mutex());
+  Recorder& rec = Recorder::of(dst.device().index());
+  const int v = rec.values_of({words})[0];
+  Graph& g = rec.graph();
+  const int narrow = g.reshape(g.int64_narrow(v, bound + 1, "copy_"), dst.sizes().vec(), "copy_");
+  const auto dtype = to_kernel_dtype(to);
+  rec.define_output(dst, dtype == kernels::DType::I32 ? narrow : g.cast(narrow, dtype, "copy_"), "copy_");
+  rec.op_recorded();
+  return true;
+}
+
+std::optional<at::Tensor> integer_cumsum(const at::Tensor& self, int64_t dim, c10::ScalarType result, const CpuFn& cpu) {
+  const auto t = self.scalar_type();
+  const int64_t n = self.size(dim);
+  // the largest |element|, inclusive: int32 words of any value scan exactly too
+  const std::optional<int64_t> magnitude = t == at::kInt ? std::optional<int64_t>(int64_t{1} << 31) : summable_magnitude(self);
+  if (!magnitude || n > kernels::kMaxExactByteScan || (result != at::kInt && result != at::kLong)) return std::nullopt;
+  if (t == at::kLong && *magnitude >= (int64_t{1} << 31)) return std::nullopt;  // not int32 words
+  // int64 results need every partial sum to fit int32; int32 results wrap as torch's do
+  const int64_t sum_bound = *magnitude * n;
+  if (result == at::kLong && sum_bound >= (int64_t{1} << 31)) return std::nullopt;
+  const bool words = int64_on_chip(self);
+  const at::Tensor input = words ? index_words(self) : self;
+  const auto shape = self.sizes().vec();
+  const at::Tensor out = record("cumsum", {input}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
+    int x = words ? g.reshape(g.int64_narrow(v[0], *magnitude + 1, "cumsum"), shape, "cumsum") : v[0];
+    if (g.node(x).type.dtype != kernels::DType::I32) x = g.cast(x, kernels::DType::I32, "cumsum");
+    const int sums = kernels::cumsum_int32(g, x, dim);
+    return result == at::kLong ? int64_words(g, sums) : sums;
+  }, [cpu, self](const std::vector<at::Tensor>&) { return cpu({self.cpu()}); });
+  return result == at::kLong ? as_int64(out, sum_bound) : out;
+}
+
+}  // namespace vtpu::bridge

@@ -1,0 +1,42 @@
+// int64 elementwise ops on the chip: the operands' int32 words are narrowed on the chip (checked:
+// kernels/generators/int64_narrow.h), the op runs in int32, and int64 results are widened back to word
+// pairs. Add and sub need |values| < 2^30 (so no int32 sum wraps), comparisons, max/min and true
+// division < 2^31, multiplication |a| * |b| < 2^31 as well. Operands run this way only when their
+// magnitude is known to be below that (Buffer::int64_bound: host copies measure it, arange and
+// these ops derive it); others stay on the CPU path, and the narrowing kernel's check traps should
+// a bound ever be wrong. What position ids, cache positions and masks need; other ops stay on the
+// CPU.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <optional>
+
+#include "kernels/codegen/vector_expr.h"
+#include "torch_bridge/csrc/record/op_support.h"
+
+namespace vtpu::bridge {
+
+// self (e) other with `alpha` scaling other, when an operand is an int64 tpu tensor and the op is
+// one the words path runs; nullopt otherwise (the caller's path decides: usually the fallback).
+std::optional<at::Tensor> int64_binary(const char* op, kernels::ExprOp e, const at::Tensor& self, const at::Tensor& other,
+                                       double alpha, c10::ScalarType result_dtype, const CpuFn& cpu);
+
+// The int64 sum of an integer tensor over `dims` (sorted), when f32 accumulation is exact for it:
+// bool and int8 elements, or int64 ones of known magnitude, with |sum| < 2^24. nullopt otherwise.
+std::optional<at::Tensor> int64_sum(const at::Tensor& self, const std::vector<int64_t>& dims, const CpuFn& cpu);
+
+// dst (a whole dense buffer) <- src on the chip when one of them is int64 and the conversion is
+// exact there: a dense int64 source copied as its int32 words; bool, int8 and int32 widened to
+// int64 words; int64 of known magnitude below 2^31
+// narrowed (checked) and converted to f32, bf16, int32 or bool (int8 only within +-127: torch wraps
+// where the chip would saturate). False when it is not: the caller copies through the host.
+bool int64_copy_on_chip(const at::Tensor& dst, const at::Tensor& src);
+
+// The cumulative sum along `dim` of an integer tensor held as int32 words on the chip (bool,
+// int8, int32, or int64 of known magnitude below 2^31) into `result`: int32, exact and wrapping
+// as torch's, or int64 when every partial sum is known to stay below 2^31 (kernels/compose/cumsum.h:
+// byte planes scanned exactly, up to kMaxExactByteScan elements). nullopt otherwise.
+std::optional<at::Tensor> integer_cumsum(const at::Tensor& self, int64_t dim, c10::ScalarType result, const CpuFn& cpu);
+
+}  // namespace vtpu::bridge

@@ -1,0 +1,72 @@
+// Matmul-family aten ops on the chip: mm, bmm, addmm (a fused bias epilogue), with transposed
+// dense operands read as they lie instead of copied first.
+#include <ATen/ATen.h>
+#include <ATen/WrapDimUtils.h>
+#include <ATen/ops/native_group_norm_native.h>
+
+#include <algorithm>
+#include <limits>
+#include <torch/library.h>
+
+#include "kernels/generators/matmul.h"
+#include "kernels/compose/reduce_dims.h"
+#include "torch_bridge/csrc/aten/int64.h"
+#include "torch_bridge/csrc/aten/pointwise.h"
+#include "torch_bridge/csrc/aten/masked.h"
+#include "torch_bridge/csrc/record/op_support.h"
+#include "torch_bridge/csrc/record/recorder.h"
+#include "torch_bridge/csrc/runtime/runtime.h"
+
+namespace vtpu::bridge {
+namespace {
+
+using kernels::ExprOp;
+using kernels::Graph;
+using kernels::RowOp;
+
+// A [.., R, C] operand that is the transpose of a dense [.., C, R] tensor (a weight's .t(),
+// k.transpose(-1, -2), a weight gradient's x.t()): the matmul reads the dense tensor with
+// transpose_b (or transpose_a) instead of a transpose kernel making a copy first.
+bool is_transposed_dense(const at::Tensor& b) {
+  const int64_t d = b.dim();
+  if (d < 2 || b.size(d - 1) == 1 || b.size(d - 2) == 1) return false;
+  return b.stride(d - 2) == 1 && b.stride(d - 1) == b.size(d - 2) && b.transpose(-1, -2).is_contiguous();
+}
+
+at::Tensor matmul_op(const char* op, const at::Tensor& a, const at::Tensor& b, const CpuFn& cpu) {
+  const bool a_transposed = is_transposed_dense(a), b_transposed = is_transposed_dense(b);
+  const at::Tensor a_arg = a_transposed ? a.transpose(-1, -2) : a, b_arg = b_transposed ? b.transpose(-1, -2) : b;
+  const int passes = kernels::passes_for_precision(Runtime::get().matmul_precision());
+  const auto dtype = at::result_type(a, b);
+  // The CPU path gets a and b as the caller gave them.
+  const CpuFn cpu_given = [cpu, a_transposed, b_transposed](const std::vector<at::Tensor>& c) {
+    return cpu({a_transposed ? c[0].transpose(-1, -2) : c[0], b_transposed ? c[1].transpose(-1, -2) : c[1]});
+  };
+  return record(op, {a_arg, b_arg}, dtype, [&](Graph& g, const std::vector<int>& v) {
+    return g.matmul(v[0], v[1], b_transposed, passes, op, a_transposed);
+  }, cpu_given);
+}
+
+at::Tensor tpu_mm(const at::Tensor& a, const at::Tensor& b) {
+  return matmul_op("mm", a, b, [](const std::vector<at::Tensor>& c) { return at::mm(c[0], c[1]); });
+}
+at::Tensor& tpu_mm_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return write_out(out, tpu_mm(a, b)); }
+at::Tensor tpu_bmm(const at::Tensor& a, const at::Tensor& b) {
+  return matmul_op("bmm", a, b, [](const std::vector<at::Tensor>& c) { return at::bmm(c[0], c[1]); });
+}
+at::Tensor tpu_addmm(const at::Tensor& bias, const at::Tensor& a, const at::Tensor& b, const at::Scalar& beta, const at::Scalar& alpha) {
+  at::Tensor product = tpu_mm(a, b);
+  if (alpha.toDouble() != 1.0) product = pointwise::mul(product, pointwise::wrapped_scalar(alpha));
+  return pointwise::add(product, bias, beta);  // beta scales the bias: (product) + beta * bias
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("mm", tpu_mm);
+  m.impl("mm.out", tpu_mm_out);
+  m.impl("bmm", tpu_bmm);
+  m.impl("addmm", tpu_addmm);
+}
+
+}  // namespace vtpu::bridge

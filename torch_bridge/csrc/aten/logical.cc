@@ -1,0 +1,122 @@
+// Predicates and boolean algebra on the chip: isnan/isinf/isneginf/isposinf, logical_not/and/or,
+// bitwise and/or of bool tensors, and all/any over any dims (a min/max of the 0/1 values). What
+// attention's masking path runs (torch's _safe_softmax asks isneginf(...).all(dim)).
+#include <ATen/ATen.h>
+#include <ATen/WrapDimUtils.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "kernels/compose/reduce_dims.h"
+#include "torch_bridge/csrc/record/op_support.h"
+
+namespace vtpu::bridge {
+namespace {
+
+using kernels::DType;
+using kernels::ExprOp;
+using kernels::Graph;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// A predicate of each element; integer tensors hold no NaN or infinity, so theirs is all false.
+at::Tensor predicate(const char* op, const at::Tensor& self, const std::function<int(Graph&, int)>& test, const CpuFn& cpu) {
+  const bool floating = at::isFloatingType(self.scalar_type());
+  return record_elementwise(op, {self}, at::kBool, [&](Graph& g, const std::vector<int>& v) {
+    return floating ? test(g, v[0]) : g.full({g.node(v[0]).type.shape, DType::Bool}, 0, op);
+  }, cpu);
+}
+
+at::Tensor tpu_isnan(const at::Tensor& self) {
+  return predicate("isnan", self, [](Graph& g, int x) { return g.binary(ExprOp::Ne, x, x); },
+                   [](const std::vector<at::Tensor>& c) { return at::isnan(c[0]); });
+}
+at::Tensor tpu_isinf(const at::Tensor& self) {
+  return predicate("isinf", self, [](Graph& g, int x) { return g.binary_scalar(ExprOp::Eq, g.unary(ExprOp::Abs, x), kInf); },
+                   [](const std::vector<at::Tensor>& c) { return at::isinf(c[0]); });
+}
+at::Tensor tpu_isneginf(const at::Tensor& self) {
+  return predicate("isneginf", self, [](Graph& g, int x) { return g.binary_scalar(ExprOp::Eq, x, -kInf); },
+                   [](const std::vector<at::Tensor>& c) { return at::isneginf(c[0]); });
+}
+at::Tensor tpu_isposinf(const at::Tensor& self) {
+  return predicate("isposinf", self, [](Graph& g, int x) { return g.binary_scalar(ExprOp::Eq, x, kInf); },
+                   [](const std::vector<at::Tensor>& c) { return at::isposinf(c[0]); });
+}
+
+int truth(Graph& g, int x) { return g.node(x).type.dtype == DType::Bool ? x : g.cast(x, DType::Bool); }
+
+at::Tensor tpu_logical_not(const at::Tensor& self) {
+  return record_elementwise(
+      "logical_not", {self}, at::kBool, [](Graph& g, const std::vector<int>& v) { return g.unary(ExprOp::Not, truth(g, v[0])); },
+      [](const std::vector<at::Tensor>& c) { return at::logical_not(c[0]); });
+}
+
+at::Tensor logical(const char* op, ExprOp e, const at::Tensor& self, const at::Tensor& other, const CpuFn& cpu) {
+  if (!other.device().is_privateuseone()) return logical(op, e, self, other.to(self.device()), cpu);
+  return record_elementwise(op, {self, other}, at::kBool, [&](Graph& g, const std::vector<int>& v) {
+    return g.binary(e, truth(g, v[0]), truth(g, v[1]));
+  }, cpu);
+}
+at::Tensor tpu_logical_and(const at::Tensor& self, const at::Tensor& other) {
+  return logical("logical_and", ExprOp::And, self, other, [](const std::vector<at::Tensor>& c) { return at::logical_and(c[0], c[1]); });
+}
+at::Tensor tpu_logical_or(const at::Tensor& self, const at::Tensor& other) {
+  return logical("logical_or", ExprOp::Or, self, other, [](const std::vector<at::Tensor>& c) { return at::logical_or(c[0], c[1]); });
+}
+// Bitwise and/or equal the logical ones on bool tensors; integer bit patterns stay on the CPU.
+at::Tensor bitwise(const char* op, ExprOp e, const at::Tensor& self, const at::Tensor& other, const CpuFn& cpu) {
+  if (self.scalar_type() != at::kBool || other.scalar_type() != at::kBool) return run_on_cpu(op, {self, other}, cpu, "integer bit patterns");
+  return logical(op, e, self, other, cpu);
+}
+at::Tensor tpu_bitwise_and(const at::Tensor& self, const at::Tensor& other) {
+  return bitwise("bitwise_and", ExprOp::And, self, other, [](const std::vector<at::Tensor>& c) { return at::bitwise_and(c[0], c[1]); });
+}
+at::Tensor tpu_bitwise_or(const at::Tensor& self, const at::Tensor& other) {
+  return bitwise("bitwise_or", ExprOp::Or, self, other, [](const std::vector<at::Tensor>& c) { return at::bitwise_or(c[0], c[1]); });
+}
+
+// all / any over `dims` (none: every dim): the min / max of the elements as 0.0 / 1.0.
+at::Tensor all_any(const char* op, const at::Tensor& self, at::OptionalIntArrayRef dims_opt, bool keepdim, bool all) {
+  const auto [dims, shape] = reduction_over(self, dims_opt, keepdim);
+  const CpuFn cpu = [dims, keepdim, all, whole = !dims_opt || dims_opt->empty()](const std::vector<at::Tensor>& c) {
+    if (whole && !keepdim) return all ? at::all(c[0]) : at::any(c[0]);
+    return all ? at::all(c[0], dims, keepdim) : at::any(c[0], dims, keepdim);
+  };
+  if (self.numel() == 0 || self.dim() == 0) return run_on_cpu(op, {self}, cpu, "empty or 0-dim inputs");
+  at::Tensor out = record(op, {self}, at::kBool, [&](Graph& g, const std::vector<int>& v) {
+    const int values = g.cast(truth(g, v[0]), DType::F32);
+    const int reduced = kernels::reduce_dims(g, values, dims, all ? kernels::RowOp::Min : kernels::RowOp::Max);
+    return g.binary_scalar(ExprOp::Ne, reduced, 0);
+  }, cpu);
+  return out.view(shape);
+}
+at::Tensor tpu_all(const at::Tensor& self) { return all_any("all", self, std::nullopt, false, true); }
+at::Tensor tpu_any(const at::Tensor& self) { return all_any("any", self, std::nullopt, false, false); }
+at::Tensor tpu_all_dim(const at::Tensor& self, int64_t dim, bool keepdim) { return all_any("all", self, at::IntArrayRef{dim}, keepdim, true); }
+at::Tensor tpu_any_dim(const at::Tensor& self, int64_t dim, bool keepdim) { return all_any("any", self, at::IntArrayRef{dim}, keepdim, false); }
+at::Tensor tpu_all_dims(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim) { return all_any("all", self, dims, keepdim, true); }
+at::Tensor tpu_any_dims(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim) { return all_any("any", self, dims, keepdim, false); }
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("isnan", tpu_isnan);
+  m.impl("isinf", tpu_isinf);
+  m.impl("isneginf", tpu_isneginf);
+  m.impl("isposinf", tpu_isposinf);
+  m.impl("logical_not", tpu_logical_not);
+  m.impl("logical_and", tpu_logical_and);
+  m.impl("logical_or", tpu_logical_or);
+  m.impl("bitwise_and.Tensor", tpu_bitwise_and);
+  m.impl("bitwise_or.Tensor", tpu_bitwise_or);
+  m.impl("all", tpu_all);
+  m.impl("any", tpu_any);
+  m.impl("all.dim", tpu_all_dim);
+  m.impl("any.dim", tpu_any_dim);
+  m.impl("all.dims", tpu_all_dims);
+  m.impl("any.dims", tpu_any_dims);
+}
+
+}  // namespace vtpu::bridge

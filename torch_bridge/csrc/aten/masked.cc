@@ -1,0 +1,103 @@
+// Ops whose result size only the data gives: torch.nonzero, masked_select and x[mask]. The count
+// of true elements is read first (a synchronisation, as on every accelerator: mask.sum().item()),
+// then the chip compacts the mask's true positions (kernels/compose/compaction.h) and gathers what they
+// name: coordinates for nonzero, rows of x for x[mask] (a mask over x's leading dims; the index op
+// moves other dims first), elements for masked_select. Masks past kCompactionMaxElements (2^24)
+// run on the CPU.
+#include "torch_bridge/csrc/aten/masked.h"
+
+#include <torch/library.h>
+
+#include "kernels/compose/compaction.h"
+#include "torch_bridge/csrc/record/recorder.h"
+
+namespace vtpu::bridge {
+namespace {
+
+using kernels::DType;
+using kernels::ExprOp;
+using kernels::Graph;
+
+// How many elements of a device bool mask hold (a synchronisation).
+int64_t true_count(const at::Tensor& mask) { return mask.sum().item<int64_t>(); }
+
+// torch.nonzero: [count, ndim] int64 coordinates, row-major order.
+at::Tensor tpu_nonzero(const at::Tensor& self) {
+  const CpuFn cpu = [](const std::vector<at::Tensor>& c) { return at::nonzero(c[0]); };
+  if (self.dim() == 0 || self.numel() > kernels::kCompactionMaxElements || !chip_dtype(self.scalar_type())) {
+    return run_on_cpu("nonzero", {self}, cpu, "0-d inputs, masks past the compaction limit or dtypes without kernels");
+  }
+  const at::Tensor mask = self.scalar_type() == at::kBool ? self : self.ne(0);
+  const int64_t count = true_count(mask), n = self.numel(), dims = self.dim();
+  if (count == 0) return at::empty({0, dims}, self.options().dtype(at::kLong));
+  const std::vector<int64_t> shape = self.sizes().vec();
+  int64_t largest = 1;
+  for (int64_t s : shape) largest = std::max(largest, s);
+  const at::Tensor words = record("nonzero", {mask}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
+    // [n, dims]: element i's coordinate along each dim (an iota broadcast over the others)
+    std::vector<int> maps;
+    for (int64_t k = 0; k < dims; ++k) {
+      std::vector<int64_t> along(dims, 1);
+      along[k] = shape[k];
+      const int coordinate = g.binary(ExprOp::Add, g.full({shape, DType::F32}, 0, "nonzero"),
+                                      g.reshape(g.iota({{shape[k]}, DType::F32}, "nonzero"), along, "nonzero"), "nonzero");
+      maps.push_back(g.reshape(coordinate, {n, 1}, "nonzero"));
+    }
+    const int table = dims == 1 ? maps[0] : g.concat(maps, 1, "nonzero");
+    const int at = g.cast(kernels::true_positions(g, v[0], count), DType::I32, "nonzero");
+    return int64_words(g, g.cast(g.gather(table, at, false, "nonzero"), DType::I32, "nonzero"));
+  }, [cpu, self](const std::vector<at::Tensor>&) { return cpu({self.cpu()}).to(at::kInt); });
+  return as_int64(words, largest - 1).view({count, dims});
+}
+
+at::Tensor& tpu_nonzero_out(const at::Tensor& self, at::Tensor& out) { return write_out(out, tpu_nonzero(self)); }
+
+at::Tensor tpu_masked_select(const at::Tensor& self, const at::Tensor& mask) {
+  const auto shape = at::infer_size(self.sizes(), mask.sizes());
+  const at::Tensor x = self.expand(shape), m = mask.expand(shape);
+  if (auto rows = masked_rows(x.contiguous(), m.contiguous())) return rows->reshape({-1});
+  return run_on_cpu("masked_select", {self, mask}, [](const std::vector<at::Tensor>& c) { return at::masked_select(c[0], c[1]); },
+                    "masks past the compaction limit or dtypes without kernels");
+}
+
+at::Tensor& tpu_masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out) {
+  return write_out(out, tpu_masked_select(self, mask));
+}
+
+}  // namespace
+
+std::optional<at::Tensor> masked_rows(const at::Tensor& self, const at::Tensor& mask) {
+  const bool words = self.scalar_type() == at::kLong;
+  if (mask.scalar_type() != at::kBool || mask.dim() == 0 || mask.dim() > self.dim() ||
+      !mask.sizes().equals(self.sizes().slice(0, mask.dim())) || mask.numel() > kernels::kCompactionMaxElements ||
+      (!words && !chip_dtype(self.scalar_type())) || !mask.device().is_privateuseone()) {
+    return std::nullopt;
+  }
+  const int64_t n = mask.numel(), width = self.numel() / std::max<int64_t>(n, 1);
+  std::vector<int64_t> shape = {true_count(mask)};
+  shape.insert(shape.end(), self.sizes().begin() + mask.dim(), self.sizes().end());
+  if (shape[0] == 0 || width == 0) return at::empty(shape, self.options());
+  const int64_t count = shape[0];
+  // rows of x, int64 as their int32 words
+  const at::Tensor table = words ? self.contiguous().view(at::kInt).view({n, 2 * width}) : self.reshape({n, width});
+  const at::Tensor picked = record("index", {table, mask}, table.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    const int at = g.cast(kernels::true_positions(g, v[1], count, "index"), DType::I32, "index");
+    return g.gather(v[0], at, false, "index");
+  }, [self, mask, words](const std::vector<at::Tensor>&) {
+    const at::Tensor rows = self.cpu().index({mask.cpu()});
+    return words ? rows.reshape({rows.size(0), -1}).view(at::kInt) : rows;
+  });
+  if (!words) return picked.view(shape);
+  at::Tensor out = as_int64(picked.view({count, width, 2}).contiguous()).view(shape);
+  set_int64_bound(out, int64_bound_of(self));
+  return out;
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("nonzero", tpu_nonzero);
+  m.impl("nonzero.out", tpu_nonzero_out);
+  m.impl("masked_select", tpu_masked_select);
+  m.impl("masked_select.out", tpu_masked_select_out);
+}
+
+}  // namespace vtpu::bridge

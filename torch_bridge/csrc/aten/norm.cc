@@ -1,0 +1,133 @@
+// Normalisation layers on the chip: layer norm (one row kernel), batch norm with running
+// statistics (elementwise per channel; training statistics on the CPU where allowed), group norm
+// through torch's math decomposition.
+#include <ATen/ATen.h>
+#include <ATen/WrapDimUtils.h>
+#include <ATen/ops/native_group_norm_native.h>
+
+#include <algorithm>
+#include <limits>
+#include <torch/library.h>
+
+#include "kernels/generators/matmul.h"
+#include "kernels/compose/reduce_dims.h"
+#include "torch_bridge/csrc/aten/int64.h"
+#include "torch_bridge/csrc/aten/masked.h"
+#include "torch_bridge/csrc/record/op_support.h"
+#include "torch_bridge/csrc/record/recorder.h"
+#include "torch_bridge/csrc/runtime/runtime.h"
+
+namespace vtpu::bridge {
+namespace {
+
+using kernels::ExprOp;
+using kernels::Graph;
+using kernels::RowOp;
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_layer_norm(const at::Tensor& input, at::IntArrayRef normalized_shape,
+                                                                 const std::optional<at::Tensor>& weight,
+                                                                 const std::optional<at::Tensor>& bias, double eps) {
+  std::vector<int64_t> ns(normalized_shape.begin(), normalized_shape.end());
+  if (ns.size() != 1) {
+    TORCH_CHECK_NOT_IMPLEMENTED(Runtime::get().cpu_fallback_allowed(),
+                                "vtpu: aten::native_layer_norm over more than the last dim is not lowered; set VTPU_CPU_FALLBACK=1");
+    auto r = at::native_layer_norm(input.cpu(), ns, weight ? std::optional(weight->cpu()) : std::nullopt,
+                                   bias ? std::optional(bias->cpu()) : std::nullopt, eps);
+    return {std::get<0>(r).to(input.device()), std::get<1>(r).to(input.device()), std::get<2>(r).to(input.device())};
+  }
+  const bool has_w = weight && weight->defined(), has_b = bias && bias->defined();
+  std::vector<at::Tensor> inputs = {input};
+  if (has_w) inputs.push_back(*weight);
+  if (has_b) inputs.push_back(*bias);
+  const auto cpu_out = [&](int which) {
+    return [ns, eps, has_w, has_b, which](const std::vector<at::Tensor>& c) {
+      auto r = at::native_layer_norm(c[0], ns, has_w ? std::optional(c[1]) : std::nullopt,
+                                     has_b ? std::optional(c[has_w ? 2 : 1]) : std::nullopt, eps);
+      return which == 0 ? std::get<0>(r) : which == 1 ? std::get<1>(r) : std::get<2>(r);
+    };
+  };
+  at::Tensor out = record("native_layer_norm", inputs, input.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    return g.row(RowOp::LayerNorm, v[0], has_w ? v[1] : -1, has_b ? v[has_w ? 2 : 1] : -1, eps);
+  }, cpu_out(0));
+  // mean and rstd, as autograd saves them; in defer_and_fuse they never run unless kept.
+  std::vector<int64_t> stat_shape(input.sizes().begin(), input.sizes().end());
+  stat_shape.back() = 1;
+  at::Tensor mean = record("native_layer_norm", inputs, at::kFloat, [&](Graph& g, const std::vector<int>& v) {
+    return g.row(RowOp::Mean, v[0]);
+  }, cpu_out(1)).view(stat_shape);
+  at::Tensor rstd = record("native_layer_norm", inputs, at::kFloat, [&](Graph& g, const std::vector<int>& v) {
+    const int var = g.row(RowOp::Var, v[0], -1, -1, eps, "var", /*correction=*/0);
+    return g.unary(ExprOp::Rsqrt, g.binary_scalar(ExprOp::Add, var, eps));
+  }, cpu_out(2)).view(stat_shape);
+  return {out, mean, rstd};
+}
+
+// Batch norm with running statistics (eval mode) is elementwise per channel (dim 1):
+// (x - mean) * rsqrt(var + eps) * weight + bias. Training mode (batch statistics) runs on the CPU
+// when allowed; its schema does not mark the running statistics as written, so torch's boxed
+// fallback would drop their update: they are copied back here.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_on_cpu(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, bool training,
+    double momentum, double eps) {
+  const auto host = [](const std::optional<at::Tensor>& t) -> std::optional<at::Tensor> {
+    if (!t || !t->defined()) return std::nullopt;
+    return t->to(at::kCPU);
+  };
+  std::optional<at::Tensor> mean = host(running_mean), var = host(running_var);
+  const auto r = run_on_cpu_outputs("native_batch_norm", {input}, [&](const std::vector<at::Tensor>& c) {
+    auto [out, save_mean, save_invstd] = at::native_batch_norm(c[0], host(weight), host(bias), mean, var, training, momentum, eps);
+    return std::vector<at::Tensor>{out, save_mean, save_invstd};
+  }, "batch statistics (training mode)");
+  if (mean) running_mean->copy_(*mean);
+  if (var) running_var->copy_(*var);
+  return {r[0], r[1], r[2]};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_batch_norm(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, bool training,
+    double momentum, double eps) {
+  const bool has_stats = running_mean && running_mean->defined() && running_var && running_var->defined();
+  if (training || !has_stats || input.dim() < 2) {
+    return batch_norm_on_cpu(input, weight, bias, running_mean, running_var, training, momentum, eps);
+  }
+  const bool has_weight = weight && weight->defined(), has_bias = bias && bias->defined();
+  std::vector<at::Tensor> inputs = {input, *running_mean, *running_var};
+  if (has_weight) inputs.push_back(*weight);
+  if (has_bias) inputs.push_back(*bias);
+  std::vector<int64_t> per_channel(input.dim() - 1, 1);  // [C, 1, ..., 1] against [N, C, ...]
+  per_channel[0] = input.size(1);
+  const auto cpu = [=](const std::vector<at::Tensor>& c) {
+    return std::get<0>(at::native_batch_norm(c[0], has_weight ? std::optional(c[3]) : std::nullopt,
+                                             has_bias ? std::optional(c[has_weight ? 4 : 3]) : std::nullopt, c[1], c[2],
+                                             false, momentum, eps));
+  };
+  at::Tensor out = record("native_batch_norm", inputs, input.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    const auto channel = [&](int x) { return g.reshape(x, per_channel); };
+    const int inv_std = g.unary(ExprOp::Rsqrt, g.binary_scalar(ExprOp::Add, channel(v[2]), eps));
+    int y = g.binary(ExprOp::Mul, g.binary(ExprOp::Sub, v[0], channel(v[1])), inv_std);
+    if (has_weight) y = g.binary(ExprOp::Mul, y, channel(v[3]));
+    if (has_bias) y = g.binary(ExprOp::Add, y, channel(v[has_weight ? 4 : 3]));
+    return y;
+  }, cpu);
+  return {out, at::empty({0}, input.options()), at::empty({0}, input.options())};  // eval: no saved statistics
+}
+
+// torch's group norm for backends without a kernel of their own (math_group_norm) views its input
+// flat, which a permuted input (an elementwise result in channels-last order) cannot give.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_group_norm(const at::Tensor& input, const std::optional<at::Tensor>& weight,
+                                                                     const std::optional<at::Tensor>& bias, int64_t n, int64_t c,
+                                                                     int64_t hxw, int64_t group, double eps) {
+  return at::native::math_group_norm(input.contiguous(), weight, bias, n, c, hxw, group, eps);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("native_layer_norm", tpu_native_layer_norm);
+  m.impl("native_batch_norm", tpu_native_batch_norm);
+  m.impl("native_group_norm", tpu_native_group_norm);
+}
+
+}  // namespace vtpu::bridge

@@ -1,0 +1,251 @@
+// Pointwise aten ops on the chip: each records one elementwise graph node (fused with its
+// neighbours at the flush). Most are rows of the op table below; the rest (gelu, softplus,
+// add/sub with alpha, clamp, where, masked_fill, fill) are written out.
+#include <ATen/ATen.h>
+#include <ATen/WrapDimUtils.h>
+#include <ATen/ops/native_group_norm_native.h>
+
+#include <algorithm>
+#include <limits>
+#include <torch/library.h>
+
+#include "kernels/generators/matmul.h"
+#include "kernels/compose/reduce_dims.h"
+#include "torch_bridge/csrc/aten/pointwise.h"
+#include "torch_bridge/csrc/aten/int64.h"
+#include "torch_bridge/csrc/aten/masked.h"
+#include "torch_bridge/csrc/record/op_support.h"
+#include "torch_bridge/csrc/record/recorder.h"
+#include "torch_bridge/csrc/runtime/runtime.h"
+
+namespace vtpu::bridge {
+namespace {
+
+using kernels::ExprOp;
+using kernels::Graph;
+using kernels::RowOp;
+
+// A Python number as torch passes it to .Tensor overloads: a 0-dim CPU tensor flagged as a
+// wrapped number, so type promotion treats it like a scalar (it never widens a tensor's dtype).
+at::Tensor wrapped_scalar(const at::Scalar& s) {
+  at::Tensor t = at::scalar_tensor(s, s.isFloatingPoint() ? at::kDouble : s.isBoolean() ? at::kBool : at::kLong);
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
+}
+
+at::Tensor unary(const char* op, ExprOp e, const at::Tensor& self, const CpuFn& cpu) {
+  const auto dtype = at::isIntegralType(self.scalar_type(), true) && e != ExprOp::Neg && e != ExprOp::Abs && e != ExprOp::Relu
+                         ? at::kFloat
+                         : self.scalar_type();
+  return record_elementwise(op, {self}, dtype, [&](Graph& g, const std::vector<int>& v) { return g.unary(e, v[0]); }, cpu);
+}
+
+// self (op) other, where other may be a wrapped Python number; alpha scales other (add/sub).
+at::Tensor binary(const char* op, ExprOp e, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha,
+                  const CpuFn& cpu, bool comparison = false) {
+  const auto dtype = comparison ? at::kBool : at::result_type(self, other);
+  const bool true_div = e == ExprOp::Div && at::isIntegralType(dtype, true);
+  const auto result = true_div ? at::kFloat : dtype;
+  const double a = alpha.toDouble();
+  if (auto words = int64_binary(op, e, self, other, a, result, cpu)) return *words;
+  if (is_cpu_scalar(other)) {
+    const double s = other.item().toDouble() * a;
+    // Both go to record: the CPU fallback needs the scalar too; only device tensors get values.
+    return record_elementwise(op, {self, other}, result, [&](Graph& g, const std::vector<int>& v) { return g.binary_scalar(e, v[0], s); }, cpu);
+  }
+  if (is_cpu_scalar(self)) {
+    const double s = self.item().toDouble();
+    return record_elementwise(op, {self, other}, result, [&](Graph& g, const std::vector<int>& v) {
+      const int o = a == 1.0 ? v[0] : g.binary_scalar(ExprOp::Mul, v[0], a);
+      return g.binary_scalar(e, o, s, /*scalar_first=*/true);
+    }, cpu);
+  }
+  return record_elementwise(op, {self, other}, result, [&](Graph& g, const std::vector<int>& v) {
+    const int o = a == 1.0 ? v[1] : g.binary_scalar(ExprOp::Mul, v[1], a);
+    return g.binary(e, v[0], o);
+  }, cpu);
+}
+
+// In-place: compute, then write the result into self's buffer (renamed if pending work reads it).
+at::Tensor& inplace(at::Tensor& self, const at::Tensor& result) {
+  self.copy_(result);
+  return self;
+}
+
+// The pointwise op table: one row per op, expanded below into its lowering and into its
+// registration, so adding an op is one row. Columns: the C++ name (also the op's label in
+// stats), the aten overload it registers, the ExprOp it lowers to, torch's CPU function.
+#define VTPU_UNARY_OPS(X)                          \
+  X(neg, "neg", Neg, at::neg)                      \
+  X(exp, "exp", Exp, at::exp)                      \
+  X(log, "log", Log, at::log)                      \
+  X(tanh, "tanh", Tanh, at::tanh)                  \
+  X(sigmoid, "sigmoid", Sigmoid, at::sigmoid)      \
+  X(relu, "relu", Relu, at::relu)                  \
+  X(silu, "silu", Silu, at::silu)                  \
+  X(sqrt, "sqrt", Sqrt, at::sqrt)                  \
+  X(rsqrt, "rsqrt", Rsqrt, at::rsqrt)              \
+  X(abs, "abs", Abs, at::abs)                      \
+  X(reciprocal, "reciprocal", Reciprocal, at::reciprocal) \
+  X(erf, "erf", Erf, at::erf)                      \
+  X(sin, "sin", Sin, at::sin)                      \
+  X(cos, "cos", Cos, at::cos)
+
+#define VTPU_BINARY_OPS(X)                                  \
+  X(mul, "mul.Tensor", Mul, at::mul)                        \
+  X(div, "div.Tensor", Div, at::div)                        \
+  X(maximum, "maximum", Max, at::maximum)                   \
+  X(minimum, "minimum", Min, at::minimum)                   \
+  X(pow_tensor, "pow.Tensor_Tensor", Pow, at::pow)
+
+// Comparisons register their .Tensor and .Scalar overloads.
+#define VTPU_COMPARE_OPS(X) \
+  X(eq, Eq, at::eq)         \
+  X(ne, Ne, at::ne)         \
+  X(lt, Lt, at::lt)         \
+  X(le, Le, at::le)         \
+  X(gt, Gt, at::gt)         \
+  X(ge, Ge, at::ge)
+
+#define VTPU_DEFINE_UNARY(name, schema, expr, aten_call)                                                    \
+  at::Tensor tpu_##name(const at::Tensor& self) {                                                           \
+    return unary(#name, ExprOp::expr, self, [](const std::vector<at::Tensor>& c) { return aten_call(c[0]); }); \
+  }
+VTPU_UNARY_OPS(VTPU_DEFINE_UNARY)
+#undef VTPU_DEFINE_UNARY
+
+#define VTPU_DEFINE_BINARY(name, schema, expr, aten_call)                                                                    \
+  at::Tensor tpu_##name(const at::Tensor& self, const at::Tensor& other) {                                                   \
+    return binary(#name, ExprOp::expr, self, other, 1, [](const std::vector<at::Tensor>& c) { return aten_call(c[0], c[1]); }); \
+  }
+VTPU_BINARY_OPS(VTPU_DEFINE_BINARY)
+#undef VTPU_DEFINE_BINARY
+
+#define VTPU_DEFINE_COMPARE(name, expr, aten_call)                                                                                 \
+  at::Tensor tpu_##name(const at::Tensor& self, const at::Tensor& other) {                                                         \
+    return binary(#name, ExprOp::expr, self, other, 1, [](const std::vector<at::Tensor>& c) { return aten_call(c[0], c[1]); }, true); \
+  }                                                                                                                                \
+  at::Tensor tpu_##name##_scalar(const at::Tensor& self, const at::Scalar& other) { return tpu_##name(self, wrapped_scalar(other)); }
+VTPU_COMPARE_OPS(VTPU_DEFINE_COMPARE)
+#undef VTPU_DEFINE_COMPARE
+
+at::Tensor tpu_gelu(const at::Tensor& self, c10::string_view approximate) {
+  const bool tanh = approximate == "tanh";
+  const std::string approx(approximate);
+  return unary("gelu", tanh ? ExprOp::GeluTanh : ExprOp::GeluErf, self,
+               [approx](const std::vector<at::Tensor>& c) { return at::gelu(c[0], approx); });
+}
+
+// softplus(x) = log(1 + exp(beta x)) / beta, as max(beta x, 0) + log(1 + exp(-|beta x|)) so exp
+// never overflows; x itself past the threshold, as torch. Where torch's log1p keeps the tiny
+// values of very negative inputs, 1 + exp(-|beta x|) rounds to 1: an absolute error below 6e-8 / beta.
+at::Tensor tpu_softplus(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
+  const double b = beta.toDouble(), t = threshold.toDouble();
+  const auto cpu = [beta, threshold](const std::vector<at::Tensor>& c) { return at::softplus(c[0], beta, threshold); };
+  if (!at::isFloatingType(self.scalar_type())) return run_on_cpu("softplus", {self}, cpu, "integer inputs");
+  return record_elementwise("softplus", {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    const int bx = g.binary_scalar(ExprOp::Mul, v[0], b);
+    const int tail = g.unary(ExprOp::Log, g.binary_scalar(ExprOp::Add, g.unary(ExprOp::Exp, g.unary(ExprOp::Neg, g.unary(ExprOp::Abs, bx))), 1));
+    const int soft = g.binary_scalar(ExprOp::Div, g.binary(ExprOp::Add, g.binary_scalar(ExprOp::Max, bx, 0), tail), b);
+    return g.where(g.binary_scalar(ExprOp::Gt, bx, t), v[0], soft, "softplus");
+  }, cpu);
+}
+
+at::Tensor tpu_add(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  return binary("add", ExprOp::Add, self, other, alpha,
+                [alpha](const std::vector<at::Tensor>& c) { return at::add(c[0], c[1], alpha); });
+}
+at::Tensor tpu_sub(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  return binary("sub", ExprOp::Sub, self, other, alpha,
+                [alpha](const std::vector<at::Tensor>& c) { return at::sub(c[0], c[1], alpha); });
+}
+at::Tensor& tpu_add_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) { return inplace(self, tpu_add(self, other, alpha)); }
+at::Tensor& tpu_sub_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) { return inplace(self, tpu_sub(self, other, alpha)); }
+at::Tensor& tpu_mul_(at::Tensor& self, const at::Tensor& other) { return inplace(self, tpu_mul(self, other)); }
+at::Tensor& tpu_div_(at::Tensor& self, const at::Tensor& other) { return inplace(self, tpu_div(self, other)); }
+
+at::Tensor tpu_pow_scalar(const at::Tensor& self, const at::Scalar& exponent) {
+  return tpu_pow_tensor(self, wrapped_scalar(exponent));
+}
+
+at::Tensor tpu_clamp(const at::Tensor& self, const std::optional<at::Scalar>& lo, const std::optional<at::Scalar>& hi) {
+  const auto lo_v = lo ? std::optional<double>(lo->toDouble()) : std::nullopt;
+  const auto hi_v = hi ? std::optional<double>(hi->toDouble()) : std::nullopt;
+  return record_elementwise("clamp", {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    int x = v[0];
+    if (lo_v) x = g.binary_scalar(ExprOp::Max, x, *lo_v);
+    if (hi_v) x = g.binary_scalar(ExprOp::Min, x, *hi_v);
+    return x;
+  }, [lo, hi](const std::vector<at::Tensor>& c) { return at::clamp(c[0], lo, hi); });
+}
+
+at::Tensor tpu_where(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other) {
+  const auto dtype = at::result_type(self, other);
+  const auto cpu = [](const std::vector<at::Tensor>& c) { return at::where(c[0], c[1], c[2]); };
+  if (is_cpu_scalar(other) || is_cpu_scalar(self)) {  // scalars become device tensors of one element
+    const auto dev = condition.device();
+    return tpu_where(condition, is_cpu_scalar(self) ? self.to(dev, dtype) : self, is_cpu_scalar(other) ? other.to(dev, dtype) : other);
+  }
+  return record_elementwise("where", {condition, self, other}, dtype,
+                            [&](Graph& g, const std::vector<int>& v) { return g.where(v[0], v[1], v[2]); }, cpu);
+}
+
+at::Tensor& tpu_where_out(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
+  return write_out(out, tpu_where(condition, self, other));
+}
+
+at::Tensor tpu_masked_fill(const at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
+  return tpu_where(mask, at::scalar_tensor(value, self.scalar_type()), self);
+}
+at::Tensor& tpu_masked_fill_(at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
+  return inplace(self, tpu_masked_fill(self, mask, value));
+}
+
+// torch.zeros / ones / full: a constant kernel writing self, which is never read (so a fresh
+// tensor stays without HBM until the flush).
+at::Tensor& tpu_fill_(at::Tensor& self, const at::Scalar& value) {
+  fill_on_chip(self, value.toDouble());
+  return self;
+}
+at::Tensor& tpu_zero_(at::Tensor& self) { return fill_(self, 0); }
+
+}  // namespace
+
+namespace pointwise {
+
+at::Tensor add(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) { return tpu_add(self, other, alpha); }
+at::Tensor mul(const at::Tensor& self, const at::Tensor& other) { return tpu_mul(self, other); }
+at::Tensor sqrt(const at::Tensor& self) { return tpu_sqrt(self); }
+at::Tensor wrapped_scalar(const at::Scalar& s) { return bridge::wrapped_scalar(s); }
+
+}  // namespace pointwise
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+#define VTPU_REGISTER(name, schema, ...) m.impl(schema, tpu_##name);
+  VTPU_UNARY_OPS(VTPU_REGISTER)
+  VTPU_BINARY_OPS(VTPU_REGISTER)
+#undef VTPU_REGISTER
+#define VTPU_REGISTER_COMPARE(name, ...)   \
+  m.impl(#name ".Tensor", tpu_##name); \
+  m.impl(#name ".Scalar", tpu_##name##_scalar);
+  VTPU_COMPARE_OPS(VTPU_REGISTER_COMPARE)
+#undef VTPU_REGISTER_COMPARE
+  m.impl("gelu", tpu_gelu);
+  m.impl("softplus", tpu_softplus);
+  m.impl("add.Tensor", tpu_add);
+  m.impl("sub.Tensor", tpu_sub);
+  m.impl("add_.Tensor", tpu_add_);
+  m.impl("sub_.Tensor", tpu_sub_);
+  m.impl("mul_.Tensor", tpu_mul_);
+  m.impl("div_.Tensor", tpu_div_);
+  m.impl("pow.Tensor_Scalar", tpu_pow_scalar);
+  m.impl("clamp", tpu_clamp);
+  m.impl("where.self", tpu_where);
+  m.impl("where.self_out", tpu_where_out);
+  m.impl("masked_fill.Scalar", tpu_masked_fill);
+  m.impl("masked_fill_.Scalar", tpu_masked_fill_);
+  m.impl("fill_.Scalar", tpu_fill_);
+  m.impl("zero_", tpu_zero_);
+}
+
+}  // namespace vtpu::bridge

@@ -1,0 +1,128 @@
+// Random fills on the chip (Philox kernels, see kernels/generators/random.h): normal_, uniform_,
+// bernoulli_ and dropout. Each call takes a fresh 64-bit Philox key from the device's generator
+// (a CPU generator seeded by torch.tpu.manual_seed), so seeds, get_rng_state and set_rng_state
+// work as on any device while the numbers themselves are made on the chip. The key reaches the
+// kernel as an 8-byte input tensor, so a training step's graph (and its cached plan) does not
+// change with it. Slices and dtypes without kernels are drawn on the host with the same generator.
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/library.h>
+
+#include <array>
+#include <mutex>
+
+#include "torch_bridge/csrc/record/op_support.h"
+#include "torch_bridge/csrc/record/recorder.h"
+#include "torch_bridge/csrc/runtime/runtime.h"
+
+namespace vtpu::bridge {
+namespace {
+
+using kernels::ExprOp;
+using kernels::Graph;
+using kernels::RandomKind;
+
+at::Generator device_generator(const at::Tensor& self, std::optional<at::Generator> gen) {
+  if (gen && gen->defined()) return *gen;
+  return at::globalContext().defaultGenerator(self.device());
+}
+
+// This call's Philox key, on `self`'s device.
+at::Tensor next_key(const at::Tensor& self, std::optional<at::Generator> gen) {
+  at::Generator g = device_generator(self, gen);
+  uint64_t key;
+  {
+    std::lock_guard lock(g.mutex());
+    key = at::check_generator<at::CPUGeneratorImpl>(g)->random64();
+  }
+  const at::Tensor host = at::tensor({int32_t(uint32_t(key)), int32_t(uint32_t(key >> 32))}, at::kInt);
+  return host.to(self.device());
+}
+
+bool on_chip(const at::Tensor& self) {
+  return self.numel() > 0 && is_whole_buffer(self) && (self.scalar_type() == at::kFloat || self.scalar_type() == at::kBFloat16);
+}
+
+// Fills `self` with `build(graph, uniform-or-normal value)`; `build` may shape the numbers further.
+void record_fill(at::Tensor& self, RandomKind kind, double a, double b, std::optional<at::Generator> gen, const char* op,
+                 const std::function<int(Graph&, int)>& build = nullptr) {
+  const at::Tensor key = next_key(self, gen);
+  auto& rt = Runtime::get();
+  std::lock_guard lock(rt.mutex());
+  Recorder& rec = Recorder::of(self.device().index());
+  const int k = rec.values_of({key})[0];
+  Graph& g = rec.graph();
+  const kernels::DType dtype = build ? kernels::DType::F32 : to_kernel_dtype(self.scalar_type());
+  int v = g.random({std::vector<int64_t>(self.sizes().begin(), self.sizes().end()), dtype}, kind, a, b, k, op);
+  if (build) v = g.cast(build(g, v), to_kernel_dtype(self.scalar_type()));
+  rec.define_output(self, v, op);
+  rec.op_recorded();
+}
+
+at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
+  TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  if (on_chip(self)) {
+    record_fill(self, RandomKind::Normal, mean, std, gen, "normal_");
+  } else if (self.numel() > 0) {
+    self.copy_(at::empty(self.sizes(), self.options().device(at::kCPU)).normal_(mean, std, device_generator(self, gen)));
+  }
+  return self;
+}
+
+at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
+  TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
+  if (on_chip(self)) {
+    record_fill(self, RandomKind::Uniform, from, to, gen, "uniform_");
+  } else if (self.numel() > 0) {
+    self.copy_(at::empty(self.sizes(), self.options().device(at::kCPU)).uniform_(from, to, device_generator(self, gen)));
+  }
+  return self;
+}
+
+// 1 with probability p: a uniform below p.
+at::Tensor& bernoulli_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
+  TORCH_CHECK(0 <= p && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
+  if (self.numel() > 0 && is_whole_buffer(self) && chip_dtype(self.scalar_type())) {
+    record_fill(self, RandomKind::Uniform, 0, 1, gen, "bernoulli_",
+                [p](Graph& g, int u) { return g.binary_scalar(ExprOp::Lt, u, p); });
+  } else if (self.numel() > 0) {
+    self.copy_(at::empty(self.sizes(), self.options().device(at::kCPU)).bernoulli_(p, device_generator(self, gen)));
+  }
+  return self;
+}
+
+// Training-mode dropout (torch routes nn.Dropout here on accelerators): keep each element with
+// probability 1 - p, scaled by 1 / (1 - p); the mask is returned for the backward.
+std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p, std::optional<bool> train) {
+  TORCH_CHECK(0 <= p && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
+  const bool chip = input.numel() > 0 && (input.scalar_type() == at::kFloat || input.scalar_type() == at::kBFloat16);
+  if (!train.value_or(true) || p == 0 || p == 1 || !chip) {  // the edge cases, as torch computes them
+    const auto cpu = at::native_dropout(input.cpu(), p, train);
+    return {std::get<0>(cpu).to(input.device()), std::get<1>(cpu).to(input.device())};
+  }
+  at::Tensor mask = at::empty(input.sizes(), input.options().dtype(at::kBool));
+  bernoulli_(mask, 1 - p, std::nullopt);
+  const double scale = 1 / (1 - p);
+  at::Tensor out = record("native_dropout", {input, mask}, input.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    return g.binary_scalar(ExprOp::Mul, g.binary(ExprOp::Mul, v[0], v[1]), scale);
+  }, [scale](const std::vector<at::Tensor>& c) { return c[0] * c[1] * scale; });
+  return {out, mask};
+}
+
+at::Tensor native_dropout_backward(const at::Tensor& grad, const at::Tensor& mask, double scale) {
+  return record("native_dropout_backward", {grad, mask}, grad.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    return g.binary_scalar(ExprOp::Mul, g.binary(ExprOp::Mul, v[0], v[1]), scale);
+  }, [scale](const std::vector<at::Tensor>& c) { return c[0] * c[1] * scale; });
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("normal_", normal_);
+  m.impl("uniform_", uniform_);
+  m.impl("bernoulli_.float", bernoulli_);
+  m.impl("native_dropout", native_dropout);
+  m.impl("native_dropout_backward", native_dropout_backward);
+}
+
+}  // namespace vtpu::bridge

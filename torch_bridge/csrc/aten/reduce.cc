@@ -1,0 +1,181 @@
+// Reductions and row kernels on the chip: softmax, log_softmax and the masked-row-safe softmax,
+// sum / mean / amax / amin / prod over any dims, var / std / var_mean.
+#include <ATen/ATen.h>
+#include <ATen/WrapDimUtils.h>
+#include <ATen/ops/native_group_norm_native.h>
+
+#include <algorithm>
+#include <limits>
+#include <torch/library.h>
+
+#include "kernels/generators/matmul.h"
+#include "kernels/compose/reduce_dims.h"
+#include "torch_bridge/csrc/aten/int64.h"
+#include "torch_bridge/csrc/aten/pointwise.h"
+#include "torch_bridge/csrc/aten/masked.h"
+#include "torch_bridge/csrc/record/op_support.h"
+#include "torch_bridge/csrc/record/recorder.h"
+#include "torch_bridge/csrc/runtime/runtime.h"
+
+namespace vtpu::bridge {
+namespace {
+
+using kernels::ExprOp;
+using kernels::Graph;
+using kernels::RowOp;
+
+bool last_dim(int64_t dim, int64_t ndim) { return dim == -1 || dim == ndim - 1; }
+
+at::Tensor row_op(const char* op, RowOp r, const at::Tensor& self, const CpuFn& cpu, c10::ScalarType dtype,
+                  std::vector<int64_t> out_shape = {}) {
+  at::Tensor out = record(op, {self}, dtype, [&](Graph& g, const std::vector<int>& v) { return g.row(r, v[0]); }, cpu);
+  return out_shape.empty() ? out : out.view(out_shape);
+}
+
+at::Tensor tpu_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
+  const auto cpu = [dim, half_to_float](const std::vector<at::Tensor>& c) { return at::_softmax(c[0], dim, half_to_float); };
+  if (!last_dim(dim, self.dim())) return run_on_cpu("_softmax", {self}, cpu, "softmax over a dim other than the last");
+  return row_op("_softmax", RowOp::Softmax, self, cpu, half_to_float ? at::kFloat : self.scalar_type());
+}
+at::Tensor tpu_log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
+  const auto cpu = [dim, half_to_float](const std::vector<at::Tensor>& c) { return at::_log_softmax(c[0], dim, half_to_float); };
+  if (!last_dim(dim, self.dim())) return run_on_cpu("_log_softmax", {self}, cpu, "log_softmax over a dim other than the last");
+  return row_op("_log_softmax", RowOp::LogSoftmax, self, cpu, half_to_float ? at::kFloat : self.scalar_type());
+}
+
+// softmax whose rows of only -inf give zeros instead of NaN (what scaled_dot_product_attention
+// runs, so fully masked rows stay finite): a row is fully masked when its max is -inf.
+at::Tensor tpu_safe_softmax(const at::Tensor& self, int64_t dim, std::optional<c10::ScalarType> dtype) {
+  const auto cpu = [dim, dtype](const std::vector<at::Tensor>& c) { return at::_safe_softmax(c[0], dim, dtype); };
+  const auto out_dtype = dtype.value_or(self.scalar_type());
+  if (!last_dim(dim, self.dim()) || self.dim() == 0) return run_on_cpu("_safe_softmax", {self}, cpu, "softmax over a dim other than the last");
+  return record("_safe_softmax", {self}, out_dtype, [&](Graph& g, const std::vector<int>& v) {
+    auto column = g.node(v[0]).type.shape;
+    column.back() = 1;
+    const int max = g.reshape(g.row(RowOp::Max, v[0]), column);
+    const int masked = g.binary_scalar(ExprOp::Eq, max, -std::numeric_limits<double>::infinity());
+    const int probs = g.row(RowOp::Softmax, v[0]);
+    return g.where(masked, g.full({{1}, g.node(probs).type.dtype}, 0, "_safe_softmax"), probs, "_safe_softmax");
+  }, cpu);
+}
+
+// sum / mean / amax / amin over any dims (none given: all). The reduced dims are permuted last on the
+// chip when needed (see reduce_dims); integer sums run when f32 accumulation is exact for them
+// (int64_sum), other integer reductions fall back.
+at::Tensor reduce(const char* op, RowOp r, const at::Tensor& self, at::OptionalIntArrayRef dims_opt, bool keepdim,
+                  const CpuFn& cpu, int64_t correction = 1) {
+  const auto [dims, shape] = reduction_over(self, dims_opt, keepdim);
+  if (self.numel() == 0) return cpu({self.cpu()}).to(self.device());  // nothing to reduce on the chip
+  if (at::isIntegralType(self.scalar_type(), true)) {
+    if (r == RowOp::Sum && self.dim() > 0) {
+      if (auto counted = int64_sum(self, dims, cpu)) return counted->view(shape);
+    }
+    return run_on_cpu(op, {self}, cpu, "integer reductions of unknown magnitude (sums of bool, int8 and small int64 run)");
+  }
+  if (self.dim() == 0) return run_on_cpu(op, {self}, cpu, "reductions of 0-dim tensors");
+  at::Tensor out = record(op, {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    return kernels::reduce_dims(g, v[0], dims, r, correction);
+  }, cpu);
+  return out.view(shape);
+}
+
+at::Tensor tpu_sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, std::optional<c10::ScalarType> dtype) {
+  std::vector<int64_t> d;
+  if (dims) d.assign(dims->begin(), dims->end());
+  const auto cpu = [d, keepdim, dtype](const std::vector<at::Tensor>& c) { return at::sum(c[0], d, keepdim, dtype); };
+  // Integer sums are int64 anyway; other dtype arguments change the accumulation.
+  const bool int64_anyway = dtype == at::kLong && at::isIntegralType(self.scalar_type(), true);
+  if (dtype && *dtype != self.scalar_type() && !int64_anyway) return run_on_cpu("sum", {self}, cpu, "a sum with a dtype argument");
+  return reduce("sum", RowOp::Sum, self, dims, keepdim, cpu);
+}
+at::Tensor tpu_mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, std::optional<c10::ScalarType> dtype) {
+  std::vector<int64_t> d;
+  if (dims) d.assign(dims->begin(), dims->end());
+  const auto cpu = [d, keepdim, dtype](const std::vector<at::Tensor>& c) { return at::mean(c[0], d, keepdim, dtype); };
+  if (dtype && *dtype != self.scalar_type()) return run_on_cpu("mean", {self}, cpu, "a mean with a dtype argument");
+  return reduce("mean", RowOp::Mean, self, dims, keepdim, cpu);
+}
+at::Tensor tpu_amax(const at::Tensor& self, at::IntArrayRef dims, bool keepdim) {
+  std::vector<int64_t> d(dims.begin(), dims.end());
+  return reduce("amax", RowOp::Max, self, dims, keepdim,
+                     [d, keepdim](const std::vector<at::Tensor>& c) { return at::amax(c[0], d, keepdim); });
+}
+at::Tensor tpu_amin(const at::Tensor& self, at::IntArrayRef dims, bool keepdim) {
+  std::vector<int64_t> d(dims.begin(), dims.end());
+  return reduce("amin", RowOp::Min, self, dims, keepdim,
+                [d, keepdim](const std::vector<at::Tensor>& c) { return at::amin(c[0], d, keepdim); });
+}
+
+// prod over one dim or everything (a row kernel's product, kernels/generators/rowwise.h). Integer products
+// (int64 in torch, of any size) and a dtype argument that changes the accumulation fall back.
+at::Tensor tpu_prod_dim(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<c10::ScalarType> dtype) {
+  const auto cpu = [dim, keepdim, dtype](const std::vector<at::Tensor>& c) { return at::prod(c[0], dim, keepdim, dtype); };
+  if (dtype && *dtype != self.scalar_type()) return run_on_cpu("prod", {self}, cpu, "a product with a dtype argument");
+  return reduce("prod", RowOp::Prod, self, std::vector<int64_t>{dim}, keepdim, cpu);
+}
+at::Tensor tpu_prod(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  const auto cpu = [dtype](const std::vector<at::Tensor>& c) { return at::prod(c[0], dtype); };
+  if (dtype && *dtype != self.scalar_type()) return run_on_cpu("prod", {self}, cpu, "a product with a dtype argument");
+  return reduce("prod", RowOp::Prod, self, std::nullopt, false, cpu);
+}
+at::Tensor& tpu_prod_out(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<c10::ScalarType> dtype, at::Tensor& out) {
+  return write_out(out, tpu_prod_dim(self, dim, keepdim, dtype));
+}
+
+// var / var_mean over any dims with an integer correction (Bessel's by default); group norm
+// reaches the chip through var_mean.
+at::Tensor tpu_var(const at::Tensor& self, at::OptionalIntArrayRef dims, const std::optional<at::Scalar>& correction,
+                   bool keepdim) {
+  std::vector<int64_t> d;
+  if (dims) d.assign(dims->begin(), dims->end());
+  const auto cpu = [d, dims_given = dims.has_value(), correction, keepdim](const std::vector<at::Tensor>& c) {
+    return at::var(c[0], dims_given ? at::OptionalIntArrayRef(d) : std::nullopt, correction, keepdim);
+  };
+  const double corr = correction ? correction->toDouble() : 1.0;
+  if (corr != static_cast<double>(static_cast<int64_t>(corr))) return run_on_cpu("var", {self}, cpu, "a fractional correction");
+  return reduce("var", RowOp::Var, self, dims, keepdim, cpu, static_cast<int64_t>(corr));
+}
+
+// std = sqrt(var): the square root fuses into the variance kernel's consumers.
+at::Tensor tpu_std(const at::Tensor& self, at::OptionalIntArrayRef dims, const std::optional<at::Scalar>& correction,
+                   bool keepdim) {
+  return pointwise::sqrt(tpu_var(self, dims, correction, keepdim));
+}
+
+std::tuple<at::Tensor, at::Tensor> tpu_var_mean(const at::Tensor& self, at::OptionalIntArrayRef dims,
+                                                const std::optional<at::Scalar>& correction, bool keepdim) {
+  std::vector<int64_t> d;
+  if (dims) d.assign(dims->begin(), dims->end());
+  else for (int64_t i = 0; i < self.dim(); ++i) d.push_back(i);
+  const auto mean_cpu = [d, keepdim](const std::vector<at::Tensor>& c) { return at::mean(c[0], d, keepdim); };
+  return {tpu_var(self, dims, correction, keepdim), reduce("mean", RowOp::Mean, self, dims, keepdim, mean_cpu)};
+}
+
+at::Tensor tpu_sum(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  return tpu_sum_dim(self, std::nullopt, false, dtype);
+}
+at::Tensor tpu_mean(const at::Tensor& self, std::optional<c10::ScalarType> dtype) {
+  return tpu_mean_dim(self, std::nullopt, false, dtype);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_softmax", tpu_softmax);
+  m.impl("_log_softmax", tpu_log_softmax);
+  m.impl("_safe_softmax", tpu_safe_softmax);
+  m.impl("sum.dim_IntList", tpu_sum_dim);
+  m.impl("prod.dim_int", tpu_prod_dim);
+  m.impl("prod", tpu_prod);
+  m.impl("prod.int_out", tpu_prod_out);
+  m.impl("mean.dim", tpu_mean_dim);
+  m.impl("amax", tpu_amax);
+  m.impl("amin", tpu_amin);
+  m.impl("var.correction", tpu_var);
+  m.impl("std.correction", tpu_std);
+  m.impl("var_mean.correction", tpu_var_mean);
+  m.impl("sum", tpu_sum);
+  m.impl("mean", tpu_mean);
+}
+
+}  // namespace vtpu::bridge

@@ -1,0 +1,86 @@
+// Ops that rearrange data on the chip: cat, constant padding (and cropping), clone keeping a
+// dense tensor's strides.
+#include <ATen/ATen.h>
+#include <ATen/WrapDimUtils.h>
+#include <ATen/ops/native_group_norm_native.h>
+
+#include <algorithm>
+#include <limits>
+#include <torch/library.h>
+
+#include "kernels/generators/matmul.h"
+#include "kernels/compose/reduce_dims.h"
+#include "torch_bridge/csrc/aten/int64.h"
+#include "torch_bridge/csrc/aten/masked.h"
+#include "torch_bridge/csrc/record/op_support.h"
+#include "torch_bridge/csrc/record/recorder.h"
+#include "torch_bridge/csrc/runtime/runtime.h"
+
+namespace vtpu::bridge {
+namespace {
+
+using kernels::ExprOp;
+using kernels::Graph;
+using kernels::RowOp;
+
+at::Tensor tpu_cat(const at::ITensorListRef& tensors, int64_t dim) {
+  std::vector<at::Tensor> inputs;
+  for (const auto& t : tensors) {
+    if (t.numel() > 0 || t.dim() > 1) inputs.push_back(t);  // torch skips legacy empty 1-d tensors
+  }
+  TORCH_CHECK(!inputs.empty(), "vtpu: cat of no tensors");
+  const int64_t d = at::maybe_wrap_dim(dim, inputs[0].dim());
+  c10::ScalarType dtype = inputs[0].scalar_type();
+  for (const auto& t : inputs) dtype = c10::promoteTypes(dtype, t.scalar_type());
+  return record("cat", inputs, dtype, [&](Graph& g, const std::vector<int>& v) {
+    std::vector<int> cast;
+    for (int x : v) cast.push_back(g.node(x).type.dtype == to_kernel_dtype(dtype) ? x : g.cast(x, to_kernel_dtype(dtype)));
+    return g.concat(cast, d);
+  }, [d](const std::vector<at::Tensor>& c) { return at::cat(c, d); });
+}
+
+// Constant padding: per padded dim, constant blocks concatenated around the input (cat kernels);
+// negative pads crop (a convolution's padding='same' backward), one strided copy after.
+at::Tensor tpu_constant_pad_nd(const at::Tensor& self, at::IntArrayRef pad, const at::Scalar& value) {
+  const std::vector<int64_t> p(pad.begin(), pad.end());
+  const auto cpu = [p, value](const std::vector<at::Tensor>& c) { return at::constant_pad_nd(c[0], p, value); };
+  bool malformed = p.size() % 2 || int64_t(p.size()) > 2 * self.dim();
+  for (size_t i = 0; !malformed && i < p.size() / 2; ++i) malformed |= self.size(self.dim() - 1 - i) + p[2 * i] + p[2 * i + 1] <= 0;
+  if (malformed) return run_on_cpu("constant_pad_nd", {self}, cpu, "malformed padding, or cropping everything");
+  const double fill = value.toDouble();
+  return record("constant_pad_nd", {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    int x = v[0];
+    for (size_t i = 0; i < p.size() / 2; ++i) {
+      x = g.pad(x, self.dim() - 1 - static_cast<int64_t>(i), std::max<int64_t>(p[2 * i], 0), std::max<int64_t>(p[2 * i + 1], 0), fill);
+    }
+    std::vector<int64_t> sizes = g.node(x).type.shape, strides(sizes.size(), 1);
+    for (size_t d = sizes.size(); d-- > 1;) strides[d - 1] = strides[d] * sizes[d];
+    int64_t offset = 0;
+    bool cropping = false;
+    for (size_t i = 0; i < p.size() / 2; ++i) {
+      const size_t d = sizes.size() - 1 - i;
+      const int64_t before = std::min<int64_t>(p[2 * i], 0), after = std::min<int64_t>(p[2 * i + 1], 0);
+      offset -= before * strides[d];
+      sizes[d] += before + after;
+      cropping |= before < 0 || after < 0;
+    }
+    return cropping ? g.strided_copy(x, sizes, strides, offset, "crop") : x;
+  }, cpu);
+}
+
+// torch's clone: preserve_format keeps a dense tensor's strides (the copy runs in its dim order).
+at::Tensor tpu_clone(const at::Tensor& self, std::optional<c10::MemoryFormat> format) {
+  at::Tensor out = at::empty_like(self, self.options(), format);
+  out.copy_(self);
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("clone", tpu_clone);
+  m.impl("cat", tpu_cat);
+  m.impl("constant_pad_nd", tpu_constant_pad_nd);
+}
+
+}  // namespace vtpu::bridge

@@ -1,0 +1,88 @@
+// torch.sort (and so argsort, msort) on the chip (kernels/compose/sort.h): short rows by counting (n^2
+// compares per row: mixture-of-experts routing), long ones (a vocabulary, for top-p sampling) by
+// a bitonic network. f32, bf16, int8 and bool values, and int64 ones of known magnitude below
+// 2^24 (expert ids), all exact in f32. The sort is stable whether or not `stable` is asked for
+// (torch's CPU gives the same order); NaN sorts last ascending and first descending, as torch's.
+// Other dtypes, int64 values of unknown magnitude and more than 2^24 elements run on the CPU when
+// the fallback is on.
+#include <ATen/ATen.h>
+#include <ATen/WrapDimUtils.h>
+#include <torch/library.h>
+
+#include "kernels/compose/sort.h"
+#include "torch_bridge/csrc/record/op_support.h"
+
+namespace vtpu::bridge {
+namespace {
+
+using kernels::DType;
+using kernels::Graph;
+
+// Why this call stays off the chip (empty: it does not).
+std::string unsupported(const at::Tensor& self, int64_t n) {
+  if (self.dim() == 0 || self.numel() == 0) return "0-d or empty inputs";
+  const auto t = self.scalar_type();
+  if (t == at::kLong) {
+    const auto bound = int64_bound_of(self);
+    if (!bound || *bound >= (int64_t{1} << 24)) return "int64 values of unknown magnitude, or beyond 2^24";
+  } else if (t != at::kFloat && t != at::kBFloat16 && t != at::kChar && t != at::kBool) {
+    return "a dtype the chip does not sort exactly in f32 (f32, bf16, int8, bool, small int64)";
+  }
+  if (n > kernels::kBitonicMaxLength || self.numel() > kernels::kBitonicMaxLength) return "more than 2^24 elements";
+  return {};
+}
+
+// f32 [rows, n] values of `rows` (int64 through its int32 words, narrowed within its bound).
+int as_f32(Graph& g, int v, const at::Tensor& rows) {
+  if (rows.scalar_type() != at::kLong) return g.node(v).type.dtype == DType::F32 ? v : g.cast(v, DType::F32, "sort");
+  const int narrow = g.int64_narrow(v, *int64_bound_of(rows) + 1, "sort");
+  return g.cast(g.reshape(narrow, {rows.size(0), rows.size(1)}, "sort"), DType::F32, "sort");
+}
+
+std::tuple<at::Tensor, at::Tensor> tpu_sort_stable(const at::Tensor& self, std::optional<bool> stable, int64_t dim_arg,
+                                                   bool descending) {
+  const int64_t d = self.dim() > 0 ? at::maybe_wrap_dim(dim_arg, self.dim()) : 0;
+  const int64_t n = self.dim() > 0 ? self.size(d) : 1;
+  if (const std::string why = unsupported(self, n); !why.empty()) {
+    const auto r = run_on_cpu_outputs("sort", {self}, [stable, dim_arg, descending](const std::vector<at::Tensor>& c) {
+      auto [values, indices] = at::sort(c[0], stable, dim_arg, descending);
+      return std::vector<at::Tensor>{values, indices};
+    }, why);
+    return {r[0], r[1]};
+  }
+  const at::Tensor moved = self.movedim(d, -1);
+  const at::Tensor rows = moved.reshape({-1, n});
+  const bool i64 = self.scalar_type() == at::kLong;
+  const at::Tensor input = i64 ? index_words(rows) : rows;
+  // values then positions, [rows, 2n] f32 (exact: integers below 2^24)
+  const at::Tensor packed = record("sort", {input}, at::kFloat, [&](Graph& g, const std::vector<int>& v) {
+    const int x = as_f32(g, v[0], rows);
+    const bool short_rows = rows.size(0) * n * n <= kernels::kSortMaxPairs;
+    const auto sorted = short_rows ? kernels::sort_rows(g, x, descending) : kernels::bitonic_sort_rows(g, x, descending);
+    return g.concat({g.reshape(sorted.values, {rows.size(0), n}), g.reshape(sorted.positions, {rows.size(0), n})}, 1, "sort");
+  }, [rows, descending](const std::vector<at::Tensor>&) {
+    auto [values, indices] = at::sort(rows.cpu(), /*stable=*/true, -1, descending);
+    return at::cat({values.to(at::kFloat), indices.to(at::kFloat)}, 1);
+  });
+  const at::Tensor value_part = packed.narrow(1, 0, n), position_part = packed.narrow(1, n, n);
+  const at::Tensor values = i64 ? int64_from_f32("sort", value_part, *int64_bound_of(self)) : value_part.to(self.scalar_type());
+  const at::Tensor indices = int64_from_f32("sort", position_part, n - 1);
+  return {values.reshape(moved.sizes()).movedim(-1, d).contiguous(), indices.reshape(moved.sizes()).movedim(-1, d).contiguous()};
+}
+
+std::tuple<at::Tensor&, at::Tensor&> tpu_sort_values_stable(const at::Tensor& self, std::optional<bool> stable, int64_t dim,
+                                                            bool descending, at::Tensor& values, at::Tensor& indices) {
+  auto [v, i] = tpu_sort_stable(self, stable, dim, descending);
+  write_out(values, v);
+  write_out(indices, i);
+  return {values, indices};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("sort.stable", tpu_sort_stable);
+  m.impl("sort.values_stable", tpu_sort_values_stable);
+}
+
+}  // namespace vtpu::bridge

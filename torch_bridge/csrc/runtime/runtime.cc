@@ -1,0 +1,156 @@
+#include "torch_bridge/csrc/runtime/runtime.h"
+
+#include <ATen/Context.h>
+#include <c10/util/Exception.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+
+#include "sim/sim_error.h"
+#include "traces/trace_writer.h"
+
+namespace vtpu::bridge {
+namespace {
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : fallback;
+}
+
+}  // namespace
+
+Mode mode_from_name(const std::string& name) {
+  if (name == "strict_eager") return Mode::StrictEager;
+  if (name == "defer_and_fuse") return Mode::DeferAndFuse;
+  throw std::invalid_argument("unknown vtpu mode '" + name + "' (strict_eager, defer_and_fuse)");
+}
+
+std::string mode_name(Mode mode) { return mode == Mode::StrictEager ? "strict_eager" : "defer_and_fuse"; }
+
+namespace {
+
+PendingWorkHooks& pending_work_hooks() {
+  static PendingWorkHooks hooks;  // set before any tensor exists (the recorder's static init)
+  return hooks;
+}
+
+void flush_pending(int device) {
+  if (pending_work_hooks().flush) pending_work_hooks().flush(device);
+}
+
+}  // namespace
+
+void Runtime::set_pending_work_hooks(PendingWorkHooks hooks) { pending_work_hooks() = std::move(hooks); }
+
+Runtime& Runtime::get() {
+  static Runtime* runtime = new Runtime();  // never destroyed: tensors may outlive static destruction
+  return *runtime;
+}
+
+// VTPU_CHIP picks the generation (v5e by default), VTPU_CHIPS how many chips (1), VTPU_MODE the
+// mode, VTPU_CPU_FALLBACK=1 allows CPU fallback, VTPU_HBM_BYTES shrinks HBM (for OOM tests).
+Runtime::Runtime() {
+  sim::ChipConfig chip = sim::load_chip(env_or("VTPU_CHIP", "v5e"));
+  chip_name_ = chip.name;
+  if (const std::string hbm = env_or("VTPU_HBM_BYTES", ""); !hbm.empty()) chip.hbm_bytes = std::stoull(hbm);
+  const int count = std::stoi(env_or("VTPU_CHIPS", "1"));
+  if (count < 1 || count > 64) throw std::invalid_argument("VTPU_CHIPS=" + std::to_string(count) + " is not in 1..64");
+  for (int i = 0; i < count; ++i) devices_.push_back(sim::make_sim_device(chip));
+  mode_ = mode_from_name(env_or("VTPU_MODE", "defer_and_fuse"));
+  cpu_fallback_ = env_or("VTPU_CPU_FALLBACK", "0") == "1";
+  fusion_ = kernels::fusion_strategy_from_name(env_or("VTPU_FUSION", "greedy"));
+}
+
+sim::Device& Runtime::device(int index) {
+  TORCH_CHECK(index >= 0 && index < device_count(), "vtpu: device tpu:", index, " does not exist (", device_count(),
+              " simulated chips; set VTPU_CHIPS for more)");
+  return *devices_[index];
+}
+
+void Runtime::set_mode(Mode mode) {
+  std::lock_guard lock(mutex_);
+  for (int d = 0; d < device_count(); ++d) flush_pending(d);  // pending work runs under the old mode
+  mode_ = mode;
+}
+
+std::string Runtime::matmul_precision() const {
+  switch (at::globalContext().float32MatmulPrecision()) {
+    case at::Float32MatmulPrecision::HIGHEST: return "highest";
+    case at::Float32MatmulPrecision::HIGH: return "high";
+    case at::Float32MatmulPrecision::MEDIUM: return "medium";
+  }
+  return "highest";
+}
+
+uint64_t Runtime::allocate(int device_index, uint64_t bytes) {
+  std::lock_guard lock(mutex_);
+  device(device_index);  // range check
+  const uint64_t vaddr = next_vaddr_;
+  next_vaddr_ += (std::max<uint64_t>(bytes, 1) + 4095) / 4096 * 4096 + 4096;  // a gap catches overruns
+  buffers_[vaddr] = Buffer{device_index, bytes, std::nullopt, -1, std::nullopt};
+  if (mode_ == Mode::StrictEager && bytes > 0) {
+    try {
+      materialize(vaddr);
+    } catch (...) {
+      buffers_.erase(vaddr);
+      throw;
+    }
+  }
+  return vaddr;
+}
+
+void Runtime::release(uint64_t vaddr) {
+  std::lock_guard lock(mutex_);
+  auto it = buffers_.find(vaddr);
+  if (it == buffers_.end()) return;
+  if (it->second.pending_value >= 0 && pending_work_hooks().forget_output) {
+    pending_work_hooks().forget_output(it->second.device, vaddr);
+  }
+  if (it->second.hbm) devices_[it->second.device]->free(*it->second.hbm);
+  buffers_.erase(it);
+}
+
+Buffer& Runtime::buffer(uint64_t vaddr) {
+  auto it = buffers_.find(vaddr);
+  TORCH_CHECK(it != buffers_.end(), "vtpu: no device buffer at ", reinterpret_cast<void*>(vaddr),
+              " (a tensor of another device, or freed)");
+  return it->second;
+}
+
+const Buffer* Runtime::find_buffer(uint64_t vaddr) const {
+  const auto it = buffers_.find(vaddr);
+  return it == buffers_.end() ? nullptr : &it->second;
+}
+
+sim::HbmAddress Runtime::materialize(uint64_t vaddr) {
+  std::lock_guard lock(mutex_);
+  Buffer& b = buffer(vaddr);
+  if (b.hbm) return *b.hbm;
+  try {
+    b.hbm = devices_[b.device]->allocate(std::max<uint64_t>(b.bytes, 1));
+  } catch (const sim::OutOfMemoryError& e) {
+    TORCH_CHECK_WITH(OutOfMemoryError, false, "vtpu: out of HBM on tpu:", b.device, " (", chip_name_,
+                     "): tried to allocate ", e.requested_bytes(), " bytes; ", e.free_bytes(), " bytes free of ",
+                     e.total_bytes(), " total");
+  }
+  return *b.hbm;
+}
+
+void Runtime::start_trace() {
+  std::lock_guard lock(mutex_);
+  trace_ = std::make_unique<traces::TraceRecorder>();
+  for (auto& d : devices_) d->set_trace(trace_.get());
+}
+
+void Runtime::stop_trace(const std::string& path) {
+  std::lock_guard lock(mutex_);
+  TORCH_CHECK(trace_, "vtpu: no trace is being recorded");
+  for (int d = 0; d < device_count(); ++d) flush_pending(d);
+  for (auto& d : devices_) d->set_trace(nullptr);
+  trace_->flush();
+  traces::write_chrome_trace(*trace_, devices_[0]->chip().clock_hz, path);
+  trace_.reset();
+}
+
+}  // namespace vtpu::bridge

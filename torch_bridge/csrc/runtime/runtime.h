@@ -1,0 +1,131 @@
+// Note: torch ships its own fmt headers, which shadow the system fmt inside torch builds, so
+// the bridge's torch-facing files format messages with c10::str, never fmt.
+//
+// The process-wide state behind device "tpu": the simulated chips (through sim::Device only),
+// the table of device buffers, the execution mode and the counters vtpu.stats() reports.
+//
+// Buffers have virtual addresses: a tensor's storage pointer is a virtual address that is never
+// dereferenced on the host. HBM backs a buffer only once it must hold data (strict mode: at
+// allocation; defer_and_fuse: when a flush writes it or a host copy fills it), which is how
+// intermediates that die before a flush never get HBM.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/graph/plan.h"
+#include "kernels/graph/plan_cache.h"
+#include "sim/device.h"
+#include "torch_bridge/plan_runner/plan_runner.h"
+#include "traces/trace_recorder.h"
+
+namespace vtpu::bridge {
+
+enum class Mode : uint8_t { StrictEager, DeferAndFuse };
+Mode mode_from_name(const std::string& name);  // throws std::invalid_argument listing the modes
+std::string mode_name(Mode mode);
+
+struct Buffer {
+  int device = 0;
+  uint64_t bytes = 0;
+  std::optional<sim::HbmAddress> hbm;  // backing HBM, once materialised
+  int pending_value = -1;              // value of the device's pending graph that will fill it
+  // Every int64 element it holds has |value| <= this; unknown (nullopt) after any write that does
+  // not say. int64 ops run on the chip only on operands with a known bound (ops_int64.h).
+  std::optional<int64_t> int64_bound;
+};
+
+struct Stats {
+  uint64_t kernels_launched = 0;
+  uint64_t simulated_cycles = 0;
+  double simulated_seconds = 0;
+  uint64_t hbm_read_bytes = 0;
+  uint64_t hbm_write_bytes = 0;
+  uint64_t held_vmem_bytes = 0;       // DMA traffic to and from intermediates held in VMEM
+  uint64_t intermediates_held = 0;    // a flush's intermediates that lived in held VMEM, not HBM
+  uint64_t intermediates_in_hbm = 0;  // those that did not fit there
+  uint64_t host_to_device_bytes = 0;
+  uint64_t device_to_host_bytes = 0;
+  uint64_t ops_recorded = 0;        // aten ops lowered into graphs
+  uint64_t ops_fused_away = 0;      // ops that ran inside another op's kernel
+  uint64_t ops_dead = 0;            // recorded ops whose results nobody kept (never ran)
+  uint64_t flushes = 0;
+  uint64_t host_relayouts = 0;      // non-contiguous views made dense through the host
+  uint64_t cpu_fallback_ops = 0;
+  uint64_t plan_cache_hits = 0;     // flushes whose graph was planned before
+  uint64_t plan_cache_misses = 0;
+  double planning_seconds = 0;      // host time making plans (fusion, memory plan, kernel generation)
+  std::map<std::string, uint64_t> fallback_counts;
+  std::map<std::string, uint64_t> busy_cycles_per_unit;  // summed over launches, for vtpu.stats()["unit_utilisation"]
+  std::map<std::string, KernelProfile> per_kernel;  // by fused label, summed over flushes
+};
+
+// What the runtime asks of the recorder, which registers these when the extension loads (the
+// runtime never includes the recorder: the recorder depends on the runtime, not the reverse).
+// `flush` runs a device's pending graph; `forget_output` drops a pending result whose buffer is
+// being released.
+struct PendingWorkHooks {
+  std::function<void(int device)> flush;
+  std::function<void(int device, uint64_t vaddr)> forget_output;
+};
+
+class Runtime {
+ public:
+  static Runtime& get();
+  // Called once, from the recorder's static initialisation; needs no Runtime (nothing is built).
+  static void set_pending_work_hooks(PendingWorkHooks hooks);
+
+  int device_count() const { return static_cast<int>(devices_.size()); }
+  sim::Device& device(int index);
+  const std::string& chip_name() const { return chip_name_; }
+
+  Mode mode() const { return mode_; }
+  void set_mode(Mode mode);
+  kernels::FusionStrategy fusion() const { return fusion_; }
+  void set_fusion(kernels::FusionStrategy s) { fusion_ = s; }
+  kernels::ProgramCache& cache() { return cache_; }
+  kernels::PlanCache& plans() { return plans_; }
+  bool cpu_fallback_allowed() const { return cpu_fallback_; }
+  void set_cpu_fallback(bool allowed) { cpu_fallback_ = allowed; }
+  std::string matmul_precision() const;  // torch.get_float32_matmul_precision()
+
+  // Virtual memory. allocate() backs the buffer with HBM at once in strict mode.
+  uint64_t allocate(int device, uint64_t bytes);
+  void release(uint64_t vaddr);
+  Buffer& buffer(uint64_t vaddr);
+  const Buffer* find_buffer(uint64_t vaddr) const;  // nullptr when none
+  // HBM of the buffer, allocated now if it has none (raises torch.OutOfMemoryError when full).
+  sim::HbmAddress materialize(uint64_t vaddr);
+
+  Stats& stats() { return stats_; }
+  void reset_stats() { stats_ = Stats{}; }
+  std::recursive_mutex& mutex() { return mutex_; }
+
+  // Tracing: launches on every device are recorded until stop_trace writes the file.
+  void start_trace();
+  void stop_trace(const std::string& path);
+  bool tracing() const { return trace_ != nullptr; }
+
+ private:
+  Runtime();
+  std::vector<std::unique_ptr<sim::Device>> devices_;
+  std::string chip_name_;
+  Mode mode_ = Mode::DeferAndFuse;
+  kernels::FusionStrategy fusion_ = kernels::FusionStrategy::Greedy;
+  kernels::ProgramCache cache_;
+  kernels::PlanCache plans_;
+  bool cpu_fallback_ = false;
+  std::map<uint64_t, Buffer> buffers_;
+  uint64_t next_vaddr_ = uint64_t{1} << 44;
+  Stats stats_;
+  std::unique_ptr<traces::TraceRecorder> trace_;
+  std::recursive_mutex mutex_;
+};
+
+}  // namespace vtpu::bridge

@@ -1,0 +1,111 @@
+#include "torch_bridge/plan_runner/plan_runner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace vtpu::bridge {
+
+PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, const std::map<int, sim::HbmAddress>& bound)
+    : PlanExecution(device, plan, bound, nullptr) {}
+
+PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, const std::map<int, sim::HbmAddress>& bound,
+                             std::function<sim::HbmAddress(int)> allocate_output, std::function<void(int)> input_done)
+    : device_(device), plan_(plan), inputs_(bound), allocate_output_(std::move(allocate_output)) {
+  for (int v : plan.inputs) {
+    if (plan.value_bytes.count(v) && !inputs_.count(v)) throw std::invalid_argument(fmt::format("plan input {} is not bound", v));
+  }
+  for (int v : plan.outputs) {
+    if (plan.value_bytes.count(v) && !inputs_.count(v) && !allocate_output_) {
+      throw std::invalid_argument(fmt::format("plan output {} is not bound", v));
+    }
+  }
+  // A bound output that reshapes another value: the kernel writing that value writes the output.
+  for (int v : plan.outputs) {
+    const auto a = plan.alias.find(v);
+    if (a != plan.alias.end() && inputs_.count(v) && !inputs_.count(a->second)) inputs_[a->second] = inputs_.at(v);
+  }
+  // Intermediates get memory (held VMEM, else HBM) just before the launch that writes them and
+  // give it back after their last reader, so the device's peak follows true liveness (the memory
+  // plan's arena size is the same peak, computed ahead of time; run().arena_bytes reports it).
+  run_.arena_bytes = plan.memory.arena_bytes;
+  std::map<int, size_t> last_reader, last_input_reader;
+  for (size_t step = 0; step < plan.launches.size(); ++step) {
+    for (int v : plan.launches[step].args) {
+      const int root = plan.alias.count(v) ? plan.alias.at(v) : v;
+      if (plan.memory.offset.count(root)) last_reader[root] = step;
+      if (input_done && std::find(plan.inputs.begin(), plan.inputs.end(), root) != plan.inputs.end()) {
+        last_input_reader[root] = step;
+      }
+    }
+  }
+  // A launch that fails (a trap, HBM exhausted) throws out of this constructor, so the destructor
+  // never runs: the intermediates are given back here.
+  try {
+    for (size_t step = 0; step < plan.launches.size(); ++step) {
+      const auto& launch = plan.launches[step];
+      std::vector<sim::KernelArg> args;
+      for (int v : launch.args) {
+        const int root = plan.alias.count(v) ? plan.alias.at(v) : v;
+        if (plan.memory.offset.count(root) && !intermediates_.count(root) && !inputs_.count(root)) {
+          // VMEM held across launches first: an intermediate that fits never goes to HBM, and the
+          // kernels reading it skip the HBM round trip. Only when it is full does HBM take it.
+          const uint64_t b = std::max<uint64_t>(plan.value_bytes.at(root), 1);
+          if (const auto held = device.allocate_held(b)) {
+            intermediates_[root] = *held;
+            ++run_.held_intermediates;
+          } else {
+            intermediates_[root] = device.allocate(b);
+            ++run_.hbm_intermediates;
+          }
+        }
+        args.push_back(sim::KernelArg::buffer(address(v), bytes(v)));
+      }
+      for (int32_t scalar : launch.scalars) args.push_back(sim::KernelArg::value(scalar));
+      const sim::LaunchResult r = device.wait(device.launch(*launch.program, args));
+      run_.cycles += r.cycles;
+      run_.seconds += r.summary.seconds();
+      run_.hbm_read_bytes += r.summary.hbm_read_bytes;
+      run_.hbm_write_bytes += r.summary.hbm_write_bytes;
+      run_.held_vmem_bytes += r.summary.held_vmem_bytes;
+      ++run_.launches;
+      auto& profile = run_.per_kernel[launch.label];
+      profile.launches++;
+      profile.cycles += r.cycles;
+      for (const auto& unit : r.summary.units) run_.busy_cycles_per_unit[unit.name] += unit.busy_cycles;
+      for (const auto& [v, last] : last_input_reader) {
+        if (last == step) input_done(v);
+      }
+      for (auto it = intermediates_.begin(); it != intermediates_.end();) {
+        if (last_reader.at(it->first) == step) {
+          device.free(it->second);
+          it = intermediates_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+  } catch (...) {
+    for (const auto& [v, addr] : intermediates_) device.free(addr);
+    intermediates_.clear();
+    throw;
+  }
+}
+
+PlanExecution::~PlanExecution() {
+  for (const auto& [v, addr] : intermediates_) device_.free(addr);
+}
+
+sim::HbmAddress PlanExecution::address(int value) {
+  if (auto a = plan_.alias.find(value); a != plan_.alias.end()) return address(a->second);
+  if (auto it = inputs_.find(value); it != inputs_.end()) return it->second;
+  if (allocate_output_ && std::find(plan_.outputs.begin(), plan_.outputs.end(), value) != plan_.outputs.end()) {
+    return inputs_[value] = allocate_output_(value);
+  }
+  auto it = intermediates_.find(value);
+  if (it == intermediates_.end()) throw std::out_of_range(fmt::format("value {} is not materialised at this point of the plan", value));
+  return it->second;
+}
+
+}  // namespace vtpu::bridge
