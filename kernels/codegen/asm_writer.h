@@ -14,6 +14,7 @@
 #include "isa/opcode.h"
 #include "isa/program.h"
 #include "kernels/codegen/kernel_error.h"
+#include "kernels/codegen/trap_code.h"
 
 namespace vtpu::kernels {
 
@@ -63,6 +64,8 @@ class AsmWriter {
   // Declares the next kernel argument and returns its index (used with `sarg`).
   int argument(std::string_view name, isa::ArgumentKind kind);
   std::string new_label(std::string_view stem);
+  // A `trap` with `code`: the kernel refuses its arguments (trap_code.h says why).
+  void trap(TrapCode code) { line("trap {}", trap_number(code)); }
   void place(const std::string& label);
 
   // sd = 32-bit immediate; a float constant is written as its bit pattern.

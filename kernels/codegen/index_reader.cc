@@ -42,7 +42,7 @@ void read_index(AsmWriter& w, int idx, int cursor, int rows, int scratch, bool p
 void place_index_trap(AsmWriter& w, const std::string& bad) {
   w.cold([&] {
     w.place(bad);
-    w.line("trap {}", kIndexOutOfRangeTrap);
+    w.trap(TrapCode::IndexOutOfRange);
   });
 }
 

@@ -10,9 +10,6 @@
 
 namespace vtpu::kernels {
 
-// The trap a kernel raises on an index outside [0, table rows).
-inline constexpr int kIndexOutOfRangeTrap = 2;
-
 // Scalar registers issue_index_chunk reads (n, base, one: 1) and writes (the rest).
 struct IndexChunkRegs {
   int n, base, one;          // index count, first index of the chunk, the constant 1

@@ -1,6 +1,6 @@
 // Row gather: out[i] = table[index[i]] for a [rows, width] table (torch.index_select along dim 0,
 // and so nn.Embedding). The indices are read on the chip with `sld` (data-dependent addressing),
-// each row moved by DMA; an index outside the table traps (kIndexOutOfRangeTrap, kernels/
+// each row moved by DMA; an index outside the table traps (TrapCode::IndexOutOfRange, kernels/
 // index_reader.h) instead of reading other memory.
 #pragma once
 

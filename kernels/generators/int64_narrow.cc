@@ -79,7 +79,7 @@ isa::Program make_int64_narrow(const sim::ChipConfig& chip) {
   w.place(done);
   w.cold([&] {
     w.place(bad);
-    w.line("trap {}", kInt64RangeTrap);
+    w.trap(TrapCode::Int64OutOfRange);
   });
   for (int x : {n, bound, neg_bound, base, cnt, i, cursor, low, high, vm, hb, one, bytes, t}) s.release(x);
   return w.assemble();

@@ -11,10 +11,6 @@
 
 namespace vtpu::kernels {
 
-// The trap a narrowing kernel raises on a value outside (-bound, bound) or a high word that is not
-// the low word's sign extension.
-inline constexpr int kInt64RangeTrap = 3;
-
 // Kernel arguments: words ([n, 2] int32), out ([n] int32), then the count n and the bound (scalars).
 isa::Program make_int64_narrow(const sim::ChipConfig& chip);
 

@@ -300,7 +300,7 @@ void MatmulBuilder::check_shape(int scratch0, int scratch1) {
   within(k_arg_, k_pad_ - d_, spec_.k);
   w_.cold([&] {
     w_.place(bad);
-    w_.line("trap 1");
+    w_.trap(TrapCode::ShapeOutsideProgram);
   });
 }
 

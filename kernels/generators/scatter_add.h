@@ -1,6 +1,6 @@
 // Row scatter-add into zeros: out = zeros([rows, width]); out[index[i]] += src[i] for each i, in
 // order, skipping one padding index. This is nn.Embedding's backward (embedding_dense_backward).
-// Like the gather kernel it reads indices with `sld` and traps (kIndexOutOfRangeTrap) on one
+// Like the gather kernel it reads indices with `sld` and traps (TrapCode::IndexOutOfRange) on one
 // outside the table.
 #pragma once
 

@@ -1,10 +1,11 @@
 // int64 word pairs narrowed to int32 on the chip (kernels/generators/int64_narrow.h): exact for values
-// inside the bound, including negatives and chunks past the first; a trap (kInt64RangeTrap) for
+// inside the bound, including negatives and chunks past the first; a trap (TrapCode::Int64OutOfRange) for
 // a value at or past the bound and for a high word that is not the low word's sign.
 #include <doctest/doctest.h>
 
 #include <cstring>
 
+#include "kernels/codegen/trap_code.h"
 #include "kernels/generators/int64_narrow.h"
 #include "sim/sim_error.h"
 #include "support/run_graph.h"
@@ -54,7 +55,7 @@ TEST_SUITE("kernels") {
       try {
         narrow(v, bound);
       } catch (const sim::SimError& e) {
-        return e.kind() == sim::SimErrorKind::Trap && e.trap_code() == kernels::kInt64RangeTrap;
+        return e.kind() == sim::SimErrorKind::Trap && e.trap_code() == kernels::trap_number(kernels::TrapCode::Int64OutOfRange);
       }
       return false;
     };

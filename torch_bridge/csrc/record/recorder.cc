@@ -7,8 +7,7 @@
 #include <memory>
 
 #include "kernels/codegen/kernel_error.h"
-#include "kernels/codegen/index_reader.h"
-#include "kernels/generators/int64_narrow.h"
+#include "kernels/codegen/trap_code.h"
 #include "sim/sim_error.h"
 #include "torch_bridge/csrc/runtime/runtime.h"
 #include "torch_bridge/plan_runner/plan_runner.h"
@@ -231,10 +230,10 @@ void Recorder::flush() {
     // Like a device-side assert: the pending results are lost (their tensors keep whatever their
     // buffers held) and the error reaches the op that synchronised, not the one that caused it.
     settle();
-    TORCH_CHECK_INDEX(!(e.kind() == sim::SimErrorKind::Trap && e.trap_code() == kernels::kIndexOutOfRangeTrap),
+    TORCH_CHECK_INDEX(!(e.kind() == sim::SimErrorKind::Trap && e.trap_code() == kernels::trap_number(kernels::TrapCode::IndexOutOfRange)),
                       "index out of range in self (vtpu: a gather kernel (index_select, embedding, x[idx], torch.gather) "
                       "met an index outside its table; pending results are lost): ", e.what());
-    TORCH_CHECK(!(e.kind() == sim::SimErrorKind::Trap && e.trap_code() == kernels::kInt64RangeTrap),
+    TORCH_CHECK(!(e.kind() == sim::SimErrorKind::Trap && e.trap_code() == kernels::trap_number(kernels::TrapCode::Int64OutOfRange)),
                 "vtpu: an int64 value is outside the range the chip computes int64 ops in (int64 math runs on "
                 "int32 words: |value| < 2^30 for add/sub, < 2^31 otherwise; pending results are lost): ", e.what());
     TORCH_CHECK(false, "vtpu: a kernel failed on the chip (pending results are lost): ", e.what());
