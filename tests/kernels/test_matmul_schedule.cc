@@ -5,11 +5,13 @@
 #include <algorithm>
 
 #include "kernels/codegen/kernel_error.h"
+#include "kernels/codegen/vreg_shape.h"
 #include "kernels/generators/matmul_schedule.h"
 #include "sim/chip_config.h"
 
 using namespace vtpu;
 using kernels::DType;
+using kernels::round_up;
 
 namespace {
 
@@ -22,8 +24,6 @@ kernels::MatmulSpec spec_of(int64_t m, int64_t n, int64_t k, DType dtype = DType
   s.passes = passes;
   return s;
 }
-
-int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
 }  // namespace
 

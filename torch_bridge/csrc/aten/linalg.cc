@@ -1,20 +1,12 @@
 // Matmul-family aten ops on the chip: mm, bmm, addmm (a fused bias epilogue), with transposed
 // dense operands read as they lie instead of copied first.
 #include <ATen/ATen.h>
-#include <ATen/WrapDimUtils.h>
-#include <ATen/ops/native_group_norm_native.h>
 
-#include <algorithm>
-#include <limits>
 #include <torch/library.h>
 
 #include "kernels/generators/matmul.h"
-#include "kernels/compose/reduce_dims.h"
-#include "torch_bridge/csrc/aten/int64.h"
 #include "torch_bridge/csrc/aten/pointwise.h"
-#include "torch_bridge/csrc/aten/masked.h"
 #include "torch_bridge/csrc/record/op_support.h"
-#include "torch_bridge/csrc/record/recorder.h"
 #include "torch_bridge/csrc/runtime/runtime.h"
 
 namespace vtpu::bridge {

@@ -2,19 +2,11 @@
 // statistics (elementwise per channel; training statistics on the CPU where allowed), group norm
 // through torch's math decomposition.
 #include <ATen/ATen.h>
-#include <ATen/WrapDimUtils.h>
 #include <ATen/ops/native_group_norm_native.h>
 
-#include <algorithm>
-#include <limits>
 #include <torch/library.h>
 
-#include "kernels/generators/matmul.h"
-#include "kernels/compose/reduce_dims.h"
-#include "torch_bridge/csrc/aten/int64.h"
-#include "torch_bridge/csrc/aten/masked.h"
 #include "torch_bridge/csrc/record/op_support.h"
-#include "torch_bridge/csrc/record/recorder.h"
 #include "torch_bridge/csrc/runtime/runtime.h"
 
 namespace vtpu::bridge {

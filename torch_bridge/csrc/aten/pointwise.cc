@@ -2,21 +2,12 @@
 // neighbours at the flush). Most are rows of the op table below; the rest (gelu, softplus,
 // add/sub with alpha, clamp, where, masked_fill, fill) are written out.
 #include <ATen/ATen.h>
-#include <ATen/WrapDimUtils.h>
-#include <ATen/ops/native_group_norm_native.h>
 
-#include <algorithm>
-#include <limits>
 #include <torch/library.h>
 
-#include "kernels/generators/matmul.h"
-#include "kernels/compose/reduce_dims.h"
-#include "torch_bridge/csrc/aten/pointwise.h"
 #include "torch_bridge/csrc/aten/int64.h"
-#include "torch_bridge/csrc/aten/masked.h"
+#include "torch_bridge/csrc/aten/pointwise.h"
 #include "torch_bridge/csrc/record/op_support.h"
-#include "torch_bridge/csrc/record/recorder.h"
-#include "torch_bridge/csrc/runtime/runtime.h"
 
 namespace vtpu::bridge {
 namespace {

@@ -1,21 +1,15 @@
 // Reductions and row kernels on the chip: softmax, log_softmax and the masked-row-safe softmax,
 // sum / mean / amax / amin / prod over any dims, var / std / var_mean.
 #include <ATen/ATen.h>
-#include <ATen/WrapDimUtils.h>
-#include <ATen/ops/native_group_norm_native.h>
 
-#include <algorithm>
 #include <limits>
+
 #include <torch/library.h>
 
-#include "kernels/generators/matmul.h"
 #include "kernels/compose/reduce_dims.h"
 #include "torch_bridge/csrc/aten/int64.h"
 #include "torch_bridge/csrc/aten/pointwise.h"
-#include "torch_bridge/csrc/aten/masked.h"
 #include "torch_bridge/csrc/record/op_support.h"
-#include "torch_bridge/csrc/record/recorder.h"
-#include "torch_bridge/csrc/runtime/runtime.h"
 
 namespace vtpu::bridge {
 namespace {
