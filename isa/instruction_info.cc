@@ -22,7 +22,7 @@ struct RawRow {
 };
 
 constexpr RawRow kRows[] = {
-#define VTPU_INSN(ident, mnemonic, unit, byte, operands, doc) \
+#define VTPU_INSN(ident, mnemonic, unit, byte, element_bytes, operands, doc) \
   {Opcode::ident, mnemonic, Unit::unit, byte, operands, doc},
 #include "isa/isa_table.def"
 #undef VTPU_INSN

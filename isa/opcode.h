@@ -8,16 +8,24 @@
 namespace vtpu::isa {
 
 enum class Opcode : uint8_t {
-#define VTPU_INSN(ident, mnemonic, unit, byte, operands, doc) ident,
+#define VTPU_INSN(ident, mnemonic, unit, byte, element_bytes, operands, doc) ident,
 #include "isa/isa_table.def"
 #undef VTPU_INSN
 };
 
 inline constexpr int kOpcodeCount = 0
-#define VTPU_INSN(ident, mnemonic, unit, byte, operands, doc) +1
+#define VTPU_INSN(ident, mnemonic, unit, byte, element_bytes, operands, doc) +1
 #include "isa/isa_table.def"
 #undef VTPU_INSN
     ;
+
+// Bytes per lane element each opcode's vector load/store moves (the table's element_bytes
+// column), as a constant array: the executor reads it on every vld/vst.
+inline constexpr int kElementBytes[] = {
+#define VTPU_INSN(ident, mnemonic, unit, byte, element_bytes, operands, doc) element_bytes,
+#include "isa/isa_table.def"
+#undef VTPU_INSN
+};
 
 // The unit class that executes an instruction. Mxu and Dma are families: the operand (x / dq)
 // picks the instance.

@@ -201,13 +201,7 @@ class Checker {
 
 }  // namespace
 
-int vector_element_bytes(Opcode opcode) {
-  switch (opcode) {
-    case Opcode::Vldbf: case Opcode::Vstbf: return 2;
-    case Opcode::Vldi8: case Opcode::Vsti8: return 1;
-    default: return 4;
-  }
-}
+int vector_element_bytes(Opcode opcode) { return kElementBytes[static_cast<size_t>(opcode)]; }
 
 VerifyError::VerifyError(std::vector<VerifyIssue> issues)
     : std::runtime_error(render_issues(issues)), issues_(std::move(issues)) {}

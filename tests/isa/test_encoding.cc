@@ -4,6 +4,7 @@
 
 #include "isa/instruction.h"
 #include "isa/instruction_info.h"
+#include "isa/verifier.h"
 
 using namespace vtpu::isa;
 
@@ -18,6 +19,23 @@ TEST_SUITE("isa") {
         INFO(a.mnemonic, " vs ", b.mnemonic);
         CHECK((a.mask & b.mask & (a.match ^ b.match)) != 0);
       }
+    }
+  }
+
+  TEST_CASE("element widths come from the table's column: narrower only for bf16 and int8 loads and stores") {
+    for (const auto& insn : all_instructions()) {
+      INFO(insn.mnemonic);
+      const int bytes = vector_element_bytes(insn.opcode);
+      const bool narrow_form = insn.mnemonic.ends_with(".bf16") || insn.mnemonic.ends_with(".i8");
+      const bool memory = insn.unit == Unit::VLoad || insn.unit == Unit::VStore;
+      if (memory && insn.mnemonic.ends_with(".bf16")) {
+        CHECK(bytes == 2);
+      } else if (memory && insn.mnemonic.ends_with(".i8")) {
+        CHECK(bytes == 1);
+      } else {
+        CHECK(bytes == 4);
+      }
+      if (bytes != 4) CHECK(narrow_form);
     }
   }
 
