@@ -10,9 +10,9 @@
 #include <span>
 #include <string>
 
-namespace vtpu::sim {
+#include "sim/hbm_address.h"
 
-using HbmAddress = uint64_t;
+namespace vtpu::sim {
 
 class Hbm {
  public:

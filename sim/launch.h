@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/hbm.h"
+#include "sim/hbm_address.h"
 #include "traces/summary.h"
 
 namespace vtpu::sim {
