@@ -1,0 +1,165 @@
+// The assembler's parser: a cursor over one line (LineCursor), the pending instructions and label
+// fix-ups, and the parser itself.
+//
+// The parser is one class, Assembler: lines, labels and instructions in assembler.cc, constant
+// expressions in asm_expressions.cc, operands in asm_operands.cc, directives and data in
+// asm_directives.cc. Internal to isa/: include assembler.h instead.
+#pragma once
+
+#include "isa/assembler.h"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "isa/instruction_info.h"
+
+namespace vtpu::isa::asm_detail {
+
+inline bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }
+inline bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }
+
+inline bool is_float_literal(std::string_view tok) {
+  return !tok.empty() && (tok.back() == 'f' || tok.back() == 'F') &&
+         !(tok.size() > 2 && tok[0] == '0' && (tok[1] == 'x' || tok[1] == 'X'));
+}
+
+// A cursor over one line; positions are 0-based internally and reported 1-based.
+class LineCursor {
+ public:
+  LineCursor(std::string_view text, int line) : text_(text), line_(line) {}
+
+  void skip_space() {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\r')) ++pos_;
+  }
+  bool at_end() {
+    skip_space();
+    return pos_ >= text_.size();
+  }
+  char peek() {
+    skip_space();
+    return pos_ < text_.size() ? text_[pos_] : '\0';
+  }
+  bool accept(char c) {
+    if (peek() == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+  std::string_view identifier() {
+    skip_space();
+    const size_t start = pos_;
+    if (pos_ < text_.size() && is_ident_start(text_[pos_])) {
+      ++pos_;
+      while (pos_ < text_.size() && is_ident_char(text_[pos_])) ++pos_;
+    }
+    return text_.substr(start, pos_ - start);
+  }
+  // A run of characters that may form a number, e.g. "0x1f", "1.5e-3f", "42".
+  std::string_view number_token() {
+    skip_space();
+    const size_t start = pos_;
+    while (pos_ < text_.size()) {
+      const char c = text_[pos_];
+      const bool exponent_sign =
+          (c == '-' || c == '+') && pos_ > start && (text_[pos_ - 1] == 'e' || text_[pos_ - 1] == 'E') &&
+          !(pos_ >= start + 2 && text_[start] == '0' && (text_[start + 1] == 'x' || text_[start + 1] == 'X'));
+      if (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || exponent_sign) {
+        ++pos_;
+      } else {
+        break;
+      }
+    }
+    return text_.substr(start, pos_ - start);
+  }
+  int column() {
+    skip_space();
+    return static_cast<int>(pos_) + 1;
+  }
+  [[noreturn]] void fail(const std::string& message) { throw AsmError(line_, column(), message); }
+  [[noreturn]] void fail_at(int column, const std::string& message) { throw AsmError(line_, column, message); }
+  int line() const { return line_; }
+
+ private:
+  std::string_view text_;
+  int line_;
+  size_t pos_ = 0;
+};
+
+struct LabelFixup {
+  size_t instruction_index;
+  int operand_index;
+  std::string label;
+  int line;
+  int column;
+};
+
+struct PendingInstruction {
+  Instruction instruction;
+  int line;
+};
+
+class Assembler {
+ public:
+  Assembler(std::string_view name, const Defines& defines);
+
+  static std::string_view strip_comment(std::string_view text);
+
+  void line(std::string_view text, int line_number);
+
+  // Parses ".rept COUNT[, NAME]"; COUNT is an expression over known symbols.
+  std::pair<int64_t, std::string> rept_header(std::string_view text, int line_number);
+
+  // Binds a .rept counter; unlike .set it may be rebound on every iteration.
+  void bind_counter(const std::string& name, int64_t value) { symbols_[name] = value; }
+  void unbind_counter(const std::string& name) { symbols_.erase(name); }
+  bool has_symbol(const std::string& name) const { return symbols_.count(name) != 0; }
+
+  Program finish();
+
+ private:
+  void define_label(std::string_view name, LineCursor& cur, int column);
+
+  void expect_end(LineCursor& cur);
+
+  // expr := term (('+'|'-') term)* ; term := unary (('*'|'/') unary)* ; unary := '-' unary | primary
+  // Evaluated in 64 bits; every intermediate must stay within +-2^40 so no wrap can hide a typo.
+  int64_t expression(LineCursor& cur, int depth = 0);
+  int64_t term(LineCursor& cur, int depth);
+  static int64_t in_range(LineCursor& cur, int column, int64_t value);
+  int64_t unary(LineCursor& cur, int depth);
+  int64_t number(LineCursor& cur);
+
+  int register_number(LineCursor& cur, std::string_view prefix, int count, const char* what);
+
+  int32_t operand(LineCursor& cur, Opcode op, OperandKind kind, int index);
+
+  void instruction(std::string_view mnemonic, LineCursor& cur, int column);
+
+  void flush_data(uint32_t new_origin);
+
+  template <typename T>
+  void append_data(T value);
+
+  void directive(std::string_view word, LineCursor& cur, int column);
+
+  void data_values(std::string_view word, LineCursor& cur);
+
+  Program program_;
+  std::vector<PendingInstruction> pending_;
+  std::vector<LabelFixup> fixups_;
+  std::map<std::string, size_t, std::less<>> labels_;
+  std::map<std::string, int64_t, std::less<>> symbols_;
+  DataSegment data_;
+};
+
+}  // namespace vtpu::isa::asm_detail
