@@ -1,0 +1,233 @@
+// The semantics of the instructions that move data: vector loads and stores (masked, strided,
+// bf16/int8 forms), MXU weight loads and matmul pushes (bf16 products, f32 accumulation), and DMA
+// between HBM and VMEM. Each checks its addresses and records the regions it touches for the
+// executor's race and ordering checks (semantics.h).
+#include "sim/semantics.h"
+
+#include <fmt/format.h>
+
+#include <Eigen/Core>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "isa/disassembler.h"
+#include "isa/verifier.h"
+#include "sim/bf16.h"
+#include "sim/sim_error.h"
+
+namespace vtpu::sim {
+namespace {
+
+using isa::Opcode;
+
+// The 8 sublane rows of a vector access as a strided region, so tiles interleaved in VMEM do not
+// look dependent; falls back to the bounding range for odd strides.
+Region sublane_region(int64_t base, int64_t stride, int elem, uint64_t lo, uint64_t hi) {
+  if (stride >= kLanes * elem && base >= 0) {
+    return {static_cast<uint64_t>(base), kSublanes, uint64_t(kLanes) * elem, static_cast<uint64_t>(stride)};
+  }
+  return Region::range(lo, hi);
+}
+
+// First and last lane of sublane `sl` that the mask enables ({-1, -1} when none).
+std::pair<int, int> enabled_lanes(const MaskReg& mask, int sl) {
+  int first = -1, last = -1;
+  for (int l = 0; l < kLanes; ++l) {
+    if (mask[sl * kLanes + l]) {
+      if (first < 0) first = l;
+      last = l;
+    }
+  }
+  return {first, last};
+}
+
+}  // namespace
+
+void Semantics::vector_load(const isa::Instruction& ins, StepOutcome& out) {
+  const auto& o = ins.operands;
+  const int elem = isa::vector_element_bytes(ins.opcode);
+  const MaskReg& mask = core_.masks[o[1]];
+  const int64_t base = int64_t{static_cast<uint32_t>(core_.sregs[o[2]])} + o[3];
+  const int64_t stride = o[4];
+  VReg r{};
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (int sl = 0; sl < kSublanes; ++sl) {
+    const int64_t row = base + sl * stride;
+    if (row % elem != 0) fail(SimErrorKind::Misaligned, fmt::format("address {} not aligned to {} bytes", row, elem));
+    // Only enabled lanes are accessed.
+    const auto [first, last] = enabled_lanes(mask, sl);
+    if (first < 0) continue;
+    const int64_t row_lo = row + int64_t{first} * elem, row_hi = row + int64_t{last + 1} * elem;
+    if (row_lo < 0) fail(SimErrorKind::OutOfBounds, fmt::format("VMEM read at negative address {}", row_lo));
+    check_vmem(static_cast<uint64_t>(row_lo), static_cast<uint64_t>(row_hi), false);
+    lo = std::min<uint64_t>(lo, row_lo);
+    hi = std::max<uint64_t>(hi, row_hi);
+    const uint8_t* src = core_.vmem.get() + row;
+    float* dst = &r[sl * kLanes];
+    for (int l = first; l <= last; ++l) {
+      if (!mask[sl * kLanes + l]) continue;
+      if (elem == 4) {
+        std::memcpy(&dst[l], src + 4 * l, 4);
+      } else if (elem == 2) {
+        uint16_t bits;
+        std::memcpy(&bits, src + 2 * l, 2);
+        dst[l] = bf16_bits_to_f32(bits);
+      } else {
+        dst[l] = std::bit_cast<float>(int32_t{static_cast<int8_t>(src[l])});
+      }
+    }
+  }
+  core_.vregs[o[0]] = r;
+  if (hi > lo) out.vmem_read = sublane_region(base, stride, elem, lo, hi);
+}
+
+void Semantics::vector_store(const isa::Instruction& ins, StepOutcome& out) {
+  const auto& o = ins.operands;
+  const int elem = isa::vector_element_bytes(ins.opcode);
+  const MaskReg& mask = core_.masks[o[1]];
+  const VReg& value = core_.vregs[o[0]];
+  const int64_t base = int64_t{static_cast<uint32_t>(core_.sregs[o[2]])} + o[3];
+  const int64_t stride = o[4];
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (int sl = 0; sl < kSublanes; ++sl) {
+    const int64_t row = base + sl * stride;
+    if (row % elem != 0) fail(SimErrorKind::Misaligned, fmt::format("address {} not aligned to {} bytes", row, elem));
+    const auto [first, last] = enabled_lanes(mask, sl);
+    if (first < 0) continue;
+    const int64_t row_lo = row + int64_t{first} * elem, row_hi = row + int64_t{last + 1} * elem;
+    if (row_lo < 0) fail(SimErrorKind::OutOfBounds, fmt::format("VMEM write at negative address {}", row_lo));
+    check_vmem(static_cast<uint64_t>(row_lo), static_cast<uint64_t>(row_hi), true);
+    lo = std::min<uint64_t>(lo, row_lo);
+    hi = std::max<uint64_t>(hi, row_hi);
+    uint8_t* dst = core_.vmem.get() + row;
+    const float* src = &value[sl * kLanes];
+    for (int l = first; l <= last; ++l) {
+      if (!mask[sl * kLanes + l]) continue;
+      if (elem == 4) {
+        std::memcpy(dst + 4 * l, &src[l], 4);
+      } else if (elem == 2) {
+        const uint16_t bits = f32_to_bf16_bits(src[l]);
+        std::memcpy(dst + 2 * l, &bits, 2);
+      } else {
+        dst[l] = static_cast<uint8_t>(std::bit_cast<int32_t>(src[l]) & 0xff);
+      }
+    }
+  }
+  if (hi > lo) out.vmem_write = sublane_region(base, stride, elem, lo, hi);
+}
+
+void Semantics::mxu_load_weights(const isa::Instruction& ins, StepOutcome& out) {
+  const auto& o = ins.operands;
+  MxuState& mxu = core_.mxu(o[0]);
+  const bool int8 = ins.opcode == Opcode::Mxlwi8;
+  const int elem = int8 ? 1 : 2;
+  const int64_t base = static_cast<uint32_t>(core_.sregs[o[1]]);
+  const int64_t stride = o[2];
+  const int d = mxu.dim;
+  const int64_t last = base + int64_t{d - 1} * stride;
+  const int64_t lo = std::min(base, last), hi = std::max(base, last) + int64_t{d} * elem;
+  if (lo < 0) fail(SimErrorKind::OutOfBounds, fmt::format("VMEM read at negative address {}", lo));
+  if (base % elem != 0 || stride % elem != 0) fail(SimErrorKind::Misaligned, "weight rows must be aligned to the element size");
+  for (int k = 0; k < d; ++k) {
+    const uint64_t row = static_cast<uint64_t>(base + k * stride);
+    check_vmem(row, row + uint64_t(d) * elem, false);
+    const uint8_t* src = core_.vmem.get() + row;
+    for (int n = 0; n < d; ++n) {
+      if (int8) {
+        mxu.weights_i8[size_t(k) * d + n] = static_cast<int8_t>(src[n]);
+      } else {
+        uint16_t bits;
+        std::memcpy(&bits, src + 2 * n, 2);
+        mxu.back_weights[size_t(k) * d + n] = bf16_bits_to_f32(bits);
+      }
+    }
+  }
+  // mxu.lw loads the back buffer and switches to it at once; mxu.lwb leaves the switch to mxu.swap.
+  if (ins.opcode == Opcode::Mxlw) std::swap(mxu.weights, mxu.back_weights);
+  out.vmem_read = stride >= 0 ? Region{static_cast<uint64_t>(base), uint64_t(d), uint64_t(d) * elem, uint64_t(stride)}
+                              : Region::range(static_cast<uint64_t>(lo), static_cast<uint64_t>(hi));
+}
+
+void Semantics::mxu_matmul(const isa::Instruction& ins, StepOutcome& out) {
+  const auto& o = ins.operands;
+  MxuState& mxu = core_.mxu(o[0]);
+  const int d = mxu.dim;
+  const int group = d / kLanes;
+  const int slot = o[2];
+  using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using RowMajorI = Eigen::Matrix<int32_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const size_t slot_base = size_t(slot) * kSublanes * d;
+  if (ins.opcode == Opcode::Mxmm) {
+    // The MXU rounds its LHS to bf16 on entry; bf16 x bf16 products are exact in f32.
+    RowMajor lhs(kSublanes, d);
+    for (int g = 0; g < group; ++g) {
+      const VReg& src = core_.vregs[o[1] + g];
+      for (int sl = 0; sl < kSublanes; ++sl) {
+        for (int l = 0; l < kLanes; ++l) lhs(sl, g * kLanes + l) = round_to_bf16(src[sl * kLanes + l]);
+      }
+    }
+    if (mxu.slot_is_int[slot]) fail(SimErrorKind::BadLaunch, "f32 matmul into a slot holding int32 results (pop it first)");
+    Eigen::Map<const RowMajor> w(mxu.weights.data(), d, d);
+    Eigen::Map<RowMajor> acc(mxu.acc.data() + slot_base, kSublanes, d);
+    acc.noalias() += lhs * w;
+  } else {
+    RowMajorI lhs(kSublanes, d);
+    for (int g = 0; g < group; ++g) {
+      const VReg& src = core_.vregs[o[1] + g];
+      for (int sl = 0; sl < kSublanes; ++sl) {
+        for (int l = 0; l < kLanes; ++l) {
+          lhs(sl, g * kLanes + l) = static_cast<int8_t>(std::bit_cast<int32_t>(src[sl * kLanes + l]) & 0xff);
+        }
+      }
+    }
+    bool has_f32 = false;
+    for (int i = 0; i < kSublanes * d && !has_f32; ++i) has_f32 = mxu.acc[slot_base + i] != 0.f;
+    if (has_f32) fail(SimErrorKind::BadLaunch, "int8 matmul into a slot holding f32 results (pop it first)");
+    Eigen::Map<const RowMajorI> w(mxu.weights_i8.data(), d, d);
+    Eigen::Map<RowMajorI> acc(mxu.acc_i32.data() + slot_base, kSublanes, d);
+    acc.noalias() += lhs * w;
+    mxu.slot_is_int[slot] = 1;
+  }
+  out.macs = double(kSublanes) * d * d;
+}
+
+void Semantics::dma(const isa::Instruction& ins, StepOutcome& out) {
+  const auto& o = ins.operands;
+  const bool to_vmem = ins.opcode == Opcode::Dmah2v;
+  const auto& s = core_.sregs;
+  const int64_t vmem = static_cast<uint32_t>(s[o[2]]);
+  const int64_t hbm = static_cast<uint32_t>(s[o[3]]);
+  const int64_t rows = s[o[4]], row_bytes = s[o[5]], vstride = s[o[6]], hstride = s[o[7]];
+  if (rows < 0 || row_bytes < 0 || vstride < 0 || hstride < 0) {
+    fail(SimErrorKind::BadLaunch, fmt::format("DMA shape must be non-negative (rows {}, row_bytes {}, strides {}, {})",
+                                              rows, row_bytes, vstride, hstride));
+  }
+  const std::string what = fmt::format("core {} instruction {} `{}`", core_.core_index, pc_, isa::format_instruction(ins));
+  DmaRecord rec;
+  rec.pc = pc_;
+  rec.to_vmem = to_vmem;
+  rec.sem = o[1];
+  if (rows > 0 && row_bytes > 0) {
+    rec.vmem = {static_cast<uint64_t>(vmem), uint64_t(rows), uint64_t(row_bytes), uint64_t(vstride)};
+    rec.hbm = {static_cast<uint64_t>(hbm), uint64_t(rows), uint64_t(row_bytes), uint64_t(hstride)};
+    check_vmem_region(rec.vmem, to_vmem);
+    const DmaRecord* conflict = to_vmem ? dmas_.hbm_read_conflict(rec.hbm) : dmas_.hbm_write_conflict(rec.hbm);
+    if (conflict) {
+      fail(SimErrorKind::Race, fmt::format("HBM range [0x{:x}, 0x{:x}) races the DMA issued by instruction {} that has "
+                                           "not been waited for", rec.hbm.lo(), rec.hbm.hi(), conflict->pc));
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      auto h = window_.view(hbm + r * hstride, row_bytes, what);
+      uint8_t* vm = core_.vmem.get() + vmem + r * vstride;
+      if (to_vmem) std::memcpy(vm, h.data(), row_bytes);
+      else std::memcpy(h.data(), vm, row_bytes);
+    }
+    (to_vmem ? out.vmem_write : out.vmem_read) = rec.vmem;
+    out.dma_on_chip = window_.on_chip(static_cast<uint64_t>(hbm));
+  }
+  out.is_dma = true;
+  out.dma = rec;
+  out.dma_bytes = static_cast<uint64_t>(rows * row_bytes);
+}
+}  // namespace vtpu::sim
