@@ -6,7 +6,8 @@
 // asm_directives.cc. Internal to isa/: include assembler.h instead.
 #pragma once
 
-#include "isa/assembler.h"
+#include "isa/asm_error.h"
+#include "isa/program.h"
 
 #include <fmt/format.h>
 

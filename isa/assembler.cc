@@ -8,13 +8,6 @@
 #include "isa/asm_parser.h"
 
 namespace vtpu::isa {
-
-AsmError::AsmError(int line, int column, const std::string& message)
-    : std::runtime_error(fmt::format("{}:{}: {}", line, column, message)),
-      line_(line),
-      column_(column),
-      message_(message) {}
-
 namespace asm_detail {
 
 Assembler::Assembler(std::string_view name, const Defines& defines) : symbols_(defines.begin(), defines.end()) {
