@@ -1,0 +1,451 @@
+// Lowering of fusion groups: each group's nodes become one Expr (elementwise ops, in order, with
+// bf16 results rounded like torch rounds them) inside the kernel spec of the group's kind, and the
+// program comes from the cache (generated per size bucket, see kernels/README.md).
+#include "kernels/graph/lower_group.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <bit>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <climits>
+
+#include "kernels/codegen/kernel_error.h"
+#include "kernels/attention/attention.h"
+#include "kernels/attention/attention_backward.h"
+#include "kernels/codegen/vreg_shape.h"
+#include "kernels/generators/elementwise.h"
+#include "kernels/generators/matmul.h"
+#include "kernels/generators/rowwise.h"
+#include "kernels/generators/column_reduce.h"
+#include "kernels/generators/concat.h"
+#include "kernels/generators/gather.h"
+#include "kernels/generators/int64_narrow.h"
+#include "kernels/generators/iota.h"
+#include "kernels/generators/random.h"
+#include "kernels/generators/scatter_add.h"
+#include "kernels/generators/strided_copy.h"
+
+namespace vtpu::kernels {
+namespace {
+
+// Builds the Expr of a group's elementwise nodes. External values become Input operands in
+// first-use order (`operands`); `preset` maps values already defined (a matmul's accumulator).
+class ExprBuilder {
+ public:
+  ExprBuilder(const Graph& g, Expr& e, int first_operand) : g_(g), e_(e), next_operand_(first_operand) {}
+
+  void define(int value, int expr_node) { ids_[value] = expr_node; }
+  const std::vector<int>& operands() const { return operands_; }
+
+  int value(int v) {
+    auto it = ids_.find(v);
+    if (it != ids_.end()) return it->second;
+    operands_.push_back(v);
+    const int id = e_.input(next_operand_++, register_type(g_.node(v).type.dtype));
+    ids_[v] = id;
+    return id;
+  }
+
+  void node(int id) {
+    const Node& n = g_.node(id);
+    int out;
+    if (n.expr_op == ExprOp::Constant) {  // Graph::full
+      const bool int_type = dtype_is_integer(n.type.dtype);
+      out = e_.constant(n.scalar, int_type ? ValueType::I32 : ValueType::F32);
+      if (n.type.dtype == DType::Bool) out = e_.cast(out, ValueType::Mask);
+    } else if (n.expr_op == ExprOp::Where) {
+      out = e_.where(value(n.inputs[0]), value(n.inputs[1]), value(n.inputs[2]));
+    } else if (n.expr_op == ExprOp::ToF32) {  // Graph::cast
+      const int x = value(n.inputs[0]);
+      if (n.type.dtype == DType::Bool) out = e_.cast(x, ValueType::Mask);
+      else if (dtype_is_integer(n.type.dtype)) out = e_.cast(x, ValueType::I32);
+      else out = e_.cast(x, ValueType::F32);
+    } else if (n.scalar_operand) {
+      const bool int_scalar = dtype_is_integer(g_.node(n.inputs[0]).type.dtype) && n.scalar == double(int64_t(n.scalar));
+      const int c = e_.constant(n.scalar, int_scalar ? ValueType::I32 : ValueType::F32);
+      const int x = value(n.inputs[0]);
+      out = n.scalar_first ? e_.binary(n.expr_op, c, x) : e_.binary(n.expr_op, x, c);
+    } else if (n.inputs.size() == 1) {
+      out = e_.unary(n.expr_op, value(n.inputs[0]));
+    } else {
+      out = e_.binary(n.expr_op, value(n.inputs[0]), value(n.inputs[1]));
+    }
+    if (n.type.dtype == DType::BF16) out = e_.unary(ExprOp::RoundBf16, out);  // torch rounds each bf16 result
+    ids_[id] = out;
+  }
+
+ private:
+  const Graph& g_;
+  Expr& e_;
+  int next_operand_;
+  std::map<int, int> ids_;
+  std::vector<int> operands_;
+};
+
+// Streaming kernels take their row count at launch (BlockStream); the planner sizes their blocks
+// for the next power of two, so a new sequence length reuses the programs generated for its
+// bucket instead of generating its own. Blocks never exceed the VMEM budget, so for rows past one
+// block the program is the one a specialised generator would make; below, it has one block either
+// way and only the DMA sizes, which follow the real row count, differ.
+int64_t row_bucket(int64_t rows) { return std::max<int64_t>(kSublanes, int64_t(std::bit_ceil(uint64_t(rows)))); }
+
+// Elementwise kernels take their column count at launch too. Blocks are at most
+// kMaxElementwiseBlockCols wide, so every wider tensor shares one program; narrower ones round up
+// to a power of two of whole vregs (128 lanes), which sizes the VMEM buffers. The tile loops
+// follow the real count.
+int64_t col_bucket(int64_t cols) {
+  return std::min<int64_t>(kMaxElementwiseBlockCols, std::max<int64_t>(kLanes, int64_t(std::bit_ceil(uint64_t(cols)))));
+}
+
+std::string layout_name(Layout l) {
+  switch (l) {
+    case Layout::Full: return "full";
+    case Layout::Row: return "row";
+    case Layout::Column: return "col";
+    case Layout::Scalar: return "scalar";
+    case Layout::Periodic: return "periodic";
+  }
+  return "?";
+}
+
+std::string operand_key(const std::vector<Operand>& ops) {
+  std::string s;
+  for (const auto& o : ops) s += fmt::format("{}/{},", dtype_name(o.dtype), layout_name(o.layout));  // periods are launch scalars
+  return s;
+}
+
+std::vector<Operand> operands_for(const Graph& g, const std::vector<int>& values, const std::vector<int64_t>& out_shape) {
+  std::vector<Operand> ops;
+  for (int v : values) {
+    const auto& t = g.node(v).type;
+    const Layout l = broadcast_layout(t.shape, out_shape);
+    ops.push_back({t.dtype, l, l == Layout::Periodic ? t.numel() / t.shape.back() : 0});
+  }
+  return ops;
+}
+
+std::string label_of(const Graph& g, const KernelGroup& grp) {
+  std::string s;
+  for (int n : grp.nodes) s += (s.empty() ? "" : "+") + g.node(n).label;
+  return s;
+}
+
+// A group whose nodes all have the output's size and whose operands are whole tensors or scalars
+// reads and writes plain contiguous buffers: any 2-D view of them gives the same kernel.
+// Programs are generated for bucketed sizes (rows to a power of two, a narrow last dim to 128
+// lanes), so a long tensor with a narrow last dim ([N, 1], N past 2^24) would get a program past
+// the 2^31 elements one launch addresses although the tensor itself is far smaller. Such a group runs as rows of
+// up to kMaxElementwiseBlockCols instead (when the size divides into whole 128-lane rows). Only
+// then: elsewhere the view's width would vary with the size, and token counts in one bucket
+// would stop sharing programs. Returns the view's [rows, cols], or nothing.
+std::optional<std::vector<int64_t>> lane_dense_view(const Graph& g, const KernelGroup& grp, const std::vector<int>& operands) {
+  const auto& out = g.node(grp.nodes.back()).type;
+  const auto [rows, cols] = rows_cols(out.shape);
+  if (row_bucket(rows) * col_bucket(cols) < (int64_t{1} << 31)) return std::nullopt;
+  const int64_t numel = out.numel();
+  for (int n : grp.nodes) {
+    if (g.node(n).type.numel() != numel) return std::nullopt;
+  }
+  for (int v : operands) {
+    const int64_t n = g.node(v).type.numel();
+    if (n != numel && n != 1) return std::nullopt;
+  }
+  const int64_t width = std::gcd(numel, kMaxElementwiseBlockCols);
+  if (width < kLanes || width <= cols) return std::nullopt;
+  return std::vector<int64_t>{numel / width, width};
+}
+
+Launch lower_elementwise(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
+  ElementwiseSpec spec;
+  ExprBuilder b(g, spec.expr, 0);
+  for (int n : grp.nodes) b.node(n);
+  for (int o : grp.outputs) {
+    spec.expr.add_output(b.value(o));
+    spec.outputs.push_back(g.node(o).type.dtype);
+  }
+  const auto flat = lane_dense_view(g, grp, b.operands());
+  const auto& shape = flat ? *flat : g.node(grp.nodes.back()).type.shape;
+  std::tie(spec.rows, spec.cols) = rows_cols(shape);
+  if (flat) {
+    for (int v : b.operands()) {
+      const auto& t = g.node(v).type;
+      spec.inputs.push_back({t.dtype, t.numel() == 1 ? Layout::Scalar : Layout::Full, 0});
+    }
+  } else {
+    spec.inputs = operands_for(g, b.operands(), shape);
+  }
+  Launch l;
+  l.args = b.operands();
+  l.args.insert(l.args.end(), grp.outputs.begin(), grp.outputs.end());
+  l.scalars = stream_scalars(spec.rows, spec.cols, spec.inputs);
+  spec.rows = row_bucket(spec.rows);
+  spec.cols = col_bucket(spec.cols);
+  std::string key = fmt::format("ew|{}x{}|{}|", spec.rows, spec.cols, operand_key(spec.inputs));
+  for (DType t : spec.outputs) key += fmt::format("{},", dtype_name(t));
+  key += "|" + spec.expr.signature() + "|" + chip.name;
+  l.program = cache.get_or_build(key, [&] { return make_elementwise(spec, chip); }, &l.cache_hit);
+  return l;
+}
+
+Launch lower_matmul(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
+  const Node& mm = g.node(grp.nodes.front());
+  const auto& ta = g.node(mm.inputs[0]).type;
+  const auto& tb = g.node(mm.inputs[1]).type;
+  MatmulSpec spec;
+  spec.a_transposed = mm.transpose_a;
+  spec.k = ta.shape[ta.shape.size() - (mm.transpose_a ? 2 : 1)];
+  spec.n = mm.type.shape.back();
+  if (tb.shape.size() == 2) {  // one weight for every row of A: a single (batch x M) x K problem (A^T: 2-D)
+    spec.m = ta.numel() / spec.k;
+    spec.b_shared = true;
+  } else {
+    spec.m = mm.type.shape[mm.type.shape.size() - 2];
+    spec.batch = ta.numel() / (spec.m * spec.k);
+  }
+  spec.a_dtype = ta.dtype;
+  spec.b_dtype = tb.dtype;
+  spec.b_transposed = mm.transpose_b;
+  spec.passes = (ta.dtype == DType::F32 || tb.dtype == DType::F32) ? mm.passes : 1;
+  const int last = grp.nodes.back();
+  spec.out_dtype = g.node(last).type.dtype;
+  Launch l;
+  l.args = {mm.inputs[0], mm.inputs[1]};
+  if (grp.nodes.size() > 1) {
+    Expr e;
+    ExprBuilder b(g, e, 1);
+    int acc = e.input(0, ValueType::F32);
+    if (mm.type.dtype == DType::BF16) acc = e.unary(ExprOp::RoundBf16, acc);
+    b.define(grp.nodes.front(), acc);
+    for (size_t i = 1; i < grp.nodes.size(); ++i) b.node(grp.nodes[i]);
+    e.add_output(b.value(last));
+    spec.epilogue = e;
+    spec.epilogue_inputs = operands_for(g, b.operands(), g.node(last).type.shape);
+    l.args.insert(l.args.end(), b.operands().begin(), b.operands().end());
+  }
+  l.args.push_back(last);
+  // M, N and K are launch scalars. Programs are generated for M's power-of-two bucket, N rounded
+  // up to its column block (one MXU width up to all of the core's MXUs, then multiples of those)
+  // and K rounded up to whole MXU slices: what the generator would lay out for the exact shape,
+  // so sharing costs nothing. A [S, S] score matmul or a probs @ V over S keys reuses one program
+  // for every S in a window of 128.
+  const int64_t d = chip.mxu_dim, all_mxus = int64_t{chip.mxu_per_core} * d;
+  const int64_t n_block = std::min(all_mxus, round_up(spec.n, d));
+  const int64_t m = spec.m, n = spec.n, k = spec.k;
+  spec.m = row_bucket(m);
+  spec.n = round_up(n, n_block);
+  spec.k = round_up(k, d);
+  l.scalars = matmul_scalars(spec, chip, m, n, k);
+  const std::string key = fmt::format("mm|{}x{}x{}x{}|{}{}{}|t{}{}s{}p{}|{}|{}|{}", spec.batch, spec.m, spec.n, spec.k,
+                                      dtype_name(spec.a_dtype), dtype_name(spec.b_dtype), dtype_name(spec.out_dtype),
+                                      spec.a_transposed, spec.b_transposed, spec.b_shared, spec.passes, operand_key(spec.epilogue_inputs),
+                                      spec.epilogue ? spec.epilogue->signature() : "", chip.name);
+  l.program = cache.get_or_build(key, [&] { return make_matmul(spec, chip); }, &l.cache_hit);
+  return l;
+}
+
+Launch lower_concat(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
+  const Node& n = g.node(grp.nodes.front());
+  ConcatSpec spec;
+  spec.dtype = n.type.dtype;
+  int64_t inner = 1;
+  for (size_t d = 0; d < n.type.shape.size(); ++d) {
+    if (int64_t(d) < n.cat_dim) spec.outer *= n.type.shape[d];
+    if (int64_t(d) > n.cat_dim) inner *= n.type.shape[d];
+  }
+  for (int in : n.inputs) spec.widths.push_back(g.node(in).type.shape[n.cat_dim] * inner);
+  Launch l;
+  l.args = n.inputs;
+  l.args.push_back(grp.nodes.front());
+  l.scalars = concat_scalars(spec);
+  const std::string key = fmt::format("cat|{}|{}|{}", dtype_name(spec.dtype), spec.widths.size(), chip.name);
+  l.program = cache.get_or_build(key, [&] { return make_concat(spec.dtype, int(spec.widths.size()), chip); }, &l.cache_hit);
+  return l;
+}
+
+// One program per row width, dtype and index type: the index count and the table's row count are
+// launch arguments.
+Launch lower_gather(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
+  const Node& n = g.node(grp.nodes.front());
+  const TensorType& table = g.node(n.inputs[0]).type;
+  GatherSpec spec{n.type.dtype, table.shape[0] > 0 ? table.numel() / table.shape[0] : 1, n.index_pairs, n.wrap_negative};
+  Launch l;
+  l.args = {n.inputs[0], n.inputs[1], grp.nodes.front()};
+  l.scalars = {int32_t(n.type.shape[0]), int32_t(table.shape[0])};
+  const std::string key = fmt::format("gather|{}|{}|{}|{}|{}", dtype_name(spec.dtype), spec.width, spec.index_pairs,
+                                      spec.wrap_negative, chip.name);
+  l.program = cache.get_or_build(key, [&] { return make_gather(spec, chip); }, &l.cache_hit);
+  return l;
+}
+
+// One program per row width, dtype and index type, like the gather.
+Launch lower_scatter_add(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
+  const Node& n = g.node(grp.nodes.front());
+  const TensorType& src = g.node(n.inputs[0]).type;
+  const ScatterAddSpec spec{n.type.dtype, src.shape[0] > 0 ? src.numel() / src.shape[0] : 1, n.index_pairs};
+  Launch l;
+  l.args = {n.inputs[0], n.inputs[1], grp.nodes.front()};
+  l.scalars = {int32_t(src.shape[0]), int32_t(n.type.shape[0]), int32_t(n.padding_index)};
+  const std::string key = fmt::format("scatter_add|{}|{}|{}|{}", dtype_name(spec.dtype), spec.width, spec.index_pairs, chip.name);
+  l.program = cache.get_or_build(key, [&] { return make_scatter_add(spec, chip); }, &l.cache_hit);
+  return l;
+}
+
+// One program per distribution, parameters and dtype: the count and the key are launch inputs.
+Launch lower_random(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
+  const Node& n = g.node(grp.nodes.front());
+  const RandomSpec spec{n.random_kind, n.random_a, n.random_b, n.type.dtype};
+  Launch l;
+  l.args = {grp.nodes.front(), n.inputs[0]};
+  l.scalars = {int32_t(n.type.numel())};
+  const std::string key = fmt::format("random|{}|{}|{}|{}|{}", static_cast<int>(spec.kind), spec.a, spec.b,
+                                      dtype_name(spec.out), chip.name);
+  l.program = cache.get_or_build(key, [&] { return make_random(spec, chip); }, &l.cache_hit);
+  return l;
+}
+
+// One program per dtype: the count is a launch scalar.
+Launch lower_iota(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
+  const Node& n = g.node(grp.nodes.front());
+  Launch l;
+  l.args = {grp.nodes.front()};
+  l.scalars = {int32_t(n.type.numel())};
+  l.program = cache.get_or_build(fmt::format("iota|{}|{}", dtype_name(n.type.dtype), chip.name),
+                                 [&] { return make_iota(n.type.dtype, chip); }, &l.cache_hit);
+  return l;
+}
+
+// One program: the count and the bound are launch scalars. A bound of 2^31 (comparisons) is
+// passed as 2^31 - 1, which refuses the two int32 extremes as well.
+Launch lower_int64_narrow(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
+  const Node& n = g.node(grp.nodes.front());
+  Launch l;
+  l.args = {n.inputs[0], grp.nodes.front()};
+  l.scalars = {int32_t(n.type.numel()), int32_t(std::min<int64_t>(n.narrow_bound, std::numeric_limits<int32_t>::max()))};
+  l.program = cache.get_or_build(fmt::format("int64_narrow|{}", chip.name), [&] { return make_int64_narrow(chip); }, &l.cache_hit);
+  return l;
+}
+
+// One program per op, dtypes and strip width (columns rounded up to 128, at most 1024): rows
+// and columns are launch scalars.
+Launch lower_column_reduce(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
+  const Node& n = g.node(grp.nodes.front());
+  const auto& x = g.node(n.inputs[0]).type;
+  ColumnReduceSpec spec;
+  spec.op = n.row_op;
+  spec.in_dtype = x.dtype;
+  spec.out_dtype = n.type.dtype;
+  spec.cols = std::min<int64_t>(1024, round_up(x.shape[1], kLanes));
+  Launch l;
+  l.args = {n.inputs[0], grp.nodes.front()};
+  l.scalars = column_reduce_scalars(spec, x.shape[0], x.shape[1]);
+  const std::string key = fmt::format("colred|{}|{}{}|{}|{}", row_op_name(spec.op), dtype_name(spec.in_dtype),
+                                      dtype_name(spec.out_dtype), spec.cols, chip.name);
+  l.program = cache.get_or_build(key, [&] { return make_column_reduce(spec, chip); }, &l.cache_hit);
+  return l;
+}
+
+// One program per shape, dtype, mask, scale and pass count (forward or backward).
+Launch lower_attention(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
+  const Node& n = g.node(grp.nodes.front());
+  AttentionSpec spec = attention_spec(g, n.inputs[0], n.inputs[1], n.causal, n.scalar, n.passes);
+  spec.write_lse = n.with_lse;
+  const bool backward = n.kind == NodeKind::AttentionBackward;
+  Launch l;
+  l.args = n.inputs;
+  l.args.push_back(grp.nodes.front());
+  const std::string key = fmt::format("attention{}|{}x{}x{}x{}|{}|{}|{}|{}|{}|{}", backward ? "_backward" : "", spec.batch, spec.q_len,
+                                      spec.kv_len, spec.head_dim, dtype_name(spec.dtype), spec.causal, spec.scale, spec.passes,
+                                      spec.write_lse, chip.name);
+  l.program = cache.get_or_build(key, [&] { return backward ? make_attention_backward(spec, chip) : make_attention(spec, chip); },
+                                 &l.cache_hit);
+  return l;
+}
+
+Launch lower_copy(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
+  const Node& n = g.node(grp.nodes.front());
+  if (n.kind == NodeKind::Attention || n.kind == NodeKind::AttentionBackward) return lower_attention(g, grp, chip, cache);
+  if (n.kind == NodeKind::Random) return lower_random(g, grp, chip, cache);
+  if (n.kind == NodeKind::Iota) return lower_iota(g, grp, chip, cache);
+  if (n.kind == NodeKind::Int64Narrow) return lower_int64_narrow(g, grp, chip, cache);
+  if (n.kind == NodeKind::ScatterAdd) return lower_scatter_add(g, grp, chip, cache);
+  if (n.kind == NodeKind::ColumnReduce) return lower_column_reduce(g, grp, chip, cache);
+  if (n.kind == NodeKind::Concat) return lower_concat(g, grp, chip, cache);
+  if (n.kind == NodeKind::Gather) return lower_gather(g, grp, chip, cache);
+  // The view's sizes, strides and offset are launch scalars: one program per view structure.
+  const CopyPlan copy = plan_strided_copy({n.type.shape, n.strides, n.offset, n.type.dtype}, chip);
+  Launch l;
+  l.args = {n.inputs[0], grp.nodes.front()};
+  l.scalars = copy.scalars;
+  const std::string key = fmt::format("{}|{}", copy.shape.signature(), chip.name);
+  l.program = cache.get_or_build(key, [&] { return make_strided_copy(copy.shape, chip); }, &l.cache_hit);
+  return l;
+}
+
+Launch lower_row(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
+  const Node& r = g.node(grp.nodes.back());
+  const int x = r.inputs[0];
+  RowwiseSpec spec;
+  spec.op = r.row_op;
+  spec.eps = r.eps;
+  spec.correction = r.correction;
+  std::tie(spec.rows, spec.cols) = rows_cols(g.node(x).type.shape);
+  spec.out_dtype = r.type.dtype;
+  Expr e;
+  ExprBuilder b(g, e, 0);
+  for (size_t i = 0; i + 1 < grp.nodes.size(); ++i) b.node(grp.nodes[i]);
+  e.add_output(b.value(x));
+  spec.prologue = e;
+  spec.inputs = operands_for(g, b.operands(), g.node(x).type.shape);
+  Launch l;
+  l.args = b.operands();
+  if (r.inputs.size() > 1) {
+    spec.has_weight = true;
+    spec.weight_dtype = g.node(r.inputs[1]).type.dtype;
+    l.args.push_back(r.inputs[1]);
+  }
+  if (r.inputs.size() > 2) {
+    spec.has_bias = true;
+    if (g.node(r.inputs[2]).type.dtype != spec.weight_dtype) throw KernelError(fmt::format("{}: weight and bias dtypes differ", r.label));
+    l.args.push_back(r.inputs[2]);
+  }
+  l.args.push_back(grp.nodes.back());
+  l.scalars = stream_scalars(spec.rows, spec.cols, spec.inputs);
+  spec.rows = row_bucket(spec.rows);
+  // Rows that are whole vregs wide (hidden sizes) keep a program of their exact width that masks
+  // nothing; other widths (sequence lengths: softmax over scores) share one per power of two.
+  spec.whole_chunks = spec.cols % kLanes == 0;
+  if (!spec.whole_chunks) spec.cols = std::max<int64_t>(kLanes, int64_t(std::bit_ceil(uint64_t(spec.cols))));
+  const std::string key = fmt::format("row|{}|{}x{}{}|{}|{}|{}|{}|{}{}{}|{}|{}", row_op_name(spec.op), spec.rows, spec.cols,
+                                      spec.whole_chunks ? "" : "(ragged)",
+                                      operand_key(spec.inputs), dtype_name(spec.out_dtype), spec.eps, spec.correction,
+                                      spec.has_weight, spec.has_bias, dtype_name(spec.weight_dtype), e.signature(), chip.name);
+  l.program = cache.get_or_build(key, [&] { return make_rowwise(spec, chip); }, &l.cache_hit);
+  return l;
+}
+
+}  // namespace
+
+Launch lower_group(const Graph& graph, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
+  Launch l;
+  try {
+    switch (grp.kind) {
+      case KernelGroup::Kind::Elementwise: l = lower_elementwise(graph, grp, chip, cache); break;
+      case KernelGroup::Kind::MatMul: l = lower_matmul(graph, grp, chip, cache); break;
+      case KernelGroup::Kind::Row: l = lower_row(graph, grp, chip, cache); break;
+      case KernelGroup::Kind::Copy: l = lower_copy(graph, grp, chip, cache); break;
+    }
+  } catch (const KernelError& e) {  // name the fused kernel: the user sees aten ops, not groups
+    std::string inputs, outputs;
+    for (int in : grp.inputs) inputs += (inputs.empty() ? "" : ", ") + to_string(graph.node(in).type);
+    for (int out : grp.outputs) outputs += (outputs.empty() ? "" : ", ") + to_string(graph.node(out).type);
+    throw KernelError(fmt::format("kernel {} (inputs {}; outputs {}): {}", label_of(graph, grp), inputs, outputs, e.what()));
+  }
+  l.label = label_of(graph, grp);
+  return l;
+}
+
+}  // namespace vtpu::kernels
