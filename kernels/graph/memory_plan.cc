@@ -1,3 +1,4 @@
+// See memory_plan.h.
 #include "kernels/graph/memory_plan.h"
 
 #include <algorithm>
@@ -26,6 +27,7 @@ MemoryPlan plan_memory(std::vector<ValueLifetime> values) {
     }
     live.push_back({at, bytes, v.last_step});
     std::sort(live.begin(), live.end(), [](const Live& a, const Live& b) { return a.offset < b.offset; });
+    plan.intermediates[v.value] = v;
     plan.offset[v.value] = at;
     plan.arena_bytes = std::max(plan.arena_bytes, at + bytes);
   }

@@ -25,15 +25,20 @@ Plan make_plan(const Graph& graph, FusionStrategy strategy, const sim::ChipConfi
   for (const auto& grp : plan_fusion(graph, strategy)) {
     plan.launches.push_back(lower_group(graph, grp, chip, cache));
   }
-  // Lifetimes of everything a launch writes; graph inputs stay in the caller's buffers.
+  // Lifetimes of everything a launch writes; graph inputs stay in the caller's buffers (only their
+  // last reader is noted, so the caller may release them early).
   std::map<int, ValueLifetime> life;
+  std::map<int, int> input_last_step;
   for (int step = 0; step < static_cast<int>(plan.launches.size()); ++step) {
     for (int arg : plan.launches[step].args) {
       const TensorType& t = graph.node(arg).type;
       plan.value_bytes[arg] = uint64_t(t.numel()) * dtype_bytes(t.dtype);
       const int v = plan.alias.count(arg) ? plan.alias.at(arg) : arg;  // a reshape keeps its source alive
       plan.value_bytes[v] = plan.value_bytes[arg];
-      if (graph.node(v).kind == NodeKind::Input) continue;
+      if (graph.node(v).kind == NodeKind::Input) {
+        input_last_step[v] = step;
+        continue;
+      }
       auto [it, fresh] = life.try_emplace(v, ValueLifetime{v, plan.value_bytes[v], step, step});
       if (!fresh) it->second.last_step = step;
     }
@@ -44,6 +49,7 @@ Plan make_plan(const Graph& graph, FusionStrategy strategy, const sim::ChipConfi
   std::vector<ValueLifetime> values;
   for (auto& [v, l] : life) values.push_back(l);
   plan.memory = plan_memory(values);
+  plan.memory.input_last_step = std::move(input_last_step);
   return plan;
 }
 

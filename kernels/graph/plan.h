@@ -18,7 +18,7 @@ namespace vtpu::kernels {
 
 struct Plan {
   std::vector<Launch> launches;
-  MemoryPlan memory;                       // arena offsets of the materialised intermediates
+  MemoryPlan memory;                       // lifetimes of the materialised intermediates, and their peak
   std::map<int, uint64_t> value_bytes;     // bytes of every value a launch touches
   std::vector<int> inputs, outputs;
   std::map<int, int> alias;                // reshape value -> the value whose buffer it reads

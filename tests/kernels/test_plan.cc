@@ -145,6 +145,28 @@ TEST_SUITE("kernels") {
     CHECK(plan.offset.at(2) != plan.offset.at(3));
   }
 
+  TEST_CASE("a plan's lifetimes: each intermediate from the launch that writes it to its last reader") {
+    // x -> a = exp(x) -> b = a * 2 -> y = b + x, one launch each under `none`.
+    kernels::Graph g;
+    const int x = g.input({{8, 256}, DType::F32}, "x");
+    const int a = g.unary(ExprOp::Exp, x);
+    const int b = g.binary_scalar(ExprOp::Mul, a, 2.0);
+    const int y = g.binary(ExprOp::Add, b, x);
+    g.mark_output(y);
+    kernels::ProgramCache cache;
+    const auto plan = kernels::make_plan(g, FusionStrategy::None, sim::load_chip("v5e"), cache);
+    REQUIRE(plan.launches.size() == 3);
+    const auto& life = plan.memory.intermediates;
+    REQUIRE(life.size() == 2);  // a and b; x is the caller's, y a bound output
+    CHECK(life.at(a).first_step == 0);
+    CHECK(life.at(a).last_step == 1);
+    CHECK(life.at(b).first_step == 1);
+    CHECK(life.at(b).last_step == 2);
+    CHECK(life.at(a).bytes == 8 * 256 * 4);
+    CHECK(plan.memory.input_last_step.at(x) == 2);  // y's launch reads x last
+    CHECK(plan.memory.arena_bytes == 2 * 8 * 256 * 4);  // a and b are both live at launch 1
+  }
+
   TEST_CASE("MLP block under none and greedy matches a double reference; greedy moves fewer bytes") {
     const int64_t t = 24, d = 40, hdim = 136;
     Mlp mlp(t, d, hdim);

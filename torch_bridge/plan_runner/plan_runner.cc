@@ -26,20 +26,11 @@ PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, con
     const auto a = plan.alias.find(v);
     if (a != plan.alias.end() && inputs_.count(v) && !inputs_.count(a->second)) inputs_[a->second] = inputs_.at(v);
   }
-  // Intermediates get memory (held VMEM, else HBM) just before the launch that writes them and
-  // give it back after their last reader, so the device's peak follows true liveness (the memory
-  // plan's arena size is the same peak, computed ahead of time; run().arena_bytes reports it).
+  // Intermediates get memory (held VMEM, else HBM) at the first launch of their planned lifetime
+  // and give it back after its last, so the device's peak follows the plan's liveness (the memory
+  // plan's arena size is that peak, computed ahead of time; run().arena_bytes reports it).
   run_.arena_bytes = plan.memory.arena_bytes;
-  std::map<int, size_t> last_reader, last_input_reader;
-  for (size_t step = 0; step < plan.launches.size(); ++step) {
-    for (int v : plan.launches[step].args) {
-      const int root = plan.alias.count(v) ? plan.alias.at(v) : v;
-      if (plan.memory.offset.count(root)) last_reader[root] = step;
-      if (input_done && std::find(plan.inputs.begin(), plan.inputs.end(), root) != plan.inputs.end()) {
-        last_input_reader[root] = step;
-      }
-    }
-  }
+  const auto& lifetimes = plan.memory.intermediates;
   // A launch that fails (a trap, HBM exhausted) throws out of this constructor, so the destructor
   // never runs: the intermediates are given back here.
   try {
@@ -48,7 +39,7 @@ PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, con
       std::vector<sim::KernelArg> args;
       for (int v : launch.args) {
         const int root = plan.alias.count(v) ? plan.alias.at(v) : v;
-        if (plan.memory.offset.count(root) && !intermediates_.count(root) && !inputs_.count(root)) {
+        if (lifetimes.count(root) && !intermediates_.count(root) && !inputs_.count(root)) {
           // VMEM held across launches first: an intermediate that fits never goes to HBM, and the
           // kernels reading it skip the HBM round trip. Only when it is full does HBM take it.
           const uint64_t b = std::max<uint64_t>(plan.value_bytes.at(root), 1);
@@ -74,11 +65,13 @@ PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, con
       profile.launches++;
       profile.cycles += r.cycles;
       for (const auto& unit : r.summary.units) run_.busy_cycles_per_unit[unit.name] += unit.busy_cycles;
-      for (const auto& [v, last] : last_input_reader) {
-        if (last == step) input_done(v);
+      if (input_done) {
+        for (const auto& [v, last] : plan.memory.input_last_step) {
+          if (last == static_cast<int>(step)) input_done(v);
+        }
       }
       for (auto it = intermediates_.begin(); it != intermediates_.end();) {
-        if (last_reader.at(it->first) == step) {
+        if (lifetimes.at(it->first).last_step == static_cast<int>(step)) {
           device.free(it->second);
           it = intermediates_.erase(it);
         } else {
