@@ -1,6 +1,7 @@
 // TileCodegen: each Expr node becomes a few vector instructions over one 8x128 tile. Composite
-// ops (sigmoid, gelu, erf, pow) are spelled out here in terms of the chip's exp/tanh/rcp/rsqrt,
-// so their cost shows up in the simulated VPU and transcendental units.
+// ops (sigmoid, gelu, erf, pow, sin, cos) are spelled out in terms of the chip's exp/tanh/rcp/rsqrt,
+// so their cost shows up in the simulated VPU and transcendental units (erf, sin/cos and erf-gelu
+// in tile_math.cc).
 #include "kernels/codegen/tile_codegen.h"
 
 #include <fmt/format.h>
@@ -109,120 +110,6 @@ std::vector<TileValue> TileCodegen::emit(const Expr& expr, const std::function<v
   std::vector<TileValue> out;
   for (int o : expr.outputs()) out.push_back(values[o]);
   return out;
-}
-
-int TileCodegen::erf(int x) {
-  // Abramowitz & Stegun 7.1.26: |error| <= 1.5e-7 over the real line, using one exp and one rcp.
-  constexpr float p = 0.3275911f, a1 = 0.254829592f, a2 = -0.284496736f, a3 = 1.421413741f, a4 = -1.453152027f,
-                  a5 = 1.061405429f;
-  const int ax = vregs_.take(), t = vregs_.take(), acc = vregs_.take(), c = vregs_.take();
-  w_.line("vabs v{}, v{}", ax, x);
-  fill(c, p);
-  w_.line("vmul v{}, v{}, v{}", t, ax, c);
-  fill(c, 1.f);
-  w_.line("vadd v{}, v{}, v{}", t, t, c);
-  w_.line("vrcp v{}, v{}", t, t);
-  fill(acc, a5);
-  for (float a : {a4, a3, a2, a1}) {
-    fill(c, a);
-    w_.line("vfma v{}, v{}, v{}, v{}", acc, acc, t, c);
-  }
-  w_.line("vmul v{}, v{}, v{}", acc, acc, t);
-  w_.line("vmul v{}, v{}, v{}", ax, ax, ax);
-  w_.line("vneg v{}, v{}", ax, ax);
-  w_.line("vexp v{}, v{}", ax, ax);
-  w_.line("vmul v{}, v{}, v{}", acc, acc, ax);  // (poly) * exp(-x^2)
-  fill(c, 1.f);
-  w_.line("vsub v{}, v{}, v{}", acc, c, acc);  // erf(|x|)
-  w_.line("vneg v{}, v{}", t, acc);
-  fill(c, 0.f);
-  const int m = masks_.take();
-  w_.line("vcmp.lt m{}, v{}, v{}", m, x, c);
-  w_.line("vsel v{}, m{}, v{}, v{}", acc, m, t, acc);
-  masks_.release(m);
-  vregs_.release(ax);
-  vregs_.release(t);
-  vregs_.release(c);
-  return acc;
-}
-
-int TileCodegen::sin_cos(int x, bool cosine) {
-  // Cephes sinf/cosf: q = round(x * 2/pi) picks the quadrant, r = x - q * pi/2 by Cody-Waite in
-  // three fused steps (exact for |x| < ~8192; the error grows past that like in Cephes), then a
-  // degree-7 odd or degree-8 even polynomial on |r| <= pi/4. cos(x) = sin(x + pi/2): quadrant + 1.
-  const int q = vregs_.take(), qf = vregs_.take(), r = vregs_.take(), c = vregs_.take(), half = vregs_.take();
-  const int m = masks_.take();
-  fill(c, static_cast<float>(M_2_PI));
-  w_.line("vmul v{}, v{}, v{}", qf, x, c);
-  fill(half, 0.5f);  // round half away from zero: truncate qf +- 0.5
-  fill(c, 0.f);
-  w_.line("vcmp.lt m{}, v{}, v{}", m, qf, c);
-  w_.line("vneg v{}, v{}", c, half);
-  w_.line("vsel v{}, m{}, v{}, v{}", half, m, c, half);
-  w_.line("vadd v{}, v{}, v{}", qf, qf, half);
-  w_.line("vcvt.f2i v{}, v{}", q, qf);
-  w_.line("vcvt.i2f v{}, v{}", qf, q);
-  w_.line("vmov v{}, v{}", r, x);
-  for (float part : {-1.5703125f, -4.837512969970703125e-4f, -7.54978995489188216e-8f}) {
-    fill(c, part);
-    w_.line("vfma v{}, v{}, v{}, v{}", r, qf, c, r);
-  }
-  if (cosine) {
-    fill(c, std::bit_cast<float>(1));
-    w_.line("viadd v{}, v{}, v{}", q, q, c);
-  }
-  const int r2 = half, s = vregs_.take(), k = vregs_.take();
-  w_.line("vmul v{}, v{}, v{}", r2, r, r);
-  fill(s, -1.9515295891e-4f);  // sin(r) = r + r^3 (s1 + r^2 (s2 + r^2 s3))
-  for (float a : {8.3321608736e-3f, -1.6666654611e-1f}) {
-    fill(c, a);
-    w_.line("vfma v{}, v{}, v{}, v{}", s, s, r2, c);
-  }
-  w_.line("vmul v{}, v{}, v{}", s, s, r2);
-  w_.line("vfma v{}, v{}, v{}, v{}", s, s, r, r);
-  fill(k, 2.443315711809948e-5f);  // cos(r) = 1 - r^2/2 + r^4 (c1 + r^2 (c2 + r^2 c3))
-  for (float a : {-1.388731625493765e-3f, 4.166664568298827e-2f}) {
-    fill(c, a);
-    w_.line("vfma v{}, v{}, v{}, v{}", k, k, r2, c);
-  }
-  w_.line("vmul v{}, v{}, v{}", k, k, r2);
-  w_.line("vmul v{}, v{}, v{}", k, k, r2);
-  fill(c, -0.5f);
-  w_.line("vfma v{}, v{}, v{}, v{}", k, r2, c, k);
-  fill(c, 1.f);
-  w_.line("vadd v{}, v{}, v{}", k, k, c);
-  // Quadrant q & 3: 0 -> sin, 1 -> cos, 2 -> -sin, 3 -> -cos.
-  fill(c, std::bit_cast<float>(1));
-  w_.line("vand v{}, v{}, v{}", qf, q, c);
-  w_.line("vcvt.i2f v{}, v{}", qf, qf);
-  fill(c, 1.f);
-  w_.line("vcmp.eq m{}, v{}, v{}", m, qf, c);
-  w_.line("vsel v{}, m{}, v{}, v{}", s, m, k, s);
-  fill(c, std::bit_cast<float>(2));
-  w_.line("vand v{}, v{}, v{}", qf, q, c);
-  w_.line("vcvt.i2f v{}, v{}", qf, qf);
-  fill(c, 2.f);
-  w_.line("vcmp.eq m{}, v{}, v{}", m, qf, c);
-  w_.line("vneg v{}, v{}", k, s);
-  w_.line("vsel v{}, m{}, v{}, v{}", s, m, k, s);
-  masks_.release(m);
-  for (int v : {q, qf, r, c, half, k}) vregs_.release(v);
-  return s;
-}
-
-int TileCodegen::gelu_erf(int x) {
-  const int c = constant_vreg(static_cast<float>(M_SQRT1_2));
-  const int z = vregs_.take();
-  w_.line("vmul v{}, v{}, v{}", z, x, c);
-  const int e = erf(z);
-  fill(c, 1.f);
-  w_.line("vadd v{}, v{}, v{}", e, e, c);
-  w_.line("vmul v{}, v{}, v{}", e, e, x);
-  fill(c, 0.5f);
-  w_.line("vmul v{}, v{}, v{}", e, e, c);
-  vregs_.release(c);
-  vregs_.release(z);
-  return e;
 }
 
 TileValue TileCodegen::emit_node(const Expr& expr, int index, const std::vector<TileValue>& values,
