@@ -1,391 +1,234 @@
-// Per 8-row group (one row per sublane), a row kernel makes one to three passes over the row's
-// 128-column chunks: pass 1 evaluates the prologue, keeps the values in an f32 scratch row and
-// accumulates the first statistic; later passes read the scratch back. Lanes past the end of a
-// ragged row are replaced by the reduction's identity before they are accumulated, so padding
-// never leaks into a statistic. Cross-lane reductions (vredsum.lane / vredmax.lane) finish each
-// statistic with one value per sublane, i.e. per row.
+// The row kernels' entry points, block and chunk loops, prologue and scratch row (the schedule is
+// in rowwise_builder.h).
 #include "kernels/generators/rowwise.h"
 
 #include <fmt/format.h>
 
-#include <bit>
-#include <cmath>
-#include <limits>
-
-#include "kernels/codegen/asm_writer.h"
-#include "kernels/codegen/tile_codegen.h"
-#include "kernels/codegen/vreg_shape.h"
-#include "kernels/codegen/block_stream.h"
+#include "kernels/generators/rowwise_builder.h"
 
 namespace vtpu::kernels {
-namespace {
+namespace rowwise_detail {
 
-constexpr uint64_t kBlockBudgetBytes = 512 * 1024;
+isa::Program RowwiseBuilder::build() {
+  validate();
+  std::vector<StreamOperand> operands;
+  for (const auto& in : spec_.inputs) operands.push_back({in.dtype, in.layout, false});
+  if (spec_.has_weight) weight_ = add(operands, {spec_.weight_dtype, Layout::Row, false});
+  if (spec_.has_bias) bias_ = add(operands, {spec_.weight_dtype, Layout::Row, false});
+  out_ = add(operands, {spec_.out_dtype, row_op_reduces(spec_.op) ? Layout::Column : Layout::Full, true});
+  const int64_t cols_pad = (spec_.cols + kLanes - 1) / kLanes * kLanes;
+  stream_.emplace(w_, chip_, spec_.rows, spec_.cols, operands, spec_.cols, kBlockBudgetBytes, cols_pad * 4);
+  prepare_masks();
+  stream_->emit(vregs_, [&](int set, const BlockExtent& e) { block(set, e); });
+  return w_.assemble();
+}
 
-class RowwiseBuilder {
- public:
-  RowwiseBuilder(const RowwiseSpec& spec, const sim::ChipConfig& chip)
-      : spec_(spec), chip_(chip), w_(fmt::format("row_{}", row_op_name(spec.op))) {}
+int RowwiseBuilder::add(std::vector<StreamOperand>& v, StreamOperand o) {
+  v.push_back(o);
+  return static_cast<int>(v.size()) - 1;
+}
 
-  isa::Program build() {
-    validate();
-    std::vector<StreamOperand> operands;
-    for (const auto& in : spec_.inputs) operands.push_back({in.dtype, in.layout, false});
-    if (spec_.has_weight) weight_ = add(operands, {spec_.weight_dtype, Layout::Row, false});
-    if (spec_.has_bias) bias_ = add(operands, {spec_.weight_dtype, Layout::Row, false});
-    out_ = add(operands, {spec_.out_dtype, row_op_reduces(spec_.op) ? Layout::Column : Layout::Full, true});
-    const int64_t cols_pad = (spec_.cols + kLanes - 1) / kLanes * kLanes;
-    stream_.emplace(w_, chip_, spec_.rows, spec_.cols, operands, spec_.cols, kBlockBudgetBytes, cols_pad * 4);
-    prepare_masks();
-    stream_->emit(vregs_, [&](int set, const BlockExtent& e) { block(set, e); });
-    return w_.assemble();
-  }
+void RowwiseBuilder::validate() {
+  if (spec_.cols > kMaxRowCols) throw KernelError(fmt::format("row {}: rows of {} elements exceed {}", row_op_name(spec_.op), spec_.cols, kMaxRowCols));
+  if (spec_.inputs.empty()) throw KernelError("row kernel without inputs");
+  if (spec_.prologue && spec_.prologue->outputs().size() != 1) throw KernelError("a row kernel's prologue has one output");
+  const bool norm = spec_.op == RowOp::LayerNorm || spec_.op == RowOp::RmsNorm;
+  if ((spec_.has_weight || spec_.has_bias) && !norm) throw KernelError("weight and bias belong to layer_norm / rms_norm");
+  if (spec_.has_bias && spec_.op != RowOp::LayerNorm) throw KernelError("rms_norm has no bias");
+  if (spec_.out_dtype != DType::F32 && spec_.out_dtype != DType::BF16) throw KernelError("row kernels write f32 or bf16");
+  if (spec_.whole_chunks && spec_.cols % kLanes != 0) throw KernelError("row kernel: whole chunks need a multiple of 128 columns");
+  if (spec_.correction < 0) throw KernelError("var: negative correction");
+}
 
- private:
-  static int add(std::vector<StreamOperand>& v, StreamOperand o) {
-    v.push_back(o);
-    return static_cast<int>(v.size()) - 1;
-  }
+// m_lane0: lane 0 of every sublane (per-row results are stored from there); v_lane: the lane
+// index of each element, for masking ragged chunks.
+void RowwiseBuilder::prepare_masks() {
+  auto& s = w_.sregs();
+  lane_ = vregs_.take();
+  lane0_ = masks_.take();
+  tail_ = masks_.take();
+  const int t = s.take(), v = vregs_.take();
+  w_.line("viota v{}", lane_);
+  w_.load_immediate(t, kLanes - 1);
+  w_.line("vbcast v{}, s{}", v, t);
+  w_.line("vand v{}, v{}, v{}", lane_, lane_, v);
+  w_.load_immediate(t, 1);
+  w_.line("vbcast v{}, s{}", v, t);
+  w_.line("vicmp.lt m{}, v{}, v{}", lane0_, lane_, v);
+  vregs_.release(v);
+  s.release(t);
+}
 
-  void validate() {
-    if (spec_.cols > kMaxRowCols) throw KernelError(fmt::format("row {}: rows of {} elements exceed {}", row_op_name(spec_.op), spec_.cols, kMaxRowCols));
-    if (spec_.inputs.empty()) throw KernelError("row kernel without inputs");
-    if (spec_.prologue && spec_.prologue->outputs().size() != 1) throw KernelError("a row kernel's prologue has one output");
-    const bool norm = spec_.op == RowOp::LayerNorm || spec_.op == RowOp::RmsNorm;
-    if ((spec_.has_weight || spec_.has_bias) && !norm) throw KernelError("weight and bias belong to layer_norm / rms_norm");
-    if (spec_.has_bias && spec_.op != RowOp::LayerNorm) throw KernelError("rms_norm has no bias");
-    if (spec_.out_dtype != DType::F32 && spec_.out_dtype != DType::BF16) throw KernelError("row kernels write f32 or bf16");
-    if (spec_.whole_chunks && spec_.cols % kLanes != 0) throw KernelError("row kernel: whole chunks need a multiple of 128 columns");
-    if (spec_.correction < 0) throw KernelError("var: negative correction");
-  }
+// Replaces lanes at or past the row's end in `x` by `identity` (only the last chunk is ragged;
+// s`remaining` holds cols - chunk * 128).
+void RowwiseBuilder::mask_tail(int x, int remaining, float identity) {
+  if (spec_.whole_chunks) return;
+  const int v = vregs_.take(), id = vregs_.take(), t = w_.sregs().take();
+  w_.line("vbcast v{}, s{}", v, remaining);
+  w_.line("vicmp.lt m{}, v{}, v{}", tail_, lane_, v);
+  w_.load_float(t, identity);
+  w_.line("vbcast v{}, s{}", id, t);
+  w_.line("vsel v{}, m{}, v{}, v{}", x, tail_, x, id);
+  vregs_.release(v);
+  vregs_.release(id);
+  w_.sregs().release(t);
+}
 
-  // m_lane0: lane 0 of every sublane (per-row results are stored from there); v_lane: the lane
-  // index of each element, for masking ragged chunks.
-  void prepare_masks() {
-    auto& s = w_.sregs();
-    lane_ = vregs_.take();
-    lane0_ = masks_.take();
-    tail_ = masks_.take();
-    const int t = s.take(), v = vregs_.take();
-    w_.line("viota v{}", lane_);
-    w_.load_immediate(t, kLanes - 1);
-    w_.line("vbcast v{}, s{}", v, t);
-    w_.line("vand v{}, v{}, v{}", lane_, lane_, v);
-    w_.load_immediate(t, 1);
-    w_.line("vbcast v{}, s{}", v, t);
-    w_.line("vicmp.lt m{}, v{}, v{}", lane0_, lane_, v);
-    vregs_.release(v);
-    s.release(t);
-  }
-
-  // Replaces lanes at or past the row's end in `x` by `identity` (only the last chunk is ragged;
-  // s`remaining` holds cols - chunk * 128).
-  void mask_tail(int x, int remaining, float identity) {
-    if (spec_.whole_chunks) return;
-    const int v = vregs_.take(), id = vregs_.take(), t = w_.sregs().take();
-    w_.line("vbcast v{}, s{}", v, remaining);
-    w_.line("vicmp.lt m{}, v{}, v{}", tail_, lane_, v);
-    w_.load_float(t, identity);
-    w_.line("vbcast v{}, s{}", id, t);
-    w_.line("vsel v{}, m{}, v{}, v{}", x, tail_, x, id);
-    vregs_.release(v);
-    vregs_.release(id);
-    w_.sregs().release(t);
-  }
-
-  // Emits a loop over the row chunks of the current group. `body(chunk_cursors)` emits one chunk;
-  // cursors advance by 128 columns. s`remaining` counts down from cols.
-  struct Cursors {
-    std::vector<int> operand;  // per stream operand (Full/Row), -1 otherwise
-    int scratch;
-    int remaining;
-  };
-  void chunk_loop(const std::function<void(const Cursors&)>& body) {
-    auto& s = w_.sregs();
-    Cursors c;
-    c.operand.assign(stream_->operand_count(), -1);
-    for (size_t i = 0; i < stream_->operand_count(); ++i) {
-      const Layout l = stream_->operand(i).layout;
-      if (is_rowwise_stored(l) || l == Layout::Row) {
-        c.operand[i] = s.take();
-        w_.line("smov s{}, s{}", c.operand[i], rowbase_[i]);
-      }
-    }
-    c.scratch = s.take();
-    w_.line("smov s{}, s{}", c.scratch, scratch_base_);
-    c.remaining = s.take();
-    w_.line("sarg s{}, {}", c.remaining, stream_->cols_arg());
-    const int k = s.take(), n = s.take();
-    w_.line("sli s{}, 0", k);
-    w_.line("saddi s{}, s{}, {}", n, c.remaining, kLanes - 1);
-    w_.line("sshri s{}, s{}, 7", n, n);
-    const std::string loop = w_.new_label("chunk");
-    w_.place(loop);
-    body(c);
-    for (size_t i = 0; i < c.operand.size(); ++i) {
-      if (c.operand[i] >= 0) w_.line("saddi s{}, s{}, {}", c.operand[i], c.operand[i], kLanes * stream_->element_bytes(i));
-    }
-    w_.line("saddi s{}, s{}, {}", c.scratch, c.scratch, kLanes * 4);
-    w_.line("saddi s{}, s{}, {}", c.remaining, c.remaining, -kLanes);
-    w_.line("saddi s{}, s{}, 1", k, k);
-    w_.line("blt s{}, s{}, {}", k, n, loop);
-    for (int r : c.operand) {
-      if (r >= 0) s.release(r);
-    }
-    for (int r : {c.scratch, c.remaining, k, n}) s.release(r);
-  }
-
-  int scratch_stride() const { return static_cast<int>(stream_->block_cols_padded() * 4); }
-
-  // The prologue's value for the chunk at `c`, in a fresh vreg (f32).
-  int prologue_value(const Cursors& c) {
-    Expr identity;
-    identity.add_output(identity.input(0, register_type(spec_.inputs[0].dtype)));
-    const Expr& expr = spec_.prologue ? *spec_.prologue : identity;
-    TileCodegen codegen(w_, vregs_, masks_, scratch_sreg_);
-    std::vector<std::pair<int, TileValue>> preset;
-    for (size_t i = 0; i < spec_.inputs.size(); ++i) {
-      if (stream_->scalar_vreg(i) >= 0) preset.push_back({static_cast<int>(i), {register_type(spec_.inputs[i].dtype), stream_->scalar_vreg(i)}});
-    }
-    const auto out = codegen.emit(expr, [&](int i, int vreg) { load_tile(w_, *stream_, i, vreg, c.operand[i], rowbase_[i]); }, preset);
-    const TileValue v = codegen.to_type(out[0], ValueType::F32, true);
-    bool is_preset = false;
-    for (const auto& p : preset) is_preset |= p.second.reg == v.reg;
-    if (is_preset) {  // the value is a scalar operand's register: copy, the caller owns the result
-      const int copy = vregs_.take();
-      w_.line("vmov v{}, v{}", copy, v.reg);
-      return copy;
-    }
-    return v.reg;
-  }
-
-  int constant(float value) { return TileCodegen(w_, vregs_, masks_, scratch_sreg_).constant_vreg(value); }
-
-  void load_scratch(int vreg, const Cursors& c) { w_.line("vld v{}, m0, s{}, 0, {}", vreg, c.scratch, scratch_stride()); }
-  void store_scratch(int vreg, const Cursors& c) { w_.line("vst v{}, m0, s{}, 0, {}", vreg, c.scratch, scratch_stride()); }
-
-  void store_out(int vreg, const Cursors& c) {
-    w_.line("{} v{}, m0, s{}, 0, {}", store_mnemonic(spec_.out_dtype), vreg, c.operand[out_], stream_->row_stride(out_));
-  }
-
-  // Pass 1: value -> scratch, acc (op)= value. Returns acc (per-lane partials).
-  int first_pass(const char* combine, float identity) {
-    const int acc = constant(identity);
-    chunk_loop([&](const Cursors& c) {
-      const int x = prologue_value(c);
-      if (needs_scratch()) store_scratch(x, c);
-      mask_tail(x, c.remaining, identity);
-      w_.line("{} v{}, v{}, v{}", combine, acc, acc, x);
-      vregs_.release(x);
-    });
-    return acc;
-  }
-
-  bool needs_scratch() const {
-    return spec_.op != RowOp::Sum && spec_.op != RowOp::Mean && spec_.op != RowOp::Max && spec_.op != RowOp::Min &&
-           spec_.op != RowOp::Prod;
-  }
-
-  // Sum of squared deviations from `mean` over the scratch row.
-  int squared_deviations(int mean) {
-    const int acc = constant(0.f);
-    chunk_loop([&](const Cursors& c) {
-      const int y = vregs_.take();
-      load_scratch(y, c);
-      w_.line("vsub v{}, v{}, v{}", y, y, mean);
-      mask_tail(y, c.remaining, 0.f);
-      w_.line("vfma v{}, v{}, v{}, v{}", acc, y, y, acc);
-      vregs_.release(y);
-    });
-    w_.line("vredsum.lane v{}, v{}", acc, acc);
-    return acc;
-  }
-
-  // v /= (the launch's column count - minus), in f32 (IEEE division, so a zero count gives inf or
-  // NaN as torch does).
-  void divide_by_cols(int v, int64_t minus = 0) {
-    const int t = w_.sregs().take(), f = vregs_.take();
-    w_.line("sarg s{}, {}", t, stream_->cols_arg());
-    if (minus != 0) w_.line("saddi s{}, s{}, {}", t, t, -minus);
-    w_.line("vbcast v{}, s{}", f, t);
-    w_.line("vcvt.i2f v{}, v{}", f, f);
-    w_.line("vdiv v{}, v{}, v{}", v, v, f);
-    vregs_.release(f);
-    w_.sregs().release(t);
-  }
-
-  void store_row_result(int v) {
-    w_.line("{} v{}, m{}, s{}, 0, {}", store_mnemonic(spec_.out_dtype), v, lane0_, rowbase_[out_], stream_->element_bytes(out_));
-  }
-
-  void group() {
-    constexpr float inf = std::numeric_limits<float>::infinity();
-    switch (spec_.op) {
-      case RowOp::Sum: case RowOp::Mean: {
-        const int acc = first_pass("vadd", 0.f);
-        w_.line("vredsum.lane v{}, v{}", acc, acc);
-        if (spec_.op == RowOp::Mean) divide_by_cols(acc);
-        store_row_result(acc);
-        vregs_.release(acc);
-        break;
-      }
-      case RowOp::Max: case RowOp::Min: {
-        const bool max = spec_.op == RowOp::Max;
-        const int acc = first_pass(max ? "vmax" : "vmin", max ? -inf : inf);
-        w_.line("{} v{}, v{}", max ? "vredmax.lane" : "vredmin.lane", acc, acc);
-        store_row_result(acc);
-        vregs_.release(acc);
-        break;
-      }
-      case RowOp::Prod: {
-        // The ISA has no product across lanes: each lane's partial product is broadcast and
-        // multiplied in, lane by lane (128 cross-lane broadcasts per 8 rows; fine for the small
-        // products models take, slow for long rows). The order differs from torch's left to right.
-        const int acc = first_pass("vmul", 1.f), product = constant(1.f), lane = vregs_.take();
-        for (int l = 0; l < kLanes; ++l) {
-          w_.line("vbcast.lane v{}, v{}, {}", lane, acc, l);
-          w_.line("vmul v{}, v{}, v{}", product, product, lane);
-        }
-        store_row_result(product);
-        for (int v : {acc, product, lane}) vregs_.release(v);
-        break;
-      }
-      case RowOp::Var: {
-        const int mean = first_pass("vadd", 0.f);
-        w_.line("vredsum.lane v{}, v{}", mean, mean);
-        divide_by_cols(mean);
-        const int var = squared_deviations(mean);
-        divide_by_cols(var, spec_.correction);
-        store_row_result(var);
-        vregs_.release(mean);
-        vregs_.release(var);
-        break;
-      }
-      case RowOp::Softmax: case RowOp::LogSoftmax: {
-        const int m = first_pass("vmax", -inf);
-        w_.line("vredmax.lane v{}, v{}", m, m);
-        const int sum = constant(0.f);
-        chunk_loop([&](const Cursors& c) {
-          const int e = vregs_.take();
-          load_scratch(e, c);
-          w_.line("vsub v{}, v{}, v{}", e, e, m);
-          w_.line("vexp v{}, v{}", e, e);
-          if (spec_.op == RowOp::Softmax) store_scratch(e, c);
-          mask_tail(e, c.remaining, 0.f);
-          w_.line("vadd v{}, v{}, v{}", sum, sum, e);
-          vregs_.release(e);
-        });
-        w_.line("vredsum.lane v{}, v{}", sum, sum);
-        if (spec_.op == RowOp::LogSoftmax) {  // x - (max + log(sum))
-          w_.line("vlog v{}, v{}", sum, sum);
-          w_.line("vadd v{}, v{}, v{}", sum, sum, m);
-        }
-        chunk_loop([&](const Cursors& c) {
-          const int y = vregs_.take();
-          load_scratch(y, c);
-          if (spec_.op == RowOp::Softmax) w_.line("vdiv v{}, v{}, v{}", y, y, sum);
-          else w_.line("vsub v{}, v{}, v{}", y, y, sum);
-          store_out(y, c);
-          vregs_.release(y);
-        });
-        vregs_.release(m);
-        vregs_.release(sum);
-        break;
-      }
-      case RowOp::LayerNorm: case RowOp::RmsNorm: {
-        const bool layer = spec_.op == RowOp::LayerNorm;
-        int mean = -1, inv;
-        if (layer) {
-          mean = first_pass("vadd", 0.f);
-          w_.line("vredsum.lane v{}, v{}", mean, mean);
-          divide_by_cols(mean);
-          inv = squared_deviations(mean);
-        } else {
-          inv = constant(0.f);
-          chunk_loop([&](const Cursors& c) {
-            const int x = prologue_value(c);
-            store_scratch(x, c);
-            mask_tail(x, c.remaining, 0.f);
-            w_.line("vfma v{}, v{}, v{}, v{}", inv, x, x, inv);
-            vregs_.release(x);
-          });
-          w_.line("vredsum.lane v{}, v{}", inv, inv);
-        }
-        divide_by_cols(inv);  // biased variance / mean square, as torch's norms use
-        const int eps = constant(static_cast<float>(spec_.eps));
-        w_.line("vadd v{}, v{}, v{}", inv, inv, eps);
-        vregs_.release(eps);
-        w_.line("vrsqrt v{}, v{}", inv, inv);
-        chunk_loop([&](const Cursors& c) {
-          const int y = vregs_.take();
-          load_scratch(y, c);
-          if (layer) w_.line("vsub v{}, v{}, v{}", y, y, mean);
-          w_.line("vmul v{}, v{}, v{}", y, y, inv);
-          const int t = vregs_.take();
-          if (weight_ >= 0) {
-            load_tile(w_, *stream_, weight_, t, c.operand[weight_], -1);
-            w_.line("vmul v{}, v{}, v{}", y, y, t);
-          }
-          if (bias_ >= 0) {
-            load_tile(w_, *stream_, bias_, t, c.operand[bias_], -1);
-            w_.line("vadd v{}, v{}, v{}", y, y, t);
-          }
-          vregs_.release(t);
-          store_out(y, c);
-          vregs_.release(y);
-        });
-        if (mean >= 0) vregs_.release(mean);
-        vregs_.release(inv);
-        break;
-      }
+void RowwiseBuilder::chunk_loop(const std::function<void(const Cursors&)>& body) {
+  auto& s = w_.sregs();
+  Cursors c;
+  c.operand.assign(stream_->operand_count(), -1);
+  for (size_t i = 0; i < stream_->operand_count(); ++i) {
+    const Layout l = stream_->operand(i).layout;
+    if (is_rowwise_stored(l) || l == Layout::Row) {
+      c.operand[i] = s.take();
+      w_.line("smov s{}, s{}", c.operand[i], rowbase_[i]);
     }
   }
-
-  void block(int set, const BlockExtent& e) {
-    auto& s = w_.sregs();
-    const int groups = s.take(), g = s.take();
-    w_.line("saddi s{}, s{}, 7", groups, e.rows);
-    w_.line("sshri s{}, s{}, 3", groups, groups);
-    for (int r : {e.row0, e.col0, e.rows, e.cols}) s.release(r);
-    rowbase_.assign(stream_->operand_count(), -1);
-    for (size_t i = 0; i < stream_->operand_count(); ++i) {
-      if (stream_->operand(i).layout == Layout::Scalar) continue;
-      rowbase_[i] = s.take();
-      w_.load_immediate(rowbase_[i], stream_->vmem(i, set));
-    }
-    scratch_base_ = s.take();
-    w_.load_immediate(scratch_base_, stream_->extra(set));
-    scratch_sreg_ = s.take();
-    const std::string loop = w_.new_label("group");
-    w_.line("sli s{}, 0", g);
-    w_.place(loop);
-    group();
-    for (size_t i = 0; i < stream_->operand_count(); ++i) {
-      const Layout l = stream_->operand(i).layout;
-      if (is_rowwise_stored(l)) w_.line("saddi s{}, s{}, {}", rowbase_[i], rowbase_[i], kSublanes * stream_->row_stride(i));
-      if (l == Layout::Column) w_.line("saddi s{}, s{}, {}", rowbase_[i], rowbase_[i], kSublanes * stream_->element_bytes(i));
-    }
-    w_.line("saddi s{}, s{}, {}", scratch_base_, scratch_base_, kSublanes * scratch_stride());
-    w_.line("saddi s{}, s{}, 1", g, g);
-    w_.line("blt s{}, s{}, {}", g, groups, loop);
-    for (int r : rowbase_) {
-      if (r >= 0) s.release(r);
-    }
-    for (int r : {groups, g, scratch_base_, scratch_sreg_}) s.release(r);
+  c.scratch = s.take();
+  w_.line("smov s{}, s{}", c.scratch, scratch_base_);
+  c.remaining = s.take();
+  w_.line("sarg s{}, {}", c.remaining, stream_->cols_arg());
+  const int k = s.take(), n = s.take();
+  w_.line("sli s{}, 0", k);
+  w_.line("saddi s{}, s{}, {}", n, c.remaining, kLanes - 1);
+  w_.line("sshri s{}, s{}, 7", n, n);
+  const std::string loop = w_.new_label("chunk");
+  w_.place(loop);
+  body(c);
+  for (size_t i = 0; i < c.operand.size(); ++i) {
+    if (c.operand[i] >= 0) w_.line("saddi s{}, s{}, {}", c.operand[i], c.operand[i], kLanes * stream_->element_bytes(i));
   }
+  w_.line("saddi s{}, s{}, {}", c.scratch, c.scratch, kLanes * 4);
+  w_.line("saddi s{}, s{}, {}", c.remaining, c.remaining, -kLanes);
+  w_.line("saddi s{}, s{}, 1", k, k);
+  w_.line("blt s{}, s{}, {}", k, n, loop);
+  for (int r : c.operand) {
+    if (r >= 0) s.release(r);
+  }
+  for (int r : {c.scratch, c.remaining, k, n}) s.release(r);
+}
 
-  const RowwiseSpec& spec_;
-  const sim::ChipConfig& chip_;
-  AsmWriter w_;
-  std::optional<BlockStream> stream_;
-  RegisterPool vregs_{"vector registers", 0, 31}, masks_{"mask registers", 1, 7};
-  int weight_ = -1, bias_ = -1, out_ = -1;
-  int lane_ = -1, lane0_ = -1, tail_ = -1;
-  std::vector<int> rowbase_;
-  int scratch_base_ = -1, scratch_sreg_ = -1;
-};
+// The prologue's value for the chunk at `c`, in a fresh vreg (f32).
+int RowwiseBuilder::prologue_value(const Cursors& c) {
+  Expr identity;
+  identity.add_output(identity.input(0, register_type(spec_.inputs[0].dtype)));
+  const Expr& expr = spec_.prologue ? *spec_.prologue : identity;
+  TileCodegen codegen(w_, vregs_, masks_, scratch_sreg_);
+  std::vector<std::pair<int, TileValue>> preset;
+  for (size_t i = 0; i < spec_.inputs.size(); ++i) {
+    if (stream_->scalar_vreg(i) >= 0) preset.push_back({static_cast<int>(i), {register_type(spec_.inputs[i].dtype), stream_->scalar_vreg(i)}});
+  }
+  const auto out = codegen.emit(expr, [&](int i, int vreg) { load_tile(w_, *stream_, i, vreg, c.operand[i], rowbase_[i]); }, preset);
+  const TileValue v = codegen.to_type(out[0], ValueType::F32, true);
+  bool is_preset = false;
+  for (const auto& p : preset) is_preset |= p.second.reg == v.reg;
+  if (is_preset) {  // the value is a scalar operand's register: copy, the caller owns the result
+    const int copy = vregs_.take();
+    w_.line("vmov v{}, v{}", copy, v.reg);
+    return copy;
+  }
+  return v.reg;
+}
 
-}  // namespace
+void RowwiseBuilder::store_out(int vreg, const Cursors& c) {
+  w_.line("{} v{}, m0, s{}, 0, {}", store_mnemonic(spec_.out_dtype), vreg, c.operand[out_], stream_->row_stride(out_));
+}
+
+// Pass 1: value -> scratch, acc (op)= value. Returns acc (per-lane partials).
+int RowwiseBuilder::first_pass(const char* combine, float identity) {
+  const int acc = constant(identity);
+  chunk_loop([&](const Cursors& c) {
+    const int x = prologue_value(c);
+    if (needs_scratch()) store_scratch(x, c);
+    mask_tail(x, c.remaining, identity);
+    w_.line("{} v{}, v{}, v{}", combine, acc, acc, x);
+    vregs_.release(x);
+  });
+  return acc;
+}
+
+bool RowwiseBuilder::needs_scratch() const {
+  return spec_.op != RowOp::Sum && spec_.op != RowOp::Mean && spec_.op != RowOp::Max && spec_.op != RowOp::Min &&
+         spec_.op != RowOp::Prod;
+}
+
+// Sum of squared deviations from `mean` over the scratch row.
+int RowwiseBuilder::squared_deviations(int mean) {
+  const int acc = constant(0.f);
+  chunk_loop([&](const Cursors& c) {
+    const int y = vregs_.take();
+    load_scratch(y, c);
+    w_.line("vsub v{}, v{}, v{}", y, y, mean);
+    mask_tail(y, c.remaining, 0.f);
+    w_.line("vfma v{}, v{}, v{}, v{}", acc, y, y, acc);
+    vregs_.release(y);
+  });
+  w_.line("vredsum.lane v{}, v{}", acc, acc);
+  return acc;
+}
+
+// v /= (the launch's column count - minus), in f32 (IEEE division, so a zero count gives inf or
+// NaN as torch does).
+void RowwiseBuilder::divide_by_cols(int v, int64_t minus) {
+  const int t = w_.sregs().take(), f = vregs_.take();
+  w_.line("sarg s{}, {}", t, stream_->cols_arg());
+  if (minus != 0) w_.line("saddi s{}, s{}, {}", t, t, -minus);
+  w_.line("vbcast v{}, s{}", f, t);
+  w_.line("vcvt.i2f v{}, v{}", f, f);
+  w_.line("vdiv v{}, v{}, v{}", v, v, f);
+  vregs_.release(f);
+  w_.sregs().release(t);
+}
+
+void RowwiseBuilder::store_row_result(int v) {
+  w_.line("{} v{}, m{}, s{}, 0, {}", store_mnemonic(spec_.out_dtype), v, lane0_, rowbase_[out_], stream_->element_bytes(out_));
+}
+
+// One group of 8 rows: the op's passes over the row's chunks.
+void RowwiseBuilder::group() {
+  switch (spec_.op) {
+    case RowOp::Sum: case RowOp::Mean: case RowOp::Max: case RowOp::Min: case RowOp::Prod: case RowOp::Var:
+      return reduction();
+    case RowOp::Softmax: case RowOp::LogSoftmax: return softmax();
+    case RowOp::LayerNorm: case RowOp::RmsNorm: return norm();
+  }
+}
+
+void RowwiseBuilder::block(int set, const BlockExtent& e) {
+  auto& s = w_.sregs();
+  const int groups = s.take(), g = s.take();
+  w_.line("saddi s{}, s{}, 7", groups, e.rows);
+  w_.line("sshri s{}, s{}, 3", groups, groups);
+  for (int r : {e.row0, e.col0, e.rows, e.cols}) s.release(r);
+  rowbase_.assign(stream_->operand_count(), -1);
+  for (size_t i = 0; i < stream_->operand_count(); ++i) {
+    if (stream_->operand(i).layout == Layout::Scalar) continue;
+    rowbase_[i] = s.take();
+    w_.load_immediate(rowbase_[i], stream_->vmem(i, set));
+  }
+  scratch_base_ = s.take();
+  w_.load_immediate(scratch_base_, stream_->extra(set));
+  scratch_sreg_ = s.take();
+  const std::string loop = w_.new_label("group");
+  w_.line("sli s{}, 0", g);
+  w_.place(loop);
+  group();
+  for (size_t i = 0; i < stream_->operand_count(); ++i) {
+    const Layout l = stream_->operand(i).layout;
+    if (is_rowwise_stored(l)) w_.line("saddi s{}, s{}, {}", rowbase_[i], rowbase_[i], kSublanes * stream_->row_stride(i));
+    if (l == Layout::Column) w_.line("saddi s{}, s{}, {}", rowbase_[i], rowbase_[i], kSublanes * stream_->element_bytes(i));
+  }
+  w_.line("saddi s{}, s{}, {}", scratch_base_, scratch_base_, kSublanes * scratch_stride());
+  w_.line("saddi s{}, s{}, 1", g, g);
+  w_.line("blt s{}, s{}, {}", g, groups, loop);
+  for (int r : rowbase_) {
+    if (r >= 0) s.release(r);
+  }
+  for (int r : {groups, g, scratch_base_, scratch_sreg_}) s.release(r);
+}
+
+}  // namespace rowwise_detail
 
 std::string_view row_op_name(RowOp op) {
   static constexpr std::string_view kNames[] = {"sum", "mean", "max", "min", "var", "softmax", "log_softmax",
@@ -398,6 +241,6 @@ bool row_op_reduces(RowOp op) {
          op == RowOp::Prod;
 }
 
-isa::Program make_rowwise(const RowwiseSpec& spec, const sim::ChipConfig& chip) { return RowwiseBuilder(spec, chip).build(); }
+isa::Program make_rowwise(const RowwiseSpec& spec, const sim::ChipConfig& chip) { return rowwise_detail::RowwiseBuilder(spec, chip).build(); }
 
 }  // namespace vtpu::kernels

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "kernels/codegen/kernel_error.h"
+#include "kernels/generators/elementwise.h"
 #include "kernels/generators/rowwise.h"
 
 namespace vtpu::kernels {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/generators/elementwise.h"
 #include "kernels/generators/rowwise.h"
 #include "sim/bf16.h"
 #include "support/numerics.h"
