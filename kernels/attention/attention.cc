@@ -158,7 +158,7 @@ void AttentionBuilder::issue_inputs(int head, int buffer) {
     w_.line("sadd s{}, s{}, s{}", hbm, hbm, t);
     w_.line("saddi s{}, s{}, {}", vm, buffer, off);
     w_.load_immediate(rows, len);
-    w_.line("dma.h2v dq0, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", kSemInput, vm, hbm, rows, rb, vs, rb);
+    w_.dma_to_vmem(0, kSemInput, {.vmem = vm, .hbm = hbm, .rows = rows, .row_bytes = rb, .vmem_stride = vs, .hbm_stride = rb});
   }
   for (int x : {hbm, vm, rows, rb, vs, t}) r.release(x);
 }

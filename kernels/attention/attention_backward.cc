@@ -128,7 +128,7 @@ void AttentionBackwardBuilder::load_head() {
     w_.line("sadd s{}, s{}, s{}", hbm, hbm, t);
     w_.load_immediate(vm, at[i]);
     w_.load_immediate(rows, lens[i]);
-    w_.line("dma.h2v dq0, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", kSemInput, vm, hbm, rows, rb, vs, rb);
+    w_.dma_to_vmem(0, kSemInput, {.vmem = vm, .hbm = hbm, .rows = rows, .row_bytes = rb, .vmem_stride = vs, .hbm_stride = rb});
   }
   w_.line("sarg s{}, {}", hbm, lse_arg_);
   w_.line("smuli s{}, s{}, {}", t, bh_, s_.q_len * 4);
@@ -136,7 +136,7 @@ void AttentionBackwardBuilder::load_head() {
   w_.load_immediate(vm, lse_);
   w_.line("sli s{}, 1", rows);
   w_.load_immediate(rb, s_.q_len * 4);
-  w_.line("dma.h2v dq0, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", kSemInput, vm, hbm, rows, rb, rb, rb);
+  w_.dma_to_vmem(0, kSemInput, {.vmem = vm, .hbm = hbm, .rows = rows, .row_bytes = rb, .vmem_stride = rb, .hbm_stride = rb});
   w_.line("sem.wait sem{}, 6", kSemInput);
   for (int x : {hbm, vm, rows, rb, vs, t}) r.release(x);
 }
@@ -290,7 +290,7 @@ void AttentionBackwardBuilder::write_back() {
     w_.line("sadd s{}, s{}, s{}", hbm, hbm, t);
     w_.load_immediate(vm, o.vmem);
     w_.load_immediate(rows, o.len);
-    w_.line("dma.v2h dq1, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", kSemOutput, vm, hbm, rows, rb, vs, rb);
+    w_.dma_to_hbm(1, kSemOutput, {.vmem = vm, .hbm = hbm, .rows = rows, .row_bytes = rb, .vmem_stride = vs, .hbm_stride = rb});
   }
   w_.line("sem.wait sem{}, 3", kSemOutput);  // the next head overwrites these buffers
   for (int v : {i, n, src, dst, vm, t}) r.release(v);

@@ -306,7 +306,7 @@ void AttentionBuilder::finish_chunk(int tiles, int64_t rows) {
   w_.add_scaled(hbm, t, s_.head_dim * eb_, p);
   w_.load_immediate(rb, s_.head_dim * eb_);
   w_.load_immediate(vs, row_bytes_);
-  w_.line("dma.v2h dq1, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", kSemOutput, o, hbm, n, rb, vs, rb);
+  w_.dma_to_hbm(1, kSemOutput, {.vmem = o, .hbm = hbm, .rows = n, .row_bytes = rb, .vmem_stride = vs, .hbm_stride = rb});
   if (s_.write_lse) {
     w_.line("smuli s{}, s{}, {}", lo, c0_, kRowOfVreg);
     w_.line("sadd s{}, s{}, s{}", lo, lo, hb_);
@@ -316,7 +316,7 @@ void AttentionBuilder::finish_chunk(int tiles, int64_t rows) {
     w_.add_scaled(hbm, t, 4, p);
     w_.load_immediate(rb, 4);
     w_.load_immediate(vs, kRowOfVreg);
-    w_.line("dma.v2h dq1, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", kSemOutput, lo, hbm, n, rb, vs, rb);
+    w_.dma_to_hbm(1, kSemOutput, {.vmem = lo, .hbm = hbm, .rows = n, .row_bytes = rb, .vmem_stride = vs, .hbm_stride = rb});
   }
   for (int x : {p, o, lo, t, hbm, n, rb, vs}) r.release(x);
 }

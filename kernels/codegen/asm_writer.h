@@ -35,6 +35,13 @@ class RegisterPool {
   std::bitset<64> free_;
 };
 
+// The scalar registers of a 2-D DMA: `rows` rows of `row_bytes` bytes each, `vmem_stride` bytes
+// apart in VMEM and `hbm_stride` bytes apart in HBM, between the VMEM and HBM byte addresses in
+// `vmem` and `hbm`. Named so a call site cannot swap two of the six.
+struct DmaRegs {
+  int vmem, hbm, rows, row_bytes, vmem_stride, hbm_stride;
+};
+
 class AsmWriter {
  public:
   explicit AsmWriter(std::string name);
@@ -64,6 +71,14 @@ class AsmWriter {
   // Declares the next kernel argument and returns its index (used with `sarg`).
   int argument(std::string_view name, isa::ArgumentKind kind);
   std::string new_label(std::string_view stem);
+  // A 2-D DMA HBM -> VMEM (`to_vmem`) or VMEM -> HBM on queue dq`queue`, signalling sem`sem`
+  // when it has landed.
+  void dma(bool to_vmem, int queue, int sem, const DmaRegs& r) {
+    line("{} dq{}, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", to_vmem ? "dma.h2v" : "dma.v2h", queue, sem, r.vmem, r.hbm, r.rows,
+         r.row_bytes, r.vmem_stride, r.hbm_stride);
+  }
+  void dma_to_vmem(int queue, int sem, const DmaRegs& r) { dma(true, queue, sem, r); }
+  void dma_to_hbm(int queue, int sem, const DmaRegs& r) { dma(false, queue, sem, r); }
   // A `trap` with `code`: the kernel refuses its arguments (trap_code.h says why).
   void trap(TrapCode code) { line("trap {}", trap_number(code)); }
   void place(const std::string& label);

@@ -159,8 +159,8 @@ void BlockStream::block_dma(size_t operand, int set, int sem, const BlockExtent&
     w_.line("smov s{}, s{}", vstride, row_bytes);
     w_.line("smov s{}, s{}", hstride, row_bytes);
   }
-  w_.line("{} dq{}, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", o.output ? "dma.v2h" : "dma.h2v", o.output ? 1 : 0, sem, vm, hb,
-          rows, row_bytes, vstride, hstride);
+  w_.dma(!o.output, o.output ? 1 : 0, sem,
+         {.vmem = vm, .hbm = hb, .rows = rows, .row_bytes = row_bytes, .vmem_stride = vstride, .hbm_stride = hstride});
   for (int r : {vm, hb, rows, row_bytes, vstride, hstride}) s.release(r);
 }
 
@@ -185,7 +185,7 @@ void BlockStream::load_scalars(RegisterPool& vregs) {
     w_.line("sarg s{}, {}", hb, b.arg);
     w_.load_immediate(one, 1);
     w_.load_immediate(bytes, eb);
-    w_.line("dma.h2v dq0, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", kSemPrologue, vm, hb, one, bytes, bytes, bytes);
+    w_.dma_to_vmem(0, kSemPrologue, {.vmem = vm, .hbm = hb, .rows = one, .row_bytes = bytes, .vmem_stride = bytes, .hbm_stride = bytes});
     w_.line("sem.wait sem{}, 1", kSemPrologue);
     b.scalar_vreg = vregs.take();
     load_scalar_broadcast(w_, operands_[i].dtype, b.scalar_vreg, vm);

@@ -65,7 +65,7 @@ void emit_flat_generator(AsmWriter& w, const sim::ChipConfig& chip, RegisterPool
   w.add_scaled(u, base, eb, t);
   w.line("smuli s{}, s{}, {}", t, cnt, eb);
   w.line("sli s{}, 1", tile_index);
-  w.line("dma.v2h dq1, sem2, s{}, s{}, s{}, s{}, s{}, s{}", cursor, u, tile_index, t, t, t);
+  w.dma_to_hbm(1, 2, {.vmem = cursor, .hbm = u, .rows = tile_index, .row_bytes = t, .vmem_stride = t, .hbm_stride = t});
   w.line("sadd s{}, s{}, s{}", base, base, cnt);
   w.line("sli s{}, 1", t);
   w.line("sxor s{}, s{}, s{}", parity, parity, t);

@@ -11,7 +11,7 @@ void issue_index_chunk(AsmWriter& w, const IndexChunkRegs& r, int index_arg, int
   w.add_scaled(r.hb, r.base, index_bytes, r.scratch);
   w.load_immediate(r.vm, index_vmem);
   w.line("smuli s{}, s{}, {}", r.bytes, r.cnt, index_bytes);
-  w.line("dma.h2v dq0, sem0, s{}, s{}, s{}, s{}, s{}, s{}", r.vm, r.hb, r.one, r.bytes, r.bytes, r.bytes);
+  w.dma_to_vmem(0, 0, {.vmem = r.vm, .hbm = r.hb, .rows = r.one, .row_bytes = r.bytes, .vmem_stride = r.bytes, .hbm_stride = r.bytes});
 }
 
 void read_index(AsmWriter& w, int idx, int cursor, int rows, int scratch, bool pairs, const std::string& bad,

@@ -97,7 +97,7 @@ class ColumnReduceWriter {
     w_.line("smuli s{}, s{}, {}", cols, cols, eb_);
     w_.load_immediate(vm, in_[set]);
     w_.load_immediate(t, width_ * eb_);
-    w_.line("dma.h2v dq0, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", kSemIn + set, vm, hb, rows, cols, t, hs);
+    w_.dma_to_vmem(0, kSemIn + set, {.vmem = vm, .hbm = hb, .rows = rows, .row_bytes = cols, .vmem_stride = t, .hbm_stride = hs});
     for (int r : {strip, block, row0, rows, col0, cols, vm, hb, t, hs}) s.release(r);
   }
 
@@ -172,7 +172,7 @@ class ColumnReduceWriter {
     w_.add_scaled(hb, col0, ebo, t);
     w_.line("smuli s{}, s{}, {}", t, cols, ebo);
     w_.line("sli s{}, 1", one);
-    w_.line("dma.v2h dq1, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", kSemOut, vm, hb, one, t, t, t);
+    w_.dma_to_hbm(1, kSemOut, {.vmem = vm, .hbm = hb, .rows = one, .row_bytes = t, .vmem_stride = t, .hbm_stride = t});
     w_.line("sem.wait sem{}, 1", kSemOut);  // the out buffer is reused by the next strip
     for (int r : {vm, hb, t, one}) s.release(r);
   }

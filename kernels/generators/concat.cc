@@ -75,7 +75,7 @@ isa::Program make_concat(DType dtype, int inputs, const sim::ChipConfig& chip) {
     w.line("smul s{}, s{}, s{}", t, row, wb);
     w.line("sadd s{}, s{}, s{}", hb, hb, t);
     w.line("sadd s{}, s{}, s{}", hb, hb, start);
-    w.line("dma.h2v dq0, sem0, s{}, s{}, s{}, s{}, s{}, s{}", vm, hb, rows, piece, piece, wb);
+    w.dma_to_vmem(0, 0, {.vmem = vm, .hbm = hb, .rows = rows, .row_bytes = piece, .vmem_stride = piece, .hbm_stride = wb});
     w.line("sem.wait sem0, 1");
     // write it to its columns of the output rows
     w.line("sarg s{}, {}", hb, out_arg);
@@ -83,7 +83,7 @@ isa::Program make_concat(DType dtype, int inputs, const sim::ChipConfig& chip) {
     w.line("sadd s{}, s{}, s{}", hb, hb, t);
     w.line("sadd s{}, s{}, s{}", hb, hb, column);
     w.line("sadd s{}, s{}, s{}", hb, hb, start);
-    w.line("dma.v2h dq1, sem1, s{}, s{}, s{}, s{}, s{}, s{}", vm, hb, rows, piece, piece, total);
+    w.dma_to_hbm(1, 1, {.vmem = vm, .hbm = hb, .rows = rows, .row_bytes = piece, .vmem_stride = piece, .hbm_stride = total});
     w.line("sem.wait sem1, 1");  // the staging buffer is reused by the next chunk
     w.line("sadd s{}, s{}, s{}", row, row, rows);
     w.line("jmp {}", rows_loop);

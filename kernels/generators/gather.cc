@@ -66,7 +66,7 @@ isa::Program make_gather(const GatherSpec& spec, const sim::ChipConfig& chip) {
   read_index(w, idx, cursor, rows, t, spec.index_pairs, bad, spec.wrap_negative);
   w.line("sarg s{}, {}", hb, table_arg);
   w.add_scaled(hb, idx, row_bytes, t);
-  w.line("dma.h2v dq0, sem1, s{}, s{}, s{}, s{}, s{}, s{}", vm, hb, one, rb, rb, rb);
+  w.dma_to_vmem(0, 1, {.vmem = vm, .hbm = hb, .rows = one, .row_bytes = rb, .vmem_stride = rb, .hbm_stride = rb});
   w.line("sadd s{}, s{}, s{}", vm, vm, rb);
   w.line("saddi s{}, s{}, {}", cursor, cursor, index_bytes);
   w.line("saddi s{}, s{}, 1", r, r);
@@ -81,7 +81,7 @@ isa::Program make_gather(const GatherSpec& spec, const sim::ChipConfig& chip) {
   w.line("saddi s{}, s{}, {}", vm, vm, int64_t(staging_vmem));
   w.line("sarg s{}, {}", hb, out_arg);
   w.add_scaled(hb, base, row_bytes, t);
-  w.line("dma.v2h dq1, sem2, s{}, s{}, s{}, s{}, s{}, s{}", vm, hb, cnt, rb, rb, rb);
+  w.dma_to_hbm(1, 2, {.vmem = vm, .hbm = hb, .rows = cnt, .row_bytes = rb, .vmem_stride = rb, .hbm_stride = rb});
   w.line("sadd s{}, s{}, s{}", base, base, cnt);
   w.line("sxor s{}, s{}, s{}", parity, parity, one);
   w.line("blt s{}, s{}, {}", base, n, chunk_loop);

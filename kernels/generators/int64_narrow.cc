@@ -43,12 +43,12 @@ isa::Program make_int64_narrow(const sim::ChipConfig& chip) {
   w.add_scaled(hb, base, 8, t);
   w.load_immediate(vm, kPairsVmem);
   w.line("smuli s{}, s{}, 8", bytes, cnt);
-  w.line("dma.h2v dq0, sem0, s{}, s{}, s{}, s{}, s{}, s{}", vm, hb, one, bytes, bytes, bytes);
+  w.dma_to_vmem(0, 0, {.vmem = vm, .hbm = hb, .rows = one, .row_bytes = bytes, .vmem_stride = bytes, .hbm_stride = bytes});
   // the low words, packed: cnt rows of 4 bytes, 8 bytes apart in HBM
   w.load_immediate(vm, kLowVmem);
   w.load_immediate(t, 8);
   w.load_immediate(bytes, 4);
-  w.line("dma.h2v dq0, sem0, s{}, s{}, s{}, s{}, s{}, s{}", vm, hb, cnt, bytes, bytes, t);
+  w.dma_to_vmem(0, 0, {.vmem = vm, .hbm = hb, .rows = cnt, .row_bytes = bytes, .vmem_stride = bytes, .hbm_stride = t});
   w.line("sem.wait sem0, 2");
   w.load_immediate(cursor, kPairsVmem);
   w.line("sli s{}, 0", i);
@@ -72,7 +72,7 @@ isa::Program make_int64_narrow(const sim::ChipConfig& chip) {
   w.line("sarg s{}, {}", hb, out_arg);
   w.add_scaled(hb, base, 4, t);
   w.line("smuli s{}, s{}, 4", bytes, cnt);
-  w.line("dma.v2h dq1, sem1, s{}, s{}, s{}, s{}, s{}, s{}", vm, hb, one, bytes, bytes, bytes);
+  w.dma_to_hbm(1, 1, {.vmem = vm, .hbm = hb, .rows = one, .row_bytes = bytes, .vmem_stride = bytes, .hbm_stride = bytes});
   w.line("sem.wait sem1, 1");  // before the next chunk's low words overwrite the staging
   w.line("sadd s{}, s{}, s{}", base, base, cnt);
   w.line("blt s{}, s{}, {}", base, n, chunk_loop);

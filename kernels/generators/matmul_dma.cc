@@ -102,8 +102,8 @@ void MatmulBuilder::dma(bool to_vmem, int sem, int vm, int hb, int rows, int row
   const int vs = r.take(), hs = r.take();
   w_.load_immediate(vs, vstride);
   pitch(hs, pitch_arg, eb);
-  w_.line("{} dq{}, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", to_vmem ? "dma.h2v" : "dma.v2h", queue >= 0 ? queue : to_vmem ? 0 : 1, sem, vm,
-          hb, rows, row_bytes, vs, hs);
+  w_.dma(to_vmem, queue >= 0 ? queue : to_vmem ? 0 : 1, sem,
+         {.vmem = vm, .hbm = hb, .rows = rows, .row_bytes = row_bytes, .vmem_stride = vs, .hbm_stride = hs});
   r.release(vs);
   r.release(hs);
 }

@@ -65,7 +65,7 @@ isa::Program make_random(const RandomSpec& spec, const sim::ChipConfig& chip) {
   w.line("sarg s{}, {}", u, key_arg);
   w.load_immediate(k0, 8);
   w.line("sli s{}, 1", k1);
-  w.line("dma.h2v dq0, sem0, s{}, s{}, s{}, s{}, s{}, s{}", t, u, k1, k0, k0, k0);
+  w.dma_to_vmem(0, 0, {.vmem = t, .hbm = u, .rows = k1, .row_bytes = k0, .vmem_stride = k0, .hbm_stride = k0});
   w.line("sem.wait sem0, 1");
   w.line("sld s{}, s{}, 0", k0, t);
   w.line("sld s{}, s{}, 4", k1, t);

@@ -69,7 +69,7 @@ isa::Program make_scatter_add(const ScatterAddSpec& spec, const sim::ChipConfig&
   w.place(zero_loop);
   w.load_immediate(u, kZeroBytes);
   w.line("smin s{}, s{}, s{}", u, u, t);
-  w.line("dma.v2h dq1, sem2, s{}, s{}, s{}, s{}, s{}, s{}", vm, hb, one, u, u, u);
+  w.dma_to_hbm(1, 2, {.vmem = vm, .hbm = hb, .rows = one, .row_bytes = u, .vmem_stride = u, .hbm_stride = u});
   w.line("sadd s{}, s{}, s{}", hb, hb, u);
   w.line("ssub s{}, s{}, s{}", t, t, u);
   w.line("saddi s{}, s{}, 1", cnt, cnt);
@@ -97,11 +97,11 @@ isa::Program make_scatter_add(const ScatterAddSpec& spec, const sim::ChipConfig&
   w.line("sadd s{}, s{}, s{}", t, base, r);
   w.add_scaled(hb, t, row_bytes, u);
   w.load_immediate(vm, a_vmem);
-  w.line("dma.h2v dq0, sem1, s{}, s{}, s{}, s{}, s{}, s{}", vm, hb, one, rb, rb, rb);
+  w.dma_to_vmem(0, 1, {.vmem = vm, .hbm = hb, .rows = one, .row_bytes = rb, .vmem_stride = rb, .hbm_stride = rb});
   w.line("sarg s{}, {}", hb, out_arg);
   w.add_scaled(hb, idx, row_bytes, u);
   w.load_immediate(vm, b_vmem);
-  w.line("dma.h2v dq0, sem1, s{}, s{}, s{}, s{}, s{}, s{}", vm, hb, one, rb, rb, rb);
+  w.dma_to_vmem(0, 1, {.vmem = vm, .hbm = hb, .rows = one, .row_bytes = rb, .vmem_stride = rb, .hbm_stride = rb});
   w.line("sem.wait sem1, 2");
   // b += a, whole tiles (the bytes past the row are never written back)
   w.load_immediate(t, a_vmem);
@@ -115,7 +115,7 @@ isa::Program make_scatter_add(const ScatterAddSpec& spec, const sim::ChipConfig&
     w.line("saddi s{}, s{}, {}", u, u, kTile * eb);
   }
   w.load_immediate(u, b_vmem);
-  w.line("dma.v2h dq1, sem2, s{}, s{}, s{}, s{}, s{}, s{}", u, hb, one, rb, rb, rb);
+  w.dma_to_hbm(1, 2, {.vmem = u, .hbm = hb, .rows = one, .row_bytes = rb, .vmem_stride = rb, .hbm_stride = rb});
   w.line("sem.wait sem2, 1");  // the next index may name the same row
   w.place(next);
   w.line("saddi s{}, s{}, {}", cursor, cursor, index_bytes);

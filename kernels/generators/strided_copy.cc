@@ -243,7 +243,7 @@ isa::Program make_strided_copy(const CopyShape& shape, const sim::ChipConfig& ch
     w.add_scaled(hb, off, eb, off);
     w.line("smul s{}, s{}, s{}", vm, k, inner);
     w.line("saddi s{}, s{}, {}", vm, vm, set * staging);
-    w.line("dma.h2v dq0, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", kSemGather + set, vm, hb, r, rb, rb, hs);
+    w.dma_to_vmem(0, kSemGather + set, {.vmem = vm, .hbm = hb, .rows = r, .row_bytes = rb, .vmem_stride = rb, .hbm_stride = hs});
     w.line("saddi s{}, s{}, 1", k, k);
     w.line("blt s{}, s{}, {}", k, count, gather);
     w.line("sli s{}, 0", k);  // each gather's signal, in issue order
@@ -258,7 +258,7 @@ isa::Program make_strided_copy(const CopyShape& shape, const sim::ChipConfig& ch
     w.line("sadd s{}, s{}, s{}", hb, hb, t);
     w.line("smul s{}, s{}, s{}", rb, count, inner);
     w.line("sli s{}, 1", r);
-    w.line("dma.v2h dq1, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", kSemWrite + set, vm, hb, r, rb, rb, rb);
+    w.dma_to_hbm(1, kSemWrite + set, {.vmem = vm, .hbm = hb, .rows = r, .row_bytes = rb, .vmem_stride = rb, .hbm_stride = rb});
     for (int x : {first, count, o, t, off, vm, hb, r, rb, hs, k, after, idx}) s.release(x);
     w.line("saddi s{}, s{}, 1", chunk, chunk);
     w.line("bge s{}, s{}, {}", chunk, nchunks, done);

@@ -139,7 +139,7 @@ class TransposeWriter {
     w_.load_immediate(vs, strip_ * eb_);
     w_.line("sarg s{}, {}", hs, kPitchArg);
     w_.line("smuli s{}, s{}, {}", hs, hs, eb_);
-    w_.line("dma.h2v dq0, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", kSemIn + set, vm, hb, j.rows, bytes, vs, hs);
+    w_.dma_to_vmem(0, kSemIn + set, {.vmem = vm, .hbm = hb, .rows = j.rows, .row_bytes = bytes, .vmem_stride = vs, .hbm_stride = hs});
     for (int r : {vm, hb, bytes, vs, hs}) s.release(r);
     release(j);
   }
@@ -186,7 +186,7 @@ class TransposeWriter {
     w_.load_immediate(vs, kTile * eb_);
     w_.line("sarg s{}, {}", hs, kQArg);
     w_.line("smuli s{}, s{}, {}", hs, hs, eb_);
-    w_.line("dma.v2h dq1, sem{}, s{}, s{}, s{}, s{}, s{}, s{}", kSemOut + set, vm, hb, j.cols, bytes, vs, hs);
+    w_.dma_to_hbm(1, kSemOut + set, {.vmem = vm, .hbm = hb, .rows = j.cols, .row_bytes = bytes, .vmem_stride = vs, .hbm_stride = hs});
     for (int r : {vm, hb, bytes, vs, hs}) s.release(r);
   }
 
