@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "kernels/codegen/vmem_layout.h"
+
 #include "kernels/attention/attention_builder.h"
 
 namespace vtpu::kernels {
@@ -62,28 +64,23 @@ void AttentionBuilder::plan() {
   mxu_values_ = chip_.mxu_per_core > 1 ? 1 : 0;
   record_bytes_ = (3 + group_ * (parts_ > 1 ? 2 : 1)) * kVregBytes;
 
-  uint64_t next = 0;
-  const auto place = [&](uint64_t bytes) {
-    const uint64_t at = next;
-    next += round_up(static_cast<int64_t>(bytes), 512);
-    return at;
-  };
+  VmemLayout vmem_layout;
   // One head's buffer; the second is the same layout head_bytes_ further on.
-  q_off_ = place(s_pad_ * row_bytes_);
-  k_off_ = place(t_pad_ * row_bytes_);
-  v_off_ = place(t_pad_ * row_bytes_);
-  o_off_ = place(s_pad_ * row_bytes_);
-  if (s_.write_lse) l_off_ = place(s_pad_ * kRowOfVreg);
-  head_bytes_ = int64_t(next);
-  next *= 2;
+  q_off_ = vmem_layout.place(s_pad_ * row_bytes_);
+  k_off_ = vmem_layout.place(t_pad_ * row_bytes_);
+  v_off_ = vmem_layout.place(t_pad_ * row_bytes_);
+  o_off_ = vmem_layout.place(s_pad_ * row_bytes_);
+  if (s_.write_lse) l_off_ = vmem_layout.place(s_pad_ * kRowOfVreg);
+  head_bytes_ = int64_t(vmem_layout.end());
+  vmem_layout.repeat(2);
   kt_part_bytes_ = key_blocks_ * d_ * d_ * 2;
   vp_part_bytes_ = t_pad_ * d_ * 2;
-  kt_vmem_ = place(parts_ * kt_part_bytes_);
-  vp_vmem_ = place(parts_ * vp_part_bytes_);
-  state_vmem_ = place(chunk_tiles_ * record_bytes_);
-  if (next > chip_.kernel_vmem_bytes()) {
+  kt_vmem_ = vmem_layout.place(parts_ * kt_part_bytes_);
+  vp_vmem_ = vmem_layout.place(parts_ * vp_part_bytes_);
+  state_vmem_ = vmem_layout.place(chunk_tiles_ * record_bytes_);
+  if (vmem_layout.end() > chip_.kernel_vmem_bytes()) {
     throw KernelError(fmt::format("attention: a head of {} queries and {} keys needs {} bytes of VMEM, {} has {}", s_.q_len,
-                                  s_.kv_len, next, chip_.name, chip_.kernel_vmem_bytes()));
+                                  s_.kv_len, vmem_layout.end(), chip_.name, chip_.kernel_vmem_bytes()));
   }
   q_arg_ = w_.argument("q", isa::ArgumentKind::Buffer);
   k_arg_ = w_.argument("k", isa::ArgumentKind::Buffer);

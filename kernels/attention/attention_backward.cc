@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "kernels/codegen/vmem_layout.h"
+
 #include "kernels/attention/attention_backward_builder.h"
 
 namespace vtpu::kernels {
@@ -51,39 +53,34 @@ void AttentionBackwardBuilder::plan() {
   full_query_blocks_ = s_.q_len / kBlock;
   last_rows_ = s_.q_len % kBlock;
   ragged_keys_ = t_pad_ != s_.kv_len;
-  uint64_t next = 0;
-  const auto place = [&](uint64_t bytes) {
-    const uint64_t at = next;
-    next += round_up(static_cast<int64_t>(bytes), 512);
-    return int64_t(at);
-  };
-  q_ = place(s_pad_ * row_bytes_);
-  k_ = place(t_pad_ * row_bytes_);
-  v_ = place(t_pad_ * row_bytes_);
-  o_ = place(s_pad_ * row_bytes_);
-  do_ = place(s_pad_ * row_bytes_);
-  lse_ = place(s_pad_ * 4 + kRowOfVreg + 64);  // a vld at stride 4 reads 512 bytes past its row
+  VmemLayout vmem_layout;
+  q_ = vmem_layout.place(s_pad_ * row_bytes_);
+  k_ = vmem_layout.place(t_pad_ * row_bytes_);
+  v_ = vmem_layout.place(t_pad_ * row_bytes_);
+  o_ = vmem_layout.place(s_pad_ * row_bytes_);
+  do_ = vmem_layout.place(s_pad_ * row_bytes_);
+  lse_ = vmem_layout.place(s_pad_ * 4 + kRowOfVreg + 64);  // a vld at stride 4 reads 512 bytes past its row
   // Weights: one MXU-sized block per key block (k^T, v^T, k rows) or query block (q and dout
   // rows); paired, v^T and q sit in the bottom-right quadrant of k^T's and dout's blocks.
   const int64_t diagonal = kBlock * weight_row_ + kBlock * 2;
   // Part b of each weight at b * key_part_ (per key block) or b * query_part_ (per query block).
   key_part_ = key_blocks_ * weight_block_;
   query_part_ = s_pad_ / kBlock * weight_block_;
-  kt_ = place(parts_ * key_part_);
-  vt_ = paired_ ? kt_ + diagonal : place(parts_ * key_part_);
-  kw_ = place(parts_ * key_part_);
-  dow_ = place(parts_ * query_part_);
-  qw_ = paired_ ? dow_ + diagonal : place(parts_ * query_part_);
-  rows_ = place(s_pad_ / kSublanes * 2 * kVregBytes);  // per tile: lse broadcast, delta
-  dq_acc_ = place(s_pad_ * kRowOfVreg);
-  p_stage_ = place(kBlock * kRowOfVreg);
-  ds_stage_ = place(kBlock * kRowOfVreg);
-  dq_out_ = place(s_pad_ * row_bytes_);
-  dk_out_ = place(t_pad_ * row_bytes_);
-  dv_out_ = place(t_pad_ * row_bytes_);
-  if (next > chip_.kernel_vmem_bytes()) {
+  kt_ = vmem_layout.place(parts_ * key_part_);
+  vt_ = paired_ ? kt_ + diagonal : vmem_layout.place(parts_ * key_part_);
+  kw_ = vmem_layout.place(parts_ * key_part_);
+  dow_ = vmem_layout.place(parts_ * query_part_);
+  qw_ = paired_ ? dow_ + diagonal : vmem_layout.place(parts_ * query_part_);
+  rows_ = vmem_layout.place(s_pad_ / kSublanes * 2 * kVregBytes);  // per tile: lse broadcast, delta
+  dq_acc_ = vmem_layout.place(s_pad_ * kRowOfVreg);
+  p_stage_ = vmem_layout.place(kBlock * kRowOfVreg);
+  ds_stage_ = vmem_layout.place(kBlock * kRowOfVreg);
+  dq_out_ = vmem_layout.place(s_pad_ * row_bytes_);
+  dk_out_ = vmem_layout.place(t_pad_ * row_bytes_);
+  dv_out_ = vmem_layout.place(t_pad_ * row_bytes_);
+  if (vmem_layout.end() > chip_.kernel_vmem_bytes()) {
     throw KernelError(fmt::format("attention backward: a head of {} queries and {} keys needs {} bytes of VMEM, {} has {}",
-                                  s_.q_len, s_.kv_len, next, chip_.name, chip_.kernel_vmem_bytes()));
+                                  s_.q_len, s_.kv_len, vmem_layout.end(), chip_.name, chip_.kernel_vmem_bytes()));
   }
 }
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "kernels/codegen/job_loop.h"
+#include "kernels/codegen/vmem_layout.h"
 #include "kernels/codegen/vreg_shape.h"
 
 namespace vtpu::kernels {
@@ -39,12 +40,7 @@ BlockStream::BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows
     if (o.output && o.layout == Layout::Column && bc_ < cols) throw KernelError("a Column output needs whole rows per block");
   }
 
-  uint64_t next = 0;
-  const auto place = [&](uint64_t bytes) {
-    const uint64_t at = next;
-    next += round_up(static_cast<int64_t>(bytes), 512);
-    return at;
-  };
+  VmemLayout vmem_layout;
   for (size_t i = 0; i < operands_.size(); ++i) {
     const auto& o = operands_[i];
     const int eb = dtype_bytes(o.dtype);
@@ -59,8 +55,8 @@ BlockStream::BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows
       case Layout::Scalar: bytes = pad; break;
     }
     b.row_stride = bc_pad_ * eb;
-    b.vmem[0] = place(bytes);
-    b.vmem[1] = o.layout == Layout::Scalar ? b.vmem[0] : place(bytes);
+    b.vmem[0] = vmem_layout.place(bytes);
+    b.vmem[1] = o.layout == Layout::Scalar ? b.vmem[0] : vmem_layout.place(bytes);
     buffers_.push_back(b);
   }
   rows_arg_ = w_.argument("rows", isa::ArgumentKind::Scalar);
@@ -68,9 +64,9 @@ BlockStream::BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows
   for (size_t i = 0; i < operands_.size(); ++i) {
     if (operands_[i].layout == Layout::Periodic) buffers_[i].period_arg = w_.argument(fmt::format("period{}", i), isa::ArgumentKind::Scalar);
   }
-  for (int set = 0; set < 2; ++set) extra_[set] = extra_row_bytes ? place(br_ * extra_row_bytes) : next;
-  vmem_end_ = next;
-  if (next > chip.kernel_vmem_bytes()) throw KernelError(fmt::format("needs {} bytes of VMEM, {} has {}", next, chip.name, chip.kernel_vmem_bytes()));
+  for (int set = 0; set < 2; ++set) extra_[set] = extra_row_bytes ? vmem_layout.place(br_ * extra_row_bytes) : vmem_layout.end();
+  vmem_end_ = vmem_layout.end();
+  if (vmem_layout.end() > chip.kernel_vmem_bytes()) throw KernelError(fmt::format("needs {} bytes of VMEM, {} has {}", vmem_layout.end(), chip.name, chip.kernel_vmem_bytes()));
 }
 
 int BlockStream::streamed_inputs() const {

@@ -7,6 +7,7 @@
 
 #include "kernels/codegen/bf16_parts.h"
 #include "kernels/codegen/kernel_error.h"
+#include "kernels/codegen/vmem_layout.h"
 #include "kernels/codegen/vreg_shape.h"
 
 namespace vtpu::kernels {
@@ -61,51 +62,46 @@ void MatmulSchedule::plan() {
   staged_ = s.b_dtype != DType::BF16 || s.b_transposed;
   panels_ahead_ = overlap_passes_ && s.batch == 1 && s.n > bn_ && chip_.dma_queues >= 3;  // a second column block, a third queue
 
-  uint64_t next = 0;
-  const auto place = [&](uint64_t bytes) {
-    const uint64_t at = next;
-    next += round_up(static_cast<int64_t>(bytes), 512);
-    return at;
-  };
+  VmemLayout vmem_layout;
   const uint64_t vmem = chip_.kernel_vmem_bytes();
   const uint64_t a_all = uint64_t(round_up(s.m, bm_)) * k_pad_ * eb_a_;
   a_resident_ = s.batch == 1 && a_all <= vmem / 3 && !s.a_transposed;
   a_panel_bytes_ = uint64_t(bm_) * k_pad_ * eb_a_;
-  a_vmem_[0] = place(a_resident_ ? a_all : a_panel_bytes_);
-  a_vmem_[1] = a_resident_ ? a_vmem_[0] : place(a_panel_bytes_);
+  a_vmem_[0] = vmem_layout.place(a_resident_ ? a_all : a_panel_bytes_);
+  a_vmem_[1] = a_resident_ ? a_vmem_[0] : vmem_layout.place(a_panel_bytes_);
   part_bytes_ = uint64_t(k_pad_) * bn_ * 2;
-  panel_vmem_ = place(2 * b_parts_ * part_bytes_);
+  panel_vmem_ = vmem_layout.place(2 * b_parts_ * part_bytes_);
   staging_bytes_ = s.b_transposed ? uint64_t(bn_) * k_pad_ * eb_b_ : uint64_t(k_pad_) * bn_ * eb_b_;
-  if (staged_) staging_vmem_ = place(2 * staging_bytes_);
+  if (staged_) staging_vmem_ = vmem_layout.place(2 * staging_bytes_);
   if (s.a_transposed) {  // a block's A^T, [Kpad, BM rounded up to whole 128-lane blocks], per parity
     a_stage_pitch_ = round_up(bm_, kLanes) * eb_a_;
-    for (auto& at : a_staging_) at = place(uint64_t(k_pad_) * a_stage_pitch_);
+    for (auto& at : a_staging_) at = vmem_layout.place(uint64_t(k_pad_) * a_stage_pitch_);
   }
   c_tile_bytes_ = uint64_t(bm_) * bn_ * eb_c_;
-  c_vmem_[0] = place(c_tile_bytes_);
-  c_vmem_[1] = place(c_tile_bytes_);
+  c_vmem_[0] = vmem_layout.place(c_tile_bytes_);
+  c_vmem_[1] = vmem_layout.place(c_tile_bytes_);
   for (size_t i = 0; i < s.epilogue_inputs.size(); ++i) {
     EpilogueBuffer e;
     e.operand = s.epilogue_inputs[i];
     e.eb = dtype_bytes(e.operand.dtype);
     const uint64_t pad = uint64_t(kLanes) * e.eb;
     switch (e.operand.layout) {
-      case Layout::Full: e.vmem[0] = place(uint64_t(bm_) * bn_ * e.eb); e.vmem[1] = place(uint64_t(bm_) * bn_ * e.eb); break;
-      case Layout::Row: e.vmem[0] = e.vmem[1] = place(uint64_t(round_up(s.n, bn_)) * e.eb + pad); break;
-      case Layout::Column: e.vmem[0] = e.vmem[1] = place(uint64_t(round_up(s.m, bm_)) * e.eb + pad); break;
-      case Layout::Scalar: e.vmem[0] = e.vmem[1] = place(pad); break;
+      case Layout::Full: e.vmem[0] = vmem_layout.place(uint64_t(bm_) * bn_ * e.eb); e.vmem[1] = vmem_layout.place(uint64_t(bm_) * bn_ * e.eb); break;
+      case Layout::Row: e.vmem[0] = e.vmem[1] = vmem_layout.place(uint64_t(round_up(s.n, bn_)) * e.eb + pad); break;
+      case Layout::Column: e.vmem[0] = e.vmem[1] = vmem_layout.place(uint64_t(round_up(s.m, bm_)) * e.eb + pad); break;
+      case Layout::Scalar: e.vmem[0] = e.vmem[1] = vmem_layout.place(pad); break;
       case Layout::Periodic: throw KernelError("matmul: periodic epilogue operands are not supported (materialise them)");
     }
     epilogue_.push_back(e);
   }
   const uint64_t deferred_bytes = uint64_t(round_up(s.m, bm_) / bm_) * c_tile_bytes_;
-  if (deferral_pays() && next + deferred_bytes <= vmem) {
+  if (deferral_pays() && vmem_layout.end() + deferred_bytes <= vmem) {
     defer_ = true;
-    c_deferred_vmem_ = place(deferred_bytes);
+    c_deferred_vmem_ = vmem_layout.place(deferred_bytes);
   }
-  vmem_bytes_ = next;
-  if (next > vmem) {
-    throw KernelError(fmt::format("matmul {}x{}x{}: needs {} bytes of VMEM, {} has {}", s.m, s.n, s.k, next, chip_.name, vmem));
+  vmem_bytes_ = vmem_layout.end();
+  if (vmem_layout.end() > vmem) {
+    throw KernelError(fmt::format("matmul {}x{}x{}: needs {} bytes of VMEM, {} has {}", s.m, s.n, s.k, vmem_layout.end(), chip_.name, vmem));
   }
 }
 
