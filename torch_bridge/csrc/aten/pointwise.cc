@@ -57,15 +57,33 @@ at::Tensor binary(const char* op, ExprOp e, const at::Tensor& self, const at::Te
   }, cpu);
 }
 
+// torch's rule for writing a result into an existing tensor (in-place ops and out=): its dtype
+// must cast to the destination's without a change of kind (a float result into an integer
+// tensor is refused, not truncated), with torch's message.
+void check_castable(const at::Tensor& result, const at::Tensor& dest) {
+  TORCH_CHECK(at::canCast(result.scalar_type(), dest.scalar_type()), "result type ", result.scalar_type(),
+              " can't be cast to the desired output type ", dest.scalar_type());
+}
+
 // In-place: compute, then write the result into self's buffer (renamed if pending work reads it).
 at::Tensor& inplace(at::Tensor& self, const at::Tensor& result) {
+  check_castable(result, self);
   self.copy_(result);
   return self;
 }
 
-// The pointwise op table: one row per op, expanded below into its lowering and into its
-// registration, so adding an op is one row. Columns: the C++ name (also the op's label in
-// stats), the aten overload it registers, the ExprOp it lowers to, torch's CPU function.
+// out=: resized to the result's shape as torch resizes outputs, then written.
+at::Tensor& out_variant(at::Tensor& out, const at::Tensor& result) {
+  check_castable(result, out);
+  return write_out(out, result);
+}
+
+// The pointwise op table: one row per op, expanded below into its lowering, its in-place and out=
+// variants (one lowering serves all three) and their registrations, so adding an op is one row.
+// Columns: the C++ name (also the op's label in stats), the aten overloads it registers
+// (functional, in-place or "" where aten has none, out=), the ExprOp it lowers to, torch's CPU
+// function. Unary ops register NAME, NAME_ and NAME.out; comparisons NAME.Tensor/.Scalar, their
+// in-place NAME_ and out= forms.
 #define VTPU_UNARY_OPS(X)                          \
   X(neg, "neg", Neg, at::neg)                      \
   X(exp, "exp", Exp, at::exp)                      \
@@ -82,12 +100,12 @@ at::Tensor& inplace(at::Tensor& self, const at::Tensor& result) {
   X(sin, "sin", Sin, at::sin)                      \
   X(cos, "cos", Cos, at::cos)
 
-#define VTPU_BINARY_OPS(X)                                  \
-  X(mul, "mul.Tensor", Mul, at::mul)                        \
-  X(div, "div.Tensor", Div, at::div)                        \
-  X(maximum, "maximum", Max, at::maximum)                   \
-  X(minimum, "minimum", Min, at::minimum)                   \
-  X(pow_tensor, "pow.Tensor_Tensor", Pow, at::pow)
+#define VTPU_BINARY_OPS(X)                                                         \
+  X(mul, "mul.Tensor", "mul_.Tensor", "mul.out", Mul, at::mul)                     \
+  X(div, "div.Tensor", "div_.Tensor", "div.out", Div, at::div)                     \
+  X(maximum, "maximum", "", "maximum.out", Max, at::maximum)                       \
+  X(minimum, "minimum", "", "minimum.out", Min, at::minimum)                       \
+  X(pow_tensor, "pow.Tensor_Tensor", "pow_.Tensor", "pow.Tensor_Tensor_out", Pow, at::pow)
 
 // Comparisons register their .Tensor and .Scalar overloads.
 #define VTPU_COMPARE_OPS(X) \
@@ -101,13 +119,21 @@ at::Tensor& inplace(at::Tensor& self, const at::Tensor& result) {
 #define VTPU_DEFINE_UNARY(name, schema, expr, aten_call)                                                    \
   at::Tensor tpu_##name(const at::Tensor& self) {                                                           \
     return unary(#name, ExprOp::expr, self, [](const std::vector<at::Tensor>& c) { return aten_call(c[0]); }); \
-  }
+  }                                                                                                         \
+  at::Tensor& tpu_##name##_(at::Tensor& self) { return inplace(self, tpu_##name(self)); }                   \
+  at::Tensor& tpu_##name##_out(const at::Tensor& self, at::Tensor& out) { return out_variant(out, tpu_##name(self)); }
 VTPU_UNARY_OPS(VTPU_DEFINE_UNARY)
 #undef VTPU_DEFINE_UNARY
 
-#define VTPU_DEFINE_BINARY(name, schema, expr, aten_call)                                                                    \
+#define VTPU_DEFINE_BINARY(name, schema, inplace_schema, out_schema, expr, aten_call)                                         \
   at::Tensor tpu_##name(const at::Tensor& self, const at::Tensor& other) {                                                   \
     return binary(#name, ExprOp::expr, self, other, 1, [](const std::vector<at::Tensor>& c) { return aten_call(c[0], c[1]); }); \
+  }                                                                                                                          \
+  [[maybe_unused]] at::Tensor& tpu_##name##_(at::Tensor& self, const at::Tensor& other) {                                    \
+    return inplace(self, tpu_##name(self, other));                                                                           \
+  }                                                                                                                          \
+  at::Tensor& tpu_##name##_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {                           \
+    return out_variant(out, tpu_##name(self, other));                                                                        \
   }
 VTPU_BINARY_OPS(VTPU_DEFINE_BINARY)
 #undef VTPU_DEFINE_BINARY
@@ -116,7 +142,15 @@ VTPU_BINARY_OPS(VTPU_DEFINE_BINARY)
   at::Tensor tpu_##name(const at::Tensor& self, const at::Tensor& other) {                                                         \
     return binary(#name, ExprOp::expr, self, other, 1, [](const std::vector<at::Tensor>& c) { return aten_call(c[0], c[1]); }, true); \
   }                                                                                                                                \
-  at::Tensor tpu_##name##_scalar(const at::Tensor& self, const at::Scalar& other) { return tpu_##name(self, wrapped_scalar(other)); }
+  at::Tensor tpu_##name##_scalar(const at::Tensor& self, const at::Scalar& other) { return tpu_##name(self, wrapped_scalar(other)); } \
+  at::Tensor& tpu_##name##_(at::Tensor& self, const at::Tensor& other) { return inplace(self, tpu_##name(self, other)); }              \
+  at::Tensor& tpu_##name##_scalar_(at::Tensor& self, const at::Scalar& other) { return inplace(self, tpu_##name##_scalar(self, other)); } \
+  at::Tensor& tpu_##name##_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {                                  \
+    return out_variant(out, tpu_##name(self, other));                                                                               \
+  }                                                                                                                                 \
+  at::Tensor& tpu_##name##_scalar_out(const at::Tensor& self, const at::Scalar& other, at::Tensor& out) {                           \
+    return out_variant(out, tpu_##name##_scalar(self, other));                                                                      \
+  }
 VTPU_COMPARE_OPS(VTPU_DEFINE_COMPARE)
 #undef VTPU_DEFINE_COMPARE
 
@@ -152,8 +186,6 @@ at::Tensor tpu_sub(const at::Tensor& self, const at::Tensor& other, const at::Sc
 }
 at::Tensor& tpu_add_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) { return inplace(self, tpu_add(self, other, alpha)); }
 at::Tensor& tpu_sub_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) { return inplace(self, tpu_sub(self, other, alpha)); }
-at::Tensor& tpu_mul_(at::Tensor& self, const at::Tensor& other) { return inplace(self, tpu_mul(self, other)); }
-at::Tensor& tpu_div_(at::Tensor& self, const at::Tensor& other) { return inplace(self, tpu_div(self, other)); }
 
 at::Tensor tpu_pow_scalar(const at::Tensor& self, const at::Scalar& exponent) {
   return tpu_pow_tensor(self, wrapped_scalar(exponent));
@@ -212,13 +244,25 @@ at::Tensor wrapped_scalar(const at::Scalar& s) { return bridge::wrapped_scalar(s
 }  // namespace pointwise
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-#define VTPU_REGISTER(name, schema, ...) m.impl(schema, tpu_##name);
-  VTPU_UNARY_OPS(VTPU_REGISTER)
-  VTPU_BINARY_OPS(VTPU_REGISTER)
-#undef VTPU_REGISTER
-#define VTPU_REGISTER_COMPARE(name, ...)   \
-  m.impl(#name ".Tensor", tpu_##name); \
-  m.impl(#name ".Scalar", tpu_##name##_scalar);
+#define VTPU_REGISTER_UNARY(name, schema, ...) \
+  m.impl(schema, tpu_##name);                  \
+  m.impl(#name "_", tpu_##name##_);            \
+  m.impl(#name ".out", tpu_##name##_out);
+  VTPU_UNARY_OPS(VTPU_REGISTER_UNARY)
+#undef VTPU_REGISTER_UNARY
+#define VTPU_REGISTER_BINARY(name, schema, inplace_schema, out_schema, ...) \
+  m.impl(schema, tpu_##name);                                               \
+  if (*inplace_schema) m.impl(inplace_schema, tpu_##name##_);               \
+  m.impl(out_schema, tpu_##name##_out);
+  VTPU_BINARY_OPS(VTPU_REGISTER_BINARY)
+#undef VTPU_REGISTER_BINARY
+#define VTPU_REGISTER_COMPARE(name, ...)                 \
+  m.impl(#name ".Tensor", tpu_##name);                   \
+  m.impl(#name ".Scalar", tpu_##name##_scalar);          \
+  m.impl(#name "_.Tensor", tpu_##name##_);               \
+  m.impl(#name "_.Scalar", tpu_##name##_scalar_);        \
+  m.impl(#name ".Tensor_out", tpu_##name##_out);         \
+  m.impl(#name ".Scalar_out", tpu_##name##_scalar_out);
   VTPU_COMPARE_OPS(VTPU_REGISTER_COMPARE)
 #undef VTPU_REGISTER_COMPARE
   m.impl("gelu", tpu_gelu);
@@ -227,8 +271,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sub.Tensor", tpu_sub);
   m.impl("add_.Tensor", tpu_add_);
   m.impl("sub_.Tensor", tpu_sub_);
-  m.impl("mul_.Tensor", tpu_mul_);
-  m.impl("div_.Tensor", tpu_div_);
   m.impl("pow.Tensor_Scalar", tpu_pow_scalar);
   m.impl("clamp", tpu_clamp);
   m.impl("where.self", tpu_where);
