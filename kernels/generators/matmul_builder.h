@@ -192,6 +192,12 @@ class MatmulBuilder : private MatmulSchedule {
   // long enough to delay the next slice's weight load.
   int drain_parts() const { return kt_ >= 2 ? 2 : 1; }
 
+  // Waits for slice s`c.kt`'s B and A pieces (see matmul_compute.cc).
+  void wait_for_slice(const Compute& c, const std::string& have_a, const std::string& have_b, int t, RegisterPool& vregs);
+
+  // Loads weight part `b_part` of slice s`c.kt` into every MXU.
+  void load_weight_part(const Compute& c, int b_part, int wt, int t);
+
   // One K slice: wait for its pieces (converting B's if staged), load the weights, issue the same
   // slice of the next block and stream the LHS rows. With `drain`, accumulator row tiles
   // [drain_first, drain_end) of the previous block are popped between this slice's first matmul

@@ -51,17 +51,12 @@ void MatmulBuilder::emit_next_weights(const Compute& c, int scratch, bool stream
   w_.place(skip);
 }
 
-// One K slice: wait for its pieces (converting B's if staged), load the weights, issue the same
-// slice of the next block and stream the LHS rows. With `drain`, accumulator row tiles
-// [drain_first, drain_end) of the previous block are popped between this slice's first matmul
-// rows (their slots were filled long before), so the MXUs never idle while a block drains.
-void MatmulBuilder::emit_slice(const Compute& c, Drain* drain, RegisterPool& vregs, RegisterPool& masks, int64_t drain_first, int64_t drain_end) {
-  auto& r = w_.sregs();
-  const std::string have_a = w_.new_label("have_a"), have_b = w_.new_label("have_b"),
-                    no_prefetch = w_.new_label("no_prefetch");
-  int row = -1, wt = -1, t = -1;
-  const auto take = [&] { row = r.take(), wt = r.take(), t = r.take(); };
-  take();
+// Waits for what slice s`c.kt` needs before its first matmul row: B's piece (converted into weight
+// parts when staged; with pipelined weights only slice 0 of a panel's first row block waits and
+// loads, every other slice switches to the weights loaded during the slice before) and A's piece
+// (transposed into the A panel when given as [K, M]). s`t` is scratch.
+void MatmulBuilder::wait_for_slice(const Compute& c, const std::string& have_a, const std::string& have_b, int t,
+                                   RegisterPool& vregs) {
   if (pipelined()) {
     // Slice 0 of a panel's first row block waits for its piece and loads its weights; every
     // other slice switches to the ones loaded during the slice before (emit_next_weights),
@@ -88,17 +83,36 @@ void MatmulBuilder::emit_slice(const Compute& c, Drain* drain, RegisterPool& vre
   w_.line("sem.wait sem{}, 1", kSemInput);
   if (spec_.a_transposed) transpose_a_slice(c.kt, c.a_base, c.parity, vregs);
   w_.place(have_a);
+}
+
+// Loads weight part `b_part` of slice s`c.kt` into every MXU; s`wt` and s`t` are scratch.
+void MatmulBuilder::load_weight_part(const Compute& c, int b_part, int wt, int t) {
+  w_.line("smuli s{}, s{}, {}", wt, c.kt, d_ * bn_ * 2);
+  w_.line("sadd s{}, s{}, s{}", wt, wt, c.panel);
+  for (int j = 0; j < mxus_; ++j) {
+    w_.line("saddi s{}, s{}, {}", t, wt, int64_t(b_part) * int64_t(part_bytes_) + int64_t(j) * d_ * 2);
+    w_.line("mxu.lw mxu{}, s{}, {}", j, t, bn_ * 2);
+  }
+}
+
+// One K slice: wait for its pieces (converting B's if staged), load the weights, issue the same
+// slice of the next block and stream the LHS rows. With `drain`, accumulator row tiles
+// [drain_first, drain_end) of the previous block are popped between this slice's first matmul
+// rows (their slots were filled long before), so the MXUs never idle while a block drains.
+void MatmulBuilder::emit_slice(const Compute& c, Drain* drain, RegisterPool& vregs, RegisterPool& masks, int64_t drain_first, int64_t drain_end) {
+  auto& r = w_.sregs();
+  const std::string have_a = w_.new_label("have_a"), have_b = w_.new_label("have_b"),
+                    no_prefetch = w_.new_label("no_prefetch");
+  int row = -1, wt = -1, t = -1;
+  const auto take = [&] { row = r.take(), wt = r.take(), t = r.take(); };
+  take();
+  wait_for_slice(c, have_a, have_b, t, vregs);
   const int slot0 = c.parity * static_cast<int>(bm_ / kSublanes);
   int last_b_part = pipelined() ? 0 : -1;  // pipelined: the weights are in place already
   for (size_t pass = 0; pass < pairs_.size(); ++pass) {
     const auto [a_part, b_part] = pairs_[pass];
     if (b_part != last_b_part) {
-      w_.line("smuli s{}, s{}, {}", wt, c.kt, d_ * bn_ * 2);
-      w_.line("sadd s{}, s{}, s{}", wt, wt, c.panel);
-      for (int j = 0; j < mxus_; ++j) {
-        w_.line("saddi s{}, s{}, {}", t, wt, int64_t(b_part) * int64_t(part_bytes_) + int64_t(j) * d_ * 2);
-        w_.line("mxu.lw mxu{}, s{}, {}", j, t, bn_ * 2);
-      }
+      load_weight_part(c, b_part, wt, t);
       last_b_part = b_part;
     }
     if (pass == 0) {
