@@ -22,6 +22,56 @@ constexpr int64_t kChunk = 256;            // indices per chunk
 constexpr int64_t kTile = kSublanes * kLanes;
 constexpr uint64_t kZeroBytes = 64 * 1024;  // the block of zeros the output is cleared from
 
+// out = 0 over `rows` rows of s`rb` bytes: a VMEM block of zeros, then one DMA per block-sized
+// piece of the output (sem2), each waited for before the kernel goes on at `then`, since rows are
+// read back after.
+struct ZeroRegs {
+  int rows, rb, vm, hb, cnt, t, u, one;
+};
+void zero_output(AsmWriter& w, const ZeroRegs& r, int out_arg, uint64_t zero_vmem, const std::string& zero_loop,
+                 const std::string& zero_wait, const std::string& then) {
+  w.line("vbcast v0, s0");
+  w.load_immediate(r.vm, zero_vmem);
+  for (uint64_t off = 0; off < kZeroBytes; off += kTile * 4) {
+    w.line("vst v0, m0, s{}, 0, {}", r.vm, kLanes * 4);
+    w.line("saddi s{}, s{}, {}", r.vm, r.vm, kTile * 4);
+  }
+  w.load_immediate(r.vm, zero_vmem);
+  w.line("smul s{}, s{}, s{}", r.t, r.rows, r.rb);  // bytes left
+  w.line("sarg s{}, {}", r.hb, out_arg);
+  w.line("sli s{}, 0", r.cnt);  // write-backs issued
+  w.line("bge s0, s{}, {}", r.t, zero_wait);
+  w.place(zero_loop);
+  w.load_immediate(r.u, kZeroBytes);
+  w.line("smin s{}, s{}, s{}", r.u, r.u, r.t);
+  w.dma_to_hbm(1, 2, {.vmem = r.vm, .hbm = r.hb, .rows = r.one, .row_bytes = r.u, .vmem_stride = r.u, .hbm_stride = r.u});
+  w.line("sadd s{}, s{}, s{}", r.hb, r.hb, r.u);
+  w.line("ssub s{}, s{}, s{}", r.t, r.t, r.u);
+  w.line("saddi s{}, s{}, 1", r.cnt, r.cnt);
+  w.line("blt s0, s{}, {}", r.t, zero_loop);
+  w.place(zero_wait);  // every zero has landed before the first row is read back
+  w.line("bge s0, s{}, {}", r.cnt, then);
+  w.line("sem.wait sem2, 1");
+  w.line("saddi s{}, s{}, -1", r.cnt, r.cnt);
+  w.line("jmp {}", zero_wait);
+}
+
+// b += a over a row's whole tiles at a_vmem and b_vmem (the bytes past the row are never written
+// back); s`t` and s`u` are scratch.
+void add_row(AsmWriter& w, DType dtype, int64_t tiles, uint64_t a_vmem, uint64_t b_vmem, int t, int u) {
+  const int eb = dtype_bytes(dtype);
+  w.load_immediate(t, a_vmem);
+  w.load_immediate(u, b_vmem);
+  for (int64_t tile = 0; tile < tiles; ++tile) {
+    w.line("{} v1, m0, s{}, 0, {}", load_mnemonic(dtype), t, kLanes * eb);
+    w.line("{} v2, m0, s{}, 0, {}", load_mnemonic(dtype), u, kLanes * eb);
+    w.line("vadd v2, v2, v1");
+    w.line("{} v2, m0, s{}, 0, {}", store_mnemonic(dtype), u, kLanes * eb);
+    w.line("saddi s{}, s{}, {}", t, t, kTile * eb);
+    w.line("saddi s{}, s{}, {}", u, u, kTile * eb);
+  }
+}
+
 }  // namespace
 
 isa::Program make_scatter_add(const ScatterAddSpec& spec, const sim::ChipConfig& chip) {
@@ -54,31 +104,7 @@ isa::Program make_scatter_add(const ScatterAddSpec& spec, const sim::ChipConfig&
   w.line("sarg s{}, {}", pad, pad_arg);
   w.line("sli s{}, 1", one);
   w.load_immediate(rb, row_bytes);
-  // out = 0: a VMEM block of zeros, then one DMA per block-sized piece of the output
-  w.line("vbcast v0, s0");
-  w.load_immediate(vm, zero_vmem);
-  for (uint64_t off = 0; off < kZeroBytes; off += kTile * 4) {
-    w.line("vst v0, m0, s{}, 0, {}", vm, kLanes * 4);
-    w.line("saddi s{}, s{}, {}", vm, vm, kTile * 4);
-  }
-  w.load_immediate(vm, zero_vmem);
-  w.line("smul s{}, s{}, s{}", t, rows, rb);  // bytes left
-  w.line("sarg s{}, {}", hb, out_arg);
-  w.line("sli s{}, 0", cnt);  // write-backs issued
-  w.line("bge s0, s{}, {}", t, zero_wait);
-  w.place(zero_loop);
-  w.load_immediate(u, kZeroBytes);
-  w.line("smin s{}, s{}, s{}", u, u, t);
-  w.dma_to_hbm(1, 2, {.vmem = vm, .hbm = hb, .rows = one, .row_bytes = u, .vmem_stride = u, .hbm_stride = u});
-  w.line("sadd s{}, s{}, s{}", hb, hb, u);
-  w.line("ssub s{}, s{}, s{}", t, t, u);
-  w.line("saddi s{}, s{}, 1", cnt, cnt);
-  w.line("blt s0, s{}, {}", t, zero_loop);
-  w.place(zero_wait);  // every zero has landed before the first row is read back
-  w.line("bge s0, s{}, {}", cnt, chunk_loop);
-  w.line("sem.wait sem2, 1");
-  w.line("saddi s{}, s{}, -1", cnt, cnt);
-  w.line("jmp {}", zero_wait);
+  zero_output(w, {rows, rb, vm, hb, cnt, t, u, one}, out_arg, zero_vmem, zero_loop, zero_wait, chunk_loop);
   // the indices, chunk by chunk
   w.place(chunk_loop);
   w.line("sli s{}, 0", base);
@@ -103,17 +129,7 @@ isa::Program make_scatter_add(const ScatterAddSpec& spec, const sim::ChipConfig&
   w.load_immediate(vm, b_vmem);
   w.dma_to_vmem(0, 1, {.vmem = vm, .hbm = hb, .rows = one, .row_bytes = rb, .vmem_stride = rb, .hbm_stride = rb});
   w.line("sem.wait sem1, 2");
-  // b += a, whole tiles (the bytes past the row are never written back)
-  w.load_immediate(t, a_vmem);
-  w.load_immediate(u, b_vmem);
-  for (int64_t tile = 0; tile < tiles; ++tile) {
-    w.line("{} v1, m0, s{}, 0, {}", load_mnemonic(spec.dtype), t, kLanes * eb);
-    w.line("{} v2, m0, s{}, 0, {}", load_mnemonic(spec.dtype), u, kLanes * eb);
-    w.line("vadd v2, v2, v1");
-    w.line("{} v2, m0, s{}, 0, {}", store_mnemonic(spec.dtype), u, kLanes * eb);
-    w.line("saddi s{}, s{}, {}", t, t, kTile * eb);
-    w.line("saddi s{}, s{}, {}", u, u, kTile * eb);
-  }
+  add_row(w, spec.dtype, tiles, a_vmem, b_vmem, t, u);
   w.load_immediate(u, b_vmem);
   w.dma_to_hbm(1, 2, {.vmem = u, .hbm = hb, .rows = one, .row_bytes = rb, .vmem_stride = rb, .hbm_stride = rb});
   w.line("sem.wait sem2, 1");  // the next index may name the same row
