@@ -44,39 +44,32 @@ void AttentionBuilder::validate() const {
 
 void AttentionBuilder::plan() {
   d_ = chip_.mxu_dim;
+  g_ = AttentionGeometry(s_, kSublanes, d_);
   group_ = d_ / kLanes;
-  eb_ = dtype_bytes(s_.dtype);
-  row_bytes_ = int64_t(d_) * eb_;
-  s_pad_ = round_up(s_.q_len, kSublanes);
-  t_pad_ = round_up(s_.kv_len, d_);
-  key_blocks_ = t_pad_ / d_;
   head_lane_blocks_ = (s_.head_dim + kLanes - 1) / kLanes;
   chunk_tiles_ = std::min(32, chip_.mxu_acc_slots / 2);
   const int64_t chunk_rows = int64_t(chunk_tiles_) * kSublanes;
   full_chunks_ = s_.q_len / chunk_rows;
   last_rows_ = s_.q_len % chunk_rows;
   chunks_ = full_chunks_ + (last_rows_ > 0);
-  parts_ = bf16_part_count(s_.dtype, s_.passes);
-  pairs_ = mxu_pass_pairs(s_.dtype == DType::F32 ? s_.passes : 1);
-  ragged_keys_ = t_pad_ != s_.kv_len;
-  pipelined_ = parts_ == 1 && chip_.mxu_per_core >= 2;
+  pipelined_ = g_.parts == 1 && chip_.mxu_per_core >= 2;
   mxu_scores_ = 0;
   mxu_values_ = chip_.mxu_per_core > 1 ? 1 : 0;
-  record_bytes_ = (3 + group_ * (parts_ > 1 ? 2 : 1)) * kVregBytes;
+  record_bytes_ = (3 + group_ * (g_.parts > 1 ? 2 : 1)) * kVregBytes;
 
   VmemLayout vmem_layout;
   // One head's buffer; the second is the same layout head_bytes_ further on.
-  q_off_ = vmem_layout.place(s_pad_ * row_bytes_);
-  k_off_ = vmem_layout.place(t_pad_ * row_bytes_);
-  v_off_ = vmem_layout.place(t_pad_ * row_bytes_);
-  o_off_ = vmem_layout.place(s_pad_ * row_bytes_);
-  if (s_.write_lse) l_off_ = vmem_layout.place(s_pad_ * kRowOfVreg);
+  q_off_ = vmem_layout.place(g_.q_pad * g_.row_bytes);
+  k_off_ = vmem_layout.place(g_.kv_pad * g_.row_bytes);
+  v_off_ = vmem_layout.place(g_.kv_pad * g_.row_bytes);
+  o_off_ = vmem_layout.place(g_.q_pad * g_.row_bytes);
+  if (s_.write_lse) l_off_ = vmem_layout.place(g_.q_pad * kRowOfVreg);
   head_bytes_ = int64_t(vmem_layout.end());
   vmem_layout.repeat(2);
-  kt_part_bytes_ = key_blocks_ * d_ * d_ * 2;
-  vp_part_bytes_ = t_pad_ * d_ * 2;
-  kt_vmem_ = vmem_layout.place(parts_ * kt_part_bytes_);
-  vp_vmem_ = vmem_layout.place(parts_ * vp_part_bytes_);
+  kt_part_bytes_ = g_.key_blocks * d_ * d_ * 2;
+  vp_part_bytes_ = g_.kv_pad * d_ * 2;
+  kt_vmem_ = vmem_layout.place(g_.parts * kt_part_bytes_);
+  vp_vmem_ = vmem_layout.place(g_.parts * vp_part_bytes_);
   state_vmem_ = vmem_layout.place(chunk_tiles_ * record_bytes_);
   if (vmem_layout.end() > chip_.kernel_vmem_bytes()) {
     throw KernelError(fmt::format("attention: a head of {} queries and {} keys needs {} bytes of VMEM, {} has {}", s_.q_len,
@@ -97,7 +90,7 @@ void AttentionBuilder::emit() {
   w_.line("sli s{}, 0", hb_);
   issue_inputs(bh_, hb_);
   signal_outputs(2 * dmas_per_head());  // the two heads "before" the first have nothing in flight
-  c_ = emit_attention_constants(w_, vregs_, s_, ragged_keys_, t);
+  c_ = emit_attention_constants(w_, vregs_, s_, g_.ragged_keys, t);
   w_.load_immediate(heads, s_.batch);
   const std::string head_loop = w_.new_label("head"), no_prefetch = w_.new_label("no_prefetch");
   w_.place(head_loop);
@@ -145,13 +138,13 @@ void AttentionBuilder::wait_outputs(int64_t n) {
 void AttentionBuilder::issue_inputs(int head, int buffer) {
   auto& r = w_.sregs();
   const int hbm = r.take(), vm = r.take(), rows = r.take(), rb = r.take(), vs = r.take(), t = r.take();
-  w_.load_immediate(rb, s_.head_dim * eb_);
-  w_.load_immediate(vs, row_bytes_);
+  w_.load_immediate(rb, s_.head_dim * g_.element_bytes);
+  w_.load_immediate(vs, g_.row_bytes);
   const std::pair<int, int64_t> q{q_arg_, q_off_}, k{k_arg_, k_off_}, v{v_arg_, v_off_};
   for (auto [arg, off] : {q, k, v}) {
     const int64_t len = arg == q_arg_ ? s_.q_len : s_.kv_len;
     w_.line("sarg s{}, {}", hbm, arg);
-    w_.line("smuli s{}, s{}, {}", t, head, len * s_.head_dim * eb_);
+    w_.line("smuli s{}, s{}, {}", t, head, len * s_.head_dim * g_.element_bytes);
     w_.line("sadd s{}, s{}, s{}", hbm, hbm, t);
     w_.line("saddi s{}, s{}, {}", vm, buffer, off);
     w_.load_immediate(rows, len);
@@ -163,7 +156,7 @@ void AttentionBuilder::issue_inputs(int head, int buffer) {
 // Writes the bf16 parts of vreg `x` to VMEM at s`addr` (+ part_stride per part), rows `stride`
 // apart (bf16_parts.h). Leaves x changed.
 void AttentionBuilder::store_parts(int x, int addr, int64_t part_stride, int64_t stride) {
-  store_bf16_parts(w_, vregs_, x, addr, 0, parts_, part_stride, stride);
+  store_bf16_parts(w_, vregs_, x, addr, 0, g_.parts, part_stride, stride);
 }
 
 // k^T weights: key block j's part p is a D x D block (row = head dim, column = key) at
@@ -173,17 +166,17 @@ void AttentionBuilder::build_key_weights() {
   const int j = r.take(), n = r.take(), src = r.take(), dst = r.take(), a = r.take(), o = r.take();
   const std::string loop = w_.new_label("key_weights");
   w_.line("sli s{}, 0", j);
-  w_.load_immediate(n, key_blocks_);
+  w_.load_immediate(n, g_.key_blocks);
   w_.line("saddi s{}, s{}, {}", src, hb_, k_off_);
   w_.load_immediate(dst, kt_vmem_);
   w_.place(loop);
   const int block = vregs_.take_run(16);
   for (int kb = 0; kb < group_; ++kb) {
     for (int hd = 0; hd < head_lane_blocks_; ++hd) {
-      w_.line("saddi s{}, s{}, {}", a, src, kb * kLanes * row_bytes_ + hd * kLanes * eb_);
+      w_.line("saddi s{}, s{}, {}", a, src, kb * kLanes * g_.row_bytes + hd * kLanes * g_.element_bytes);
       for (int v = 0; v < 16; ++v) {
-        w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), block + v, a, row_bytes_);
-        w_.line("saddi s{}, s{}, {}", a, a, kSublanes * row_bytes_);
+        w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), block + v, a, g_.row_bytes);
+        w_.line("saddi s{}, s{}, {}", a, a, kSublanes * g_.row_bytes);
       }
       w_.line("vtrans v{}, v{}", block, block);
       w_.line("saddi s{}, s{}, {}", o, dst, int64_t(hd) * kLanes * d_ * 2 + kb * kLanes * 2);
@@ -194,7 +187,7 @@ void AttentionBuilder::build_key_weights() {
     }
   }
   vregs_.release_run(block, 16);
-  w_.line("saddi s{}, s{}, {}", src, src, d_ * row_bytes_);
+  w_.line("saddi s{}, s{}, {}", src, src, d_ * g_.row_bytes);
   w_.line("saddi s{}, s{}, {}", dst, dst, int64_t(d_) * d_ * 2);
   w_.line("saddi s{}, s{}, 1", j, j);
   w_.line("blt s{}, s{}, {}", j, n, loop);
@@ -214,12 +207,12 @@ void AttentionBuilder::build_value_weights() {
   w_.place(loop);
   const int x = vregs_.take();
   for (int hd = 0; hd < head_lane_blocks_; ++hd) {
-    w_.line("{} v{}, m0, s{}, {}, {}", load_mnemonic(s_.dtype), x, src, hd * kLanes * eb_, row_bytes_);
+    w_.line("{} v{}, m0, s{}, {}, {}", load_mnemonic(s_.dtype), x, src, hd * kLanes * g_.element_bytes, g_.row_bytes);
     w_.line("saddi s{}, s{}, {}", o, dst, hd * kLanes * 2);
     store_parts(x, o, vp_part_bytes_, d_ * 2);
   }
   vregs_.release(x);
-  w_.line("saddi s{}, s{}, {}", src, src, kSublanes * row_bytes_);
+  w_.line("saddi s{}, s{}, {}", src, src, kSublanes * g_.row_bytes);
   w_.line("saddi s{}, s{}, {}", dst, dst, kSublanes * d_ * 2);
   w_.line("saddi s{}, s{}, 1", i, i);
   w_.line("blt s{}, s{}, {}", i, n, loop);

@@ -40,44 +40,37 @@ isa::Program AttentionBackwardBuilder::build() {
 }
 
 void AttentionBackwardBuilder::plan() {
+  g_ = AttentionGeometry(s_, kBlock, kBlock);
   paired_ = chip_.mxu_dim == 2 * kBlock;
-  parts_ = bf16_part_count(s_.dtype, s_.passes);
-  pairs_ = mxu_pass_pairs(s_.dtype == DType::F32 ? s_.passes : 1);
   weight_row_ = chip_.mxu_dim * 2;
   weight_block_ = chip_.mxu_dim * weight_row_;
-  eb_ = dtype_bytes(s_.dtype);
-  row_bytes_ = kBlock * eb_;
-  s_pad_ = round_up(s_.q_len, kBlock);
-  t_pad_ = round_up(s_.kv_len, kBlock);
-  key_blocks_ = t_pad_ / kBlock;
   full_query_blocks_ = s_.q_len / kBlock;
   last_rows_ = s_.q_len % kBlock;
-  ragged_keys_ = t_pad_ != s_.kv_len;
   VmemLayout vmem_layout;
-  q_ = vmem_layout.place(s_pad_ * row_bytes_);
-  k_ = vmem_layout.place(t_pad_ * row_bytes_);
-  v_ = vmem_layout.place(t_pad_ * row_bytes_);
-  o_ = vmem_layout.place(s_pad_ * row_bytes_);
-  do_ = vmem_layout.place(s_pad_ * row_bytes_);
-  lse_ = vmem_layout.place(s_pad_ * 4 + kRowOfVreg + 64);  // a vld at stride 4 reads 512 bytes past its row
+  q_ = vmem_layout.place(g_.q_pad * g_.row_bytes);
+  k_ = vmem_layout.place(g_.kv_pad * g_.row_bytes);
+  v_ = vmem_layout.place(g_.kv_pad * g_.row_bytes);
+  o_ = vmem_layout.place(g_.q_pad * g_.row_bytes);
+  do_ = vmem_layout.place(g_.q_pad * g_.row_bytes);
+  lse_ = vmem_layout.place(g_.q_pad * 4 + kRowOfVreg + 64);  // a vld at stride 4 reads 512 bytes past its row
   // Weights: one MXU-sized block per key block (k^T, v^T, k rows) or query block (q and dout
   // rows); paired, v^T and q sit in the bottom-right quadrant of k^T's and dout's blocks.
   const int64_t diagonal = kBlock * weight_row_ + kBlock * 2;
   // Part b of each weight at b * key_part_ (per key block) or b * query_part_ (per query block).
-  key_part_ = key_blocks_ * weight_block_;
-  query_part_ = s_pad_ / kBlock * weight_block_;
-  kt_ = vmem_layout.place(parts_ * key_part_);
-  vt_ = paired_ ? kt_ + diagonal : vmem_layout.place(parts_ * key_part_);
-  kw_ = vmem_layout.place(parts_ * key_part_);
-  dow_ = vmem_layout.place(parts_ * query_part_);
-  qw_ = paired_ ? dow_ + diagonal : vmem_layout.place(parts_ * query_part_);
-  rows_ = vmem_layout.place(s_pad_ / kSublanes * 2 * kVregBytes);  // per tile: lse broadcast, delta
-  dq_acc_ = vmem_layout.place(s_pad_ * kRowOfVreg);
+  key_part_ = g_.key_blocks * weight_block_;
+  query_part_ = g_.q_pad / kBlock * weight_block_;
+  kt_ = vmem_layout.place(g_.parts * key_part_);
+  vt_ = paired_ ? kt_ + diagonal : vmem_layout.place(g_.parts * key_part_);
+  kw_ = vmem_layout.place(g_.parts * key_part_);
+  dow_ = vmem_layout.place(g_.parts * query_part_);
+  qw_ = paired_ ? dow_ + diagonal : vmem_layout.place(g_.parts * query_part_);
+  rows_ = vmem_layout.place(g_.q_pad / kSublanes * 2 * kVregBytes);  // per tile: lse broadcast, delta
+  dq_acc_ = vmem_layout.place(g_.q_pad * kRowOfVreg);
   p_stage_ = vmem_layout.place(kBlock * kRowOfVreg);
   ds_stage_ = vmem_layout.place(kBlock * kRowOfVreg);
-  dq_out_ = vmem_layout.place(s_pad_ * row_bytes_);
-  dk_out_ = vmem_layout.place(t_pad_ * row_bytes_);
-  dv_out_ = vmem_layout.place(t_pad_ * row_bytes_);
+  dq_out_ = vmem_layout.place(g_.q_pad * g_.row_bytes);
+  dk_out_ = vmem_layout.place(g_.kv_pad * g_.row_bytes);
+  dv_out_ = vmem_layout.place(g_.kv_pad * g_.row_bytes);
   if (vmem_layout.end() > chip_.kernel_vmem_bytes()) {
     throw KernelError(fmt::format("attention backward: a head of {} queries and {} keys needs {} bytes of VMEM, {} has {}",
                                   s_.q_len, s_.kv_len, vmem_layout.end(), chip_.name, chip_.kernel_vmem_bytes()));
@@ -91,7 +84,7 @@ void AttentionBackwardBuilder::emit() {
   auto& r = w_.sregs();
   bh_ = r.take();
   const int heads = r.take(), t = r.take();
-  c_ = emit_attention_constants(w_, vregs_, s_, ragged_keys_, t);
+  c_ = emit_attention_constants(w_, vregs_, s_, g_.ragged_keys, t);
   w_.line("sli s{}, 0", bh_);
   w_.load_immediate(heads, s_.batch);
   const std::string head_loop = w_.new_label("head");
@@ -99,9 +92,9 @@ void AttentionBackwardBuilder::emit() {
   load_head();
   transposed_weights(k_, kt_);
   transposed_weights(v_, vt_);
-  row_weights(k_, kw_, t_pad_, key_part_);
-  row_weights(q_, qw_, s_pad_, query_part_);
-  row_weights(do_, dow_, s_pad_, query_part_);
+  row_weights(k_, kw_, g_.kv_pad, key_part_);
+  row_weights(q_, qw_, g_.q_pad, query_part_);
+  row_weights(do_, dow_, g_.q_pad, query_part_);
   row_state();
   clear_dq();
   key_blocks();
@@ -115,13 +108,13 @@ void AttentionBackwardBuilder::emit() {
 void AttentionBackwardBuilder::load_head() {
   auto& r = w_.sregs();
   const int hbm = r.take(), vm = r.take(), rows = r.take(), rb = r.take(), vs = r.take(), t = r.take();
-  w_.load_immediate(rb, s_.head_dim * eb_);
-  w_.load_immediate(vs, row_bytes_);
+  w_.load_immediate(rb, s_.head_dim * g_.element_bytes);
+  w_.load_immediate(vs, g_.row_bytes);
   const int64_t at[] = {q_, k_, v_, o_, do_};
   const int64_t lens[] = {s_.q_len, s_.kv_len, s_.kv_len, s_.q_len, s_.q_len};
   for (int i = 0; i < 5; ++i) {
     w_.line("sarg s{}, {}", hbm, args_[i]);
-    w_.line("smuli s{}, s{}, {}", t, bh_, lens[i] * s_.head_dim * eb_);
+    w_.line("smuli s{}, s{}, {}", t, bh_, lens[i] * s_.head_dim * g_.element_bytes);
     w_.line("sadd s{}, s{}, s{}", hbm, hbm, t);
     w_.load_immediate(vm, at[i]);
     w_.load_immediate(rows, lens[i]);
@@ -144,15 +137,15 @@ void AttentionBackwardBuilder::transposed_weights(int64_t src_at, int64_t dst_at
   const int j = r.take(), n = r.take(), src = r.take(), dst = r.take(), a = r.take();
   const std::string loop = w_.new_label("transposed_weights");
   w_.line("sli s{}, 0", j);
-  w_.load_immediate(n, key_blocks_);
+  w_.load_immediate(n, g_.key_blocks);
   w_.load_immediate(src, src_at);
   w_.load_immediate(dst, dst_at);
   w_.place(loop);
   const int block = vregs_.take_run(16, 16);
   w_.line("smov s{}, s{}", a, src);
   for (int v = 0; v < 16; ++v) {
-    w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), block + v, a, row_bytes_);
-    w_.line("saddi s{}, s{}, {}", a, a, kSublanes * row_bytes_);
+    w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), block + v, a, g_.row_bytes);
+    w_.line("saddi s{}, s{}, {}", a, a, kSublanes * g_.row_bytes);
   }
   w_.line("vtrans v{}, v{}", block, block);
   w_.line("smov s{}, s{}", a, dst);
@@ -161,7 +154,7 @@ void AttentionBackwardBuilder::transposed_weights(int64_t src_at, int64_t dst_at
     w_.line("saddi s{}, s{}, {}", a, a, kSublanes * weight_row_);
   }
   vregs_.release_run(block, 16);
-  w_.line("saddi s{}, s{}, {}", src, src, kBlock * row_bytes_);
+  w_.line("saddi s{}, s{}, {}", src, src, kBlock * g_.row_bytes);
   w_.line("saddi s{}, s{}, {}", dst, dst, weight_block_);
   w_.line("saddi s{}, s{}, 1", j, j);
   w_.line("blt s{}, s{}, {}", j, n, loop);
@@ -171,13 +164,13 @@ void AttentionBackwardBuilder::transposed_weights(int64_t src_at, int64_t dst_at
 // Vreg `x` as bf16 weight rows at s`addr`, its parts `part_stride` apart (bf16_parts.h).
 // Leaves x changed.
 void AttentionBackwardBuilder::store_parts(int x, int addr, int64_t part_stride) {
-  store_bf16_parts(w_, vregs_, x, addr, 0, parts_, part_stride, weight_row_);
+  store_bf16_parts(w_, vregs_, x, addr, 0, g_.parts, part_stride, weight_row_);
 }
 
 // The LHS parts paired with weight part b, in increasing order (each peeled from the last).
 std::vector<int> AttentionBackwardBuilder::lhs_parts(int b) const {
   std::vector<int> out;
-  for (auto [lp, wp] : pairs_) if (wp == b) out.push_back(lp);
+  for (auto [lp, wp] : g_.pairs) if (wp == b) out.push_back(lp);
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -196,9 +189,9 @@ void AttentionBackwardBuilder::row_weights(int64_t src_at, int64_t dst_at, int64
   const int x = vregs_.take();
   w_.line("smov s{}, s{}", a, dst);
   for (int v = 0; v < kTiles; ++v) {
-    w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), x, src, row_bytes_);
+    w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), x, src, g_.row_bytes);
     store_parts(x, a, part_stride);
-    w_.line("saddi s{}, s{}, {}", src, src, kSublanes * row_bytes_);
+    w_.line("saddi s{}, s{}, {}", src, src, kSublanes * g_.row_bytes);
     w_.line("saddi s{}, s{}, {}", a, a, kSublanes * weight_row_);
   }
   vregs_.release(x);
@@ -214,7 +207,7 @@ void AttentionBackwardBuilder::row_state() {
   const int i = r.take(), n = r.take(), o = r.take(), d = r.take(), l = r.take(), st = r.take();
   const std::string loop = w_.new_label("row_state");
   w_.line("sli s{}, 0", i);
-  w_.load_immediate(n, s_pad_ / kSublanes);
+  w_.load_immediate(n, g_.q_pad / kSublanes);
   w_.load_immediate(o, o_);
   w_.load_immediate(d, do_);
   w_.load_immediate(l, lse_);
@@ -224,16 +217,16 @@ void AttentionBackwardBuilder::row_state() {
   w_.line("vld v{}, m0, s{}, 0, 4", x, l);  // sublane s: lse[s], lse[s + 1], ...
   w_.line("vbcast.lane v{}, v{}, 0", x, x);
   w_.line("vst v{}, m0, s{}, 0, {}", x, st, kRowOfVreg);
-  w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), x, o, row_bytes_);
-  w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), y, d, row_bytes_);
+  w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), x, o, g_.row_bytes);
+  w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), y, d, g_.row_bytes);
   w_.line("vmul v{}, v{}, v{}", x, x, y);
   w_.line("vredsum.lane v{}, v{}", x, x);
   w_.line("vst v{}, m0, s{}, {}, {}", x, st, kVregBytes, kRowOfVreg);
   vregs_.release(x);
   vregs_.release(y);
   w_.line("saddi s{}, s{}, {}", l, l, kSublanes * 4);
-  w_.line("saddi s{}, s{}, {}", o, o, kSublanes * row_bytes_);
-  w_.line("saddi s{}, s{}, {}", d, d, kSublanes * row_bytes_);
+  w_.line("saddi s{}, s{}, {}", o, o, kSublanes * g_.row_bytes);
+  w_.line("saddi s{}, s{}, {}", d, d, kSublanes * g_.row_bytes);
   w_.line("saddi s{}, s{}, {}", st, st, 2 * kVregBytes);
   w_.line("saddi s{}, s{}, 1", i, i);
   w_.line("blt s{}, s{}, {}", i, n, loop);
@@ -245,7 +238,7 @@ void AttentionBackwardBuilder::clear_dq() {
   const int i = r.take(), n = r.take(), a = r.take();
   const std::string loop = w_.new_label("clear_dq");
   w_.line("sli s{}, 0", i);
-  w_.load_immediate(n, s_pad_ / kSublanes);
+  w_.load_immediate(n, g_.q_pad / kSublanes);
   w_.load_immediate(a, dq_acc_);
   w_.place(loop);
   w_.line("vst v{}, m0, s{}, 0, {}", c_.zero, a, kRowOfVreg);
@@ -267,23 +260,23 @@ void AttentionBackwardBuilder::write_back() {
   w_.place(loop);
   const int x = vregs_.take();
   w_.line("vld v{}, m0, s{}, 0, {}", x, src, kRowOfVreg);
-  w_.line("{} v{}, m0, s{}, 0, {}", store_mnemonic(s_.dtype), x, dst, row_bytes_);
+  w_.line("{} v{}, m0, s{}, 0, {}", store_mnemonic(s_.dtype), x, dst, g_.row_bytes);
   vregs_.release(x);
   w_.line("saddi s{}, s{}, {}", src, src, kVregBytes);
-  w_.line("saddi s{}, s{}, {}", dst, dst, kSublanes * row_bytes_);
+  w_.line("saddi s{}, s{}, {}", dst, dst, kSublanes * g_.row_bytes);
   w_.line("saddi s{}, s{}, 1", i, i);
   w_.line("blt s{}, s{}, {}", i, n, loop);
   const int hbm = i, rows = n, rb = src, vs = dst, vm = r.take(), t = r.take();
-  w_.load_immediate(rb, s_.head_dim * eb_);
-  w_.load_immediate(vs, row_bytes_);
+  w_.load_immediate(rb, s_.head_dim * g_.element_bytes);
+  w_.load_immediate(vs, g_.row_bytes);
   const int64_t q_elems = s_.batch * s_.q_len * s_.head_dim, kv_elems = s_.batch * s_.kv_len * s_.head_dim;
   const struct {
     int64_t vmem, base_elems, len;
   } outs[] = {{dq_out_, 0, s_.q_len}, {dk_out_, q_elems, s_.kv_len}, {dv_out_, q_elems + kv_elems, s_.kv_len}};
   for (const auto& o : outs) {
     w_.line("sarg s{}, {}", hbm, grads_arg_);
-    w_.line("saddi s{}, s{}, {}", hbm, hbm, o.base_elems * eb_);
-    w_.line("smuli s{}, s{}, {}", t, bh_, o.len * s_.head_dim * eb_);
+    w_.line("saddi s{}, s{}, {}", hbm, hbm, o.base_elems * g_.element_bytes);
+    w_.line("smuli s{}, s{}, {}", t, bh_, o.len * s_.head_dim * g_.element_bytes);
     w_.line("sadd s{}, s{}, s{}", hbm, hbm, t);
     w_.load_immediate(vm, o.vmem);
     w_.load_immediate(rows, o.len);

@@ -14,9 +14,9 @@ void AttentionBackwardBuilder::key_blocks() {
   const int n = r.take(), t = r.take(), end = r.take();
   const std::string loop = w_.new_label("key_block"), no_ragged = w_.new_label("no_ragged_block");
   w_.line("sli s{}, 0", j_);
-  w_.load_immediate(n, key_blocks_);
+  w_.load_immediate(n, g_.key_blocks);
   w_.place(loop);
-  if (parts_ == 1) {  // several parts: loaded per query block and part
+  if (g_.parts == 1) {  // several parts: loaded per query block and part
     load_key_weights(kScores, kt_, 0, t);
     if (!paired_) load_key_weights(kDp, vt_, 0, t);  // paired, v^T shares mxu0
     load_key_weights(kDq, kw_, 0, t);
@@ -57,7 +57,7 @@ void AttentionBackwardBuilder::load_key_weights(int mxu, int64_t at, int part, i
 void AttentionBackwardBuilder::query_block(int tiles) {
   scores_and_dp(tiles);
   probabilities_and_ds(tiles);
-  if (parts_ > 1) dq_products(tiles);
+  if (g_.parts > 1) dq_products(tiles);
   transposed_products();
   accumulate_dq(tiles);
 }
@@ -68,19 +68,19 @@ void AttentionBackwardBuilder::scores_and_dp(int tiles) {
   auto& r = w_.sregs();
   const int qp = r.take(), dp = r.take(), t = r.take();
   const int x = vregs_.take_run(2), y = x + 1;  // paired, [q | dout] is one MXU row
-  for (int b = 0; b < parts_; ++b) {
+  for (int b = 0; b < g_.parts; ++b) {
     const std::vector<int> lhs = lhs_parts(b);
     if (lhs.empty()) continue;
-    if (parts_ > 1) {
+    if (g_.parts > 1) {
       load_key_weights(kScores, kt_, b, t);
       if (!paired_) load_key_weights(kDp, vt_, b, t);
     }
-    w_.line("smuli s{}, s{}, {}", t, c0_, row_bytes_);
+    w_.line("smuli s{}, s{}, {}", t, c0_, g_.row_bytes);
     w_.line("saddi s{}, s{}, {}", qp, t, q_);
     w_.line("saddi s{}, s{}, {}", dp, t, do_);
     for (int i = 0; i < tiles; ++i) {
-      w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), x, qp, row_bytes_);
-      w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), y, dp, row_bytes_);
+      w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), x, qp, g_.row_bytes);
+      w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), y, dp, g_.row_bytes);
       int held = 0;
       for (int a : lhs) {
         peel_bf16_parts(w_, vregs_, x, 2, held, a);
@@ -92,8 +92,8 @@ void AttentionBackwardBuilder::scores_and_dp(int tiles) {
           w_.line("mxu.mm mxu{}, v{}, {}", kDp, y, i);
         }
       }
-      w_.line("saddi s{}, s{}, {}", qp, qp, kSublanes * row_bytes_);
-      w_.line("saddi s{}, s{}, {}", dp, dp, kSublanes * row_bytes_);
+      w_.line("saddi s{}, s{}, {}", qp, qp, kSublanes * g_.row_bytes);
+      w_.line("saddi s{}, s{}, {}", dp, dp, kSublanes * g_.row_bytes);
     }
   }
   vregs_.release_run(x, 2);
@@ -106,7 +106,7 @@ void AttentionBackwardBuilder::dq_products(int tiles) {
   const int a = r.take(), t = r.take();
   const int x = vregs_.take_run(2);  // paired, [ds | 0]
   if (paired_) w_.line("vmov v{}, v{}", x + 1, c_.zero);
-  for (int b = 0; b < parts_; ++b) {
+  for (int b = 0; b < g_.parts; ++b) {
     const std::vector<int> lhs = lhs_parts(b);
     if (lhs.empty()) continue;
     load_key_weights(kDq, kw_, b, t);
@@ -146,7 +146,7 @@ void AttentionBackwardBuilder::probabilities_and_ds(int tiles) {
     w_.line("mxu.pop v{}, mxu{}, {}", p, kScores, i);
     w_.line("vmul v{}, v{}, v{}", p, p, c_.scale);
     if (s_.causal) mask_keys_past(w_, c_, p, diag, int64_t(i) * kSublanes, c_.lane_minus_sub, th, t, 1);
-    if (ragged_keys_) mask_keys_past(w_, c_, p, last_key, 0, c_.lane, th, t, 1);
+    if (g_.ragged_keys) mask_keys_past(w_, c_, p, last_key, 0, c_.lane, th, t, 1);
     w_.line("vld v{}, m0, s{}, 0, {}", a, st, kRowOfVreg);
     w_.line("vsub v{}, v{}, v{}", p, p, a);
     w_.line("vexp v{}, v{}", p, p);  // p = exp(s - lse): 0 where masked
@@ -156,7 +156,7 @@ void AttentionBackwardBuilder::probabilities_and_ds(int tiles) {
     w_.line("vmul v{}, v{}, v{}", d, d, p);  // ds = p * (dp - delta)
     w_.line("vst v{}, m0, s{}, 0, {}", p, ps, kRowOfVreg);
     w_.line("vst v{}, m0, s{}, 0, {}", d, dss, kRowOfVreg);
-    if (parts_ == 1) w_.line("mxu.mm mxu{}, v{}, {}", kDq, d, i);
+    if (g_.parts == 1) w_.line("mxu.mm mxu{}, v{}, {}", kDq, d, i);
     w_.line("saddi s{}, s{}, {}", st, st, 2 * kVregBytes);
     w_.line("saddi s{}, s{}, {}", ps, ps, kVregBytes);
     w_.line("saddi s{}, s{}, {}", dss, dss, kVregBytes);
@@ -175,7 +175,7 @@ void AttentionBackwardBuilder::transposed_products() {
   const int a = r.take(), t = r.take();
   const int block = vregs_.take_run(16, 16);
   // Paired, or peeling parts, a tile is pushed from a copy: zero, tile, zero.
-  const bool copied = paired_ || parts_ > 1;
+  const bool copied = paired_ || g_.parts > 1;
   const int lhs = copied ? vregs_.take_run(3) : -1;
   if (paired_) {
     w_.line("vmov v{}, v{}", lhs, c_.zero);
@@ -189,10 +189,10 @@ void AttentionBackwardBuilder::transposed_products() {
       w_.line("saddi s{}, s{}, {}", a, a, kVregBytes);
     }
     w_.line("vtrans v{}, v{}", block, block);
-    for (int b = 0; b < parts_; ++b) {
+    for (int b = 0; b < g_.parts; ++b) {
       const std::vector<int> parts = lhs_parts(b);
       if (parts.empty()) continue;
-      if (!paired_ || k == 0 || parts_ > 1) {  // paired at one pass, the block diagonal serves both
+      if (!paired_ || k == 0 || g_.parts > 1) {  // paired at one pass, the block diagonal serves both
         w_.line("smuli s{}, s{}, {}", t, c0_, weight_block_ / kBlock);
         w_.line("saddi s{}, s{}, {}", t, t, (paired_ ? dow_ : passes[k].second) + b * query_part_);
         w_.line("mxu.lw mxu{}, s{}, {}", kTransposed, t, weight_row_);
@@ -244,17 +244,17 @@ void AttentionBackwardBuilder::pop_key_gradients() {
   auto& r = w_.sregs();
   const int dv = r.take(), dk = r.take();
   const int x = vregs_.take_run(2);
-  w_.line("smuli s{}, s{}, {}", dv, j_, kBlock * row_bytes_);
+  w_.line("smuli s{}, s{}, {}", dv, j_, kBlock * g_.row_bytes);
   w_.line("saddi s{}, s{}, {}", dk, dv, dk_out_);
   w_.line("saddi s{}, s{}, {}", dv, dv, dv_out_);
   for (int v = 0; v < kTiles; ++v) {
     w_.line("mxu.pop v{}, mxu{}, {}", x, kTransposed, v);
-    w_.line("{} v{}, m0, s{}, 0, {}", store_mnemonic(s_.dtype), x, dv, row_bytes_);
+    w_.line("{} v{}, m0, s{}, 0, {}", store_mnemonic(s_.dtype), x, dv, g_.row_bytes);
     if (!paired_) w_.line("mxu.pop v{}, mxu{}, {}", x + 1, kTransposed, kTiles + v);
     w_.line("vmul v{}, v{}, v{}", x + 1, x + 1, c_.scale);
-    w_.line("{} v{}, m0, s{}, 0, {}", store_mnemonic(s_.dtype), x + 1, dk, row_bytes_);
-    w_.line("saddi s{}, s{}, {}", dv, dv, kSublanes * row_bytes_);
-    w_.line("saddi s{}, s{}, {}", dk, dk, kSublanes * row_bytes_);
+    w_.line("{} v{}, m0, s{}, 0, {}", store_mnemonic(s_.dtype), x + 1, dk, g_.row_bytes);
+    w_.line("saddi s{}, s{}, {}", dv, dv, kSublanes * g_.row_bytes);
+    w_.line("saddi s{}, s{}, {}", dk, dk, kSublanes * g_.row_bytes);
   }
   vregs_.release_run(x, 2);
   r.release(dv);

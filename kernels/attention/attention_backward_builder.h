@@ -126,12 +126,9 @@ class AttentionBackwardBuilder {
   const sim::ChipConfig& chip_;
   AsmWriter w_;
   RegisterPool vregs_{"vector registers", 0, 31};
-  int eb_ = 4;
-  int64_t row_bytes_ = 0, s_pad_ = 0, t_pad_ = 0, key_blocks_ = 0, full_query_blocks_ = 0, last_rows_ = 0;
-  bool ragged_keys_ = false;
+  AttentionGeometry g_;  // shared with the forward kernel
+  int64_t full_query_blocks_ = 0, last_rows_ = 0;
   bool paired_ = false;                           // a 256-wide MXU holds two 128-wide weight blocks
-  int parts_ = 1;                                 // bf16 parts of each weight (f32 at several passes)
-  std::vector<std::pair<int, int>> pairs_;        // (LHS part, weight part) products per pass
   int64_t key_part_ = 0, query_part_ = 0;         // bytes between a weight's parts
   int64_t weight_row_ = 0, weight_block_ = 0;     // bytes of one MXU weight row, of D such rows
   int64_t q_ = 0, k_ = 0, v_ = 0, o_ = 0, do_ = 0, lse_ = 0, kt_ = 0, vt_ = 0, kw_ = 0, qw_ = 0, dow_ = 0, rows_ = 0;

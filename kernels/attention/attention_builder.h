@@ -147,12 +147,12 @@ class AttentionBuilder {
   const sim::ChipConfig& chip_;
   AsmWriter w_;
   RegisterPool vregs_{"vector registers", 0, 31};
-  int d_ = 0, group_ = 0, eb_ = 4, chunk_tiles_ = 0, parts_ = 1, head_lane_blocks_ = 1;
-  int64_t row_bytes_ = 0, s_pad_ = 0, t_pad_ = 0, key_blocks_ = 0, full_chunks_ = 0, last_rows_ = 0, chunks_ = 0;
+  AttentionGeometry g_;  // shared with the backward kernel
+  int d_ = 0, group_ = 0, chunk_tiles_ = 0, head_lane_blocks_ = 1;
+  int64_t full_chunks_ = 0, last_rows_ = 0, chunks_ = 0;
   int64_t record_bytes_ = 0, head_bytes_ = 0, kt_part_bytes_ = 0, vp_part_bytes_ = 0;
   int64_t q_off_ = 0, k_off_ = 0, v_off_ = 0, o_off_ = 0, l_off_ = 0, kt_vmem_ = 0, vp_vmem_ = 0, state_vmem_ = 0;
-  std::vector<std::pair<int, int>> pairs_;
-  bool ragged_keys_ = false, pipelined_ = false;
+  bool pipelined_ = false;
   int mxu_scores_ = 0, mxu_values_ = 0;
   int q_arg_ = 0, k_arg_ = 0, v_arg_ = 0, out_arg_ = 0;
   int bh_ = -1, hb_ = -1, c0_ = -1, j_ = -1;

@@ -24,10 +24,10 @@ void AttentionBuilder::emit_chunk(int tiles, int64_t rows) {
     w_.load_immediate(u, d_);
     w_.line("sdiv s{}, s{}, s{}", t, t, u);
     w_.line("saddi s{}, s{}, 1", t, t);
-    w_.load_immediate(u, key_blocks_);
+    w_.load_immediate(u, g_.key_blocks);
     w_.line("smin s{}, s{}, s{}", jend, t, u);
   } else {
-    w_.load_immediate(jend, key_blocks_);
+    w_.load_immediate(jend, g_.key_blocks);
   }
   for (int x : {p, t, u}) r.release(x);
   w_.line("sli s{}, 0", j_);
@@ -53,7 +53,7 @@ void AttentionBuilder::emit_chunk(int tiles, int64_t rows) {
     w_.place(block_loop);
     scores(tiles);
     softmax_update(tiles, false);
-    if (parts_ > 1) probabilities_times_values(tiles);
+    if (g_.parts > 1) probabilities_times_values(tiles);
   }
   rescale_and_accumulate(tiles);
   w_.line("saddi s{}, s{}, 1", j_, j_);
@@ -70,9 +70,9 @@ void AttentionBuilder::products_by_part(int tiles, int mxu, int64_t region, int6
   auto& r = w_.sregs();
   const int cursor = r.take(), t = r.take();
   const int x = vregs_.take_run(group_, group_);
-  for (int b = 0; b < parts_; ++b) {
+  for (int b = 0; b < g_.parts; ++b) {
     std::vector<int> lhs_parts;
-    for (auto [lp, wp] : pairs_) if (wp == b) lhs_parts.push_back(lp);
+    for (auto [lp, wp] : g_.pairs) if (wp == b) lhs_parts.push_back(lp);
     if (lhs_parts.empty()) continue;
     w_.line("smuli s{}, s{}, {}", t, j_, int64_t(d_) * d_ * 2);
     w_.line("saddi s{}, s{}, {}", t, t, region + b * part_bytes);
@@ -99,11 +99,11 @@ void AttentionBuilder::products_by_part(int tiles, int mxu, int64_t region, int6
 // (A) scores of every tile into scores-MXU slot i, weights loaded once per k^T part.
 void AttentionBuilder::scores(int tiles) {
   const LhsTiles queries{[&](int q) {
-                           w_.line("smuli s{}, s{}, {}", q, c0_, row_bytes_);
+                           w_.line("smuli s{}, s{}, {}", q, c0_, g_.row_bytes);
                            w_.line("sadd s{}, s{}, s{}", q, q, hb_);
                            w_.line("saddi s{}, s{}, {}", q, q, q_off_);
                          },
-                         load_mnemonic(s_.dtype), kLanes * eb_, row_bytes_, kSublanes * row_bytes_};
+                         load_mnemonic(s_.dtype), kLanes * g_.element_bytes, g_.row_bytes, kSublanes * g_.row_bytes};
   products_by_part(tiles, mxu_scores_, kt_vmem_, kt_part_bytes_, 0, queries);
 }
 
@@ -120,9 +120,9 @@ std::vector<AttentionBuilder::Stream> AttentionBuilder::take_streams(int tiles, 
     w_.load_immediate(st.p, state_vmem_ + int64_t(k) * record_bytes_);
     if (!with_queries) continue;
     st.q = w_.sregs().take();
-    w_.line("smuli s{}, s{}, {}", st.q, c0_, row_bytes_);
+    w_.line("smuli s{}, s{}, {}", st.q, c0_, g_.row_bytes);
     w_.line("sadd s{}, s{}, s{}", st.q, st.q, hb_);
-    w_.line("saddi s{}, s{}, {}", st.q, st.q, q_off_ + int64_t(k) * kSublanes * row_bytes_);
+    w_.line("saddi s{}, s{}, {}", st.q, st.q, q_off_ + int64_t(k) * kSublanes * g_.row_bytes);
   }
   return streams;
 }
@@ -162,7 +162,7 @@ void AttentionBuilder::softmax_update(int tiles, bool next_scores) {
   if (pipelined_) {
     w_.line("mxu.swap mxu{}", mxu_values_);
     if (next_scores) w_.line("mxu.swap mxu{}", mxu_scores_);  // block j + 1's k^T
-  } else if (parts_ == 1) {
+  } else if (g_.parts == 1) {
     w_.line("smuli s{}, s{}, {}", t, j_, int64_t(d_) * d_ * 2);
     w_.line("saddi s{}, s{}, {}", t, t, vp_vmem_);
     w_.line("mxu.lw mxu{}, s{}, {}", mxu_values_, t, d_ * 2);
@@ -180,7 +180,7 @@ void AttentionBuilder::softmax_update(int tiles, bool next_scores) {
     for (int g = 0; g < group_; ++g) {
       w_.line("vmul v{}, v{}, v{}", sc + g, sc + g, c_.scale);
       if (s_.causal) mask_keys_past(w_, c_, sc + g, diag, int64_t(i) * kSublanes - int64_t(g) * kLanes, c_.lane_minus_sub, th, st.t, st.mask);
-      if (ragged_keys_) mask_keys_past(w_, c_, sc + g, last_key, -int64_t(g) * kLanes, c_.lane, th, st.t, st.mask);
+      if (g_.ragged_keys) mask_keys_past(w_, c_, sc + g, last_key, -int64_t(g) * kLanes, c_.lane, th, st.t, st.mask);
     }
     w_.line("vmov v{}, v{}", mx, sc);
     for (int g = 1; g < group_; ++g) w_.line("vmax v{}, v{}, v{}", mx, mx, sc + g);
@@ -201,7 +201,7 @@ void AttentionBuilder::softmax_update(int tiles, bool next_scores) {
     w_.line("vld v{}, m0, s{}, {}, {}", l, p, kStateL, kRowOfVreg);
     w_.line("vfma v{}, v{}, v{}, v{}", l, l, m_old, sum);
     w_.line("vst v{}, m0, s{}, {}, {}", l, p, kStateL, kRowOfVreg);
-    if (parts_ == 1) {
+    if (g_.parts == 1) {
       w_.line("mxu.mm mxu{}, v{}, {}", mxu_values_, sc, chunk_tiles_ + i);
     } else {
       for (int g = 0; g < group_; ++g) {
@@ -210,10 +210,10 @@ void AttentionBuilder::softmax_update(int tiles, bool next_scores) {
     }
     if (next_scores) {  // this tile's scores against block j + 1, into the slot just popped
       for (int g = 0; g < group_; ++g) {
-        w_.line("{} v{}, m0, s{}, {}, {}", load_mnemonic(s_.dtype), sc + g, st.q, g * kLanes * eb_, row_bytes_);
+        w_.line("{} v{}, m0, s{}, {}, {}", load_mnemonic(s_.dtype), sc + g, st.q, g * kLanes * g_.element_bytes, g_.row_bytes);
       }
       w_.line("mxu.mm mxu{}, v{}, {}", mxu_scores_, sc, i);
-      w_.line("saddi s{}, s{}, {}", st.q, st.q, ways * kSublanes * row_bytes_);
+      w_.line("saddi s{}, s{}, {}", st.q, st.q, ways * kSublanes * g_.row_bytes);
     }
   });
   release_streams(streams);
@@ -234,7 +234,7 @@ void AttentionBuilder::probabilities_times_values(int tiles) {
 void AttentionBuilder::load_weights_ahead(int base, int v_ahead, int k_ahead) {
   auto& r = w_.sregs();
   const int t = r.take(), last = r.take();
-  w_.load_immediate(last, key_blocks_ - 1);
+  w_.load_immediate(last, g_.key_blocks - 1);
   for (auto [mxu, region, ahead] : {std::tuple{mxu_values_, vp_vmem_, v_ahead}, std::tuple{mxu_scores_, kt_vmem_, k_ahead}}) {
     if (base >= 0) w_.line("saddi s{}, s{}, {}", t, base, ahead);
     else w_.load_immediate(t, ahead);
@@ -270,7 +270,7 @@ void AttentionBuilder::finish_chunk(int tiles, int64_t rows) {
   const int p = r.take(), o = r.take(), lo = r.take(), t = r.take();
   const int l = vregs_.take(), m = vregs_.take(), acc = vregs_.take();
   w_.load_immediate(p, state_vmem_);
-  w_.line("smuli s{}, s{}, {}", o, c0_, row_bytes_);
+  w_.line("smuli s{}, s{}, {}", o, c0_, g_.row_bytes);
   w_.line("sadd s{}, s{}, s{}", o, o, hb_);
   w_.line("saddi s{}, s{}, {}", o, o, o_off_);
   w_.line("smuli s{}, s{}, {}", lo, c0_, kRowOfVreg);
@@ -281,7 +281,7 @@ void AttentionBuilder::finish_chunk(int tiles, int64_t rows) {
     for (int g = 0; g < group_; ++g) {
       w_.line("vld v{}, m0, s{}, {}, {}", acc, p, kStateAcc + g * kVregBytes, kRowOfVreg);
       w_.line("vdiv v{}, v{}, v{}", acc, acc, l);
-      w_.line("{} v{}, m0, s{}, {}, {}", store_mnemonic(s_.dtype), acc, o, g * kLanes * eb_, row_bytes_);
+      w_.line("{} v{}, m0, s{}, {}, {}", store_mnemonic(s_.dtype), acc, o, g * kLanes * g_.element_bytes, g_.row_bytes);
     }
     if (s_.write_lse) {
       w_.line("vld v{}, m0, s{}, {}, {}", m, p, kStateM, kRowOfVreg);
@@ -290,7 +290,7 @@ void AttentionBuilder::finish_chunk(int tiles, int64_t rows) {
       w_.line("vst v{}, m0, s{}, 0, {}", l, lo, kRowOfVreg);
     }
     w_.line("saddi s{}, s{}, {}", p, p, record_bytes_);
-    w_.line("saddi s{}, s{}, {}", o, o, kSublanes * row_bytes_);
+    w_.line("saddi s{}, s{}, {}", o, o, kSublanes * g_.row_bytes);
     w_.line("saddi s{}, s{}, {}", lo, lo, kVregBytes);
   }
   for (int x : {l, m, acc}) vregs_.release(x);
@@ -299,13 +299,13 @@ void AttentionBuilder::finish_chunk(int tiles, int64_t rows) {
   w_.line("smuli s{}, s{}, {}", t, bh_, s_.q_len);
   w_.line("sadd s{}, s{}, s{}", t, t, c0_);  // the chunk's first row, counted over all heads
   w_.load_immediate(n, rows);
-  w_.line("smuli s{}, s{}, {}", o, c0_, row_bytes_);
+  w_.line("smuli s{}, s{}, {}", o, c0_, g_.row_bytes);
   w_.line("sadd s{}, s{}, s{}", o, o, hb_);
   w_.line("saddi s{}, s{}, {}", o, o, o_off_);
   w_.line("sarg s{}, {}", hbm, out_arg_);
-  w_.add_scaled(hbm, t, s_.head_dim * eb_, p);
-  w_.load_immediate(rb, s_.head_dim * eb_);
-  w_.load_immediate(vs, row_bytes_);
+  w_.add_scaled(hbm, t, s_.head_dim * g_.element_bytes, p);
+  w_.load_immediate(rb, s_.head_dim * g_.element_bytes);
+  w_.load_immediate(vs, g_.row_bytes);
   w_.dma_to_hbm(1, kSemOutput, {.vmem = o, .hbm = hbm, .rows = n, .row_bytes = rb, .vmem_stride = vs, .hbm_stride = rb});
   if (s_.write_lse) {
     w_.line("smuli s{}, s{}, {}", lo, c0_, kRowOfVreg);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "kernels/codegen/bf16_parts.h"
 #include "kernels/codegen/vreg_shape.h"
 
 namespace vtpu::kernels {
@@ -20,5 +21,15 @@ double attention_flops(const AttentionSpec& spec) {
   }
   return 4.0 * double(spec.batch) * double(spec.head_dim) * pairs;
 }
+
+AttentionGeometry::AttentionGeometry(const AttentionSpec& spec, int64_t query_multiple, int64_t key_block)
+    : element_bytes(dtype_bytes(spec.dtype)),
+      parts(bf16_part_count(spec.dtype, spec.passes)),
+      pairs(mxu_pass_pairs(spec.dtype == DType::F32 ? spec.passes : 1)),
+      row_bytes(key_block * element_bytes),
+      q_pad(round_up(spec.q_len, query_multiple)),
+      kv_pad(round_up(spec.kv_len, key_block)),
+      key_blocks(kv_pad / key_block),
+      ragged_keys(kv_pad != spec.kv_len) {}
 
 }  // namespace vtpu::kernels

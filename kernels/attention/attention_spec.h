@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "kernels/codegen/dtype.h"
 
@@ -26,5 +28,22 @@ int64_t attention_lse_offset(const AttentionSpec& spec);
 // FLOPs of the two products (the keys a causal query sees counted exactly): 4 * batch * head_dim
 // * (query, key) pairs. What roofline bounds for attention are computed from.
 double attention_flops(const AttentionSpec& spec);
+
+// What the forward and backward kernels derive alike from a spec: queries padded to
+// `query_multiple` rows, keys taken in blocks of `key_block` (an MXU width), each VMEM row of q,
+// k and v `key_block` elements wide.
+struct AttentionGeometry {
+  AttentionGeometry() = default;
+  // Throws KernelError when f32 passes are not 1, 3 or 6.
+  AttentionGeometry(const AttentionSpec& spec, int64_t query_multiple, int64_t key_block);
+
+  int element_bytes = 4;
+  int parts = 1;                          // bf16 parts of each operand at the spec's passes
+  std::vector<std::pair<int, int>> pairs; // the MXU pass pairs (one for bf16)
+  int64_t row_bytes = 0;                  // one VMEM row of q, k or v
+  int64_t q_pad = 0, kv_pad = 0;          // the lengths padded as above
+  int64_t key_blocks = 0;
+  bool ragged_keys = false;               // kv_len is not a whole number of key blocks
+};
 
 }  // namespace vtpu::kernels
