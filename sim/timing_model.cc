@@ -162,31 +162,8 @@ Scheduled TimingModel::schedule(const isa::Instruction& ins, const StepOutcome& 
   switch (meta.unit) {
     case isa::Unit::Scalar:
     case isa::Unit::Branch:
-    case isa::Unit::Sync: {
-      // Executes in the front end: issue stalls until its operands (or signals) are there.
-      // A scalar load also waits for its VMEM word (a DMA that is still landing it).
-      const uint64_t start = std::max({issue_, deps, meta.unit == isa::Unit::Sync ? wait_ready : 0,
-                                       ins.opcode == Opcode::Sld ? vmem_ready(outcome.vmem_read) : 0});
-      if (start > issue_) {
-        issue_ = start;
-        issued_this_cycle_ = 1;
-      }
-      s = {start, start + 1, start + 1};
-      if (ins.opcode == Opcode::Sld) s.ready = start + chip_.vld_latency_cycles;  // a VMEM read, like vld
-      Track& t = tracks_[scalar_track_];
-      t.busy_cycles += 1;
-      ++t.instructions;
-      t.free_at = std::max(t.free_at, s.end);
-      if (trace_ && meta.unit == isa::Unit::Sync && ins.opcode == Opcode::Semwait) {
-        trace_->slice(t.trace_id, start, start + 1, meta.mnemonic.data());
-      }
-      mark_written(ins, s.ready);
-      if (outcome.branch_taken) {
-        issue_ += chip_.branch_taken_penalty_cycles;
-        issued_this_cycle_ = 0;
-      }
-      return s;
-    }
+    case isa::Unit::Sync:
+      return schedule_front_end(ins, outcome, deps, wait_ready);
     case isa::Unit::Vpu: {
       // Earliest-free ALU.
       int best = vpu_tracks_[0];
@@ -227,87 +204,128 @@ Scheduled TimingModel::schedule(const isa::Instruction& ins, const StepOutcome& 
       vmem_written(outcome.vmem_write, s.ready);
       break;
     }
-    case isa::Unit::Mxu: {
-      const int x = ins.opcode == Opcode::Mxpop ? ins.operands[1] : ins.operands[0];
-      MxuTiming& mt = mxus_[x];
-      if (ins.opcode == Opcode::Mxlw || ins.opcode == Opcode::Mxlwi8 || ins.opcode == Opcode::Mxlwb) {
-        // Loads the back buffer, which must be done serving matmuls issued before the last switch.
-        // mxu.lw switches to it at once (matmuls after it wait for the load); mxu.lwb does not.
-        Track& t = tracks_[mxu_weight_tracks_[x]];
-        const int back = 1 - mt.active;
-        const uint64_t start = std::max({dispatch(t), deps, t.free_at, mt.buffer_last_use[back],
-                                         vmem_ready(outcome.vmem_read)});
-        s = {start, start + uint64_t(chip_.mxu_weight_load_cycles), start + uint64_t(chip_.mxu_weight_load_cycles)};
-        record(t, s.start, s.end, ins);
-        mt.buffer_loaded[back] = s.ready;
-        if (ins.opcode != Opcode::Mxlwb) {
-          mt.active = back;
-          mt.weights_ready = s.ready;
-        }
-      } else if (ins.opcode == Opcode::Mxswap) {
-        // In queue order with the matmuls: later ones wait for the back buffer's load.
-        Track& t = tracks_[mxu_tracks_[x]];
-        const uint64_t start = std::max({dispatch(t), deps, t.free_at});
-        s = {start, start, start};
-        mt.active = 1 - mt.active;
-        mt.weights_ready = std::max(start, mt.buffer_loaded[mt.active]);
-      } else if (ins.opcode == Opcode::Mxpop) {
-        Track& t = tracks_[mxu_tracks_[x]];
-        const int group = chip_.mxu_dim / kLanes;
-        uint64_t& slot_ready = acc_ready_[size_t(x) * chip_.mxu_acc_slots + ins.operands[2]];
-        const uint64_t start = std::max({dispatch(t), deps, t.free_at, slot_ready});
-        const uint64_t occupancy = uint64_t(chip_.mxu_pop_cycles) * group;
-        s = {start, start + occupancy, start + occupancy};
-        record(t, s.start, s.end, ins);
-        slot_ready = s.end;  // a later matmul into this slot must wait for the pop
-      } else {
-        Track& t = tracks_[mxu_tracks_[x]];
-        uint64_t& slot_ready = acc_ready_[size_t(x) * chip_.mxu_acc_slots + ins.operands[2]];
-        // Accumulating into a slot pipelines behind the previous push; only pops wait for the fill.
-        const uint64_t start = std::max({dispatch(t), deps, t.free_at, mt.weights_ready});
-        s = {start, start + uint64_t(chip_.mxu_push_cycles), start + chip_.mxu_push_cycles + chip_.mxu_fill_cycles};
-        record(t, s.start, s.end, ins);
-        slot_ready = std::max(slot_ready, s.ready);
-        mt.buffer_last_use[mt.active] = std::max(mt.buffer_last_use[mt.active], s.end);
-      }
-      mark_written(ins, s.ready);
-      return s;
-    }
-    case isa::Unit::Dma: {
-      // The queue accepts the descriptor at dispatch; the transfer itself waits its turn on the
-      // core's HBM timeline (FIFO), so a queue's transfers never overlap and bandwidth is shared.
-      Track& q = tracks_[dma_tracks_[ins.operands[0]]];
-      const uint64_t accept = std::max({dispatch(q), deps, vmem_ready(outcome.vmem_read)});
-      if (outcome.dma_on_chip) return schedule_local_dma(ins, outcome, q, accept);
-      const double transfer = double(outcome.dma_bytes) / hbm_bytes_per_cycle_;
-      const double hbm_start = std::max(double(accept), hbm_free_);
-      hbm_free_ = hbm_start + transfer;
-      const uint64_t hs = static_cast<uint64_t>(hbm_start);
-      const uint64_t hbm_end = static_cast<uint64_t>(std::ceil(hbm_free_));
-      // in issue order, behind a long local DMA too (schedule_local_dma)
-      const uint64_t done = std::max(hbm_end + hbm_latency_cycles_, last_dma_done_);
-      s = {accept, hbm_end, done};
-      q.free_at = std::max(q.free_at, hbm_end);
-      q.busy_cycles += hbm_end - hs;
-      ++q.instructions;
-      q.recent_starts.push_back(accept);
-      Track& h = tracks_[hbm_track_];
-      h.busy_cycles += hbm_end - hs;
-      ++h.instructions;
-      h.free_at = std::max(h.free_at, hbm_end);
-      if (trace_) {
-        trace_->slice(q.trace_id, hs, hbm_end, meta.mnemonic.data());
-        trace_->slice(h.trace_id, hs, hbm_end, ins.opcode == Opcode::Dmah2v ? "read" : "write");
-        trace_->sample(hbm_counter_, hs, hbm_bytes_per_cycle_ * chip_.clock_hz / 1e9);
-        trace_->sample(hbm_counter_, hbm_end, 0);
-      }
-      (ins.opcode == Opcode::Dmah2v ? hbm_read_bytes_ : hbm_write_bytes_) += outcome.dma_bytes;
-      vmem_written(outcome.vmem_write, done);
-      last_dma_done_ = std::max(last_dma_done_, done);
-      return s;
-    }
+    case isa::Unit::Mxu:
+      return schedule_mxu(ins, outcome, deps);
+    case isa::Unit::Dma:
+      return schedule_dma(ins, outcome, deps);
   }
   mark_written(ins, s.ready);
+  return s;
+}
+
+// Scalar, branch and sync instructions execute in the front end.
+Scheduled TimingModel::schedule_front_end(const isa::Instruction& ins, const StepOutcome& outcome, uint64_t deps,
+                                          uint64_t wait_ready) {
+  const auto& meta = isa::info(ins.opcode);
+  Scheduled s;
+  // Executes in the front end: issue stalls until its operands (or signals) are there.
+  // A scalar load also waits for its VMEM word (a DMA that is still landing it).
+  const uint64_t start = std::max({issue_, deps, meta.unit == isa::Unit::Sync ? wait_ready : 0,
+                                   ins.opcode == Opcode::Sld ? vmem_ready(outcome.vmem_read) : 0});
+  if (start > issue_) {
+    issue_ = start;
+    issued_this_cycle_ = 1;
+  }
+  s = {start, start + 1, start + 1};
+  if (ins.opcode == Opcode::Sld) s.ready = start + chip_.vld_latency_cycles;  // a VMEM read, like vld
+  Track& t = tracks_[scalar_track_];
+  t.busy_cycles += 1;
+  ++t.instructions;
+  t.free_at = std::max(t.free_at, s.end);
+  if (trace_ && meta.unit == isa::Unit::Sync && ins.opcode == Opcode::Semwait) {
+    trace_->slice(t.trace_id, start, start + 1, meta.mnemonic.data());
+  }
+  mark_written(ins, s.ready);
+  if (outcome.branch_taken) {
+    issue_ += chip_.branch_taken_penalty_cycles;
+    issued_this_cycle_ = 0;
+  }
+  return s;
+}
+
+// MXU weight loads (into the back buffer), buffer switches, matmul pushes and accumulator pops.
+Scheduled TimingModel::schedule_mxu(const isa::Instruction& ins, const StepOutcome& outcome, uint64_t deps) {
+  Scheduled s;
+  const int x = ins.opcode == Opcode::Mxpop ? ins.operands[1] : ins.operands[0];
+  MxuTiming& mt = mxus_[x];
+  if (ins.opcode == Opcode::Mxlw || ins.opcode == Opcode::Mxlwi8 || ins.opcode == Opcode::Mxlwb) {
+    // Loads the back buffer, which must be done serving matmuls issued before the last switch.
+    // mxu.lw switches to it at once (matmuls after it wait for the load); mxu.lwb does not.
+    Track& t = tracks_[mxu_weight_tracks_[x]];
+    const int back = 1 - mt.active;
+    const uint64_t start = std::max({dispatch(t), deps, t.free_at, mt.buffer_last_use[back],
+                                     vmem_ready(outcome.vmem_read)});
+    s = {start, start + uint64_t(chip_.mxu_weight_load_cycles), start + uint64_t(chip_.mxu_weight_load_cycles)};
+    record(t, s.start, s.end, ins);
+    mt.buffer_loaded[back] = s.ready;
+    if (ins.opcode != Opcode::Mxlwb) {
+      mt.active = back;
+      mt.weights_ready = s.ready;
+    }
+  } else if (ins.opcode == Opcode::Mxswap) {
+    // In queue order with the matmuls: later ones wait for the back buffer's load.
+    Track& t = tracks_[mxu_tracks_[x]];
+    const uint64_t start = std::max({dispatch(t), deps, t.free_at});
+    s = {start, start, start};
+    mt.active = 1 - mt.active;
+    mt.weights_ready = std::max(start, mt.buffer_loaded[mt.active]);
+  } else if (ins.opcode == Opcode::Mxpop) {
+    Track& t = tracks_[mxu_tracks_[x]];
+    const int group = chip_.mxu_dim / kLanes;
+    uint64_t& slot_ready = acc_ready_[size_t(x) * chip_.mxu_acc_slots + ins.operands[2]];
+    const uint64_t start = std::max({dispatch(t), deps, t.free_at, slot_ready});
+    const uint64_t occupancy = uint64_t(chip_.mxu_pop_cycles) * group;
+    s = {start, start + occupancy, start + occupancy};
+    record(t, s.start, s.end, ins);
+    slot_ready = s.end;  // a later matmul into this slot must wait for the pop
+  } else {
+    Track& t = tracks_[mxu_tracks_[x]];
+    uint64_t& slot_ready = acc_ready_[size_t(x) * chip_.mxu_acc_slots + ins.operands[2]];
+    // Accumulating into a slot pipelines behind the previous push; only pops wait for the fill.
+    const uint64_t start = std::max({dispatch(t), deps, t.free_at, mt.weights_ready});
+    s = {start, start + uint64_t(chip_.mxu_push_cycles), start + chip_.mxu_push_cycles + chip_.mxu_fill_cycles};
+    record(t, s.start, s.end, ins);
+    slot_ready = std::max(slot_ready, s.ready);
+    mt.buffer_last_use[mt.active] = std::max(mt.buffer_last_use[mt.active], s.end);
+  }
+  mark_written(ins, s.ready);
+  return s;
+}
+
+// A DMA: accepted by its queue, then its transfer in turn on the core's HBM timeline (or on chip).
+Scheduled TimingModel::schedule_dma(const isa::Instruction& ins, const StepOutcome& outcome, uint64_t deps) {
+  const auto& meta = isa::info(ins.opcode);
+  Scheduled s;
+  // The queue accepts the descriptor at dispatch; the transfer itself waits its turn on the
+  // core's HBM timeline (FIFO), so a queue's transfers never overlap and bandwidth is shared.
+  Track& q = tracks_[dma_tracks_[ins.operands[0]]];
+  const uint64_t accept = std::max({dispatch(q), deps, vmem_ready(outcome.vmem_read)});
+  if (outcome.dma_on_chip) return schedule_local_dma(ins, outcome, q, accept);
+  const double transfer = double(outcome.dma_bytes) / hbm_bytes_per_cycle_;
+  const double hbm_start = std::max(double(accept), hbm_free_);
+  hbm_free_ = hbm_start + transfer;
+  const uint64_t hs = static_cast<uint64_t>(hbm_start);
+  const uint64_t hbm_end = static_cast<uint64_t>(std::ceil(hbm_free_));
+  // in issue order, behind a long local DMA too (schedule_local_dma)
+  const uint64_t done = std::max(hbm_end + hbm_latency_cycles_, last_dma_done_);
+  s = {accept, hbm_end, done};
+  q.free_at = std::max(q.free_at, hbm_end);
+  q.busy_cycles += hbm_end - hs;
+  ++q.instructions;
+  q.recent_starts.push_back(accept);
+  Track& h = tracks_[hbm_track_];
+  h.busy_cycles += hbm_end - hs;
+  ++h.instructions;
+  h.free_at = std::max(h.free_at, hbm_end);
+  if (trace_) {
+    trace_->slice(q.trace_id, hs, hbm_end, meta.mnemonic.data());
+    trace_->slice(h.trace_id, hs, hbm_end, ins.opcode == Opcode::Dmah2v ? "read" : "write");
+    trace_->sample(hbm_counter_, hs, hbm_bytes_per_cycle_ * chip_.clock_hz / 1e9);
+    trace_->sample(hbm_counter_, hbm_end, 0);
+  }
+  (ins.opcode == Opcode::Dmah2v ? hbm_read_bytes_ : hbm_write_bytes_) += outcome.dma_bytes;
+  vmem_written(outcome.vmem_write, done);
+  last_dma_done_ = std::max(last_dma_done_, done);
   return s;
 }
 

@@ -65,6 +65,9 @@ class TimingModel {
   template <typename F>
   void for_each_page(const Region& region, F f) const;
   void record(Track& track, uint64_t start, uint64_t end, const isa::Instruction& ins);
+  Scheduled schedule_front_end(const isa::Instruction& ins, const StepOutcome& outcome, uint64_t deps, uint64_t wait_ready);
+  Scheduled schedule_mxu(const isa::Instruction& ins, const StepOutcome& outcome, uint64_t deps);
+  Scheduled schedule_dma(const isa::Instruction& ins, const StepOutcome& outcome, uint64_t deps);
   Scheduled schedule_local_dma(const isa::Instruction& ins, const StepOutcome& outcome, Track& q, uint64_t accept);
 
   const ChipConfig& chip_;
