@@ -11,6 +11,7 @@
 #include "kernels/compose/cumsum.h"
 #include "kernels/generators/matmul.h"
 #include "torch_bridge/csrc/aten/int64.h"
+#include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
 #include "torch_bridge/csrc/runtime/runtime.h"
 
@@ -37,15 +38,12 @@ at::Tensor tpu_cumsum(const at::Tensor& self, int64_t dim_arg, std::optional<c10
 }
 
 // The out= form (and cumsum_, which torch routes through it): computed, then copied into `out`.
-at::Tensor& tpu_cumsum_out(const at::Tensor& self, int64_t dim, std::optional<c10::ScalarType> dtype, at::Tensor& out) {
-  return write_out(out, tpu_cumsum(self, dim, dtype));
-}
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("cumsum", tpu_cumsum);
-  m.impl("cumsum.out", tpu_cumsum_out);
+  m.impl("cumsum.out", Variants<tpu_cumsum>::out);
 }
 
 }  // namespace vtpu::bridge

@@ -16,6 +16,7 @@
 
 #include <limits>
 
+#include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
 #include "torch_bridge/csrc/record/recorder.h"
 
@@ -105,10 +106,6 @@ at::Tensor tpu_gather(const at::Tensor& self, int64_t dim_arg, const at::Tensor&
   at::Tensor out = as_int64(picked).view(index.sizes());
   set_int64_bound(out, int64_bound_of(self));
   return out;
-}
-
-at::Tensor& tpu_gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad, at::Tensor& out) {
-  return write_out(out, tpu_gather(self, dim, index, sparse_grad));
 }
 
 // zeros(self.numel()) with `rows` ([n, 1], one per index element) added at their flat elements,
@@ -207,40 +204,30 @@ at::Tensor& tpu_scatter_src_(at::Tensor& self, int64_t dim, const at::Tensor& in
   self.copy_(tpu_scatter_src(self, dim, index, src));
   return self;
 }
-at::Tensor& tpu_scatter_src_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src, at::Tensor& out) {
-  return write_out(out, tpu_scatter_src(self, dim, index, src));
-}
 
 at::Tensor& tpu_scatter_add_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
   self.copy_(tpu_scatter_add(self, dim, index, src));
   return self;
 }
-at::Tensor& tpu_scatter_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src, at::Tensor& out) {
-  return write_out(out, tpu_scatter_add(self, dim, index, src));
-}
 at::Tensor& tpu_scatter_value_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
   self.copy_(tpu_scatter_value(self, dim, index, value));
   return self;
-}
-at::Tensor& tpu_scatter_value_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value,
-                                  at::Tensor& out) {
-  return write_out(out, tpu_scatter_value(self, dim, index, value));
 }
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("gather", tpu_gather);
-  m.impl("gather.out", tpu_gather_out);
+  m.impl("gather.out", Variants<tpu_gather>::out);
   m.impl("scatter_add", tpu_scatter_add);
   m.impl("scatter_add_", tpu_scatter_add_);
-  m.impl("scatter_add.out", tpu_scatter_add_out);
+  m.impl("scatter_add.out", Variants<tpu_scatter_add>::out);
   m.impl("scatter.src", tpu_scatter_src);
   m.impl("scatter_.src", tpu_scatter_src_);
-  m.impl("scatter.src_out", tpu_scatter_src_out);
+  m.impl("scatter.src_out", Variants<tpu_scatter_src>::out);
   m.impl("scatter.value", tpu_scatter_value);
   m.impl("scatter_.value", tpu_scatter_value_);
-  m.impl("scatter.value_out", tpu_scatter_value_out);
+  m.impl("scatter.value_out", Variants<tpu_scatter_value>::out);
 }
 
 }  // namespace vtpu::bridge

@@ -9,6 +9,7 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
 #include "torch_bridge/csrc/record/recorder.h"
 
@@ -55,15 +56,11 @@ at::Tensor tpu_histc(const at::Tensor& self, int64_t bins, const at::Scalar& min
   return t == at::kFloat ? counts : counts.to(t);
 }
 
-at::Tensor& tpu_histc_out(const at::Tensor& self, int64_t bins, const at::Scalar& min, const at::Scalar& max, at::Tensor& out) {
-  return write_out(out, tpu_histc(self, bins, min, max));
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("histc", tpu_histc);
-  m.impl("histc.out", tpu_histc_out);
+  m.impl("histc.out", Variants<tpu_histc>::out);
 }
 
 }  // namespace vtpu::bridge

@@ -8,6 +8,7 @@
 #include <torch/library.h>
 
 #include "torch_bridge/csrc/aten/masked.h"
+#include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
 
 namespace vtpu::bridge {
@@ -89,16 +90,13 @@ at::Tensor tpu_index(const at::Tensor& self, const c10::List<std::optional<at::T
   }
   return picked.movedim(from, to).contiguous();
 }
-at::Tensor& tpu_index_out(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices, at::Tensor& out) {
-  return write_out(out, tpu_index(self, indices));
-}
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("index_select", tpu_index_select);
   m.impl("index.Tensor", tpu_index);
-  m.impl("index.Tensor_out", tpu_index_out);
+  m.impl("index.Tensor_out", Variants<tpu_index>::out);
 }
 
 }  // namespace vtpu::bridge

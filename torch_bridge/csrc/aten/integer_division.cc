@@ -8,6 +8,7 @@
 #include <torch/library.h>
 
 #include "kernels/compose/integer_division.h"
+#include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
 
 namespace vtpu::bridge {
@@ -73,17 +74,11 @@ at::Tensor tpu_floor_divide(const at::Tensor& self, const at::Tensor& other) {
 at::Tensor tpu_floor_divide_scalar(const at::Tensor& self, const at::Scalar& other) {
   return tpu_floor_divide(self, at::scalar_tensor(other, at::TensorOptions().dtype(other.type())));
 }
-at::Tensor& tpu_floor_divide_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  return write_out(out, tpu_floor_divide(self, other));
-}
 at::Tensor tpu_remainder(const at::Tensor& self, const at::Tensor& other) {
   return divide("remainder", self, other, true, [](const std::vector<at::Tensor>& c) { return at::remainder(c[0], c[1]); });
 }
 at::Tensor tpu_remainder_scalar(const at::Tensor& self, const at::Scalar& other) {
   return tpu_remainder(self, at::scalar_tensor(other, at::TensorOptions().dtype(other.type())));
-}
-at::Tensor& tpu_remainder_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  return write_out(out, tpu_remainder(self, other));
 }
 
 }  // namespace
@@ -91,10 +86,10 @@ at::Tensor& tpu_remainder_out(const at::Tensor& self, const at::Tensor& other, a
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("floor_divide", tpu_floor_divide);
   m.impl("floor_divide.Scalar", tpu_floor_divide_scalar);
-  m.impl("floor_divide.out", tpu_floor_divide_out);
+  m.impl("floor_divide.out", Variants<tpu_floor_divide>::out);
   m.impl("remainder.Tensor", tpu_remainder);
   m.impl("remainder.Scalar", tpu_remainder_scalar);
-  m.impl("remainder.Tensor_out", tpu_remainder_out);
+  m.impl("remainder.Tensor_out", Variants<tpu_remainder>::out);
 }
 
 }  // namespace vtpu::bridge

@@ -6,6 +6,7 @@
 
 #include "kernels/generators/matmul.h"
 #include "torch_bridge/csrc/aten/pointwise.h"
+#include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
 #include "torch_bridge/csrc/runtime/runtime.h"
 
@@ -42,7 +43,6 @@ at::Tensor matmul_op(const char* op, const at::Tensor& a, const at::Tensor& b, c
 at::Tensor tpu_mm(const at::Tensor& a, const at::Tensor& b) {
   return matmul_op("mm", a, b, [](const std::vector<at::Tensor>& c) { return at::mm(c[0], c[1]); });
 }
-at::Tensor& tpu_mm_out(const at::Tensor& a, const at::Tensor& b, at::Tensor& out) { return write_out(out, tpu_mm(a, b)); }
 at::Tensor tpu_bmm(const at::Tensor& a, const at::Tensor& b) {
   return matmul_op("bmm", a, b, [](const std::vector<at::Tensor>& c) { return at::bmm(c[0], c[1]); });
 }
@@ -56,7 +56,7 @@ at::Tensor tpu_addmm(const at::Tensor& bias, const at::Tensor& a, const at::Tens
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mm", tpu_mm);
-  m.impl("mm.out", tpu_mm_out);
+  m.impl("mm.out", Variants<tpu_mm>::out);
   m.impl("bmm", tpu_bmm);
   m.impl("addmm", tpu_addmm);
 }

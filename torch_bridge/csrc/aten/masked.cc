@@ -9,6 +9,7 @@
 #include <torch/library.h>
 
 #include "kernels/compose/compaction.h"
+#include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/recorder.h"
 
 namespace vtpu::bridge {
@@ -50,18 +51,12 @@ at::Tensor tpu_nonzero(const at::Tensor& self) {
   return as_int64(words, largest - 1).view({count, dims});
 }
 
-at::Tensor& tpu_nonzero_out(const at::Tensor& self, at::Tensor& out) { return write_out(out, tpu_nonzero(self)); }
-
 at::Tensor tpu_masked_select(const at::Tensor& self, const at::Tensor& mask) {
   const auto shape = at::infer_size(self.sizes(), mask.sizes());
   const at::Tensor x = self.expand(shape), m = mask.expand(shape);
   if (auto rows = masked_rows(x.contiguous(), m.contiguous())) return rows->reshape({-1});
   return run_on_cpu("masked_select", {self, mask}, [](const std::vector<at::Tensor>& c) { return at::masked_select(c[0], c[1]); },
                     "masks past the compaction limit or dtypes without kernels");
-}
-
-at::Tensor& tpu_masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out) {
-  return write_out(out, tpu_masked_select(self, mask));
 }
 
 }  // namespace
@@ -95,9 +90,9 @@ std::optional<at::Tensor> masked_rows(const at::Tensor& self, const at::Tensor& 
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero", tpu_nonzero);
-  m.impl("nonzero.out", tpu_nonzero_out);
+  m.impl("nonzero.out", Variants<tpu_nonzero>::out);
   m.impl("masked_select", tpu_masked_select);
-  m.impl("masked_select.out", tpu_masked_select_out);
+  m.impl("masked_select.out", Variants<tpu_masked_select>::out);
 }
 
 }  // namespace vtpu::bridge

@@ -7,6 +7,7 @@
 
 #include "torch_bridge/csrc/aten/int64.h"
 #include "torch_bridge/csrc/aten/pointwise.h"
+#include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
 
 namespace vtpu::bridge {
@@ -57,27 +58,6 @@ at::Tensor binary(const char* op, ExprOp e, const at::Tensor& self, const at::Te
   }, cpu);
 }
 
-// torch's rule for writing a result into an existing tensor (in-place ops and out=): its dtype
-// must cast to the destination's without a change of kind (a float result into an integer
-// tensor is refused, not truncated), with torch's message.
-void check_castable(const at::Tensor& result, const at::Tensor& dest) {
-  TORCH_CHECK(at::canCast(result.scalar_type(), dest.scalar_type()), "result type ", result.scalar_type(),
-              " can't be cast to the desired output type ", dest.scalar_type());
-}
-
-// In-place: compute, then write the result into self's buffer (renamed if pending work reads it).
-at::Tensor& inplace(at::Tensor& self, const at::Tensor& result) {
-  check_castable(result, self);
-  self.copy_(result);
-  return self;
-}
-
-// out=: resized to the result's shape as torch resizes outputs, then written.
-at::Tensor& out_variant(at::Tensor& out, const at::Tensor& result) {
-  check_castable(result, out);
-  return write_out(out, result);
-}
-
 // The pointwise op table: one row per op, expanded below into its lowering, its in-place and out=
 // variants (one lowering serves all three) and their registrations, so adding an op is one row.
 // Columns: the C++ name (also the op's label in stats), the aten overloads it registers
@@ -119,21 +99,13 @@ at::Tensor& out_variant(at::Tensor& out, const at::Tensor& result) {
 #define VTPU_DEFINE_UNARY(name, schema, expr, aten_call)                                                    \
   at::Tensor tpu_##name(const at::Tensor& self) {                                                           \
     return unary(#name, ExprOp::expr, self, [](const std::vector<at::Tensor>& c) { return aten_call(c[0]); }); \
-  }                                                                                                         \
-  at::Tensor& tpu_##name##_(at::Tensor& self) { return inplace(self, tpu_##name(self)); }                   \
-  at::Tensor& tpu_##name##_out(const at::Tensor& self, at::Tensor& out) { return out_variant(out, tpu_##name(self)); }
+  }
 VTPU_UNARY_OPS(VTPU_DEFINE_UNARY)
 #undef VTPU_DEFINE_UNARY
 
 #define VTPU_DEFINE_BINARY(name, schema, inplace_schema, out_schema, expr, aten_call)                                         \
   at::Tensor tpu_##name(const at::Tensor& self, const at::Tensor& other) {                                                   \
     return binary(#name, ExprOp::expr, self, other, 1, [](const std::vector<at::Tensor>& c) { return aten_call(c[0], c[1]); }); \
-  }                                                                                                                          \
-  [[maybe_unused]] at::Tensor& tpu_##name##_(at::Tensor& self, const at::Tensor& other) {                                    \
-    return inplace(self, tpu_##name(self, other));                                                                           \
-  }                                                                                                                          \
-  at::Tensor& tpu_##name##_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {                           \
-    return out_variant(out, tpu_##name(self, other));                                                                        \
   }
 VTPU_BINARY_OPS(VTPU_DEFINE_BINARY)
 #undef VTPU_DEFINE_BINARY
@@ -142,15 +114,7 @@ VTPU_BINARY_OPS(VTPU_DEFINE_BINARY)
   at::Tensor tpu_##name(const at::Tensor& self, const at::Tensor& other) {                                                         \
     return binary(#name, ExprOp::expr, self, other, 1, [](const std::vector<at::Tensor>& c) { return aten_call(c[0], c[1]); }, true); \
   }                                                                                                                                \
-  at::Tensor tpu_##name##_scalar(const at::Tensor& self, const at::Scalar& other) { return tpu_##name(self, wrapped_scalar(other)); } \
-  at::Tensor& tpu_##name##_(at::Tensor& self, const at::Tensor& other) { return inplace(self, tpu_##name(self, other)); }              \
-  at::Tensor& tpu_##name##_scalar_(at::Tensor& self, const at::Scalar& other) { return inplace(self, tpu_##name##_scalar(self, other)); } \
-  at::Tensor& tpu_##name##_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {                                  \
-    return out_variant(out, tpu_##name(self, other));                                                                               \
-  }                                                                                                                                 \
-  at::Tensor& tpu_##name##_scalar_out(const at::Tensor& self, const at::Scalar& other, at::Tensor& out) {                           \
-    return out_variant(out, tpu_##name##_scalar(self, other));                                                                      \
-  }
+  at::Tensor tpu_##name##_scalar(const at::Tensor& self, const at::Scalar& other) { return tpu_##name(self, wrapped_scalar(other)); }
 VTPU_COMPARE_OPS(VTPU_DEFINE_COMPARE)
 #undef VTPU_DEFINE_COMPARE
 
@@ -184,8 +148,6 @@ at::Tensor tpu_sub(const at::Tensor& self, const at::Tensor& other, const at::Sc
   return binary("sub", ExprOp::Sub, self, other, alpha,
                 [alpha](const std::vector<at::Tensor>& c) { return at::sub(c[0], c[1], alpha); });
 }
-at::Tensor& tpu_add_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) { return inplace(self, tpu_add(self, other, alpha)); }
-at::Tensor& tpu_sub_(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) { return inplace(self, tpu_sub(self, other, alpha)); }
 
 at::Tensor tpu_pow_scalar(const at::Tensor& self, const at::Scalar& exponent) {
   return tpu_pow_tensor(self, wrapped_scalar(exponent));
@@ -213,17 +175,9 @@ at::Tensor tpu_where(const at::Tensor& condition, const at::Tensor& self, const 
                             [&](Graph& g, const std::vector<int>& v) { return g.where(v[0], v[1], v[2]); }, cpu);
 }
 
-at::Tensor& tpu_where_out(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  return write_out(out, tpu_where(condition, self, other));
-}
-
 at::Tensor tpu_masked_fill(const at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
   return tpu_where(mask, at::scalar_tensor(value, self.scalar_type()), self);
 }
-at::Tensor& tpu_masked_fill_(at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
-  return inplace(self, tpu_masked_fill(self, mask, value));
-}
-
 // torch.zeros / ones / full: a constant kernel writing self, which is never read (so a fresh
 // tensor stays without HBM until the flush).
 at::Tensor& tpu_fill_(at::Tensor& self, const at::Scalar& value) {
@@ -246,37 +200,37 @@ at::Tensor wrapped_scalar(const at::Scalar& s) { return bridge::wrapped_scalar(s
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 #define VTPU_REGISTER_UNARY(name, schema, ...) \
   m.impl(schema, tpu_##name);                  \
-  m.impl(#name "_", tpu_##name##_);            \
-  m.impl(#name ".out", tpu_##name##_out);
+  m.impl(#name "_", Variants<tpu_##name>::inplace); \
+  m.impl(#name ".out", Variants<tpu_##name>::out);
   VTPU_UNARY_OPS(VTPU_REGISTER_UNARY)
 #undef VTPU_REGISTER_UNARY
 #define VTPU_REGISTER_BINARY(name, schema, inplace_schema, out_schema, ...) \
   m.impl(schema, tpu_##name);                                               \
-  if (*inplace_schema) m.impl(inplace_schema, tpu_##name##_);               \
-  m.impl(out_schema, tpu_##name##_out);
+  if (*inplace_schema) m.impl(inplace_schema, Variants<tpu_##name>::inplace); \
+  m.impl(out_schema, Variants<tpu_##name>::out);
   VTPU_BINARY_OPS(VTPU_REGISTER_BINARY)
 #undef VTPU_REGISTER_BINARY
 #define VTPU_REGISTER_COMPARE(name, ...)                 \
   m.impl(#name ".Tensor", tpu_##name);                   \
   m.impl(#name ".Scalar", tpu_##name##_scalar);          \
-  m.impl(#name "_.Tensor", tpu_##name##_);               \
-  m.impl(#name "_.Scalar", tpu_##name##_scalar_);        \
-  m.impl(#name ".Tensor_out", tpu_##name##_out);         \
-  m.impl(#name ".Scalar_out", tpu_##name##_scalar_out);
+  m.impl(#name "_.Tensor", Variants<tpu_##name>::inplace);               \
+  m.impl(#name "_.Scalar", Variants<tpu_##name##_scalar>::inplace);      \
+  m.impl(#name ".Tensor_out", Variants<tpu_##name>::out);                \
+  m.impl(#name ".Scalar_out", Variants<tpu_##name##_scalar>::out);
   VTPU_COMPARE_OPS(VTPU_REGISTER_COMPARE)
 #undef VTPU_REGISTER_COMPARE
   m.impl("gelu", tpu_gelu);
   m.impl("softplus", tpu_softplus);
   m.impl("add.Tensor", tpu_add);
   m.impl("sub.Tensor", tpu_sub);
-  m.impl("add_.Tensor", tpu_add_);
-  m.impl("sub_.Tensor", tpu_sub_);
+  m.impl("add_.Tensor", Variants<tpu_add>::inplace);
+  m.impl("sub_.Tensor", Variants<tpu_sub>::inplace);
   m.impl("pow.Tensor_Scalar", tpu_pow_scalar);
   m.impl("clamp", tpu_clamp);
   m.impl("where.self", tpu_where);
-  m.impl("where.self_out", tpu_where_out);
+  m.impl("where.self_out", Variants<tpu_where>::out);
   m.impl("masked_fill.Scalar", tpu_masked_fill);
-  m.impl("masked_fill_.Scalar", tpu_masked_fill_);
+  m.impl("masked_fill_.Scalar", Variants<tpu_masked_fill>::inplace);
   m.impl("fill_.Scalar", tpu_fill_);
   m.impl("zero_", tpu_zero_);
 }

@@ -9,6 +9,7 @@
 #include "kernels/compose/reduce_dims.h"
 #include "torch_bridge/csrc/aten/int64.h"
 #include "torch_bridge/csrc/aten/pointwise.h"
+#include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
 
 namespace vtpu::bridge {
@@ -112,9 +113,6 @@ at::Tensor tpu_prod(const at::Tensor& self, std::optional<c10::ScalarType> dtype
   if (dtype && *dtype != self.scalar_type()) return run_on_cpu("prod", {self}, cpu, "a product with a dtype argument");
   return reduce("prod", RowOp::Prod, self, std::nullopt, false, cpu);
 }
-at::Tensor& tpu_prod_out(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<c10::ScalarType> dtype, at::Tensor& out) {
-  return write_out(out, tpu_prod_dim(self, dim, keepdim, dtype));
-}
 
 // var / var_mean over any dims with an integer correction (Bessel's by default); group norm
 // reaches the chip through var_mean.
@@ -161,7 +159,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sum.dim_IntList", tpu_sum_dim);
   m.impl("prod.dim_int", tpu_prod_dim);
   m.impl("prod", tpu_prod);
-  m.impl("prod.int_out", tpu_prod_out);
+  m.impl("prod.int_out", Variants<tpu_prod_dim>::out);
   m.impl("mean.dim", tpu_mean_dim);
   m.impl("amax", tpu_amax);
   m.impl("amin", tpu_amin);

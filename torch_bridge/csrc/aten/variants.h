@@ -1,0 +1,45 @@
+// The in-place and out= overloads of an op, generated from its one functional lowering, so an op
+// family's registration table names each variant as a row of the same lowering:
+//   m.impl("cumsum.out", Variants<tpu_cumsum>::out);   m.impl("relu_", Variants<tpu_relu>::inplace);
+// Both write the functional result into an existing tensor after torch's cast check (a float
+// result is refused, not truncated, by an integer tensor); out= resizes as torch resizes outputs.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include "torch_bridge/csrc/record/op_support.h"
+
+namespace vtpu::bridge {
+
+// torch's rule for writing a result into an existing tensor, with torch's message.
+inline void check_castable(const at::Tensor& result, const at::Tensor& dest) {
+  TORCH_CHECK(at::canCast(result.scalar_type(), dest.scalar_type()), "result type ", result.scalar_type(),
+              " can't be cast to the desired output type ", dest.scalar_type());
+}
+
+// `result` written into self's buffer (renamed if pending work reads it).
+inline at::Tensor& write_inplace(at::Tensor& self, const at::Tensor& result) {
+  check_castable(result, self);
+  self.copy_(result);
+  return self;
+}
+
+// `result` written into `out`, resized to its shape first.
+inline at::Tensor& write_into_out(at::Tensor& out, const at::Tensor& result) {
+  check_castable(result, out);
+  return write_out(out, result);
+}
+
+template <auto Functional>
+struct Variants;
+
+template <typename First, typename... Rest, at::Tensor (*F)(First, Rest...)>
+struct Variants<F> {
+  // out=: every argument of the functional, then `out`.
+  static at::Tensor& out(First first, Rest... rest, at::Tensor& out) { return write_into_out(out, F(first, rest...)); }
+  // In-place: the functional of self and the rest, written back into self.
+  static at::Tensor& inplace(at::Tensor& self, Rest... rest) { return write_inplace(self, F(self, rest...)); }
+};
+
+}  // namespace vtpu::bridge
