@@ -87,7 +87,7 @@ def run_sample(op, sample) -> tuple[str, str]:
     moved = tree_map(_to("tpu"), (sample.input, sample.args, sample.kwargs))
     for allow_fallback in (False, True):
         vtpu.set_cpu_fallback(allow_fallback)
-        before = vtpu.stats()["cpu_fallback_ops"]
+        before = vtpu.stats()["cpu_fallbacks"]
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -109,8 +109,11 @@ def run_sample(op, sample) -> tuple[str, str]:
             vtpu.set_cpu_fallback(False)
         if problem:
             return "mismatch", problem
-        used_fallback = allow_fallback and vtpu.stats()["cpu_fallback_ops"] > before
-        return ("fallback" if used_fallback else "native"), ""
+        after = vtpu.stats()["cpu_fallbacks"]
+        fell_back = sorted(name for name, count in after.items() if count > before.get(name, 0))
+        if allow_fallback and fell_back:
+            return "fallback", "on the CPU: " + ", ".join(fell_back)
+        return "native", ""
     return "unsupported", "no result"
 
 
@@ -122,11 +125,13 @@ def run_op(op, dtype=torch.float32, max_samples=3) -> OpResult:
         result.counts["error"] = 1
         result.first_problem = f"sample_inputs: {type(e).__name__}"
         return result
+    problems = {}
     for sample in samples:
         status, problem = run_sample(op, sample)
         if status == "skip":
             continue
         result.counts[status] = result.counts.get(status, 0) + 1
-        if problem and not result.first_problem:
-            result.first_problem = problem
+        if problem:
+            problems.setdefault(status, problem)
+    result.first_problem = problems.get(result.status, "")  # the first problem of the status reported
     return result

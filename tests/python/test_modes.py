@@ -290,7 +290,7 @@ def test_constant_padding_runs_on_the_chip(pad, value):
         torch.nn.functional.pad(x.to("tpu"), (-4, -3))
 
 
-def test_batch_norm_eval_on_the_chip_and_training_updates_running_stats():
+def test_batch_norm_eval_and_training_on_the_chip_update_running_stats():
     torch.manual_seed(6)
     cpu = torch.nn.BatchNorm2d(3)
     cpu.running_mean.normal_()
@@ -304,16 +304,11 @@ def test_batch_norm_eval_on_the_chip_and_training_updates_running_stats():
     cpu.eval(), chip.eval()
     torch.testing.assert_close(chip(x.to("tpu")).cpu(), cpu(x), atol=1e-6, rtol=1e-6)  # all on the chip
     cpu.train(), chip.train()
-    with pytest.raises(NotImplementedError, match="native_batch_norm"):  # batch statistics: CPU only
-        torch.nn.functional.batch_norm(x.to("tpu"), chip.running_mean, chip.running_var, training=True)
-    vtpu.set_cpu_fallback(True)
-    try:
-        for _ in range(2):  # the running statistics must follow the CPU's (the boxed fallback dropped them)
-            torch.testing.assert_close(chip(x.to("tpu")).cpu(), cpu(x))
-            torch.testing.assert_close(chip.running_mean.cpu(), cpu.running_mean)
-            torch.testing.assert_close(chip.running_var.cpu(), cpu.running_var)
-    finally:
-        vtpu.set_cpu_fallback(False)
+    for _ in range(2):  # batch statistics on the chip too; the running statistics follow the CPU's
+        torch.testing.assert_close(chip(x.to("tpu")).cpu(), cpu(x))
+        torch.testing.assert_close(chip.running_mean.cpu(), cpu.running_mean)
+        torch.testing.assert_close(chip.running_var.cpu(), cpu.running_var)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
 
 
 @pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32])

@@ -104,6 +104,14 @@ PYBIND11_MODULE(_C, m) {
   m.def("get_fusion", [] { return std::string(vtpu::kernels::fusion_strategy_name(Runtime::get().fusion())); });
   m.def("set_cpu_fallback", [](bool allowed) { Runtime::get().set_cpu_fallback(allowed); });
   m.def("cpu_fallback_allowed", [] { return Runtime::get().cpu_fallback_allowed(); });
+  // Counts one CPU fallback of `op` run from Python (an op whose decomposition declined); true the
+  // first time since the last reset, when the caller warns.
+  m.def("count_cpu_fallback", [](const std::string& op) {
+    auto& rt = Runtime::get();
+    std::lock_guard lock(rt.mutex());
+    rt.stats().cpu_fallback_ops++;
+    return rt.stats().fallback_counts[op]++ == 0;
+  });
   m.def("chip_name", [] { return Runtime::get().chip_name(); });
   m.def("stats", &stats);
   m.def("reset_stats", [] { Runtime::get().reset_stats(); });

@@ -14,6 +14,7 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include "torch_bridge/csrc/aten/int64.h"
 #include "torch_bridge/csrc/record/op_support.h"
 #include "torch_bridge/csrc/record/recorder.h"
 
@@ -39,15 +40,7 @@ at::Tensor masked_put(const at::Tensor& self, const at::Tensor& mask, const at::
     const at::Tensor typed = value.scalar_type() == self.scalar_type() ? value : value.to(self.scalar_type());
     return at::where(mask_over(mask, self.dim()), accumulate ? self + typed : typed, self);
   }
-  // int64: each element's two words take the value's two words where the mask holds.
-  std::vector<int64_t> word_shape = self.sizes().vec();
-  word_shape.push_back(2);
-  const at::Tensor words = self.contiguous().view(at::kInt).view(word_shape);
-  const at::Tensor picked = at::where(mask_over(mask, self.dim() + 1), value.view(at::kInt), words);
-  at::Tensor out = as_int64(picked.contiguous());
-  const auto self_bound = int64_bound_of(self), value_bound = int64_bound_of(value);
-  set_int64_bound(out, self_bound && value_bound ? std::optional(std::max(*self_bound, *value_bound)) : std::nullopt);
-  return out;
+  return int64_where(mask_over(mask, self.dim()), value, self);  // word pairs selected together
 }
 
 // The row each index element names, negative ones counting from the end (int32 [n]); rows past

@@ -30,7 +30,26 @@ int64_t bound_for(ExprOp e) {
 
 bool int64_on_chip(const at::Tensor& t) { return t.device().is_privateuseone() && t.scalar_type() == at::kLong; }
 
+// t as an int64 tensor on `device`, dense, viewed as its [.., 2] int32 words.
+at::Tensor int64_words_of(const at::Tensor& t, c10::Device device) {
+  const at::Tensor dense = t.to(device, at::kLong).contiguous().reshape(t.dim() == 0 ? at::IntArrayRef{1} : t.sizes());
+  std::vector<int64_t> shape = dense.sizes().vec();
+  shape.push_back(2);
+  return dense.view(at::kInt).view(shape);
+}
+
 }  // namespace
+
+at::Tensor int64_where(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other) {
+  const c10::Device device = condition.device();
+  const at::Tensor picked = at::where(condition.unsqueeze(-1), int64_words_of(self, device), int64_words_of(other, device));
+  const auto shape = at::infer_size(at::infer_size(condition.sizes(), self.sizes()), other.sizes());
+  at::Tensor out = as_int64(picked.contiguous()).view(shape);
+  const auto a = self.scalar_type() == at::kLong ? int64_bound_of(self) : std::optional<int64_t>(int64_t{1} << 31);
+  const auto b = other.scalar_type() == at::kLong ? int64_bound_of(other) : std::optional<int64_t>(int64_t{1} << 31);
+  if (a && b && !out.is_same(picked)) set_int64_bound(out, std::max(*a, *b));
+  return out;
+}
 
 std::optional<at::Tensor> int64_binary(const char* op, ExprOp e, const at::Tensor& self, const at::Tensor& other, double alpha,
                                        c10::ScalarType result_dtype, const CpuFn& cpu) {
@@ -41,6 +60,7 @@ std::optional<at::Tensor> int64_binary(const char* op, ExprOp e, const at::Tenso
   // wrote them: host copies, arange, these ops); unknown ones stay off this path.
   std::vector<at::Tensor> inputs;
   int64_t magnitude[2] = {0, 0};
+  bool against_f32 = false;
   int k = 0;
   for (const at::Tensor* t : {&self, &other}) {
     int64_t& m = magnitude[k++];
@@ -55,11 +75,15 @@ std::optional<at::Tensor> int64_binary(const char* op, ExprOp e, const at::Tenso
     } else if (at::isIntegralType(t->scalar_type(), /*includeBool=*/true)) {
       m = int64_t{1} << 31;  // an int32 operand: only against int64 under comparisons' bound
       if (bound < m) return std::nullopt;
+    } else if (t->scalar_type() == at::kFloat && result_dtype == at::kFloat) {
+      m = 0;  // int64 against f32: exact below 2^24 (checked below), where f32 holds every integer
+      against_f32 = true;
     } else {
-      return std::nullopt;  // int64 against floats: the CPU keeps torch's int64 -> float rounding
+      return std::nullopt;  // other floats: the CPU keeps torch's int64 -> float rounding
     }
     inputs.push_back(int64_on_chip(*t) ? index_words(*t) : *t);
   }
+  if (against_f32 && std::max(magnitude[0], magnitude[1]) >= (int64_t{1} << 24)) return std::nullopt;
   if (e == ExprOp::Mul && magnitude[0] * magnitude[1] >= bound) return std::nullopt;  // the int32 product could wrap
   const bool long_result = result_dtype == at::kLong;
   const at::Tensor out = record(op, inputs, long_result ? at::kInt : result_dtype, [&](Graph& g, const std::vector<int>& v) {

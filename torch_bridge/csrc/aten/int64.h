@@ -22,6 +22,11 @@ namespace vtpu::bridge {
 std::optional<at::Tensor> int64_binary(const char* op, kernels::ExprOp e, const at::Tensor& self, const at::Tensor& other,
                                        double alpha, c10::ScalarType result_dtype, const CpuFn& cpu);
 
+// where(condition, self, other) into an int64 result, for any values: each element's two int32
+// words are selected together (a pure data movement, exact whatever the magnitude). Operands
+// that are not int64 are converted first; host scalars are uploaded as one element.
+at::Tensor int64_where(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other);
+
 // The int64 sum of an integer tensor over `dims` (sorted), when f32 accumulation is exact for it:
 // bool and int8 elements, or int64 ones of known magnitude, with |sum| < 2^24. nullopt otherwise.
 std::optional<at::Tensor> int64_sum(const at::Tensor& self, const std::vector<int64_t>& dims, const CpuFn& cpu);

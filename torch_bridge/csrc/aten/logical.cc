@@ -1,5 +1,5 @@
-// Predicates and boolean algebra on the chip: isnan/isinf/isneginf/isposinf, logical_not/and/or,
-// bitwise and/or of bool tensors, and all/any over any dims (a min/max of the 0/1 values). What
+// Predicates and boolean algebra on the chip: isnan/isinf/isneginf/isposinf, logical_not/and/or/xor,
+// bitwise not/and/or/xor of bool tensors, and all/any over any dims (a min/max of the 0/1 values). What
 // attention's masking path runs (torch's _safe_softmax asks isneginf(...).all(dim)).
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtils.h>
@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "kernels/compose/reduce_dims.h"
+#include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
 
 namespace vtpu::bridge {
@@ -65,7 +66,17 @@ at::Tensor tpu_logical_and(const at::Tensor& self, const at::Tensor& other) {
 at::Tensor tpu_logical_or(const at::Tensor& self, const at::Tensor& other) {
   return logical("logical_or", ExprOp::Or, self, other, [](const std::vector<at::Tensor>& c) { return at::logical_or(c[0], c[1]); });
 }
-// Bitwise and/or equal the logical ones on bool tensors; integer bit patterns stay on the CPU.
+at::Tensor tpu_logical_xor(const at::Tensor& self, const at::Tensor& other) {
+  return logical("logical_xor", ExprOp::Ne, self, other, [](const std::vector<at::Tensor>& c) { return at::logical_xor(c[0], c[1]); });
+}
+// Bitwise ops equal the logical ones on bool tensors; integer bit patterns stay on the CPU.
+at::Tensor tpu_bitwise_not(const at::Tensor& self) {
+  if (self.scalar_type() != at::kBool) {
+    return run_on_cpu("bitwise_not", {self}, [](const std::vector<at::Tensor>& c) { return at::bitwise_not(c[0]); },
+                      "integer bit patterns");
+  }
+  return tpu_logical_not(self);
+}
 at::Tensor bitwise(const char* op, ExprOp e, const at::Tensor& self, const at::Tensor& other, const CpuFn& cpu) {
   if (self.scalar_type() != at::kBool || other.scalar_type() != at::kBool) return run_on_cpu(op, {self, other}, cpu, "integer bit patterns");
   return logical(op, e, self, other, cpu);
@@ -75,6 +86,9 @@ at::Tensor tpu_bitwise_and(const at::Tensor& self, const at::Tensor& other) {
 }
 at::Tensor tpu_bitwise_or(const at::Tensor& self, const at::Tensor& other) {
   return bitwise("bitwise_or", ExprOp::Or, self, other, [](const std::vector<at::Tensor>& c) { return at::bitwise_or(c[0], c[1]); });
+}
+at::Tensor tpu_bitwise_xor(const at::Tensor& self, const at::Tensor& other) {
+  return bitwise("bitwise_xor", ExprOp::Ne, self, other, [](const std::vector<at::Tensor>& c) { return at::bitwise_xor(c[0], c[1]); });
 }
 
 // all / any over `dims` (none: every dim): the min / max of the elements as 0.0 / 1.0.
@@ -109,8 +123,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("logical_not", tpu_logical_not);
   m.impl("logical_and", tpu_logical_and);
   m.impl("logical_or", tpu_logical_or);
+  m.impl("logical_xor", tpu_logical_xor);
+  m.impl("bitwise_not", tpu_bitwise_not);
+  m.impl("bitwise_not_", Variants<tpu_bitwise_not>::inplace);
+  m.impl("bitwise_not.out", Variants<tpu_bitwise_not>::out);
   m.impl("bitwise_and.Tensor", tpu_bitwise_and);
   m.impl("bitwise_or.Tensor", tpu_bitwise_or);
+  m.impl("bitwise_xor.Tensor", tpu_bitwise_xor);
+  m.impl("bitwise_xor_.Tensor", Variants<tpu_bitwise_xor>::inplace);
+  m.impl("bitwise_xor.Tensor_out", Variants<tpu_bitwise_xor>::out);
   m.impl("all", tpu_all);
   m.impl("any", tpu_any);
   m.impl("all.dim", tpu_all_dim);

@@ -54,36 +54,46 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_layer_norm(const at::T
   return {out, mean, rstd};
 }
 
-// Batch norm with running statistics (eval mode) is elementwise per channel (dim 1):
-// (x - mean) * rsqrt(var + eps) * weight + bias. Training mode (batch statistics) runs on the CPU
-// when allowed; its schema does not mark the running statistics as written, so torch's boxed
-// fallback would drop their update: they are copied back here.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_on_cpu(
+// Training mode: the batch's statistics per channel, computed on the chip in f32 as torch's
+// decomposition computes them (biased variance to normalise; the unbiased one, n / (n - 1), for
+// the running variance), and the running statistics updated in place, which the schema does not
+// mark as written but every backend does.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_training(
     const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
-    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, bool training,
-    double momentum, double eps) {
-  const auto host = [](const std::optional<at::Tensor>& t) -> std::optional<at::Tensor> {
-    if (!t || !t->defined()) return std::nullopt;
-    return t->to(at::kCPU);
-  };
-  std::optional<at::Tensor> mean = host(running_mean), var = host(running_var);
-  const auto r = run_on_cpu_outputs("native_batch_norm", {input}, [&](const std::vector<at::Tensor>& c) {
-    auto [out, save_mean, save_invstd] = at::native_batch_norm(c[0], host(weight), host(bias), mean, var, training, momentum, eps);
-    return std::vector<at::Tensor>{out, save_mean, save_invstd};
-  }, "batch statistics (training mode)");
-  if (mean) running_mean->copy_(*mean);
-  if (var) running_var->copy_(*var);
-  return {r[0], r[1], r[2]};
+    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, double momentum,
+    double eps) {
+  std::vector<int64_t> dims = {0}, per_channel(input.dim() - 1, 1);  // [C, 1, ..., 1] against [N, C, ...]
+  for (int64_t d = 2; d < input.dim(); ++d) dims.push_back(d);
+  per_channel[0] = input.size(1);
+  const at::Tensor x = input.to(at::kFloat);
+  const at::Tensor mean = x.mean(dims, /*keepdim=*/true);
+  const at::Tensor centred = x - mean;
+  const at::Tensor biased_var = centred.square().mean(dims, /*keepdim=*/true);
+  const at::Tensor invstd = (biased_var + eps).rsqrt();
+  at::Tensor out = centred * invstd;
+  if (weight && weight->defined()) out = out * weight->reshape(per_channel);
+  if (bias && bias->defined()) out = out + bias->reshape(per_channel);
+  const at::Tensor save_mean = mean.reshape({input.size(1)}), save_invstd = invstd.reshape({input.size(1)});
+  const int64_t n = input.numel() / input.size(1);
+  if (running_mean && running_mean->defined()) {
+    running_mean->copy_(*running_mean * (1 - momentum) + save_mean * momentum);
+  }
+  if (running_var && running_var->defined()) {
+    const double unbias = n > 1 ? double(n) / double(n - 1) : 1.0;
+    running_var->copy_(*running_var * (1 - momentum) + biased_var.reshape({input.size(1)}) * (unbias * momentum));
+  }
+  return {out.to(input.scalar_type()), save_mean, save_invstd};
 }
 
+// Batch norm with running statistics (eval mode) is elementwise per channel (dim 1):
+// (x - mean) * rsqrt(var + eps) * weight + bias.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_batch_norm(
     const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
     const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, bool training,
     double momentum, double eps) {
   const bool has_stats = running_mean && running_mean->defined() && running_var && running_var->defined();
-  if (training || !has_stats || input.dim() < 2) {
-    return batch_norm_on_cpu(input, weight, bias, running_mean, running_var, training, momentum, eps);
-  }
+  TORCH_CHECK(input.dim() >= 2, "batch_norm: expected an input of at least 2 dims (N, C, ...), got ", input.dim());
+  if (training || !has_stats) return batch_norm_training(input, weight, bias, running_mean, running_var, momentum, eps);
   const bool has_weight = weight && weight->defined(), has_bias = bias && bias->defined();
   std::vector<at::Tensor> inputs = {input, *running_mean, *running_var};
   if (has_weight) inputs.push_back(*weight);

@@ -171,6 +171,7 @@ at::Tensor tpu_where(const at::Tensor& condition, const at::Tensor& self, const 
     const auto dev = condition.device();
     return tpu_where(condition, is_cpu_scalar(self) ? self.to(dev, dtype) : self, is_cpu_scalar(other) ? other.to(dev, dtype) : other);
   }
+  if (dtype == at::kLong) return int64_where(condition, self, other);
   return record_elementwise("where", {condition, self, other}, dtype,
                             [&](Graph& g, const std::vector<int>& v) { return g.where(v[0], v[1], v[2]); }, cpu);
 }

@@ -62,6 +62,8 @@ if torch._C._get_privateuse1_backend_name() != "tpu":
     torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_packed_sequence=True,
                                                           for_storage=True)
 
+from . import decompositions as _decompositions  # noqa: E402  (after the extension's lowerings registered)
+
 
 # Printing formats a tensor with tensor ops (isfinite, masked_select, ...). Like XLA tensors, tpu
 # tensors are copied to the host first: printing is a sync point and runs no kernels.
@@ -112,9 +114,11 @@ def synchronize(device: int | None = None) -> None:
 def stats() -> dict:
     """Counters since the last reset_stats(): simulated cycles and seconds, HBM traffic, kernels,
     ops recorded / fused / dead, flushes, program- and plan-cache hits, planning time, CPU
-    fallbacks, HBM in use, per-kernel cycles ("per_kernel", by fused label), per-unit utilisation
-    ("unit_utilisation"), and compiled mode's compile and call times (vtpu.compiled)."""
-    return {**_C.stats(), **_compiled.compile_stats()}
+    fallbacks ("cpu_fallbacks", by aten op), ops that ran as torch's decomposition on the chip
+    ("decomposed", by aten op; "decomposition_declined": those whose decomposition did not apply
+    and so fell back), HBM in use, per-kernel cycles ("per_kernel", by fused label), per-unit
+    utilisation ("unit_utilisation"), and compiled mode's compile and call times (vtpu.compiled)."""
+    return {**_C.stats(), **_decompositions.counts(), **_compiled.compile_stats()}
 
 
 def cached_programs() -> list[str]:
@@ -126,6 +130,7 @@ def cached_programs() -> list[str]:
 
 def reset_stats() -> None:
     _C.reset_stats()
+    _decompositions.reset_counts()
     _compiled.reset_compile_stats()
 
 

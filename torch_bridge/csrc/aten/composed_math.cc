@@ -1,0 +1,268 @@
+// Elementwise math the vector unit has no instruction for, composed from the ones it has, as a TPU
+// compiler expands them into VPU sequences: rounding (trunc, floor, ceil, round, frac), signs,
+// exp/log variants (expm1, log1p, exp2, log2, log10), trigonometric and hyperbolic functions
+// (tan, atan, asin, acos, atan2, sinh, cosh, asinh, acosh, atanh), erfc, fmax/fmin, logaddexp,
+// hypot. One table row per op; each row's lowering serves its functional, in-place and out= forms.
+//
+// Numerics: f32 throughout (bf16 inputs are widened, results rounded back, as every chip op).
+// trunc is the f32 -> int32 -> f32 round trip (exact below 2^23; above that every f32 is already
+// an integer and passes through); round is half-to-even through the 2^23 addition, which
+// the vector unit's round-to-nearest-even makes exact; expm1 and log1p use Kahan's corrections
+// (no cancellation near 0); atan is Cephes' atanf polynomial after range reduction (about 1 ulp).
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+#include "torch_bridge/csrc/aten/variants.h"
+#include "torch_bridge/csrc/record/op_support.h"
+
+namespace vtpu::bridge {
+namespace {
+
+using kernels::DType;
+using kernels::ExprOp;
+using kernels::Graph;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kPi = std::numbers::pi;
+
+// Graph building with the names a formula reads with, every node labelled with the op.
+struct Vpu {
+  Graph& g;
+  const char* op;
+  int un(ExprOp e, int a) const { return g.unary(e, a, op); }
+  int bin(ExprOp e, int a, int b) const { return g.binary(e, a, b, op); }
+  int sc(ExprOp e, int a, double s) const { return g.binary_scalar(e, a, s, false, op); }
+  int sc_first(ExprOp e, double s, int a) const { return g.binary_scalar(e, a, s, true, op); }
+  int add(int a, int b) const { return bin(ExprOp::Add, a, b); }
+  int sub(int a, int b) const { return bin(ExprOp::Sub, a, b); }
+  int mul(int a, int b) const { return bin(ExprOp::Mul, a, b); }
+  int div(int a, int b) const { return bin(ExprOp::Div, a, b); }
+  int select(int c, int a, int b) const { return g.where(c, a, b, op); }
+  int constant(int like, double v) const { return g.full({g.node(like).type.shape, DType::F32}, v, op); }
+  int as_f32(int mask) const { return g.cast(mask, DType::F32, op); }
+};
+
+int trunc_of(const Vpu& m, int x) {
+  const int t = m.g.cast(m.g.cast(x, DType::I32, m.op), DType::F32, m.op);
+  return m.select(m.sc(ExprOp::Lt, m.un(ExprOp::Abs, x), 8388608.0), t, x);  // |x| >= 2^23 (or NaN): x
+}
+int floor_of(const Vpu& m, int x) {
+  const int t = trunc_of(m, x);
+  return m.sub(t, m.as_f32(m.bin(ExprOp::Gt, t, x)));
+}
+int ceil_of(const Vpu& m, int x) {
+  const int t = trunc_of(m, x);
+  return m.add(t, m.as_f32(m.bin(ExprOp::Lt, t, x)));
+}
+int round_of(const Vpu& m, int x) {
+  const int a = m.un(ExprOp::Abs, x);
+  const int r = m.sc(ExprOp::Sub, m.sc(ExprOp::Add, a, 8388608.0), 8388608.0);  // a + 2^23 rounds (RNE) to an integer
+  const int signed_r = m.select(m.sc(ExprOp::Lt, x, 0), m.un(ExprOp::Neg, r), r);
+  return m.select(m.sc(ExprOp::Lt, a, 8388608.0), signed_r, x);  // 2^23 and above (or NaN): already integers
+}
+int frac_of(const Vpu& m, int x) { return m.sub(x, trunc_of(m, x)); }
+int sign_of(const Vpu& m, int x) {
+  const int s = m.sub(m.as_f32(m.sc(ExprOp::Gt, x, 0)), m.as_f32(m.sc(ExprOp::Lt, x, 0)));
+  return s;  // NaN compares false both ways: 0, as torch's sign
+}
+
+// expm1(x) = (u - 1) * x / log(u), u = exp(x) (Kahan): exact where u rounds to 1 or to 0.
+int expm1_of(const Vpu& m, int x) {
+  const int u = m.un(ExprOp::Exp, x);
+  const int um1 = m.sc(ExprOp::Sub, u, 1);
+  const int corrected = m.div(m.mul(um1, x), m.un(ExprOp::Log, u));
+  const int r = m.select(m.sc(ExprOp::Eq, u, 1), x, m.select(m.sc(ExprOp::Eq, um1, -1), um1, corrected));
+  return m.select(m.sc(ExprOp::Eq, u, kInf), u, r);
+}
+// log1p(x) = log(u) * x / (u - 1), u = 1 + x (Goldberg): exact where u rounds to 1.
+int log1p_of(const Vpu& m, int x) {
+  const int u = m.sc(ExprOp::Add, x, 1);
+  const int corrected = m.div(m.mul(m.un(ExprOp::Log, u), x), m.sc(ExprOp::Sub, u, 1));
+  const int r = m.select(m.sc(ExprOp::Eq, u, 1), x, corrected);
+  return m.select(m.sc(ExprOp::Eq, x, kInf), x, m.select(m.sc(ExprOp::Eq, u, 0), m.un(ExprOp::Log, u), r));
+}
+int exp2_of(const Vpu& m, int x) { return m.sc_first(ExprOp::Pow, 2.0, x); }
+int log2_of(const Vpu& m, int x) { return m.sc(ExprOp::Mul, m.un(ExprOp::Log, x), 1 / std::numbers::ln2); }
+int log10_of(const Vpu& m, int x) { return m.sc(ExprOp::Mul, m.un(ExprOp::Log, x), 1 / std::numbers::ln10); }
+
+int tan_of(const Vpu& m, int x) { return m.div(m.un(ExprOp::Sin, x), m.un(ExprOp::Cos, x)); }
+// atan: |x| > 1 through pi/2 - atan(1/|x|), then > tan(pi/8) through pi/4 + atan((x-1)/(x+1)),
+// then Cephes' atanf polynomial on [0, tan(pi/8)]; the sign restored last.
+int atan_of(const Vpu& m, int x) {
+  const int a = m.un(ExprOp::Abs, x);
+  const int big = m.sc(ExprOp::Gt, a, 1);
+  const int r1 = m.select(big, m.un(ExprOp::Reciprocal, a), a);
+  const int mid = m.sc(ExprOp::Gt, r1, 0.41421356237309503);
+  const int r2 = m.select(mid, m.div(m.sc(ExprOp::Sub, r1, 1), m.sc(ExprOp::Add, r1, 1)), r1);
+  const int z = m.mul(r2, r2);
+  int p = m.sc(ExprOp::Mul, z, 8.05374449538e-2);
+  p = m.mul(m.sc(ExprOp::Add, p, -1.38776856032e-1), z);
+  p = m.mul(m.sc(ExprOp::Add, p, 1.99777106478e-1), z);
+  p = m.mul(m.sc(ExprOp::Add, p, -3.33329491539e-1), z);
+  int y = m.add(m.mul(p, r2), r2);
+  y = m.select(mid, m.sc(ExprOp::Add, y, kPi / 4), y);
+  y = m.select(big, m.sc_first(ExprOp::Sub, kPi / 2, y), y);
+  return m.select(m.sc(ExprOp::Lt, x, 0), m.un(ExprOp::Neg, y), y);
+}
+// atan2(y, x): atan(y / x) moved to the quadrant of (x, y); atan2(0, 0) = 0 as torch's, and two
+// infinities as the unit vector of their signs.
+int atan2_of(const Vpu& m, int y_in, int x_in) {
+  const auto infinite = [&](int v) { return m.sc(ExprOp::Eq, m.un(ExprOp::Abs, v), kInf); };
+  const int both_infinite = m.bin(ExprOp::And, infinite(x_in), infinite(y_in));
+  const auto unit = [&](int v) { return m.select(m.sc(ExprOp::Lt, v, 0), m.constant(v, -1), m.constant(v, 1)); };
+  const int y = m.select(both_infinite, unit(y_in), y_in), x = m.select(both_infinite, unit(x_in), x_in);
+  const int t = atan_of(m, m.div(y, x));
+  const int shift = m.select(m.sc(ExprOp::Lt, y, 0), m.constant(t, -kPi), m.constant(t, kPi));
+  const int r = m.select(m.sc(ExprOp::Lt, x, 0), m.add(t, shift), t);
+  const int both_zero = m.bin(ExprOp::And, m.sc(ExprOp::Eq, x, 0), m.sc(ExprOp::Eq, y, 0));
+  return m.select(both_zero, m.select(m.sc(ExprOp::Lt, x, 0), shift, m.constant(t, 0)), r);
+}
+int sqrt_one_minus_square(const Vpu& m, int x) { return m.un(ExprOp::Sqrt, m.sc_first(ExprOp::Sub, 1, m.mul(x, x))); }
+int asin_of(const Vpu& m, int x) { return atan2_of(m, x, sqrt_one_minus_square(m, x)); }
+int acos_of(const Vpu& m, int x) { return atan2_of(m, sqrt_one_minus_square(m, x), x); }
+
+int sinh_of(const Vpu& m, int x) {
+  return m.sc(ExprOp::Mul, m.sub(expm1_of(m, x), expm1_of(m, m.un(ExprOp::Neg, x))), 0.5);
+}
+int cosh_of(const Vpu& m, int x) {
+  return m.sc(ExprOp::Mul, m.add(m.un(ExprOp::Exp, x), m.un(ExprOp::Exp, m.un(ExprOp::Neg, x))), 0.5);
+}
+// asinh(x) = sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))): no cancellation near 0; past 2^28,
+// where x^2 would overflow, log(|x|) + ln 2.
+int asinh_of(const Vpu& m, int x) {
+  const int a = m.un(ExprOp::Abs, x);
+  const int s = m.mul(a, a);
+  const int near = log1p_of(m, m.add(a, m.div(s, m.sc(ExprOp::Add, m.un(ExprOp::Sqrt, m.sc(ExprOp::Add, s, 1)), 1))));
+  const int r = m.select(m.sc(ExprOp::Gt, a, 268435456.0), m.sc(ExprOp::Add, m.un(ExprOp::Log, a), std::numbers::ln2), near);
+  return m.select(m.sc(ExprOp::Lt, x, 0), m.un(ExprOp::Neg, r), r);
+}
+// acosh(x) = log1p(t + sqrt(2t + t^2)), t = x - 1 (exact near 1); past 2^28 log(x) + ln 2.
+int acosh_of(const Vpu& m, int x) {
+  const int t = m.sc(ExprOp::Sub, x, 1);
+  const int near = log1p_of(m, m.add(t, m.un(ExprOp::Sqrt, m.add(m.sc(ExprOp::Mul, t, 2), m.mul(t, t)))));
+  return m.select(m.sc(ExprOp::Gt, x, 268435456.0), m.sc(ExprOp::Add, m.un(ExprOp::Log, x), std::numbers::ln2), near);
+}
+int atanh_of(const Vpu& m, int x) {
+  return m.sc(ExprOp::Mul, log1p_of(m, m.div(m.sc(ExprOp::Mul, x, 2), m.sc_first(ExprOp::Sub, 1, x))), 0.5);
+}
+// erfc: Numerical Recipes' erfcc (a Chebyshev fit of exp(z^2) erfc(z), fractional error below
+// 1.2e-7), so the tail keeps its relative precision where 1 - erf(x) would be 0.
+int erfc_of(const Vpu& m, int x) {
+  const int z = m.un(ExprOp::Abs, x);
+  const int t = m.un(ExprOp::Reciprocal, m.sc(ExprOp::Add, m.sc(ExprOp::Mul, z, 0.5), 1));
+  constexpr double kFit[] = {0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807,
+                             -0.18628806, 0.09678418, 0.37409196, 1.00002368, -1.26551223};
+  int p = m.constant(t, kFit[0]);
+  for (size_t i = 1; i < std::size(kFit); ++i) p = m.sc(ExprOp::Add, m.mul(p, t), kFit[i]);
+  const int tail = m.mul(t, m.un(ExprOp::Exp, m.sub(p, m.mul(z, z))));
+  return m.select(m.sc(ExprOp::Lt, x, 0), m.sc_first(ExprOp::Sub, 2, tail), tail);
+}
+int deg2rad_of(const Vpu& m, int x) { return m.sc(ExprOp::Mul, x, kPi / 180); }
+int rad2deg_of(const Vpu& m, int x) { return m.sc(ExprOp::Mul, x, 180 / kPi); }
+
+int is_nan(const Vpu& m, int x) { return m.bin(ExprOp::Ne, x, x); }
+// fmax / fmin: the other operand where one is NaN.
+int fmax_of(const Vpu& m, int a, int b) {
+  return m.select(is_nan(m, a), b, m.select(is_nan(m, b), a, m.bin(ExprOp::Max, a, b)));
+}
+int fmin_of(const Vpu& m, int a, int b) {
+  return m.select(is_nan(m, a), b, m.select(is_nan(m, b), a, m.bin(ExprOp::Min, a, b)));
+}
+// logaddexp(a, b) = max + log1p(exp(-|a - b|)); equal infinities give that infinity.
+int logaddexp_of(const Vpu& m, int a, int b) {
+  const int hi = m.bin(ExprOp::Max, a, b);
+  const int r = m.add(hi, log1p_of(m, m.un(ExprOp::Exp, m.un(ExprOp::Neg, m.un(ExprOp::Abs, m.sub(a, b))))));
+  return m.select(m.bin(ExprOp::Eq, a, b), m.add(a, m.constant(a, std::numbers::ln2)), r);
+}
+int hypot_of(const Vpu& m, int a, int b) { return m.un(ExprOp::Sqrt, m.add(m.mul(a, a), m.mul(b, b))); }
+
+// Rows: C++ name, aten functional schema, in-place schema, out= schema, the formula, torch's CPU
+// function; whether integer inputs keep their dtype (rounding and sign) or become float.
+#define VTPU_COMPOSED_UNARY(X)                                                        \
+  X(trunc, "trunc", "trunc_", "trunc.out", trunc_of, at::trunc, true)                 \
+  X(floor, "floor", "floor_", "floor.out", floor_of, at::floor, true)                 \
+  X(ceil, "ceil", "ceil_", "ceil.out", ceil_of, at::ceil, true)                       \
+  X(round, "round", "round_", "round.out", round_of, at::round, true)                 \
+  X(frac, "frac", "frac_", "frac.out", frac_of, at::frac, false)                      \
+  X(sign, "sign", "sign_", "sign.out", sign_of, at::sign, true)                       \
+  X(expm1, "expm1", "expm1_", "expm1.out", expm1_of, at::expm1, false)                \
+  X(log1p, "log1p", "log1p_", "log1p.out", log1p_of, at::log1p, false)                \
+  X(exp2, "exp2", "exp2_", "exp2.out", exp2_of, at::exp2, false)                      \
+  X(log2, "log2", "log2_", "log2.out", log2_of, at::log2, false)                      \
+  X(log10, "log10", "log10_", "log10.out", log10_of, at::log10, false)                \
+  X(tan, "tan", "tan_", "tan.out", tan_of, at::tan, false)                            \
+  X(atan, "atan", "atan_", "atan.out", atan_of, at::atan, false)                      \
+  X(asin, "asin", "asin_", "asin.out", asin_of, at::asin, false)                      \
+  X(acos, "acos", "acos_", "acos.out", acos_of, at::acos, false)                      \
+  X(sinh, "sinh", "sinh_", "sinh.out", sinh_of, at::sinh, false)                      \
+  X(cosh, "cosh", "cosh_", "cosh.out", cosh_of, at::cosh, false)                      \
+  X(asinh, "asinh", "asinh_", "asinh.out", asinh_of, at::asinh, false)                \
+  X(acosh, "acosh", "acosh_", "acosh.out", acosh_of, at::acosh, false)                \
+  X(atanh, "atanh", "atanh_", "atanh.out", atanh_of, at::atanh, false)                \
+  X(erfc, "erfc", "erfc_", "erfc.out", erfc_of, at::erfc, false)                      \
+  X(deg2rad, "deg2rad", "deg2rad_", "deg2rad.out", deg2rad_of, at::deg2rad, false)    \
+  X(rad2deg, "rad2deg", "rad2deg_", "rad2deg.out", rad2deg_of, at::rad2deg, false)
+
+#define VTPU_COMPOSED_BINARY(X)                                                           \
+  X(atan2, "atan2", "atan2_", "atan2.out", atan2_of, at::atan2)                           \
+  X(fmax, "fmax", "", "fmax.out", fmax_of, at::fmax)                                      \
+  X(fmin, "fmin", "", "fmin.out", fmin_of, at::fmin)                                      \
+  X(logaddexp, "logaddexp", "", "logaddexp.out", logaddexp_of, at::logaddexp)             \
+  X(hypot, "hypot", "hypot_", "hypot.out", hypot_of, at::hypot)
+
+at::Tensor composed_unary(const char* op, int (*formula)(const Vpu&, int), bool keeps_integers, const at::Tensor& self,
+                          const CpuFn& cpu) {
+  const bool integral = at::isIntegralType(self.scalar_type(), /*includeBool=*/true);
+  if (integral && keeps_integers && op != std::string_view("sign")) return self.clone();  // already integers
+  const auto dtype = integral && !keeps_integers ? at::kFloat : self.scalar_type();
+  return record_elementwise(op, {self}, dtype, [&](Graph& g, const std::vector<int>& v) {
+    const int x = g.node(v[0]).type.dtype == DType::F32 ? v[0] : g.cast(v[0], DType::F32, op);
+    return formula(Vpu{g, op}, x);
+  }, cpu);
+}
+
+at::Tensor composed_binary(const char* op, int (*formula)(const Vpu&, int, int), const at::Tensor& self,
+                           const at::Tensor& other, const CpuFn& cpu) {
+  auto dtype = at::result_type(self, other);
+  if (at::isIntegralType(dtype, /*includeBool=*/true)) dtype = at::kFloat;
+  const c10::Device device = self.device().is_privateuseone() ? self.device() : other.device();
+  const auto on_chip = [&](const at::Tensor& t) { return is_cpu_scalar(t) ? t.to(device, dtype) : t; };
+  return record_elementwise(op, {on_chip(self), on_chip(other)}, dtype, [&](Graph& g, const std::vector<int>& v) {
+    const auto f32 = [&](int x) { return g.node(x).type.dtype == DType::F32 ? x : g.cast(x, DType::F32, op); };
+    return formula(Vpu{g, op}, f32(v[0]), f32(v[1]));
+  }, cpu);
+}
+
+#define VTPU_DEFINE_COMPOSED_UNARY(name, schema, inplace, out, formula, aten_call, keeps_integers)                  \
+  at::Tensor tpu_##name(const at::Tensor& self) {                                                                \
+    return composed_unary(#name, formula, keeps_integers, self,                                                  \
+                          [](const std::vector<at::Tensor>& c) { return aten_call(c[0]); });                     \
+  }
+VTPU_COMPOSED_UNARY(VTPU_DEFINE_COMPOSED_UNARY)
+#undef VTPU_DEFINE_COMPOSED_UNARY
+
+#define VTPU_DEFINE_COMPOSED_BINARY(name, schema, inplace, out, formula, aten_call)                                  \
+  at::Tensor tpu_##name(const at::Tensor& self, const at::Tensor& other) {                                        \
+    return composed_binary(#name, formula, self, other,                                                           \
+                           [](const std::vector<at::Tensor>& c) { return aten_call(c[0], c[1]); });               \
+  }
+VTPU_COMPOSED_BINARY(VTPU_DEFINE_COMPOSED_BINARY)
+#undef VTPU_DEFINE_COMPOSED_BINARY
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+#define VTPU_REGISTER(name, schema, inplace_schema, out_schema, ...)                \
+  m.impl(schema, tpu_##name);                                                       \
+  if (*inplace_schema) m.impl(inplace_schema, Variants<tpu_##name>::inplace);       \
+  m.impl(out_schema, Variants<tpu_##name>::out);
+  VTPU_COMPOSED_UNARY(VTPU_REGISTER)
+  VTPU_COMPOSED_BINARY(VTPU_REGISTER)
+#undef VTPU_REGISTER
+}
+
+}  // namespace vtpu::bridge
