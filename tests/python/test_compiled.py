@@ -168,3 +168,17 @@ def test_op_without_lowering_names_the_aten_op():
     compiled = fresh_compile(lambda x: torch.special.erfcx(x))  # no lowering; torch's decomposition is a prim
     with pytest.raises(NotImplementedError, match="special_erfcx"):
         compiled(torch.randn(8, device="tpu"))
+
+
+def test_default_backend_on_tpu_tensors_compiles_for_the_chip():
+    # torch.compile without a backend means Inductor, whose "tpu" is Pallas (jax): graphs on the
+    # virtual chip go to backend "tpu" instead; graphs on the CPU still go to Inductor.
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+    x = torch.randn(3, 8)
+    want = model(x)
+    torch._dynamo.reset()
+    vtpu.reset_stats()
+    compiled = torch.compile(model.to("tpu"))
+    torch.testing.assert_close(compiled(x.to("tpu")).detach().cpu(), want.detach(), atol=1e-5, rtol=1e-5)
+    assert vtpu.stats()["compiled_graphs"] >= 1

@@ -289,3 +289,20 @@ def test_int64_math_is_not_silently_wrong():
     big = torch.tensor([2**40]).to("tpu")
     with pytest.raises(NotImplementedError, match="Long"):  # could wrap int32: refused, not wrong
         (big * 3).cpu()
+
+
+def test_fallback_warning_points_at_the_users_line_without_a_cpp_suffix(run_isolated):
+    # a fresh process: the warning is once per op and process
+    proc = run_isolated("""
+        import warnings, torch, vtpu
+        vtpu.set_cpu_fallback(True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.linalg.inv(torch.eye(3).to("tpu"))  # the user's line
+        (w,) = [w for w in caught if "runs on the CPU" in str(w.message)]
+        print(w.filename, "|", w.message)
+    """)
+    assert proc.returncode == 0, proc.stderr
+    filename, message = proc.stdout.strip().split(" | ")
+    assert filename == "<string>"  # the snippet's own line, not a C++ file
+    assert "aten::linalg_inv_ex.inverse runs on the CPU" in message and "Triggered internally" not in message

@@ -1,6 +1,7 @@
 // Backward ops autograd calls for the lowered forward ops, built from the same graph nodes so
 // they fuse with their neighbours (relu, gelu, softmax, log_softmax, layer_norm).
 #include <ATen/ATen.h>
+#include <ATen/WrapDimUtils.h>
 #include <torch/library.h>
 
 #include <cmath>
@@ -84,7 +85,11 @@ bool is_last(int64_t dim, int64_t ndim) { return dim == -1 || dim == ndim - 1; }
 // softmax: y (g - sum(g y)); log_softmax: g - exp(y) sum(g), both along the last dim.
 at::Tensor softmax_backward(const char* op, bool log, const at::Tensor& grad, const at::Tensor& out, int64_t dim,
                             c10::ScalarType input_dtype, const CpuFn& cpu) {
-  if (!is_last(dim, out.dim())) return run_on_cpu(op, {grad, out}, cpu, "a softmax over a dim other than the last");
+  if (out.dim() == 0) return softmax_backward(op, log, grad.reshape({1}), out.reshape({1}), 0, input_dtype, cpu).reshape({});
+  if (!is_last(dim, out.dim())) {  // the other dim moved last (a layout copy) and back, as the forward
+    const int64_t d = at::maybe_wrap_dim(dim, out.dim());
+    return softmax_backward(op, log, grad.transpose(d, -1), out.transpose(d, -1), -1, input_dtype, cpu).transpose(d, -1);
+  }
   return record(op, {grad, out}, grad.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
     const int gy = log ? v[0] : g.binary(ExprOp::Mul, v[0], v[1]);
     const int s = g.reshape(g.row(RowOp::Sum, gy), per_row(g, v[0]));

@@ -253,9 +253,22 @@ VTPU_COMPOSED_UNARY(VTPU_DEFINE_COMPOSED_UNARY)
 VTPU_COMPOSED_BINARY(VTPU_DEFINE_COMPOSED_BINARY)
 #undef VTPU_DEFINE_COMPOSED_BINARY
 
+// signbit: negative, or a negative zero (whose reciprocal is -inf). A NaN's sign bit is not
+// read: false, where torch reports the bit of -nan.
+at::Tensor tpu_signbit(const at::Tensor& self) {
+  return record_elementwise("signbit", {self}, at::kBool, [&](Graph& g, const std::vector<int>& v) {
+    const Vpu m{g, "signbit"};
+    const int x = g.node(v[0]).type.dtype == DType::F32 ? v[0] : g.cast(v[0], DType::F32, "signbit");
+    const int negative_zero = m.bin(ExprOp::And, m.sc(ExprOp::Eq, x, 0), m.sc(ExprOp::Lt, m.un(ExprOp::Reciprocal, x), 0));
+    return m.bin(ExprOp::Or, m.sc(ExprOp::Lt, x, 0), negative_zero);
+  }, [](const std::vector<at::Tensor>& c) { return at::signbit(c[0]); });
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("signbit", tpu_signbit);
+  m.impl("signbit.out", Variants<tpu_signbit>::out);
 #define VTPU_REGISTER(name, schema, inplace_schema, out_schema, ...)                \
   m.impl(schema, tpu_##name);                                                       \
   if (*inplace_schema) m.impl(inplace_schema, Variants<tpu_##name>::inplace);       \

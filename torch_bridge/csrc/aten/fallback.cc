@@ -4,6 +4,7 @@
 #include <ATen/native/CPUFallback.h>
 #include <torch/library.h>
 
+#include "torch_bridge/csrc/record/op_support.h"
 #include "torch_bridge/csrc/runtime/runtime.h"
 
 namespace vtpu::bridge {
@@ -18,7 +19,7 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
                               "vtpu.set_cpu_fallback(True)) to run it on the CPU.");
   {
     std::lock_guard lock(rt.mutex());
-    if (rt.stats().fallback_counts[full]++ == 0) TORCH_WARN("vtpu: ", full, " runs on the CPU (not lowered yet); counted in vtpu.stats()");
+    if (rt.stats().fallback_counts[full]++ == 0) warn_user("vtpu: " + full + " runs on the CPU (not lowered yet); counted in vtpu.stats()");
     rt.stats().cpu_fallback_ops++;
   }
   at::native::cpu_fallback(op, stack);

@@ -1,5 +1,6 @@
-// Matmul-family aten ops on the chip: mm, bmm, addmm (a fused bias epilogue), with transposed
-// dense operands read as they lie instead of copied first.
+// Matmul-family aten ops on the chip: mm, bmm, addmm (a fused bias epilogue), addmv and addbmm
+// (matmuls with their epilogues), with transposed dense operands read as they lie instead of
+// copied first.
 #include <ATen/ATen.h>
 
 #include <torch/library.h>
@@ -52,6 +53,25 @@ at::Tensor tpu_addmm(const at::Tensor& bias, const at::Tensor& a, const at::Tens
   return pointwise::add(product, bias, beta);  // beta scales the bias: (product) + beta * bias
 }
 
+// beta * self + alpha * product, with torch's rule that beta = 0 ignores self (NaN included).
+at::Tensor scaled_sum(const at::Tensor& self, at::Tensor product, const at::Scalar& beta, const at::Scalar& alpha) {
+  if (alpha.toDouble() != 1.0) product = pointwise::mul(product, pointwise::wrapped_scalar(alpha));
+  if (beta.toDouble() == 0.0) return product.expand(at::infer_size(product.sizes(), self.sizes())).contiguous();
+  return pointwise::add(product, self, beta);
+}
+// matrix-vector products as a one-column matmul on the MXU.
+at::Tensor tpu_addmv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const at::Scalar& beta,
+                     const at::Scalar& alpha) {
+  return scaled_sum(self, tpu_mm(mat, vec.unsqueeze(1)).squeeze(1), beta, alpha);
+}
+// The sum over the batch of bmm's products: one matmul of [n, b*k] by [b*k, m].
+at::Tensor tpu_addbmm(const at::Tensor& self, const at::Tensor& batch1, const at::Tensor& batch2, const at::Scalar& beta,
+                      const at::Scalar& alpha) {
+  const int64_t b = batch1.size(0), n = batch1.size(1), k = batch1.size(2), m = batch2.size(2);
+  const at::Tensor left = batch1.permute({1, 0, 2}).reshape({n, b * k}), right = batch2.reshape({b * k, m});
+  return scaled_sum(self, tpu_mm(left, right), beta, alpha);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -59,6 +79,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mm.out", Variants<tpu_mm>::out);
   m.impl("bmm", tpu_bmm);
   m.impl("addmm", tpu_addmm);
+  m.impl("addmv", tpu_addmv);
+  m.impl("addmv_", Variants<tpu_addmv>::inplace);
+  m.impl("addmv.out", Variants<tpu_addmv>::out);
+  m.impl("addbmm", tpu_addbmm);
+  m.impl("addbmm_", Variants<tpu_addbmm>::inplace);
+  m.impl("addbmm.out", Variants<tpu_addbmm>::out);
 }
 
 }  // namespace vtpu::bridge

@@ -1,5 +1,5 @@
 // Predicates and boolean algebra on the chip: isnan/isinf/isneginf/isposinf, logical_not/and/or/xor,
-// bitwise not/and/or/xor of bool tensors, and all/any over any dims (a min/max of the 0/1 values). What
+// bitwise not/and/or/xor of bool tensors, equal, and all/any over any dims (a min/max of the 0/1 values). What
 // attention's masking path runs (torch's _safe_softmax asks isneginf(...).all(dim)).
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtils.h>
@@ -98,7 +98,8 @@ at::Tensor all_any(const char* op, const at::Tensor& self, at::OptionalIntArrayR
     if (whole && !keepdim) return all ? at::all(c[0]) : at::any(c[0]);
     return all ? at::all(c[0], dims, keepdim) : at::any(c[0], dims, keepdim);
   };
-  if (self.numel() == 0 || self.dim() == 0) return run_on_cpu(op, {self}, cpu, "empty or 0-dim inputs");
+  if (self.numel() == 0) return at::full(shape, all, self.options().dtype(at::kBool));  // all(empty) holds, any does not
+  if (self.dim() == 0) return all_any(op, self.reshape({1}), at::IntArrayRef{0}, false, all).reshape({});
   at::Tensor out = record(op, {self}, at::kBool, [&](Graph& g, const std::vector<int>& v) {
     const int values = g.cast(truth(g, v[0]), DType::F32);
     const int reduced = kernels::reduce_dims(g, values, dims, all ? kernels::RowOp::Min : kernels::RowOp::Max);
@@ -113,9 +114,22 @@ at::Tensor tpu_any_dim(const at::Tensor& self, int64_t dim, bool keepdim) { retu
 at::Tensor tpu_all_dims(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim) { return all_any("all", self, dims, keepdim, true); }
 at::Tensor tpu_any_dims(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim) { return all_any("any", self, dims, keepdim, false); }
 
+// torch.equal: same shape and every element equal (NaN never is), read back: a sync point.
+bool tpu_equal(const at::Tensor& self, const at::Tensor& other) {
+  if (!self.sizes().equals(other.sizes())) return false;
+  if (self.scalar_type() != other.scalar_type()) {
+    return run_on_cpu("equal", {self, other}, [](const std::vector<at::Tensor>& c) {
+      return at::scalar_tensor(at::equal(c[0], c[1]), at::kBool);
+    }, "operands of different dtypes").item<bool>();
+  }
+  if (self.numel() == 0) return true;
+  return tpu_all(at::eq(self, other)).item<bool>();
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("equal", tpu_equal);
   m.impl("isnan", tpu_isnan);
   m.impl("isinf", tpu_isinf);
   m.impl("isneginf", tpu_isneginf);

@@ -124,9 +124,31 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_group_norm(const at::T
   return at::native::math_group_norm(input.contiguous(), weight, bias, n, c, hxw, group, eps);
 }
 
+// The functional batch norms torch's own code paths and decompositions call: with running
+// statistics (updated in training), without any, and eval only. Eval returns empty saved statistics,
+// as the CPU kernel does.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_batch_norm_legit(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    at::Tensor& running_mean, at::Tensor& running_var, bool training, double momentum, double eps) {
+  return tpu_native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps);
+}
+std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_batch_norm_legit_no_stats(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, bool training,
+    double momentum, double eps) {
+  return batch_norm_training(input, weight, bias, std::nullopt, std::nullopt, momentum, eps);
+}
+std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_batch_norm_legit_no_training(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    const at::Tensor& running_mean, const at::Tensor& running_var, double momentum, double eps) {
+  return tpu_native_batch_norm(input, weight, bias, running_mean, running_var, false, momentum, eps);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_native_batch_norm_legit", tpu_batch_norm_legit);
+  m.impl("_native_batch_norm_legit.no_stats", tpu_batch_norm_legit_no_stats);
+  m.impl("_native_batch_norm_legit_no_training", tpu_batch_norm_legit_no_training);
   m.impl("native_layer_norm", tpu_native_layer_norm);
   m.impl("native_batch_norm", tpu_native_batch_norm);
   m.impl("native_group_norm", tpu_native_group_norm);

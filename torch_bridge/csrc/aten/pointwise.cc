@@ -154,6 +154,13 @@ at::Tensor tpu_pow_scalar(const at::Tensor& self, const at::Scalar& exponent) {
 }
 
 at::Tensor tpu_clamp(const at::Tensor& self, const std::optional<at::Scalar>& lo, const std::optional<at::Scalar>& hi) {
+  if (self.scalar_type() == at::kLong && (!lo || lo->isIntegral(false)) && (!hi || hi->isIntegral(false))) {
+    // int64 through maximum/minimum's word-pair path (values of known magnitude; else the CPU)
+    at::Tensor x = self;
+    if (lo) x = tpu_maximum(x, wrapped_scalar(*lo));
+    if (hi) x = tpu_minimum(x, wrapped_scalar(*hi));
+    return x.is_same(self) ? self.clone() : x;
+  }
   const auto lo_v = lo ? std::optional<double>(lo->toDouble()) : std::nullopt;
   const auto hi_v = hi ? std::optional<double>(hi->toDouble()) : std::nullopt;
   return record_elementwise("clamp", {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {

@@ -1,8 +1,10 @@
 // Reductions and row kernels on the chip: softmax, log_softmax and the masked-row-safe softmax,
 // sum / mean / amax / amin / prod over any dims, var / std / var_mean.
 #include <ATen/ATen.h>
+#include <ATen/WrapDimUtils.h>
 
 #include <limits>
+#include <optional>
 
 #include <torch/library.h>
 
@@ -27,14 +29,24 @@ at::Tensor row_op(const char* op, RowOp r, const at::Tensor& self, const CpuFn& 
   return out_shape.empty() ? out : out.view(out_shape);
 }
 
+// The row kernels run along the last dim: a softmax over another dim moves it last (a layout copy
+// on the chip) and back; a 0-dim tensor is one row of one element.
+template <typename Op>
+std::optional<at::Tensor> along_last_dim(const at::Tensor& self, int64_t dim, const Op& op) {
+  if (self.dim() == 0) return op(self.reshape({1})).reshape({});
+  if (last_dim(dim, self.dim())) return std::nullopt;
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  return op(self.transpose(d, -1)).transpose(d, -1);
+}
+
 at::Tensor tpu_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
+  if (auto moved = along_last_dim(self, dim, [&](const at::Tensor& x) { return tpu_softmax(x, -1, half_to_float); })) return *moved;
   const auto cpu = [dim, half_to_float](const std::vector<at::Tensor>& c) { return at::_softmax(c[0], dim, half_to_float); };
-  if (!last_dim(dim, self.dim())) return run_on_cpu("_softmax", {self}, cpu, "softmax over a dim other than the last");
   return row_op("_softmax", RowOp::Softmax, self, cpu, half_to_float ? at::kFloat : self.scalar_type());
 }
 at::Tensor tpu_log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
+  if (auto moved = along_last_dim(self, dim, [&](const at::Tensor& x) { return tpu_log_softmax(x, -1, half_to_float); })) return *moved;
   const auto cpu = [dim, half_to_float](const std::vector<at::Tensor>& c) { return at::_log_softmax(c[0], dim, half_to_float); };
-  if (!last_dim(dim, self.dim())) return run_on_cpu("_log_softmax", {self}, cpu, "log_softmax over a dim other than the last");
   return row_op("_log_softmax", RowOp::LogSoftmax, self, cpu, half_to_float ? at::kFloat : self.scalar_type());
 }
 
@@ -43,7 +55,7 @@ at::Tensor tpu_log_softmax(const at::Tensor& self, int64_t dim, bool half_to_flo
 at::Tensor tpu_safe_softmax(const at::Tensor& self, int64_t dim, std::optional<c10::ScalarType> dtype) {
   const auto cpu = [dim, dtype](const std::vector<at::Tensor>& c) { return at::_safe_softmax(c[0], dim, dtype); };
   const auto out_dtype = dtype.value_or(self.scalar_type());
-  if (!last_dim(dim, self.dim()) || self.dim() == 0) return run_on_cpu("_safe_softmax", {self}, cpu, "softmax over a dim other than the last");
+  if (auto moved = along_last_dim(self, dim, [&](const at::Tensor& x) { return tpu_safe_softmax(x, -1, dtype); })) return *moved;
   return record("_safe_softmax", {self}, out_dtype, [&](Graph& g, const std::vector<int>& v) {
     auto column = g.node(v[0]).type.shape;
     column.back() = 1;
@@ -67,7 +79,9 @@ at::Tensor reduce(const char* op, RowOp r, const at::Tensor& self, at::OptionalI
     }
     return run_on_cpu(op, {self}, cpu, "integer reductions of unknown magnitude (sums of bool, int8 and small int64 run)");
   }
-  if (self.dim() == 0) return run_on_cpu(op, {self}, cpu, "reductions of 0-dim tensors");
+  if (self.dim() == 0) {  // one element: reduced as a 1-element row, whatever dims and keepdim say
+    return reduce(op, r, self.reshape({1}), at::IntArrayRef{0}, false, cpu, correction).reshape({});
+  }
   at::Tensor out = record(op, {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
     return kernels::reduce_dims(g, v[0], dims, r, correction);
   }, cpu);

@@ -42,6 +42,11 @@ kernels::TensorType tensor_type(const at::Tensor& t) {
   return {std::vector<int64_t>(t.sizes().begin(), t.sizes().end()), to_kernel_dtype(t.scalar_type())};
 }
 
+void warn_user(const std::string& message) {
+  // No C++ file: torch's Python handler then warns at the Python line that called the op.
+  c10::warn(c10::Warning(c10::UserWarning(), {__func__, nullptr, 0}, message, /*verbatim=*/true));
+}
+
 at::Tensor run_on_cpu(const char* op, const std::vector<at::Tensor>& inputs, const CpuFn& cpu, const std::string& why) {
   return run_on_cpu_outputs(op, inputs, [&](const std::vector<at::Tensor>& c) { return std::vector<at::Tensor>{cpu(c)}; }, why)[0];
 }
@@ -60,7 +65,7 @@ std::vector<at::Tensor> run_on_cpu_outputs(const char* op, const std::vector<at:
   {
     std::lock_guard lock(rt.mutex());
     auto& count = rt.stats().fallback_counts[std::string("aten::") + op];
-    if (count++ == 0) TORCH_WARN("vtpu: aten::", op, " runs on the CPU (", why, "); counted in vtpu.stats()");
+    if (count++ == 0) warn_user(c10::str("vtpu: aten::", op, " runs on the CPU (", why, "); counted in vtpu.stats()"));
     rt.stats().cpu_fallback_ops++;
   }
   std::vector<at::Tensor> results = cpu(host);

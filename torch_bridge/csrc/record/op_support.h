@@ -40,6 +40,10 @@ void define_on_chip(const at::Tensor& out, const char* op, const std::function<i
 // Writes `value` into every element of `t` on the chip.
 void fill_on_chip(const at::Tensor& t, double value);
 
+// A UserWarning in Python with exactly `message`: vtpu's own warnings name what happened and where
+// it is counted, not the C++ line that noticed it (TORCH_WARN's "Triggered internally at").
+void warn_user(const std::string& message);
+
 // Runs an op on the CPU with the inputs copied over and the result copied back (fallback).
 at::Tensor run_on_cpu(const char* op, const std::vector<at::Tensor>& inputs, const CpuFn& cpu, const std::string& why);
 // The same for an op with several results (topk, a backward): the CPU op runs once and each

@@ -83,3 +83,25 @@ def tpu_backend(gm: torch.fx.GraphModule, example_inputs):
     compiled = aot_autograd(fw_compiler=_lower, bw_compiler=_lower)(gm, example_inputs)
     _stats["compile_seconds"] += time.perf_counter() - started
     return compiled
+
+
+def _route_default_backend_to_tpu() -> None:
+    """torch.compile(model) without a backend means Inductor, which in torch 2.13 maps a device
+    named "tpu" to its Pallas code generator (and fails: "No module named 'jax'"). Graphs whose
+    inputs live on the virtual chip go to backend "tpu" instead, as if the user had passed it;
+    every other graph still goes to Inductor."""
+    wrapper = torch._TorchCompileInductorWrapper
+    if getattr(wrapper, "_vtpu_routed", False):
+        return
+    inductor_call = wrapper.__call__
+
+    def call(self, model_, inputs_, *, config_patches=None):
+        if any(isinstance(t, torch.Tensor) and t.device.type == "tpu" for t in inputs_):
+            return tpu_backend(model_, inputs_)
+        return inductor_call(self, model_, inputs_, config_patches=config_patches)
+
+    wrapper.__call__ = call
+    wrapper._vtpu_routed = True
+
+
+_route_default_backend_to_tpu()

@@ -33,6 +33,25 @@ def _index(device) -> int:
     return current_device() if index is None else index
 
 
+class device:
+    """Makes a tpu device current inside a `with` block, as torch.cuda.device does (torch.load
+    enters it to restore tensors saved from tpu onto their device)."""
+
+    def __init__(self, device):
+        self.index = -1 if device is None else _index(device)
+        self.previous = -1
+
+    def __enter__(self):
+        self.previous = current_device()
+        if self.index >= 0:
+            set_device(self.index)
+        return self
+
+    def __exit__(self, *exc):
+        set_device(self.previous)
+        return False
+
+
 def synchronize(device=None) -> None:
     _C.synchronize(_index(device))
 
