@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Runs every OpInfo op's first samples (float32) on "tpu" and on the CPU and writes
-docs/opinfo.md: per op native / fallback / mismatch / unsupported / error / crash, with totals.
+"""Runs every OpInfo op's first samples on "tpu" and on the CPU in three passes (float32 forward,
+float32 backward, bfloat16 forward) and writes docs/opinfo.md: per op and pass native / fallback /
+mismatch / unsupported / error / crash, with totals.
 
 Ops run in worker processes; a worker that dies (a crash in the bridge) has its current op
 recorded as `crash` and a new worker continues after it, so one bug cannot hide the rest.
@@ -8,86 +9,98 @@ Usage: PYTHONPATH=torch_bridge/python:tests/python python3 scripts/opinfo_report
 """
 import collections
 import json
-import os
 import pathlib
-import subprocess
 import sys
-import time
+
+from sweep_workers import run_restartable
 
 
-def worker(start: int) -> None:
+# pass name -> (dtype name, backward)
+PASSES = {"float32": ("float32", False), "float32 backward": ("float32", True), "bfloat16": ("bfloat16", False)}
+
+
+def ops_of(pass_name: str) -> list:
+    """The OpInfo entries a pass runs: those supporting its dtype on the CPU (and autograd, backward)."""
+    import torch
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    dtype_name, backward = PASSES[pass_name]
+    dtype = getattr(torch, dtype_name)
+    return [op for op in op_db if dtype in op.supported_dtypes("cpu") and (not backward or op.supports_autograd)]
+
+
+def worker(pass_name: str, start: int) -> None:
     """Prints one JSON line per op from index `start` on ("begin" first, so a crash is attributable)."""
     import warnings
 
     warnings.filterwarnings("ignore")
     import torch
-    from torch.testing._internal.common_methods_invocations import op_db
 
     import vtpu  # noqa: F401
     from opinfo_harness import run_op
 
-    ops = [op for op in op_db if torch.float32 in op.supported_dtypes("cpu")]
+    dtype_name, backward = PASSES[pass_name]
+    ops = ops_of(pass_name)
     for i in range(start, len(ops)):
         print(json.dumps({"begin": i, "total": len(ops)}), flush=True)
-        r = run_op(ops[i])
+        r = run_op(ops[i], dtype=getattr(torch, dtype_name), backward=backward)
         print(json.dumps({"index": i, "name": r.name, "status": r.status, "counts": r.counts,
                           "problem": r.first_problem}), flush=True)
 
 
-def main(out: pathlib.Path) -> None:
-    start_time = time.time()
-    results, index, total = {}, 0, None
-    while total is None or index < total:
-        proc = subprocess.Popen([sys.executable, __file__, "--worker", str(index)], stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, text=True, env=os.environ)
-        current = index
-        for line in proc.stdout:
-            msg = json.loads(line)
-            if "begin" in msg:
-                current, total = msg["begin"], msg["total"]
-                if current % 50 == 0:
-                    print(f"{current}/{total} ops, {time.time() - start_time:.0f} s", flush=True)
-            else:
-                results[msg["index"]] = msg
-        code = proc.wait()
-        if code != 0 and current not in results:
-            results[current] = {"index": current, "name": f"(op #{current})", "status": "crash", "counts": {},
-                                "problem": f"worker died with exit code {code}"}
-        index = max(results) + 1 if results else index + 1
-    names = {}
-    import torch  # only for the names of crashed ops
-    from torch.testing._internal.common_methods_invocations import op_db
-    ops = [op for op in op_db if torch.float32 in op.supported_dtypes("cpu")]
-    for i, op in enumerate(ops):
-        names[i] = op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
+def sweep(pass_name: str) -> tuple[dict, float]:
+    """{op name: result} of one pass, and its seconds."""
+    results, seconds = run_restartable(__file__, [pass_name], pass_name)
+    ops = ops_of(pass_name)
     for i, r in results.items():
-        if r["status"] == "crash":
-            r["name"] = names[i]
-    totals = collections.Counter(r["status"] for r in results.values())
+        if r["name"] is None:  # crashed: named here
+            r["name"] = ops[i].name + (f".{ops[i].variant_test_name}" if ops[i].variant_test_name else "")
+    return {r["name"]: r for r in results.values()}, seconds
+
+
+STATUSES = ("native", "fallback", "mismatch", "unsupported", "error", "crash", "skipped")
+
+
+def main(out: pathlib.Path) -> None:
+    passes = {name: sweep(name) for name in PASSES}
     lines = ["# OpInfo differential report", "",
-             f"`scripts/opinfo_report.py`: each of the {total} OpInfo entries that support float32 on the CPU runs its "
-             "first 3 float32 samples on `tpu` (v5e, defer_and_fuse) and on the CPU; results are compared with "
-             "atol = rtol = 1e-4, except random ops (dropout, normal, uniform, rand_like, ...: the chip's Philox "
-             "stream is not the CPU's), whose shapes and dtypes are compared. An op's status is its worst sample's: crash > error > unsupported > mismatch > "
-             "fallback > native. `native`: every aten op ran on the chip. `fallback`: some aten op inside needed the "
-             "CPU (VTPU_CPU_FALLBACK) and the result matched. `unsupported`: it failed even with fallback (mostly "
-             "int64 math, which the chip has no kernels for). `error`: another exception. `crash`: the process died "
-             "(a bridge bug; the sweep restarts after it). `skipped`: the CPU itself rejected every sample.", "",
-             "| status | ops |", "| --- | ---: |"]
-    for s in ("native", "fallback", "mismatch", "unsupported", "error", "crash", "skipped"):
-        lines.append(f"| {s} | {totals.get(s, 0)} |")
-    lines += ["", f"Sweep time: {time.time() - start_time:.0f} s on this machine.", "",
-              "| op | status | samples | first problem |", "| --- | --- | --- | --- |"]
-    for r in sorted(results.values(), key=lambda r: r["name"]):
-        counts = ", ".join(f"{k} {v}" for k, v in sorted(r["counts"].items()))
-        problem = r["problem"].replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| {r['name']} | {r['status']} | {counts} | {problem} |")
+             "`scripts/opinfo_report.py`: every OpInfo entry runs its first 3 samples on `tpu` (v5e, defer_and_fuse) "
+             "and on the CPU in three passes: **float32** forward (entries that support float32 on the CPU), "
+             "**float32 backward** (entries that support autograd: the gradients of a fixed weighted sum of the "
+             "outputs with respect to every floating input) and **bfloat16** forward. Results are compared with "
+             "atol = rtol = 1e-4 (bfloat16: 1.6e-2), NaN equal to NaN only, except random ops (dropout, normal, "
+             "uniform, rand_like, ...: the chip's Philox stream is not the CPU's), whose shapes and dtypes are "
+             "compared. An op's status is its worst sample's: crash > error > unsupported > mismatch > fallback > "
+             "native. `native`: every aten op ran on the chip (lowered, or as torch's decomposition into lowered "
+             "ops). `fallback`: some aten op needed the CPU (VTPU_CPU_FALLBACK) and the result matched; the column "
+             "names those ops. `unsupported`: it failed even with fallback (complex dtypes, sparse layouts). "
+             "`error`: another exception. `crash`: the process died (the sweep restarts after it). `skipped`: the "
+             "CPU itself rejected every sample.", "",
+             "| status | " + " | ".join(passes) + " |", "| --- |" + " ---: |" * len(passes)]
+    totals = {name: collections.Counter(r["status"] for r in results.values()) for name, (results, _) in passes.items()}
+    for status in STATUSES:
+        lines.append(f"| {status} | " + " | ".join(str(totals[name].get(status, 0)) for name in passes) + " |")
+    counted = {name: sum(totals[name].values()) - totals[name].get("skipped", 0) for name in passes}
+    lines.append("| **native share** (of ops not skipped) | " + " | ".join(
+        f"**{100 * totals[name].get('native', 0) / max(counted[name], 1):.1f}%**" for name in passes) + " |")
+    lines += ["", "Sweep time on this machine: " + ", ".join(f"{name} {seconds:.0f} s" for name, (_, seconds) in
+                                                            passes.items()) + ".", "",
+              "| op | " + " | ".join(passes) + " | first problem of each pass that is not native |",
+              "| --- |" + " --- |" * (len(passes) + 1)]
+    for op in sorted(set().union(*(results for results, _ in passes.values()))):
+        cells, problems = [], []
+        for name, (results, _) in passes.items():
+            r = results.get(op)
+            cells.append(r["status"] if r else "-")
+            if r and r["problem"]:
+                problems.append(f"{name}: " + r["problem"].replace("|", "\\|").replace("\n", " "))
+        lines.append(f"| {op} | " + " | ".join(cells) + " | " + "; ".join(problems) + " |")
     out.write_text("\n".join(lines) + "\n")
-    print(dict(totals), f"-> {out}")
+    print({name: dict(t) for name, t in totals.items()}, f"-> {out}")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 2 and sys.argv[1] == "--worker":
-        worker(int(sys.argv[2]))
+    if len(sys.argv) > 3 and sys.argv[1] == "--worker":
+        worker(sys.argv[2], int(sys.argv[3]))
     else:
         main(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "docs/opinfo.md"))

@@ -85,16 +85,24 @@ bool is_last(int64_t dim, int64_t ndim) { return dim == -1 || dim == ndim - 1; }
 // softmax: y (g - sum(g y)); log_softmax: g - exp(y) sum(g), both along the last dim.
 at::Tensor softmax_backward(const char* op, bool log, const at::Tensor& grad, const at::Tensor& out, int64_t dim,
                             c10::ScalarType input_dtype, const CpuFn& cpu) {
-  if (out.dim() == 0) return softmax_backward(op, log, grad.reshape({1}), out.reshape({1}), 0, input_dtype, cpu).reshape({});
+  // Moved operands run along their last dim, on the chip or (Double, ...) on the CPU.
+  const CpuFn along_last = [log, input_dtype](const std::vector<at::Tensor>& c) {
+    return log ? at::_log_softmax_backward_data(c[0], c[1], -1, input_dtype) : at::_softmax_backward_data(c[0], c[1], -1, input_dtype);
+  };
+  if (out.dim() == 0) return softmax_backward(op, log, grad.reshape({1}), out.reshape({1}), 0, input_dtype, along_last).reshape({});
   if (!is_last(dim, out.dim())) {  // the other dim moved last (a layout copy) and back, as the forward
     const int64_t d = at::maybe_wrap_dim(dim, out.dim());
-    return softmax_backward(op, log, grad.transpose(d, -1), out.transpose(d, -1), -1, input_dtype, cpu).transpose(d, -1);
+    return softmax_backward(op, log, grad.transpose(d, -1), out.transpose(d, -1), -1, input_dtype, along_last).transpose(d, -1);
   }
-  return record(op, {grad, out}, grad.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
-    const int gy = log ? v[0] : g.binary(ExprOp::Mul, v[0], v[1]);
-    const int s = g.reshape(g.row(RowOp::Sum, gy), per_row(g, v[0]));
-    if (log) return g.binary(ExprOp::Sub, v[0], g.binary(ExprOp::Mul, g.unary(ExprOp::Exp, v[1]), s));
-    return g.binary(ExprOp::Mul, v[1], g.binary(ExprOp::Sub, v[0], s));
+  // In f32 whatever the dtypes (as torch's kernels compute): g - sum(g y) cancels, and bf16
+  // intermediates would round away what is left. The result has the forward input's dtype.
+  return record(op, {grad, out}, input_dtype, [&](Graph& g, const std::vector<int>& in) {
+    const auto f32 = [&](int x) { return g.node(x).type.dtype == kernels::DType::F32 ? x : g.cast(x, kernels::DType::F32, op); };
+    const int dy = f32(in[0]), y = f32(in[1]);
+    const int gy = log ? dy : g.binary(ExprOp::Mul, dy, y);
+    const int s = g.reshape(g.row(RowOp::Sum, gy), per_row(g, dy));
+    if (log) return g.binary(ExprOp::Sub, dy, g.binary(ExprOp::Mul, g.unary(ExprOp::Exp, y), s));
+    return g.binary(ExprOp::Mul, y, g.binary(ExprOp::Sub, dy, s));
   }, cpu);
 }
 

@@ -153,6 +153,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_convolution_backward_override
   at::Tensor grad_bias = output(2, [&](Graph& g, const std::vector<int>& v) {
     return kernels::reduce_dims(g, c.lift(g, v[0]), {0, 2, 3}, kernels::RowOp::Sum);
   });
+  // A transposed convolution's input gradient is a convolution of grad_output, which covers the
+  // rows and columns output_padding (or the stride's remainder) added too: those do not reach the
+  // input, so the gradient is cut to the input's size.
+  if (grad_input.defined() && c.transposed && !grad_input.sizes().equals(input.sizes())) {
+    for (int64_t d = 2; d < input.dim(); ++d) grad_input = grad_input.narrow(d, 0, input.size(d));
+    grad_input = grad_input.contiguous();
+  }
   return {grad_input, grad_weight, grad_bias};
 }
 

@@ -17,11 +17,13 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   TORCH_CHECK_NOT_IMPLEMENTED(rt.cpu_fallback_allowed(), "vtpu: ", full,
                               " is not lowered to the chip yet. Set VTPU_CPU_FALLBACK=1 (or call "
                               "vtpu.set_cpu_fallback(True)) to run it on the CPU.");
+  bool first = false;
   {
     std::lock_guard lock(rt.mutex());
-    if (rt.stats().fallback_counts[full]++ == 0) warn_user("vtpu: " + full + " runs on the CPU (not lowered yet); counted in vtpu.stats()");
+    first = rt.stats().fallback_counts[full]++ == 0;
     rt.stats().cpu_fallback_ops++;
   }
+  if (first) warn_user("vtpu: " + full + " runs on the CPU (not lowered yet); counted in vtpu.stats()");
   at::native::cpu_fallback(op, stack);
 }
 

@@ -82,7 +82,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_training(
     const double unbias = n > 1 ? double(n) / double(n - 1) : 1.0;
     running_var->copy_(*running_var * (1 - momentum) + biased_var.reshape({input.size(1)}) * (unbias * momentum));
   }
-  return {out.to(input.scalar_type()), save_mean, save_invstd};
+  // The saved statistics in the parameters' dtype, else the input's (the CPU kernel's rule).
+  const auto stat_dtype = weight && weight->defined() ? weight->scalar_type()
+                          : running_mean && running_mean->defined() ? running_mean->scalar_type()
+                                                                    : input.scalar_type();
+  return {out.to(input.scalar_type()), save_mean.to(stat_dtype), save_invstd.to(stat_dtype)};
 }
 
 // Batch norm with running statistics (eval mode) is elementwise per channel (dim 1):

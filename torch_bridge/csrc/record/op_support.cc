@@ -2,6 +2,7 @@
 
 #include <ATen/WrapDimUtils.h>
 #include <c10/util/Exception.h>
+#include <pybind11/pybind11.h>
 
 #include <algorithm>
 #include <set>
@@ -43,8 +44,15 @@ kernels::TensorType tensor_type(const at::Tensor& t) {
 }
 
 void warn_user(const std::string& message) {
-  // No C++ file: torch's Python handler then warns at the Python line that called the op.
-  c10::warn(c10::Warning(c10::UserWarning(), {__func__, nullptr, 0}, message, /*verbatim=*/true));
+  // Python's own warning at the innermost Python frame (the user's line that called the op);
+  // torch's C++ warnings carry the C++ file instead. Callers hold no vtpu lock here: taking the
+  // GIL while holding one could deadlock against a Python thread waiting for that lock.
+  if (!Py_IsInitialized()) {
+    TORCH_WARN(message);
+    return;
+  }
+  pybind11::gil_scoped_acquire gil;
+  if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 1) < 0) throw pybind11::error_already_set();  // warnings as errors
 }
 
 at::Tensor run_on_cpu(const char* op, const std::vector<at::Tensor>& inputs, const CpuFn& cpu, const std::string& why) {
@@ -62,12 +70,13 @@ std::vector<at::Tensor> run_on_cpu_outputs(const char* op, const std::vector<at:
     if (t.device().is_privateuseone()) device = t.device();
     host.push_back(t.is_cpu() ? t : t.to(at::kCPU));
   }
+  bool first = false;
   {
     std::lock_guard lock(rt.mutex());
-    auto& count = rt.stats().fallback_counts[std::string("aten::") + op];
-    if (count++ == 0) warn_user(c10::str("vtpu: aten::", op, " runs on the CPU (", why, "); counted in vtpu.stats()"));
+    first = rt.stats().fallback_counts[std::string("aten::") + op]++ == 0;
     rt.stats().cpu_fallback_ops++;
   }
+  if (first) warn_user(c10::str("vtpu: aten::", op, " runs on the CPU (", why, "); counted in vtpu.stats()"));
   std::vector<at::Tensor> results = cpu(host);
   for (auto& r : results) {
     if (r.defined()) r = r.to(device);
