@@ -280,11 +280,12 @@ TileValue TileCodegen::emit_node(const Expr& expr, int index, const std::vector<
         vregs_.release(base);
         return d;
       }
-      // exp(b log a): NaN for a negative base, like torch for a non-integer exponent.
-      const TileValue d = unary("vlog");
-      w_.line("vmul v{}, v{}, v{}", d.reg, d.reg, in(1));
-      w_.line("vexp v{}, v{}", d.reg, d.reg);
-      return d;
+      if (e.op == ExprOp::Constant && std::fabs(e.constant) == 0.5) {  // as torch: rsqrt, and sqrt as 1/rsqrt
+        const TileValue d = unary("vrsqrt");
+        if (e.constant > 0) w_.line("vrcp v{}, v{}", d.reg, d.reg);
+        return d;
+      }
+      return {n.type, pow(in(0), in(1))};  // any base and exponent (tile_math.cc)
     }
     case ExprOp::Byte: {  // (x >> 8b) & 255, logical: the top byte too comes out unsigned
       const auto b = static_cast<int>(expr.node(n.in[1]).constant);

@@ -43,6 +43,7 @@ class TileCodegen {
   int gelu_erf(int x);
   int erf(int x);
   int sin_cos(int x, bool cosine);
+  int pow(int base, int exponent);
 
   AsmWriter& w_;
   RegisterPool& vregs_;

@@ -1,10 +1,12 @@
 // The composite functions TileCodegen spells out in the chip's instructions, each with the error
 // bound its approximation guarantees: erf (Abramowitz & Stegun 7.1.26), sin and cos (Cephes: range
-// reduction and polynomials), and gelu's exact form through erf (tile_codegen.h).
+// reduction and polynomials), gelu's exact form through erf, and pow for any base and exponent
+// (tile_codegen.h).
 #include <fmt/format.h>
 
 #include <bit>
 #include <cmath>
+#include <limits>
 
 #include "kernels/codegen/tile_codegen.h"
 
@@ -122,6 +124,58 @@ int TileCodegen::gelu_erf(int x) {
   vregs_.release(c);
   vregs_.release(z);
   return e;
+}
+
+// a^b as C's pow (and torch's): |a|^b = exp(b log|a|), then for a negative base the sign of an
+// integer b ((-1)^b) or NaN for any other b; -inf counts as +inf there (pow(-inf, y) is +inf or +0
+// unless y is an odd integer); x^0 and 1^y are 1 even for NaN. Exponents of 2^24 and more are
+// all even integers in f32.
+int TileCodegen::pow(int base, int exponent) {
+  const int d = vregs_.take(), t = vregs_.take(), c = vregs_.take();
+  const int integral = masks_.take(), odd = masks_.take(), m = masks_.take();
+  w_.line("vabs v{}, v{}", d, base);
+  w_.line("vlog v{}, v{}", d, d);
+  w_.line("vmul v{}, v{}, v{}", d, d, exponent);
+  w_.line("vexp v{}, v{}", d, d);  // |a|^b
+  // integral: the f32 -> int32 -> f32 round trip keeps b, or |b| >= 2^24 (then even)
+  w_.line("vcvt.f2i v{}, v{}", t, exponent);
+  w_.line("vcvt.i2f v{}, v{}", c, t);
+  w_.line("vcmp.eq m{}, v{}, v{}", integral, c, exponent);
+  w_.line("vabs v{}, v{}", c, exponent);
+  const int limit = constant_vreg(16777216.f);
+  w_.line("vcmp.lt m{}, v{}, v{}", m, c, limit);  // m: |b| < 2^24
+  vregs_.release(limit);
+  // odd: the integer's low bit, below 2^24 only
+  const int one = constant_vreg(std::bit_cast<float>(int32_t{1})), zero = constant_vreg(0.f);
+  w_.line("vand v{}, v{}, v{}", t, t, one);
+  w_.line("vicmp.lt m{}, v{}, v{}", odd, zero, t);
+  w_.line("mand m{}, m{}, m{}", odd, odd, m);
+  // integral |= !m  ==  !(!integral & m)
+  w_.line("mnot m{}, m{}", integral, integral);
+  w_.line("mand m{}, m{}, m{}", integral, integral, m);
+  w_.line("mnot m{}, m{}", integral, integral);
+  // t: the result for a negative base: -d for an odd b, d for an even one, NaN for any other
+  w_.line("vneg v{}, v{}", t, d);
+  w_.line("vsel v{}, m{}, v{}, v{}", t, odd, t, d);
+  fill(c, std::numeric_limits<float>::quiet_NaN());
+  w_.line("vsel v{}, m{}, v{}, v{}", t, integral, t, c);
+  // but -inf with a non-integer b: d, as +inf would give
+  fill(c, -std::numeric_limits<float>::infinity());
+  w_.line("vcmp.eq m{}, v{}, v{}", m, base, c);
+  w_.line("mnot m{}, m{}", integral, integral);
+  w_.line("mand m{}, m{}, m{}", m, m, integral);
+  w_.line("vsel v{}, m{}, v{}, v{}", t, m, d, t);
+  w_.line("vcmp.lt m{}, v{}, v{}", m, base, zero);  // a negative base takes t
+  w_.line("vsel v{}, m{}, v{}, v{}", d, m, t, d);
+  // pow(x, 0) and pow(1, y) are 1, NaN included
+  fill(c, 1.f);
+  w_.line("vcmp.eq m{}, v{}, v{}", m, exponent, zero);
+  w_.line("vsel v{}, m{}, v{}, v{}", d, m, c, d);
+  w_.line("vcmp.eq m{}, v{}, v{}", m, base, c);
+  w_.line("vsel v{}, m{}, v{}, v{}", d, m, c, d);
+  for (int r : {integral, odd, m}) masks_.release(r);
+  for (int r : {t, c, one, zero}) vregs_.release(r);
+  return d;
 }
 
 }  // namespace vtpu::kernels

@@ -141,10 +141,14 @@ std::pair<int, int> max_pool2d(Graph& g, int x, const Pool2dParams& p) {
   const Geometry geo = geometry(xs, p, "max_pool2d");
   const int cols = windows_by_tap(g, x, geo, p, -std::numeric_limits<double>::infinity());
   const int max = g.column_reduce(RowOp::Max, cols, "max_pool2d");
-  // The first maximum in scan order is the one at the smallest position.
+  // The first maximum in scan order is the one at the smallest position; a window holding NaN
+  // (its maximum) names its last NaN, as torch's CPU kernel (a NaN replaces the running maximum).
   const int at = position_windows(g, geo, p);
   const int none = g.full({{1}, DType::F32}, kNoPosition, "max_pool2d_indices");
-  const int first = g.column_reduce(RowOp::Min, g.where(g.binary(ExprOp::Eq, cols, max), at, none), "max_pool2d_indices");
+  const int first_max = g.column_reduce(RowOp::Min, g.where(g.binary(ExprOp::Eq, cols, max), at, none), "max_pool2d_indices");
+  const int below = g.full({{1}, DType::F32}, -1, "max_pool2d_indices");
+  const int last_nan = g.column_reduce(RowOp::Max, g.where(g.binary(ExprOp::Ne, cols, cols), at, below), "max_pool2d_indices");
+  const int first = g.where(g.binary_scalar(ExprOp::Ge, last_nan, 0), last_nan, first_max, "max_pool2d_indices");
   const std::vector<int64_t> shape{xs[0], xs[1], geo.out[0], geo.out[1]};
   return {g.reshape(max, shape), g.reshape(first, shape)};
 }

@@ -55,6 +55,11 @@ def run_sample(module_info, sample, training: bool) -> tuple[str, str]:
     try:
         reference = module_info.module_cls(*sample.constructor_input.args, **sample.constructor_input.kwargs)
         reference.train(training)
+        if module_info.is_lazy:  # materialized on the CPU first, so both copies start from the same weights
+            with torch.no_grad():
+                args, kwargs = tree_map(lambda x: x.detach() if isinstance(x, torch.Tensor) else x,
+                                        (sample.forward_input.args, sample.forward_input.kwargs))
+                reference(*args, **kwargs)
         chip_module = copy.deepcopy(reference)
         want = _forward_backward(reference, sample, "cpu")
     except Exception:

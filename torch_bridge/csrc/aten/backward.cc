@@ -49,7 +49,8 @@ at::Tensor tpu_embedding_dense_backward(const at::Tensor& grad_output, const at:
 at::Tensor tpu_threshold_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& threshold) {
   const double t = threshold.toDouble();
   return record("threshold_backward", {grad, self}, grad.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
-    return g.where(g.binary_scalar(ExprOp::Gt, v[1], t), v[0], g.full({g.node(v[0]).type.shape, g.node(v[0]).type.dtype}, 0.0));
+    // torch's rule, x <= threshold ? 0 : grad, lets a NaN x pass the gradient through
+    return g.where(g.binary_scalar(ExprOp::Le, v[1], t), g.full({g.node(v[0]).type.shape, g.node(v[0]).type.dtype}, 0.0), v[0]);
   }, [t](const std::vector<at::Tensor>& c) { return at::threshold_backward(c[0], c[1], t); });
 }
 

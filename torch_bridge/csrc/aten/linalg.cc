@@ -1,5 +1,5 @@
 // Matmul-family aten ops on the chip: mm, bmm, addmm (a fused bias epilogue), addmv and addbmm
-// (matmuls with their epilogues), with transposed dense operands read as they lie instead of
+// (matmuls with their epilogues), addr (an outer product), with transposed dense operands read as they lie instead of
 // copied first.
 #include <ATen/ATen.h>
 
@@ -72,9 +72,24 @@ at::Tensor tpu_addbmm(const at::Tensor& self, const at::Tensor& batch1, const at
   return scaled_sum(self, tpu_mm(left, right), beta, alpha);
 }
 
+// beta * self + alpha * outer(vec1, vec2), computed in f32 and rounded once (as torch's kernels
+// compute bf16: a bf16 product rounded before the sum would differ by more than bf16's ulp).
+at::Tensor tpu_addr(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2, const at::Scalar& beta,
+                    const at::Scalar& alpha) {
+  const auto dtype = at::promote_types(at::result_type(self, vec1), vec2.scalar_type());
+  const bool widen = dtype == at::kBFloat16 || dtype == at::kHalf;
+  const auto f32 = [&](const at::Tensor& t) { return widen ? t.to(at::kFloat) : t; };
+  const at::Tensor outer = f32(vec1).unsqueeze(1) * f32(vec2).unsqueeze(0);
+  const at::Tensor out = scaled_sum(f32(self), outer, beta, alpha);
+  return out.scalar_type() == dtype ? out : out.to(dtype);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("addr", tpu_addr);
+  m.impl("addr_", Variants<tpu_addr>::inplace);
+  m.impl("addr.out", Variants<tpu_addr>::out);
   m.impl("mm", tpu_mm);
   m.impl("mm.out", Variants<tpu_mm>::out);
   m.impl("bmm", tpu_bmm);

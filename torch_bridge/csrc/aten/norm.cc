@@ -147,9 +147,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_batch_norm_legit_no_training(
   return tpu_native_batch_norm(input, weight, bias, running_mean, running_var, false, momentum, eps);
 }
 
+// Training batch norm as torch.compile's and torch's newer paths call it: the training kernel
+// and an empty cuDNN reserve.
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> tpu_batch_norm_with_update(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    at::Tensor& running_mean, at::Tensor& running_var, double momentum, double eps) {
+  auto [out, save_mean, save_invstd] = batch_norm_training(input, weight, bias, running_mean, running_var, momentum, eps);
+  return {out, save_mean, save_invstd, at::empty({0}, input.options().dtype(at::kByte))};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_batch_norm_with_update", tpu_batch_norm_with_update);
   m.impl("_native_batch_norm_legit", tpu_batch_norm_legit);
   m.impl("_native_batch_norm_legit.no_stats", tpu_batch_norm_legit_no_stats);
   m.impl("_native_batch_norm_legit_no_training", tpu_batch_norm_legit_no_training);

@@ -186,6 +186,13 @@ at::Tensor tpu_where(const at::Tensor& condition, const at::Tensor& self, const 
 at::Tensor tpu_masked_fill(const at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
   return tpu_where(mask, at::scalar_tensor(value, self.scalar_type()), self);
 }
+// The value a 0-dim tensor: a host one as its scalar, a device one selected where the mask holds.
+at::Tensor tpu_masked_fill_tensor(const at::Tensor& self, const at::Tensor& mask, const at::Tensor& value) {
+  TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
+              value.dim(), " dimension(s).");
+  if (value.is_cpu()) return tpu_masked_fill(self, mask, value.item());
+  return tpu_where(mask, value.to(self.scalar_type()), self);
+}
 // torch.zeros / ones / full: a constant kernel writing self, which is never read (so a fresh
 // tensor stays without HBM until the flush).
 at::Tensor& tpu_fill_(at::Tensor& self, const at::Scalar& value) {
@@ -239,6 +246,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("where.self_out", Variants<tpu_where>::out);
   m.impl("masked_fill.Scalar", tpu_masked_fill);
   m.impl("masked_fill_.Scalar", Variants<tpu_masked_fill>::inplace);
+  m.impl("masked_fill.Tensor", tpu_masked_fill_tensor);
+  m.impl("masked_fill_.Tensor", Variants<tpu_masked_fill_tensor>::inplace);
   m.impl("fill_.Scalar", tpu_fill_);
   m.impl("zero_", tpu_zero_);
 }

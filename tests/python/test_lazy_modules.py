@@ -1,0 +1,37 @@
+"""Lazy modules moved to tpu before their first call stay lazy (torch builds new Parameter objects
+when moving to a PrivateUse1 device; vtpu/lazy_modules.py keeps them uninitialized) and then
+materialize on the chip and compute what the CPU computes with the same weights."""
+import pytest
+import torch
+from torch.nn.parameter import UninitializedParameter
+
+import vtpu
+
+
+@pytest.mark.parametrize("make,shape", [
+    (lambda: torch.nn.LazyLinear(5), (2, 7)),
+    (lambda: torch.nn.LazyConv2d(4, 3), (2, 3, 8, 8)),
+    (lambda: torch.nn.LazyConvTranspose1d(2, 3), (2, 3, 6)),
+    (lambda: torch.nn.LazyBatchNorm1d(), (4, 3)),
+])
+def test_lazy_module_on_tpu_materializes_at_its_first_call(make, shape):
+    vtpu.set_cpu_fallback(False)
+    module = make().to("tpu")
+    assert isinstance(module.weight, UninitializedParameter) and module.weight.device.type == "tpu"
+    x = torch.randn(*shape)
+    y = module(x.to("tpu"))
+    assert not isinstance(module.weight, UninitializedParameter)
+    assert module.weight.device.type == "tpu" and module.weight.dim() >= 1 and module.weight.numel() > 0
+    reference = make()
+    reference(x)  # materialized, then given the chip's weights
+    reference.load_state_dict({k: v.cpu() for k, v in module.state_dict().items()})
+    reference.train(module.training)
+    torch.testing.assert_close(y.detach().cpu(), make_output(reference, x, module), atol=1e-5, rtol=1e-5)
+
+
+def make_output(reference, x, module):
+    if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
+        # batch norm's first call updated the running statistics the chip's state now holds; the
+        # output of the first call depends only on the batch
+        return torch.nn.functional.batch_norm(x, None, None, reference.weight, reference.bias, True, 0.1, reference.eps)
+    return reference(x)

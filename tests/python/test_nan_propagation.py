@@ -1,0 +1,62 @@
+"""NaN and infinities through lowered ops and their gradients, as torch's CPU propagates them:
+comparisons, max/min, pooling (a window holding NaN names its last NaN), clamps, threshold
+backward (a NaN input lets the gradient through), pow, masked fills; and nn.LPPool1d's gradient,
+NaN where the CPU's is (it was 0 on tpu)."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import vtpu
+
+VALUES = torch.tensor([float("nan"), -1.0, 0.0, 2.0, float("inf"), float("-inf"), float("nan"), 0.5])
+
+OPS = {
+    "relu": torch.relu, "threshold": lambda t: F.threshold(t, 0.1, 20.0), "hardtanh": F.hardtanh,
+    "leaky_relu": F.leaky_relu, "elu": F.elu, "clamp": lambda t: t.clamp(-0.5, 0.5), "clamp_min": lambda t: t.clamp_min(0.5),
+    "maximum": lambda t: torch.maximum(t, torch.zeros_like(t)), "minimum": lambda t: torch.minimum(t, torch.zeros_like(t)),
+    "max": lambda t: t.max(), "amax": lambda t: t.amax(0), "min": lambda t: t.min(), "max_dim": lambda t: t.max(0)[0],
+    "sign": torch.sign, "abs": torch.abs, "pow": lambda t: t.pow(2), "pow_fraction": lambda t: t.pow(1.5),
+    "sqrt": torch.sqrt, "log": torch.log, "softmax": lambda t: torch.softmax(t, 0), "sum": lambda t: t.sum(),
+    "max_pool": lambda t: F.max_pool1d(t.view(1, 1, -1), 3, stride=2), "avg_pool": lambda t: F.avg_pool1d(t.view(1, 1, -1), 2),
+    "where": lambda t: torch.where(t > 0, t, 0.0), "tanh": torch.tanh, "silu": F.silu, "softplus": F.softplus,
+    "masked_fill": lambda t: t.masked_fill(t > 0, torch.tensor(3.0)), "mse": lambda t: F.mse_loss(t, torch.zeros_like(t)),
+    "eq": lambda t: (t == t).float() * t, "floor": torch.floor, "round": torch.round, "atan": torch.atan,
+}
+
+
+@pytest.fixture(autouse=True, params=["defer_and_fuse", "strict_eager"])
+def mode(request):
+    vtpu.set_mode(request.param)
+    vtpu.set_cpu_fallback(False)
+    yield
+    vtpu.set_mode("defer_and_fuse")
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_nan_and_inf_propagate_forward_and_backward_as_on_the_cpu(name):
+    results = {}
+    for device in ("cpu", "tpu"):
+        x = VALUES.detach().to(device).requires_grad_()
+        y = OPS[name](x)
+        (grad,) = torch.autograd.grad(y.sum(), x, allow_unused=True)
+        results[device] = (y.detach().cpu(), torch.zeros(8) if grad is None else grad.cpu())
+    torch.testing.assert_close(results["tpu"], results["cpu"], equal_nan=True, atol=1e-6, rtol=1e-6)
+
+
+def test_max_pool_indices_name_the_last_nan_of_a_window():
+    x = torch.tensor([float("nan"), -1.0, 0.0, 2.0, float("inf"), float("-inf"), float("nan"), float("nan")]).view(1, 1, 8)
+    _, want = F.max_pool1d(x, 3, stride=2, return_indices=True)
+    _, got = F.max_pool1d(x.to("tpu"), 3, stride=2, return_indices=True)
+    assert torch.equal(got.cpu(), want)
+
+
+def test_lp_pool1d_input_gradient_is_nan_where_the_cpus_is():
+    torch.manual_seed(0)
+    x = torch.randn(1, 3, 7)
+    grads = {}
+    for device in ("cpu", "tpu"):
+        a = x.detach().to(device).requires_grad_()
+        torch.nn.LPPool1d(1.5, 2)(a).sum().backward()
+        grads[device] = a.grad.cpu()
+    assert torch.isnan(grads["cpu"]).any()
+    torch.testing.assert_close(grads["tpu"], grads["cpu"], equal_nan=True)

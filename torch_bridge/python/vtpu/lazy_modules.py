@@ -1,0 +1,33 @@
+"""Lazy modules (nn.LazyLinear, nn.LazyConv2d, ...) moved to tpu before their first call.
+
+Module.to() keeps a parameter object only when torch judges the old and new tensors' impls
+compatible, and torch's list of such dense backends has no PrivateUse1 (c10's
+has_compatible_shallow_copy_type): moving a module to tpu builds new Parameter objects, as for
+XLA tensors. For an UninitializedParameter that loses the laziness (the new Parameter holds the
+0-element placeholder and the first call fails with "weight should have at least three
+dimensions"), so after a module's own parameters and buffers are converted, those that were
+uninitialized become uninitialized again, on the new device and dtype."""
+from __future__ import annotations
+
+import torch
+from torch.nn.parameter import UninitializedBuffer, UninitializedParameter
+
+_module_apply = torch.nn.Module._apply
+
+
+def _apply_keeping_uninitialized(self, fn, recurse=True):
+    lazy_params = {k: p for k, p in self._parameters.items() if isinstance(p, UninitializedParameter)}
+    lazy_buffers = {k: b for k, b in self._buffers.items() if isinstance(b, UninitializedBuffer)}
+    result = _module_apply(self, fn, recurse)
+    for key, old in lazy_params.items():
+        new = self._parameters[key]
+        if not isinstance(new, UninitializedParameter):
+            self._parameters[key] = UninitializedParameter(requires_grad=old.requires_grad, device=new.device, dtype=new.dtype)
+    for key, old in lazy_buffers.items():
+        new = self._buffers[key]
+        if not isinstance(new, UninitializedBuffer):
+            self._buffers[key] = UninitializedBuffer(requires_grad=old.requires_grad, device=new.device, dtype=new.dtype)
+    return result
+
+
+torch.nn.Module._apply = _apply_keeping_uninitialized
