@@ -64,6 +64,7 @@ if torch._C._get_privateuse1_backend_name() != "tpu":
 
 from . import decompositions as _decompositions  # noqa: E402  (after the extension's lowerings registered)
 from . import lazy_modules as _lazy_modules  # noqa: E402,F401
+from . import amp as _amp  # noqa: E402,F401
 
 
 # Printing formats a tensor with tensor ops (isfinite, masked_select, ...). Like XLA tensors, tpu
