@@ -1,5 +1,5 @@
 """Lazy modules moved to tpu before their first call stay lazy (torch builds new Parameter objects
-when moving to a PrivateUse1 device; vtpu/lazy_modules.py keeps them uninitialized) and then
+when moving to a PrivateUse1 device; vtpu/module_conversion.py keeps them uninitialized) and then
 materialize on the chip and compute what the CPU computes with the same weights."""
 import pytest
 import torch

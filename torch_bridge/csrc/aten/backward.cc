@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "kernels/compose/reduce_dims.h"
+#include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
 #include "torch_bridge/csrc/runtime/runtime.h"
 
@@ -52,6 +53,23 @@ at::Tensor tpu_threshold_backward(const at::Tensor& grad, const at::Tensor& self
     // torch's rule, x <= threshold ? 0 : grad, lets a NaN x pass the gradient through
     return g.where(g.binary_scalar(ExprOp::Le, v[1], t), g.full({g.node(v[0]).type.shape, g.node(v[0]).type.dtype}, 0.0), v[0]);
   }, [t](const std::vector<at::Tensor>& c) { return at::threshold_backward(c[0], c[1], t); });
+}
+
+// hardshrink and softshrink pass the gradient where |x| > lambda, by torch's rule
+// -lambda <= x <= lambda ? 0 : grad (so a NaN x passes it).
+at::Tensor shrink_backward(const char* op, const at::Tensor& grad, const at::Tensor& self, double lambd, const CpuFn& cpu) {
+  return record_elementwise(op, {grad, self}, grad.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    const int inside = g.binary(ExprOp::And, g.binary_scalar(ExprOp::Ge, v[1], -lambd), g.binary_scalar(ExprOp::Le, v[1], lambd));
+    return g.where(inside, g.full({{1}, g.node(v[0]).type.dtype}, 0.0, op), v[0], op);
+  }, cpu);
+}
+at::Tensor tpu_hardshrink_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& lambd) {
+  return shrink_backward("hardshrink_backward", grad, self, lambd.toDouble(),
+                         [lambd](const std::vector<at::Tensor>& c) { return at::hardshrink_backward(c[0], c[1], lambd); });
+}
+at::Tensor tpu_softshrink_backward(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& lambd) {
+  return shrink_backward("softshrink_backward", grad, self, lambd.toDouble(),
+                         [lambd](const std::vector<at::Tensor>& c) { return at::softshrink_backward(c[0], c[1], lambd); });
 }
 
 // d gelu / dx: erf form 0.5 (1 + erf(x / sqrt 2)) + x exp(-x^2 / 2) / sqrt(2 pi); tanh form
@@ -174,6 +192,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_layer_norm_backward(
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("threshold_backward", tpu_threshold_backward);
+  m.impl("hardshrink_backward", tpu_hardshrink_backward);
+  m.impl("hardshrink_backward.grad_input", Variants<tpu_hardshrink_backward>::out);
+  m.impl("softshrink_backward", tpu_softshrink_backward);
+  m.impl("softshrink_backward.grad_input", Variants<tpu_softshrink_backward>::out);
   m.impl("embedding_dense_backward", tpu_embedding_dense_backward);
   m.impl("gelu_backward", tpu_gelu_backward);
   m.impl("_softmax_backward_data", tpu_softmax_backward);

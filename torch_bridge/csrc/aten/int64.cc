@@ -40,6 +40,17 @@ at::Tensor int64_words_of(const at::Tensor& t, c10::Device device) {
 
 }  // namespace
 
+std::optional<at::Tensor> int64_sign_op(const char* op, ExprOp e, const at::Tensor& self, const CpuFn& cpu) {
+  if (!int64_on_chip(self)) return std::nullopt;
+  const auto known = int64_bound_of(self);
+  const int64_t bound = int64_t{1} << 31;
+  if (!known || *known >= bound) return std::nullopt;
+  const at::Tensor words = record(op, {index_words(self)}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
+    return int64_words(g, g.unary(e, g.reshape(g.int64_narrow(v[0], bound, op), self.sizes().vec()), op));
+  }, [cpu, self](const std::vector<at::Tensor>&) { return cpu({self.cpu()}); });
+  return as_int64(words, *known);
+}
+
 at::Tensor int64_where(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other) {
   const c10::Device device = condition.device();
   const at::Tensor picked = at::where(condition.unsqueeze(-1), int64_words_of(self, device), int64_words_of(other, device));

@@ -22,6 +22,10 @@ namespace vtpu::bridge {
 std::optional<at::Tensor> int64_binary(const char* op, kernels::ExprOp e, const at::Tensor& self, const at::Tensor& other,
                                        double alpha, c10::ScalarType result_dtype, const CpuFn& cpu);
 
+// -x or |x| of an int64 tpu tensor of known magnitude below 2^31 (the bound carries over); nullopt
+// for other tensors (the caller's path decides).
+std::optional<at::Tensor> int64_sign_op(const char* op, kernels::ExprOp e, const at::Tensor& self, const CpuFn& cpu);
+
 // where(condition, self, other) into an int64 result, for any values: each element's two int32
 // words are selected together (a pure data movement, exact whatever the magnitude). Operands
 // that are not int64 are converted first; host scalars are uploaded as one element.

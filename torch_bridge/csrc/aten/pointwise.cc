@@ -26,6 +26,9 @@ at::Tensor wrapped_scalar(const at::Scalar& s) {
 }
 
 at::Tensor unary(const char* op, ExprOp e, const at::Tensor& self, const CpuFn& cpu) {
+  if (e == ExprOp::Neg || e == ExprOp::Abs) {
+    if (auto words = int64_sign_op(op, e, self, cpu)) return *words;
+  }
   const auto dtype = at::isIntegralType(self.scalar_type(), true) && e != ExprOp::Neg && e != ExprOp::Abs && e != ExprOp::Relu
                          ? at::kFloat
                          : self.scalar_type();

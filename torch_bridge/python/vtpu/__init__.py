@@ -63,7 +63,8 @@ if torch._C._get_privateuse1_backend_name() != "tpu":
                                                           for_storage=True)
 
 from . import decompositions as _decompositions  # noqa: E402  (after the extension's lowerings registered)
-from . import lazy_modules as _lazy_modules  # noqa: E402,F401
+from . import module_conversion as _module_conversion  # noqa: E402,F401
+from . import transformer_fast_path as _transformer_fast_path  # noqa: E402,F401
 from . import amp as _amp  # noqa: E402,F401
 
 

@@ -1,12 +1,17 @@
-"""Lazy modules (nn.LazyLinear, nn.LazyConv2d, ...) moved to tpu before their first call.
+"""What moving a module to tpu needs beyond torch's Module._apply.
 
-Module.to() keeps a parameter object only when torch judges the old and new tensors' impls
+Lazy modules (nn.LazyLinear, nn.LazyConv2d, ...) moved to tpu before their first call: Module.to() keeps a parameter object only when torch judges the old and new tensors' impls
 compatible, and torch's list of such dense backends has no PrivateUse1 (c10's
 has_compatible_shallow_copy_type): moving a module to tpu builds new Parameter objects, as for
 XLA tensors. For an UninitializedParameter that loses the laziness (the new Parameter holds the
 0-element placeholder and the first call fails with "weight should have at least three
 dimensions"), so after a module's own parameters and buffers are converted, those that were
-uninitialized become uninitialized again, on the new device and dtype."""
+uninitialized become uninitialized again, on the new device and dtype.
+
+nn.TransformerEncoder's nested-tensor fast path: in eval mode it packs padded batches into nested
+tensors, which the chip does not hold. torch declines that path for modules built where it cannot
+run (use_nested_tensor = False, set in __init__); an encoder moved to tpu declines it the same way,
+and its layers take the per-layer fast path (vtpu/transformer_fast_path.py) or the standard one."""
 from __future__ import annotations
 
 import torch
@@ -19,6 +24,9 @@ def _apply_keeping_uninitialized(self, fn, recurse=True):
     lazy_params = {k: p for k, p in self._parameters.items() if isinstance(p, UninitializedParameter)}
     lazy_buffers = {k: b for k, b in self._buffers.items() if isinstance(b, UninitializedBuffer)}
     result = _module_apply(self, fn, recurse)
+    if isinstance(self, torch.nn.TransformerEncoder) and any(
+            p.device.type == "tpu" for p in self.parameters(recurse=True)):
+        self.use_nested_tensor = False
     for key, old in lazy_params.items():
         new = self._parameters[key]
         if not isinstance(new, UninitializedParameter):
