@@ -20,6 +20,19 @@ SAMPLE = ["add", "sub", "mul", "div.no_rounding_mode", "exp", "log", "tanh", "si
 FALLBACK_ONLY = {"clamp", "sum", "mean", "amax"}
 
 
+# Gradients and bfloat16 of ops training code leans on: entirely on the chip.
+BACKWARD_AND_BF16 = ["add", "mul", "exp", "tanh", "softmax", "log_softmax", "mm", "sum", "mean", "nn.functional.gelu",
+                     "nn.functional.layer_norm", "nn.functional.linear", "nn.functional.cross_entropy",
+                     "nn.functional.conv2d", "nn.functional.max_pool2d", "nn.functional.embedding", "floor", "atan2"]
+
+
+@pytest.mark.parametrize("name", BACKWARD_AND_BF16)
+def test_opinfo_backward_and_bfloat16_native(name):
+    op = [op for op in op_db if op.name == name and not op.variant_test_name][0]
+    for result in (run_op(op, backward=True), run_op(op, dtype=torch.bfloat16)):
+        assert result.status == "native", (result.counts, result.first_problem)
+
+
 @pytest.mark.parametrize("name", SAMPLE)
 def test_opinfo_sample_matches_cpu(name):
     base, _, variant = name.partition(".") if name.startswith(("div",)) else (name, "", "")

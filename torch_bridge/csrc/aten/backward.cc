@@ -153,9 +153,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_layer_norm_backward(
                                                        cpu_bias, mask);
     return std::vector<at::Tensor>{dx, dw, db};
   };
-  if (ns.size() != 1) {
-    const auto r = run_on_cpu_outputs("native_layer_norm_backward", inputs, cpu, "normalising more than the last dim");
-    return {r[0], r[1], r[2]};
+  if (ns.size() != 1) {  // the last k dims flattened into one, as the forward normalised them
+    const int64_t lead = input.dim() - static_cast<int64_t>(ns.size()), n = c10::multiply_integers(ns);
+    std::vector<int64_t> flat(input.sizes().begin(), input.sizes().begin() + lead), stats = flat;
+    flat.push_back(n);
+    stats.push_back(1);
+    const auto flat_param = [n](const std::optional<at::Tensor>& p) -> std::optional<at::Tensor> {
+      return p && p->defined() ? std::optional(p->reshape({n})) : std::nullopt;
+    };
+    auto [dx, dw, db] = tpu_native_layer_norm_backward(grad.reshape(flat), input.reshape(flat), {n}, mean.reshape(stats),
+                                                       rstd.reshape(stats), flat_param(weight), flat_param(bias), mask);
+    return {dx.defined() ? dx.view(input.sizes()) : dx, dw.defined() ? dw.view(normalized_shape) : dw,
+            db.defined() ? db.view(normalized_shape) : db};
   }
   // One result's CPU path (record's fallback when a kernel cannot be built for it).
   const auto cpu_part = [cpu](int which) -> CpuFn { return [cpu, which](const std::vector<at::Tensor>& c) { return cpu(c)[which]; }; };

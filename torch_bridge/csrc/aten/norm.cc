@@ -20,12 +20,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_layer_norm(const at::T
                                                                  const std::optional<at::Tensor>& weight,
                                                                  const std::optional<at::Tensor>& bias, double eps) {
   std::vector<int64_t> ns(normalized_shape.begin(), normalized_shape.end());
-  if (ns.size() != 1) {
-    TORCH_CHECK_NOT_IMPLEMENTED(Runtime::get().cpu_fallback_allowed(),
-                                "vtpu: aten::native_layer_norm over more than the last dim is not lowered; set VTPU_CPU_FALLBACK=1");
-    auto r = at::native_layer_norm(input.cpu(), ns, weight ? std::optional(weight->cpu()) : std::nullopt,
-                                   bias ? std::optional(bias->cpu()) : std::nullopt, eps);
-    return {std::get<0>(r).to(input.device()), std::get<1>(r).to(input.device()), std::get<2>(r).to(input.device())};
+  if (ns.size() != 1) {  // normalising the last k dims is normalising them flattened into one
+    const int64_t k = static_cast<int64_t>(ns.size()), lead = input.dim() - k;
+    std::vector<int64_t> flat(input.sizes().begin(), input.sizes().begin() + lead), stats = flat;
+    const int64_t n = c10::multiply_integers(ns);
+    flat.push_back(n);
+    stats.insert(stats.end(), k, 1);
+    const auto flat_param = [n](const std::optional<at::Tensor>& p) -> std::optional<at::Tensor> {
+      return p && p->defined() ? std::optional(p->reshape({n})) : std::nullopt;
+    };
+    auto [out, mean, rstd] = tpu_native_layer_norm(input.reshape(flat), {n}, flat_param(weight), flat_param(bias), eps);
+    return {out.view(input.sizes()), mean.view(stats), rstd.view(stats)};
   }
   const bool has_w = weight && weight->defined(), has_b = bias && bias->defined();
   std::vector<at::Tensor> inputs = {input};

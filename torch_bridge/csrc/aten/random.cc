@@ -96,9 +96,17 @@ at::Tensor& bernoulli_(at::Tensor& self, double p, std::optional<at::Generator> 
 std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p, std::optional<bool> train) {
   TORCH_CHECK(0 <= p && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
   const bool chip = input.numel() > 0 && (input.scalar_type() == at::kFloat || input.scalar_type() == at::kBFloat16);
-  if (!train.value_or(true) || p == 0 || p == 1 || !chip) {  // the edge cases, as torch computes them
-    const auto cpu = at::native_dropout(input.cpu(), p, train);
-    return {std::get<0>(cpu).to(input.device()), std::get<1>(cpu).to(input.device())};
+  if (input.numel() == 0) return {at::empty_like(input), at::empty_like(input, input.options().dtype(at::kBool))};
+  if (chip && (!train.value_or(true) || p == 0 || p == 1)) {  // the edge cases, on the chip
+    const bool keep = !train.value_or(true) || p == 0;  // eval or p = 0: everything kept; p = 1: nothing
+    return {keep ? input.clone() : at::zeros_like(input), at::full(input.sizes(), keep, input.options().dtype(at::kBool))};
+  }
+  if (!chip) {  // dtypes without kernels, as torch computes them
+    const auto r = run_on_cpu_outputs("native_dropout", {input}, [p, train](const std::vector<at::Tensor>& c) {
+      auto [out, mask] = at::native_dropout(c[0], p, train);
+      return std::vector<at::Tensor>{out, mask};
+    }, "dtypes without kernels");
+    return {r[0], r[1]};
   }
   at::Tensor mask = at::empty(input.sizes(), input.options().dtype(at::kBool));
   bernoulli_(mask, 1 - p, std::nullopt);
