@@ -70,3 +70,35 @@ def test_masks_past_the_compaction_limit_fall_back_with_the_reason():
             assert torch.equal(torch.nonzero(mask.to("tpu")).cpu(), torch.nonzero(mask))
     finally:
         vtpu.set_cpu_fallback(False)
+
+
+@pytest.mark.parametrize("name", ["ij", "i_k", "_jk", "ijk", "negative"])
+def test_several_index_tensors_on_the_chip(name):
+    vtpu.set_cpu_fallback(False)  # the index tensors combine into one linear index on the chip
+    x = torch.randn(4, 5, 6)
+    i, k = torch.tensor([0, 3, -1]), torch.tensor([5, 0, 2])
+    forms = {
+        "ij": lambda t, dev: t[i.to(dev), torch.tensor([1, 2, 0]).to(dev)],
+        "i_k": lambda t, dev: t[i.to(dev), :, k.to(dev)],  # not adjacent: the index dims go first
+        "_jk": lambda t, dev: t[:, torch.tensor([[1], [2]]).to(dev), torch.tensor([0, 5]).to(dev)],  # broadcast
+        "ijk": lambda t, dev: t[i.to(dev), torch.tensor([1, 2, 0]).to(dev), k.to(dev)],
+        "negative": lambda t, dev: t[torch.tensor([-4, -1]).to(dev), torch.tensor([-5, 4]).to(dev)],
+    }
+    want = forms[name](x, "cpu")
+    got = forms[name](x.to("tpu"), "tpu")
+    assert got.shape == want.shape and torch.equal(got.cpu(), want)
+
+
+def test_several_index_tensors_out_of_range_raise_index_error():
+    x = torch.randn(4, 5).to("tpu")
+    with pytest.raises(IndexError, match="index out of range"):
+        x[torch.tensor([0, 4]).to("tpu"), torch.tensor([0, 1]).to("tpu")].cpu()  # 4 would alias row 0 of the next block
+
+
+@pytest.mark.parametrize("name", ["flip", "flip_all", "roll", "roll_flat"])
+def test_flip_and_roll_on_the_chip(name):
+    vtpu.set_cpu_fallback(False)
+    x = torch.randn(3, 4, 5)
+    forms = {"flip": lambda t: t.flip(0, 2), "flip_all": lambda t: t.flip(-1, 0, 1), "roll": lambda t: t.roll((1, -7), (0, 2)),
+             "roll_flat": lambda t: t.roll(13)}
+    assert torch.equal(forms[name](x.to("tpu")).cpu(), forms[name](x))

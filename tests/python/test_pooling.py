@@ -74,7 +74,19 @@ def test_small_cnn_with_pooling_trains_like_cpu(no_fallback, sgd_losses):
 
 
 def test_pooling_off_the_chip_says_why(no_fallback):
-    with pytest.raises(NotImplementedError, match=r"_adaptive_avg_pool2d.*does not divide"):
-        F.adaptive_avg_pool2d(torch.randn(1, 2, 7, 7, device="tpu"), 3)
     with pytest.raises(NotImplementedError, match="integer pooling"):
         F.avg_pool2d(torch.ones(1, 2, 4, 4, dtype=torch.int32, device="tpu"), 2)
+
+
+@pytest.mark.parametrize("shape,out", [((2, 3, 7, 5), (3, 4)), ((1, 2, 10, 10), (7, 7)), ((3, 6, 9), (4,))])
+def test_adaptive_average_pooling_to_any_size_forward_and_backward(shape, out):
+    vtpu.set_cpu_fallback(False)  # varying windows (7 -> 3 ran on the CPU) as products with averaging matrices
+    x = torch.randn(*shape)
+    pool = torch.nn.functional.adaptive_avg_pool2d if len(out) == 2 else torch.nn.functional.adaptive_avg_pool1d
+    grads = {}
+    for device in ("cpu", "tpu"):
+        a = x.detach().to(device).requires_grad_()
+        y = pool(a, out)
+        (y * torch.linspace(-1, 1, y.numel()).view(y.shape).to(device)).sum().backward()
+        grads[device] = (y.detach().cpu(), a.grad.cpu())
+    torch.testing.assert_close(grads["tpu"], grads["cpu"], atol=1e-6, rtol=1e-5)

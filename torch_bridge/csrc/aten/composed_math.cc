@@ -1,8 +1,8 @@
 // Elementwise math the vector unit has no instruction for, composed from the ones it has, as a TPU
 // compiler expands them into VPU sequences: rounding (trunc, floor, ceil, round, frac), signs,
 // exp/log variants (expm1, log1p, exp2, log2, log10), trigonometric and hyperbolic functions
-// (tan, atan, asin, acos, atan2, sinh, cosh, asinh, acosh, atanh), erfc, fmax/fmin, logaddexp,
-// hypot. One table row per op; each row's lowering serves its functional, in-place and out= forms.
+// (tan, atan, asin, acos, atan2, sinh, cosh, asinh, acosh, atanh), erfc, lgamma and digamma,
+// fmax/fmin, logaddexp, hypot. One table row per op; each row's lowering serves its functional, in-place and out= forms.
 //
 // Numerics: f32 throughout (bf16 inputs are widened, results rounded back, as every chip op).
 // trunc is the f32 -> int32 -> f32 round trip (exact below 2^23; above that every f32 is already
@@ -164,6 +164,58 @@ int erfc_of(const Vpu& m, int x) {
 int deg2rad_of(const Vpu& m, int x) { return m.sc(ExprOp::Mul, x, kPi / 180); }
 int rad2deg_of(const Vpu& m, int x) { return m.sc(ExprOp::Mul, x, 180 / kPi); }
 
+// lgamma: Lanczos' approximation (g = 7, 9 terms) for x >= 0.5, the reflection
+// log(pi / |sin(pi x)|) - lgamma(1 - x) below; poles (0 and the negative integers) and
+// infinities give +inf, as torch's.
+int lgamma_positive(const Vpu& m, int x) {  // x >= 0.5
+  constexpr double kG = 7, kC[] = {0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313,
+                                   -176.61502916214059, 12.507343278686905, -0.13857109526572012,
+                                   9.9843695780195716e-6, 1.5056327351493116e-7};
+  const int z = m.sc(ExprOp::Sub, x, 1);
+  int sum = m.constant(x, kC[0]);
+  for (int i = 1; i < 9; ++i) sum = m.add(sum, m.div(m.constant(x, kC[i]), m.sc(ExprOp::Add, z, i)));
+  const int t = m.sc(ExprOp::Add, z, kG + 0.5);
+  // 0.5 log(2 pi) + (z + 0.5) log t - t + log(sum)
+  const int r = m.add(m.sub(m.mul(m.sc(ExprOp::Add, z, 0.5), m.un(ExprOp::Log, t)), t), m.un(ExprOp::Log, sum));
+  return m.sc(ExprOp::Add, r, 0.5 * std::log(2 * kPi));
+}
+int lgamma_of(const Vpu& m, int x) {
+  const int small = m.sc(ExprOp::Lt, x, 0.5);
+  // |sin(pi x)| = |sin(pi r)|, r = x - round(x) exactly: no rounding of pi x near the poles
+  const int r_frac = m.sub(x, round_of(m, x));
+  const int reflected = m.sub(m.un(ExprOp::Log, m.div(m.constant(x, kPi), m.un(ExprOp::Abs, m.un(ExprOp::Sin, m.sc(ExprOp::Mul, r_frac, kPi))))),
+                              lgamma_positive(m, m.sc_first(ExprOp::Sub, 1, x)));
+  const int r = m.select(small, reflected, lgamma_positive(m, m.select(small, m.constant(x, 1), x)));
+  const int pole = m.bin(ExprOp::And, m.sc(ExprOp::Le, x, 0), m.bin(ExprOp::Eq, floor_of(m, x), x));
+  return m.select(m.bin(ExprOp::Or, pole, m.sc(ExprOp::Eq, m.un(ExprOp::Abs, x), kInf)), m.constant(x, kInf), r);
+}
+// digamma: six steps of the recurrence psi(x) = psi(x + 1) - 1/x, then the asymptotic series at
+// x + 6; the reflection psi(1 - x) - pi / tan(pi x) below 0.5. -inf at 0, NaN at the negative
+// integers (torch: +inf at -0).
+int digamma_positive(const Vpu& m, int x) {  // x >= 0.5
+  int shift = m.constant(x, 0);
+  for (int k = 0; k < 6; ++k) shift = m.add(shift, m.un(ExprOp::Reciprocal, m.sc(ExprOp::Add, x, k)));
+  const int y = m.sc(ExprOp::Add, x, 6);
+  const int inv2 = m.un(ExprOp::Reciprocal, m.mul(y, y));
+  // log y - 1/(2y) - inv2 (1/12 - inv2 (1/120 - inv2 (1/252 - inv2 / 240)))
+  int series = m.sc_first(ExprOp::Sub, 1.0 / 252, m.sc(ExprOp::Mul, inv2, 1.0 / 240));
+  series = m.sc_first(ExprOp::Sub, 1.0 / 120, m.mul(inv2, series));
+  series = m.sc_first(ExprOp::Sub, 1.0 / 12, m.mul(inv2, series));
+  const int r = m.sub(m.sub(m.un(ExprOp::Log, y), m.un(ExprOp::Reciprocal, m.sc(ExprOp::Mul, y, 2))), m.mul(inv2, series));
+  return m.sub(r, shift);
+}
+int digamma_of(const Vpu& m, int x) {
+  const int small = m.sc(ExprOp::Lt, x, 0.5);
+  const int r_frac = m.sub(x, round_of(m, x));  // tan has period pi: tan(pi x) = tan(pi r), exactly reduced
+  const int reflected = m.sub(digamma_positive(m, m.sc_first(ExprOp::Sub, 1, x)),
+                              m.div(m.constant(x, kPi), tan_of(m, m.sc(ExprOp::Mul, r_frac, kPi))));
+  const int r = m.select(small, reflected, digamma_positive(m, m.select(small, m.constant(x, 1), x)));
+  const int negative_integer = m.bin(ExprOp::And, m.sc(ExprOp::Lt, x, 0), m.bin(ExprOp::Eq, floor_of(m, x), x));
+  const int at_zero = m.select(m.sc(ExprOp::Lt, m.un(ExprOp::Reciprocal, x), 0), m.constant(x, kInf), m.constant(x, -kInf));
+  const int nan = m.constant(x, std::numeric_limits<double>::quiet_NaN());
+  return m.select(m.sc(ExprOp::Eq, x, 0), at_zero, m.select(negative_integer, nan, r));
+}
+
 int is_nan(const Vpu& m, int x) { return m.bin(ExprOp::Ne, x, x); }
 // fmax / fmin: the other operand where one is NaN.
 int fmax_of(const Vpu& m, int a, int b) {
@@ -204,6 +256,8 @@ int hypot_of(const Vpu& m, int a, int b) { return m.un(ExprOp::Sqrt, m.add(m.mul
   X(acosh, "acosh", "acosh_", "acosh.out", acosh_of, at::acosh, false)                \
   X(atanh, "atanh", "atanh_", "atanh.out", atanh_of, at::atanh, false)                \
   X(erfc, "erfc", "erfc_", "erfc.out", erfc_of, at::erfc, false)                      \
+  X(lgamma, "lgamma", "lgamma_", "lgamma.out", lgamma_of, at::lgamma, false)          \
+  X(digamma, "digamma", "digamma_", "digamma.out", digamma_of, at::digamma, false)    \
   X(deg2rad, "deg2rad", "deg2rad_", "deg2rad.out", deg2rad_of, at::deg2rad, false)    \
   X(rad2deg, "rad2deg", "rad2deg_", "rad2deg.out", rad2deg_of, at::rad2deg, false)
 

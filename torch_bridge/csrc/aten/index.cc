@@ -1,5 +1,5 @@
-// Indexing on the chip: index_select (embeddings) and x[idx] with one integer index tensor, as
-// gathers whose indices are read and range-checked on the chip.
+// Indexing on the chip: index_select (embeddings), x[idx] with one integer index tensor and
+// x[i, j, ...] with several, as gathers whose indices are read and range-checked on the chip.
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtils.h>
 
@@ -36,10 +36,62 @@ at::Tensor tpu_index_select(const at::Tensor& self, int64_t dim, const at::Tenso
   }, cpu);
 }
 
+at::Tensor tpu_index(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices);
+
+// x[i0, i1, ...] with several integer index tensors (broadcast together; None between them
+// allowed): the indexed dims are moved first and flattened into one, and the index tensors
+// combined into one linear index on the chip (int32: each wrapped if negative, scaled by its
+// dim's stride in the flattened block, summed), which the one-index gather takes. A component
+// outside its dim makes the linear index point past the block, where the gather traps as torch
+// raises IndexError. Result dims as torch places them: the broadcast index shape where the
+// indexed dims were when they are adjacent, else first. Boolean masks among them: nullopt.
+std::optional<at::Tensor> several_indices(const at::Tensor& self, const std::vector<std::optional<at::Tensor>>& list) {
+  std::vector<int64_t> dims;
+  std::vector<at::Tensor> index;
+  for (size_t k = 0; k < list.size(); ++k) {
+    if (!list[k] || !list[k]->defined()) continue;
+    const auto type = list[k]->scalar_type();
+    if (type != at::kLong && type != at::kInt) return std::nullopt;
+    dims.push_back(static_cast<int64_t>(k));
+    index.push_back(list[k]->device() == self.device() ? *list[k] : list[k]->to(self.device()));
+  }
+  const bool adjacent = dims.back() - dims.front() + 1 == static_cast<int64_t>(dims.size());
+  const auto broadcast = at::broadcast_tensors(index);
+  std::vector<int64_t> to(dims.size());
+  for (size_t j = 0; j < dims.size(); ++j) to[j] = static_cast<int64_t>(j);
+  const at::Tensor moved = self.movedim(dims, to);
+  int64_t block = 1;
+  for (int64_t d : dims) block *= self.size(d);
+  TORCH_CHECK(block < (int64_t{1} << 31), "vtpu: indexing a block of ", block, " elements (the chip's index limit is 2^31)");
+  at::Tensor linear, outside;
+  int64_t stride = block;
+  for (size_t j = 0; j < dims.size(); ++j) {
+    const int64_t size = self.size(dims[j]);
+    stride /= size;
+    const at::Tensor i = broadcast[j].to(at::kInt);
+    const at::Tensor wrapped = at::where(i.lt(0), i + size, i);
+    const at::Tensor bad = wrapped.lt(0).logical_or(wrapped.ge(size));
+    const at::Tensor term = stride == 1 ? wrapped : wrapped * stride;
+    linear = linear.defined() ? linear + term : term;
+    outside = outside.defined() ? outside.logical_or(bad) : bad;
+  }
+  linear = at::where(outside, at::full({}, block, linear.options()), linear);
+  std::vector<int64_t> flat_shape = {block};
+  flat_shape.insert(flat_shape.end(), moved.sizes().begin() + dims.size(), moved.sizes().end());
+  const at::Tensor picked = tpu_index(moved.reshape(flat_shape), c10::List<std::optional<at::Tensor>>({std::optional(linear)}));
+  if (!adjacent || dims.front() == 0) return picked;
+  std::vector<int64_t> from(linear.dim()), place(linear.dim());
+  for (int64_t k = 0; k < linear.dim(); ++k) {
+    from[k] = k;
+    place[k] = dims.front() + k;
+  }
+  return picked.movedim(from, place).contiguous();
+}
+
 // x[..., idx, ...] with one integer index tensor (the others None): a gather of the indexed dim
 // moved first, negative indices counting from the end as torch's indexing has them (checked on
 // the chip: out of range traps). Result dims: x's before the index, the index's, x's after.
-// Boolean masks (a data-dependent shape), several index tensors and 0-d inputs run on the CPU.
+// Several index tensors become one (several_indices); 0-d inputs run on the CPU.
 at::Tensor tpu_index(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
   const std::vector<std::optional<at::Tensor>> list(indices.begin(), indices.end());
   const CpuFn cpu = [list](const std::vector<at::Tensor>& c) {
@@ -53,6 +105,9 @@ at::Tensor tpu_index(const at::Tensor& self, const c10::List<std::optional<at::T
       d = static_cast<int64_t>(k);
       ++given;
     }
+  }
+  if (given > 1 && self.dim() > 0) {
+    if (auto linear = several_indices(self, list)) return *linear;
   }
   if (given != 1 || self.dim() == 0) return run_on_cpu("index", {self}, cpu, "several index tensors, or none, or a 0-d input");
   const at::Tensor& idx = *list[d];

@@ -138,7 +138,7 @@ at::Tensor tpu_max_pool2d_with_indices_backward(const at::Tensor& grad_output, c
 }
 
 // Adaptive average pooling whose output size divides the input's: windows of input / output,
-// side by side. Other sizes (overlapping windows of varying size) stay on the CPU.
+// side by side, as an average pooling. Other sizes: adaptive_average.
 std::optional<kernels::Pool2dParams> adaptive_as_pool(const at::Tensor& self, Pair out) {
   const Pair in = spatial(self);
   if (out[0] < 1 || out[1] < 1 || in[0] % out[0] || in[1] % out[1]) return std::nullopt;
@@ -147,12 +147,42 @@ std::optional<kernels::Pool2dParams> adaptive_as_pool(const at::Tensor& self, Pa
   return p;
 }
 
+// Adaptive average pooling to any size is linear along each pooled dim: output i averages input
+// [floor(i in / out), ceil((i + 1) in / out)), the product with an [in, out] matrix of 1 / count
+// (built on the host: a constant of the shapes, uploaded) on the MXU, in f32; its backward is the
+// product with the same matrix transposed. `in` and `out`: the pooled (last) dims' sizes before and
+// after pooling; x holds `in` sizes forward, `out` sizes backward (a gradient).
+at::Tensor averaging_matrix(int64_t in, int64_t out, const at::Tensor& like, bool transposed) {
+  at::Tensor m = at::zeros({in, out}, at::kFloat);
+  auto a = m.accessor<float, 2>();
+  for (int64_t i = 0; i < out; ++i) {
+    const int64_t start = (i * in) / out, end = ((i + 1) * in + out - 1) / out;
+    for (int64_t j = start; j < end; ++j) a[j][i] = 1.0f / static_cast<float>(end - start);
+  }
+  return (transposed ? m.t().contiguous() : m).to(like.device());
+}
+
+at::Tensor adaptive_average(const at::Tensor& x, const std::vector<int64_t>& in, const std::vector<int64_t>& out, bool backward) {
+  at::Tensor y = x.to(at::kFloat);
+  const int64_t k = static_cast<int64_t>(in.size());
+  for (int64_t j = 0; j < k; ++j) {
+    const int64_t d = x.dim() - k + j;
+    const at::Tensor m = averaging_matrix(in[j], out[j], x, backward);  // [in, out]; backward: [out, in]
+    y = at::matmul(y.transpose(d, -1), m).transpose(d, -1);
+  }
+  return y.to(x.scalar_type()).contiguous();
+}
+
 at::Tensor tpu_adaptive_avg_pool2d(const at::Tensor& self, at::IntArrayRef output_size) {
   const std::vector<int64_t> o(output_size.begin(), output_size.end());
   const CpuFn cpu = [o](const std::vector<at::Tensor>& c) { return at::_adaptive_avg_pool2d(c[0], o); };
   std::string why = unsupported(self);
-  const auto p = why.empty() ? adaptive_as_pool(self, pair_of(output_size, {1, 1})) : std::nullopt;
-  if (why.empty() && !p) why = "adaptive pooling to a size that does not divide the input's";
+  const Pair out = pair_of(output_size, {1, 1});
+  const auto p = why.empty() ? adaptive_as_pool(self, out) : std::nullopt;
+  if (why.empty() && !p) {  // windows of varying size
+    const Pair in = spatial(self);
+    return adaptive_average(self, {in[0], in[1]}, {out[0], out[1]}, false);
+  }
   if (!why.empty()) return run_on_cpu("_adaptive_avg_pool2d", {self}, cpu, why);
   return record("_adaptive_avg_pool2d", {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
     return unlift_like(g, kernels::avg_pool2d(g, lift(g, v[0]), *p), self);
@@ -163,7 +193,10 @@ at::Tensor tpu_adaptive_avg_pool2d_backward(const at::Tensor& grad_output, const
   const CpuFn cpu = [self](const std::vector<at::Tensor>& c) { return at::_adaptive_avg_pool2d_backward(c[0], self.cpu()); };
   std::string why = unsupported(self);
   const auto p = why.empty() ? adaptive_as_pool(self, spatial(grad_output)) : std::nullopt;
-  if (why.empty() && !p) why = "adaptive pooling to a size that does not divide the input's";
+  if (why.empty() && !p) {
+    const Pair in = spatial(self), out = spatial(grad_output);
+    return adaptive_average(grad_output, {in[0], in[1]}, {out[0], out[1]}, true);
+  }
   if (!why.empty()) return run_on_cpu("_adaptive_avg_pool2d_backward", {grad_output}, cpu, why);
   return record("_adaptive_avg_pool2d_backward", {grad_output}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
     return unlift_like(g, kernels::avg_pool2d_backward(g, lift(g, v[0]), spatial(self), *p), self);

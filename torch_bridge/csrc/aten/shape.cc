@@ -1,5 +1,5 @@
 // Ops that rearrange data on the chip: cat, constant padding (and cropping), clone keeping a
-// dense tensor's strides.
+// dense tensor's strides, flip and roll.
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtils.h>
 
@@ -69,9 +69,44 @@ at::Tensor tpu_clone(const at::Tensor& self, std::optional<c10::MemoryFormat> fo
   return out;
 }
 
+// flip: each flipped dim read through a reversed index (arange(n - 1, -1, -1) on the chip) by the
+// gather kernel, as index_select does.
+at::Tensor tpu_flip(const at::Tensor& self, at::IntArrayRef dims) {
+  at::Tensor out = self;
+  for (int64_t dim : dims) {
+    const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
+    const int64_t n = self.dim() == 0 ? 1 : self.size(d);
+    if (n <= 1) continue;
+    out = at::index_select(out, d, at::arange(n - 1, -1, -1, self.options().dtype(at::kInt)));
+  }
+  return out.is_same(self) ? self.clone() : out;
+}
+
+// roll: the two slices of each rolled dim swapped (a cat of narrowed views); no dims: the
+// flattened tensor rolled and viewed back.
+at::Tensor tpu_roll(const at::Tensor& self, at::IntArrayRef shifts, at::IntArrayRef dims) {
+  if (dims.empty()) {
+    TORCH_CHECK(shifts.size() == 1, "roll: with no dims given, exactly one shift is expected, got ", shifts.size());
+    return tpu_roll(self.reshape({-1}), shifts, {0}).view(self.sizes());
+  }
+  TORCH_CHECK(shifts.size() == dims.size(), "shifts and dimensions must align. shifts: ", shifts.size(), ", dims:", dims.size());
+  at::Tensor out = self;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    const int64_t d = at::maybe_wrap_dim(dims[k], self.dim());
+    const int64_t n = self.size(d);
+    if (n == 0) continue;
+    const int64_t s = ((shifts[k] % n) + n) % n;
+    if (s == 0) continue;
+    out = at::cat({out.narrow(d, n - s, s), out.narrow(d, 0, n - s)}, d);
+  }
+  return out.is_same(self) ? self.clone() : out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("flip", tpu_flip);
+  m.impl("roll", tpu_roll);
   m.impl("clone", tpu_clone);
   m.impl("cat", tpu_cat);
   m.impl("constant_pad_nd", tpu_constant_pad_nd);
