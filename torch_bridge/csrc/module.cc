@@ -98,8 +98,14 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_mode", [](const std::string& mode) { Runtime::get().set_mode(mode_from_name(mode)); });
   m.def("get_mode", [] { return mode_name(Runtime::get().mode()); });
   m.def("set_fusion", [](const std::string& s) {
+    vtpu::kernels::FusionStrategy strategy;
+    try {
+      strategy = vtpu::kernels::fusion_strategy_from_name(s);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument(e.what());  // a bad name is a ValueError, as a bad mode is
+    }
     synchronize(-1);
-    Runtime::get().set_fusion(vtpu::kernels::fusion_strategy_from_name(s));
+    Runtime::get().set_fusion(strategy);
   });
   m.def("get_fusion", [] { return std::string(vtpu::kernels::fusion_strategy_name(Runtime::get().fusion())); });
   m.def("set_cpu_fallback", [](bool allowed) { Runtime::get().set_cpu_fallback(allowed); });

@@ -18,6 +18,25 @@ std::string env_or(const char* name, const std::string& fallback) {
   return v && *v ? std::string(v) : fallback;
 }
 
+// A VTPU_* variable read through `parse`, whose errors name the valid choices; whatever it
+// rejects becomes one std::invalid_argument (Python's ValueError) naming the variable and value.
+template <typename Parse>
+auto from_env(const char* name, const std::string& fallback, Parse parse) {
+  const std::string value = env_or(name, fallback);
+  try {
+    return parse(value);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(std::string(name) + "=" + value + ": " + e.what());
+  }
+}
+
+int64_t whole_number(const std::string& text, int64_t most, const char* what) {
+  const bool digits = !text.empty() && text.size() <= 18 && text.find_first_not_of("0123456789") == std::string::npos;
+  const int64_t v = digits ? std::stoll(text) : 0;
+  if (v < 1 || v > most) throw std::invalid_argument(std::string("expected ") + what + ", a whole number in 1.." + std::to_string(most));
+  return v;
+}
+
 }  // namespace
 
 Mode mode_from_name(const std::string& name) {
@@ -50,16 +69,24 @@ Runtime& Runtime::get() {
 
 // VTPU_CHIP picks the generation (v5e by default), VTPU_CHIPS how many chips (1), VTPU_MODE the
 // mode, VTPU_CPU_FALLBACK=1 allows CPU fallback, VTPU_HBM_BYTES shrinks HBM (for OOM tests).
+// Every value is checked here, at the first use of the device (`import vtpu` makes that use), so
+// a bad one is a Python ValueError then, never an exception thrown where C++ cannot pass it on.
 Runtime::Runtime() {
-  sim::ChipConfig chip = sim::load_chip(env_or("VTPU_CHIP", "v5e"));
+  sim::ChipConfig chip = from_env("VTPU_CHIP", "v5e", [](const std::string& v) { return sim::load_chip(v); });
   chip_name_ = chip.name;
-  if (const std::string hbm = env_or("VTPU_HBM_BYTES", ""); !hbm.empty()) chip.hbm_bytes = std::stoull(hbm);
-  const int count = std::stoi(env_or("VTPU_CHIPS", "1"));
-  if (count < 1 || count > 64) throw std::invalid_argument("VTPU_CHIPS=" + std::to_string(count) + " is not in 1..64");
-  for (int i = 0; i < count; ++i) devices_.push_back(sim::make_sim_device(chip));
-  mode_ = mode_from_name(env_or("VTPU_MODE", "defer_and_fuse"));
-  cpu_fallback_ = env_or("VTPU_CPU_FALLBACK", "0") == "1";
-  fusion_ = kernels::fusion_strategy_from_name(env_or("VTPU_FUSION", "greedy"));
+  if (!env_or("VTPU_HBM_BYTES", "").empty()) {
+    chip.hbm_bytes = from_env("VTPU_HBM_BYTES", "", [](const std::string& v) {
+      return static_cast<uint64_t>(whole_number(v, int64_t{1} << 50, "a byte count"));
+    });
+  }
+  const int64_t count = from_env("VTPU_CHIPS", "1", [](const std::string& v) { return whole_number(v, 64, "a number of chips"); });
+  mode_ = from_env("VTPU_MODE", "defer_and_fuse", mode_from_name);
+  cpu_fallback_ = from_env("VTPU_CPU_FALLBACK", "0", [](const std::string& v) {
+    if (v != "0" && v != "1") throw std::invalid_argument("expected 0 (off) or 1 (on)");
+    return v == "1";
+  });
+  fusion_ = from_env("VTPU_FUSION", "greedy", kernels::fusion_strategy_from_name);
+  for (int64_t i = 0; i < count; ++i) devices_.push_back(sim::make_sim_device(chip));
 }
 
 sim::Device& Runtime::device(int index) {

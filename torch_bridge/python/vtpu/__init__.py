@@ -52,6 +52,9 @@ def _load_extension():
 
 
 _C = _load_extension()
+# The simulated chips are configured from VTPU_* now, so a bad value is a ValueError at import that
+# names the variable, not an error inside a device guard, where C++ could only abort.
+_C.device_count()
 
 from . import compiled as _compiled  # noqa: E402  (needs _C)
 from . import device_module as _device_module  # noqa: E402  (needs _C)
