@@ -273,6 +273,7 @@ int Graph::row(RowOp op, int x, int weight, int bias, double eps, std::string la
   n.kind = NodeKind::Row;
   n.row_op = op;
   n.inputs = {x};
+  n.row_weight = weight >= 0;
   if (weight >= 0) n.inputs.push_back(weight);
   if (bias >= 0) n.inputs.push_back(bias);
   n.eps = eps;

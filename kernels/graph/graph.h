@@ -72,8 +72,9 @@ struct Node {
   // Attention: torch's is_causal mask; the value packs the logsumexp after the output
   bool causal = false;
   bool with_lse = false;
-  // Row
+  // Row: inputs are x, then the weight (when row_weight), then the bias (when there is one more)
   RowOp row_op = RowOp::Sum;
+  bool row_weight = false;
   double eps = 1e-5;
   int64_t correction = 1;
 };

@@ -256,15 +256,18 @@ Launch lower_row(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& 
   spec.inputs = operands_for(g, b.operands(), g.node(x).type.shape);
   Launch l;
   l.args = b.operands();
-  if (r.inputs.size() > 1) {
+  const size_t bias_at = r.row_weight ? 2 : 1;  // a bias without a weight comes right after x
+  if (r.row_weight) {
     spec.has_weight = true;
     spec.weight_dtype = g.node(r.inputs[1]).type.dtype;
     l.args.push_back(r.inputs[1]);
   }
-  if (r.inputs.size() > 2) {
+  if (r.inputs.size() > bias_at) {
     spec.has_bias = true;
-    if (g.node(r.inputs[2]).type.dtype != spec.weight_dtype) throw KernelError(fmt::format("{}: weight and bias dtypes differ", r.label));
-    l.args.push_back(r.inputs[2]);
+    const DType bias_dtype = g.node(r.inputs[bias_at]).type.dtype;
+    if (spec.has_weight && bias_dtype != spec.weight_dtype) throw KernelError(fmt::format("{}: weight and bias dtypes differ", r.label));
+    spec.weight_dtype = bias_dtype;
+    l.args.push_back(r.inputs[bias_at]);
   }
   l.args.push_back(grp.nodes.back());
   l.scalars = stream_scalars(spec.rows, spec.cols, spec.inputs);

@@ -59,7 +59,7 @@ std::string graph_signature(const Graph& graph) {
     s += fmt::format("{}:{}:{}:{}:{}{}:{}", static_cast<int>(n.kind), to_string(n.type), static_cast<int>(n.expr_op),
                      static_cast<int>(n.row_op), n.transpose_a, n.transpose_b, n.passes);
     if (n.scalar_operand || n.expr_op == ExprOp::Constant) s += fmt::format(":s{}{}", n.scalar, n.scalar_first ? "f" : "");
-    if (n.kind == NodeKind::Row) s += fmt::format(":e{}c{}", n.eps, n.correction);
+    if (n.kind == NodeKind::Row) s += fmt::format(":e{}c{}w{}", n.eps, n.correction, n.row_weight ? 1 : 0);
     if (n.kind == NodeKind::Concat) s += fmt::format(":d{}", n.cat_dim);
     if (n.kind == NodeKind::Gather || n.kind == NodeKind::ScatterAdd) {
       s += fmt::format(":p{}/{}/{}", n.index_pairs, n.padding_index, n.wrap_negative);

@@ -135,6 +135,33 @@ TEST_SUITE("kernels") {
     }
   }
 
+  TEST_CASE("row kernels: a layer norm with a bias and no weight adds the bias, it does not scale by it") {
+    // The row node's second input was taken for a weight whatever it was (F.layer_norm(x, s, None, b)).
+    for (const bool with_weight : {false, true}) {
+      kernels::Graph g;
+      const int x = g.input({{3, 8}, DType::F32});
+      const int w = with_weight ? g.input({{8}, DType::F32}) : -1;
+      const int b = g.input({{8}, DType::F32});
+      g.mark_output(g.row(RowOp::LayerNorm, x, w, b, 1e-5));
+      std::vector<float> xs(24), ws(8), bs(8);
+      for (int i = 0; i < 24; ++i) xs[i] = float((i * 7) % 11) - 5.f;
+      for (int i = 0; i < 8; ++i) ws[i] = 0.5f + 0.25f * float(i), bs[i] = float(i) - 3.f;
+      kernels::ProgramCache cache;
+      std::vector<testing::Bound> inputs = {{x, xs}, {b, bs}};
+      if (with_weight) inputs.push_back({w, ws});
+      const auto got = testing::run_graph(g, kernels::make_plan(g, FusionStrategy::Greedy, sim::load_chip("v5e"), cache), inputs);
+      for (int r = 0; r < 3; ++r) {
+        double mean = 0, var = 0;
+        for (int c = 0; c < 8; ++c) mean += xs[r * 8 + c] / 8.0;
+        for (int c = 0; c < 8; ++c) var += (xs[r * 8 + c] - mean) * (xs[r * 8 + c] - mean) / 8.0;
+        for (int c = 0; c < 8; ++c) {
+          const double y = (xs[r * 8 + c] - mean) / std::sqrt(var + 1e-5) * (with_weight ? ws[c] : 1.0) + bs[c];
+          CHECK(got[r * 8 + c] == doctest::Approx(y).epsilon(1e-5));
+        }
+      }
+    }
+  }
+
   TEST_CASE("memory planner: reuse after the last reader, never overlapping live values") {
     // a(0..1) b(1..2) c(2..3) d(3..inf): a and c can share, b and d can share.
     const auto plan = kernels::plan_memory({{0, 1000, 0, 1}, {1, 1000, 1, 2}, {2, 1000, 2, 3}, {3, 1000, 3, INT32_MAX}});

@@ -49,10 +49,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_layer_norm(const at::T
   // mean and rstd, as autograd saves them; in defer_and_fuse they never run unless kept.
   std::vector<int64_t> stat_shape(input.sizes().begin(), input.sizes().end());
   stat_shape.back() = 1;
-  at::Tensor mean = record("native_layer_norm", inputs, at::kFloat, [&](Graph& g, const std::vector<int>& v) {
+  // The statistics in the weight's dtype, else the input's (the CPU kernel's rule).
+  const auto stat_dtype = has_w ? weight->scalar_type() : input.scalar_type();
+  at::Tensor mean = record("native_layer_norm", inputs, stat_dtype, [&](Graph& g, const std::vector<int>& v) {
     return g.row(RowOp::Mean, v[0]);
   }, cpu_out(1)).view(stat_shape);
-  at::Tensor rstd = record("native_layer_norm", inputs, at::kFloat, [&](Graph& g, const std::vector<int>& v) {
+  at::Tensor rstd = record("native_layer_norm", inputs, stat_dtype, [&](Graph& g, const std::vector<int>& v) {
     const int var = g.row(RowOp::Var, v[0], -1, -1, eps, "var", /*correction=*/0);
     return g.unary(ExprOp::Rsqrt, g.binary_scalar(ExprOp::Add, var, eps));
   }, cpu_out(2)).view(stat_shape);
