@@ -243,6 +243,7 @@ void Recorder::flush() {
   s.kernels_launched += run.launches;
   s.simulated_cycles += run.cycles;
   s.simulated_seconds += run.seconds;
+  rt.advance_clock(device_, run.seconds);
   s.hbm_read_bytes += run.hbm_read_bytes;
   s.hbm_write_bytes += run.hbm_write_bytes;
   s.held_vmem_bytes += run.held_vmem_bytes;

@@ -56,14 +56,34 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
       return 0;  // required not to throw: a broken configuration reports no devices
     }
   }
-  // Events: work is complete once flushed, so recording an event flushes the device.
+  // Events: work is complete once flushed, so recording an event flushes the device and notes the
+  // device's simulated clock then; elapsed_time between two events is simulated time, in ms, as
+  // CUDA events time the GPU.
+  struct TpuEvent {
+    int device = 0;
+    double seconds = 0;
+    bool recorded = false;
+  };
   void record(void** event, const c10::Stream& stream, const c10::DeviceIndex, const c10::EventFlag) const override {
     synchronize_device(stream.device_index());
-    *event = reinterpret_cast<void*>(1);
+    if (*event == nullptr) *event = new TpuEvent;
+    auto* e = static_cast<TpuEvent*>(*event);
+    e->device = stream.device_index() < 0 ? current_device_index() : stream.device_index();
+    auto& rt = Runtime::get();
+    std::lock_guard lock(rt.mutex());
+    e->seconds = rt.simulated_clock(e->device);
+    e->recorded = true;
   }
+  double elapsedTime(void* start, void* end, const c10::DeviceIndex) const override {
+    const auto *a = static_cast<TpuEvent*>(start), *b = static_cast<TpuEvent*>(end);
+    TORCH_CHECK(a && b && a->recorded && b->recorded, "Both events must be recorded before calculating elapsed time.");
+    TORCH_CHECK(a->device == b->device, "vtpu: events recorded on tpu:", a->device, " and tpu:", b->device,
+                " (elapsed time compares one device's clock)");
+    return (b->seconds - a->seconds) * 1e3;
+  }
+  void destroyEvent(void* event, const c10::DeviceIndex) const noexcept override { delete static_cast<TpuEvent*>(event); }
   void block(void*, const c10::Stream&) const override {}
   bool queryEvent(void*) const override { return true; }
-  void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
   bool queryStream(const c10::Stream&) const override { return true; }
   void synchronizeStream(const c10::Stream& stream) const override { synchronize_device(stream.device_index()); }
   void synchronizeEvent(void*) const override {}

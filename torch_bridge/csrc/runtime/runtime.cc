@@ -87,6 +87,7 @@ Runtime::Runtime() {
   });
   fusion_ = from_env("VTPU_FUSION", "greedy", kernels::fusion_strategy_from_name);
   for (int64_t i = 0; i < count; ++i) devices_.push_back(sim::make_sim_device(chip));
+  clocks_.assign(devices_.size(), 0.0);
 }
 
 sim::Device& Runtime::device(int index) {

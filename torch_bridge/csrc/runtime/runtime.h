@@ -105,6 +105,10 @@ class Runtime {
 
   Stats& stats() { return stats_; }
   void reset_stats() { stats_ = Stats{}; }
+  // Each device's simulated time since the process began (launches back to back), which
+  // reset_stats leaves alone: what tpu events read, so elapsed_time is simulated time.
+  double simulated_clock(int device) const { return clocks_.at(device); }
+  void advance_clock(int device, double seconds) { clocks_.at(device) += seconds; }
   std::recursive_mutex& mutex() { return mutex_; }
 
   // Tracing: launches on every device are recorded until stop_trace writes the file.
@@ -115,6 +119,7 @@ class Runtime {
  private:
   Runtime();
   std::vector<std::unique_ptr<sim::Device>> devices_;
+  std::vector<double> clocks_;
   std::string chip_name_;
   Mode mode_ = Mode::DeferAndFuse;
   kernels::FusionStrategy fusion_ = kernels::FusionStrategy::Greedy;

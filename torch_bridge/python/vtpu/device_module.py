@@ -52,6 +52,28 @@ class device:
         return False
 
 
+def Event(enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> torch.Event:
+    """torch.tpu.Event, as torch.cuda.Event: record() marks a point of the program on the current
+    device (a sync point: pending work runs first) and elapsed_time() between two events is the
+    simulated time, in milliseconds, the chip spent between them."""
+    return torch.Event(device=torch.device("tpu", current_device()), enable_timing=enable_timing, blocking=blocking,
+                       interprocess=interprocess)
+
+
+def Stream(device=None, priority: int = 0) -> torch.Stream:
+    """A tpu stream. The simulated chip runs one stream per device: every stream is that one, so
+    work never overlaps across streams and synchronising any stream synchronises the device."""
+    return torch.Stream(device=torch.device("tpu", _index(device)), priority=priority)
+
+
+def current_stream(device=None) -> torch.Stream:
+    return Stream(device)
+
+
+def default_stream(device=None) -> torch.Stream:
+    return Stream(device)
+
+
 def synchronize(device=None) -> None:
     _C.synchronize(_index(device))
 
