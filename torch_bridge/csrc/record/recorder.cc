@@ -226,6 +226,11 @@ void Recorder::flush() {
       return rt.materialize(out.vaddr) + out.offset;
     }, [this](int v) { input_done(v); });
     run = exec.run();
+  } catch (const c10::OutOfMemoryError& e) {
+    // An output found no HBM: the flush stops there and, as after a kernel error, its pending
+    // results are lost, so the device is usable again (tensors already given memory keep it).
+    settle();
+    TORCH_CHECK_WITH(OutOfMemoryError, false, e.msg(), " (at a flush: the pending results of this flush are lost)");
   } catch (const sim::SimError& e) {
     // Like a device-side assert: the pending results are lost (their tensors keep whatever their
     // buffers held) and the error reaches the op that synchronised, not the one that caused it.

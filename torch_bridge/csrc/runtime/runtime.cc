@@ -113,7 +113,13 @@ std::string Runtime::matmul_precision() const {
 
 uint64_t Runtime::allocate(int device_index, uint64_t bytes) {
   std::lock_guard lock(mutex_);
-  device(device_index);  // range check
+  const auto memory = device(device_index).memory_stats();  // (and the range check)
+  // A tensor larger than the whole HBM can never be given memory: refused at the op that asked
+  // for it in every mode (defer_and_fuse would only find out at the flush, where nothing can
+  // name the op). Tensors that fit alone are placed at the flush, or at once in strict_eager.
+  TORCH_CHECK_WITH(OutOfMemoryError, bytes <= memory.capacity_bytes, "vtpu: out of HBM on tpu:", device_index, " (",
+                   chip_name_, "): tried to allocate ", bytes, " bytes, more than all of its HBM: ", memory.capacity_bytes,
+                   " total");
   const uint64_t vaddr = next_vaddr_;
   next_vaddr_ += (std::max<uint64_t>(bytes, 1) + 4095) / 4096 * 4096 + 4096;  // a gap catches overruns
   buffers_[vaddr] = Buffer{device_index, bytes, std::nullopt, -1, std::nullopt};
