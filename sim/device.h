@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -70,6 +71,8 @@ class Device {
   // Launches from now on are recorded into `trace` (nullptr: stop); the caller owns it. Devices
   // that cannot trace ignore it.
   virtual void set_trace(traces::TraceRecorder* trace) { (void)trace; }
+  // A function launches call every few ms of host time; it may throw to abandon the launch.
+  virtual void set_interrupt_poll(std::function<void()> poll) { (void)poll; }
 };
 
 // The simulator behind the interface, for code above the seam that must not name SimDevice.

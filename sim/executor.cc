@@ -4,6 +4,7 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <mutex>
 
@@ -60,7 +61,14 @@ CoreRun run_core(const isa::Program& program, const std::vector<isa::Instruction
   TimingModel timing(chip, 1.0 / cores, core_index, trace);
   CoreRun run;
   size_t pc = 0;
+  auto last_poll = std::chrono::steady_clock::now();
   while (pc < code.size()) {
+    if (options.poll && (run.instructions & 0x3FFF) == 0) {  // the clock read is cheap only every 16K steps
+      if (const auto now = std::chrono::steady_clock::now(); now - last_poll > std::chrono::milliseconds(5)) {
+        last_poll = now;
+        options.poll();
+      }
+    }
     if (run.instructions >= options.max_instructions) {
       throw SimError(SimErrorKind::StepLimit,
                      fmt::format("core {}: instruction budget of {} exhausted at instruction {} `{}` (runaway loop?)",

@@ -2,6 +2,8 @@
 // Shared by the executor and the Device interface.
 #pragma once
 
+#include <functional>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -23,6 +25,9 @@ struct KernelArg {
 
 struct SimOptions {
   bool check_uninitialized = false;  // error on reading VMEM that was never written
+  // Called every few milliseconds of host time while a launch runs; it may throw to abandon the
+  // launch (the PyTorch bridge raises KeyboardInterrupt there when Ctrl-C was pressed).
+  std::function<void()> poll;
   uint64_t max_instructions = 2'000'000'000;  // guards against runaway loops
   int cores = 1;                     // TensorCores that run the program (each gets its own VMEM)
 };

@@ -34,6 +34,7 @@ class SimDevice : public Device {
 
   void set_trace(traces::TraceRecorder* trace) override { trace_ = trace; }
   SimOptions& options() { return options_; }
+  void set_interrupt_poll(std::function<void()> poll) override { options_.poll = std::move(poll); }
 
  private:
   ChipConfig chip_;

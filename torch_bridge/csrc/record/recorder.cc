@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
+#include <pybind11/pybind11.h>
 
 #include <chrono>
 #include <memory>
@@ -226,6 +227,9 @@ void Recorder::flush() {
       return rt.materialize(out.vaddr) + out.offset;
     }, [this](int v) { input_done(v); });
     run = exec.run();
+  } catch (const pybind11::error_already_set&) {
+    settle();  // Ctrl-C (KeyboardInterrupt) abandoned the launch: the pending results are lost
+    throw;
   } catch (const c10::OutOfMemoryError& e) {
     // An output found no HBM: the flush stops there and, as after a kernel error, its pending
     // results are lost, so the device is usable again (tensors already given memory keep it).

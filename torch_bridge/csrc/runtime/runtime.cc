@@ -2,10 +2,12 @@
 
 #include <ATen/Context.h>
 #include <c10/util/Exception.h>
+#include <pybind11/pybind11.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
+#include <thread>
 
 #include "sim/sim_error.h"
 #include "traces/trace_writer.h"
@@ -28,6 +30,19 @@ auto from_env(const char* name, const std::string& fallback, Parse parse) {
   } catch (const std::exception& e) {
     throw std::invalid_argument(std::string(name) + "=" + value + ": " + e.what());
   }
+}
+
+// Ctrl-C during a launch: Python's handler only sets a flag, which the main thread's next Python
+// bytecode would read after the launch. Launches poll this every few ms instead: on the main
+// thread (the one Python delivers signals to; TBB's workers never take the GIL here), it takes
+// the GIL and lets Python run its signal handlers; KeyboardInterrupt is thrown through the
+// simulator, which abandons the launch, and the recorder drops the flush's pending results.
+const std::thread::id main_thread = std::this_thread::get_id();  // the importing thread, as Python's
+
+void poll_interrupt() {
+  if (std::this_thread::get_id() != main_thread || !Py_IsInitialized()) return;
+  pybind11::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() != 0) throw pybind11::error_already_set();
 }
 
 int64_t whole_number(const std::string& text, int64_t most, const char* what) {
@@ -86,7 +101,10 @@ Runtime::Runtime() {
     return v == "1";
   });
   fusion_ = from_env("VTPU_FUSION", "greedy", kernels::fusion_strategy_from_name);
-  for (int64_t i = 0; i < count; ++i) devices_.push_back(sim::make_sim_device(chip));
+  for (int64_t i = 0; i < count; ++i) {
+    devices_.push_back(sim::make_sim_device(chip));
+    devices_.back()->set_interrupt_poll(poll_interrupt);
+  }
   clocks_.assign(devices_.size(), 0.0);
 }
 
