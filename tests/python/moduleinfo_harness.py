@@ -12,13 +12,11 @@ CPU, named), mismatch, unsupported (failed even with the fallback), error; rando
 from __future__ import annotations
 
 import copy
-import warnings
 
 import torch
 from torch.utils._pytree import tree_map
 
-import vtpu
-from opinfo_harness import OpResult, _compare, _compare_shapes, _weights_like
+from opinfo_harness import OpResult, _compare, _compare_shapes, _weights_like, classify
 
 # Modules whose outputs are drawn from a generator (the chip's Philox stream is not the CPU's).
 RANDOM = ("nn.Dropout", "nn.Dropout1d", "nn.Dropout2d", "nn.Dropout3d", "nn.AlphaDropout", "nn.FeatureAlphaDropout",
@@ -65,32 +63,12 @@ def run_sample(module_info, sample, training: bool) -> tuple[str, str]:
     except Exception:
         return "skip", ""
     random = module_info.name in RANDOM
-    for allow_fallback in (False, True):
-        vtpu.set_cpu_fallback(allow_fallback)
-        before = vtpu.stats()["cpu_fallbacks"]
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                module = copy.deepcopy(chip_module).to("tpu")
-                got = _forward_backward(module, sample, "tpu")
-                problem = _compare_shapes(got, want) if random else _compare(got, want)
-            vtpu.synchronize()
-        except NotImplementedError as e:
-            if allow_fallback:
-                return "unsupported", str(e).splitlines()[0][:160]
-            continue
-        except Exception as e:
-            return "error", f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
-        finally:
-            vtpu.set_cpu_fallback(False)
-        if problem:
-            return "mismatch", problem
-        after = vtpu.stats()["cpu_fallbacks"]
-        fell_back = sorted(name for name, count in after.items() if count > before.get(name, 0))
-        if allow_fallback and fell_back:
-            return "fallback", "on the CPU: " + ", ".join(fell_back)
-        return "native", ""
-    return "unsupported", "no result"
+
+    def on_chip() -> str:
+        got = _forward_backward(copy.deepcopy(chip_module).to("tpu"), sample, "tpu")
+        return _compare_shapes(got, want) if random else _compare(got, want)
+
+    return classify(on_chip)
 
 
 def run_module(module_info, max_samples=2) -> OpResult:

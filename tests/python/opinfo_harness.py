@@ -183,23 +183,34 @@ def run_sample(op, sample, dtype=torch.float32, backward=False) -> tuple[str, st
     except Exception:
         return "skip", ""
     moved = tree_map(_to("tpu"), (sample.input, sample.args, sample.kwargs))
+
+    def on_chip() -> str:
+        got = _gradients(op, sample, "tpu") if backward else op(moved[0], *moved[1], **moved[2])
+        if op.name in UNINITIALISED:
+            return ""
+        if _is_random(op, sample):
+            return _compare_shapes(got, want)
+        if op.name in TIES and not backward:
+            return _compare_ties(op, sample, got, want, tolerance(op, dtype))
+        problem = _compare(got, want, tolerance(op, dtype))
+        if problem and dtype == torch.bfloat16 and not backward:
+            problem = _compare_f32_reference(op, sample, got, tolerance(op, dtype)) and problem
+        return problem
+
+    return classify(on_chip)
+
+
+def classify(on_chip) -> tuple[str, str]:
+    """The status of a differential check: `on_chip()` runs the work on tpu and returns "" when
+    it matched the CPU, else the problem. It runs with the CPU fallback off, and again with it on
+    when an op was not lowered; the fallback's ops are named."""
     for allow_fallback in (False, True):
         vtpu.set_cpu_fallback(allow_fallback)
         before = vtpu.stats()["cpu_fallbacks"]
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                got = _gradients(op, sample, "tpu") if backward else op(moved[0], *moved[1], **moved[2])
-                if op.name in UNINITIALISED:
-                    problem = ""
-                elif _is_random(op, sample):
-                    problem = _compare_shapes(got, want)
-                elif op.name in TIES and not backward:
-                    problem = _compare_ties(op, sample, got, want, tolerance(op, dtype))
-                else:
-                    problem = _compare(got, want, tolerance(op, dtype))
-                    if problem and dtype == torch.bfloat16 and not backward:
-                        problem = _compare_f32_reference(op, sample, got, tolerance(op, dtype)) and problem
+                problem = on_chip()
             vtpu.synchronize()
         except NotImplementedError as e:
             if allow_fallback:

@@ -6,13 +6,10 @@ the optimizer state must match. Used by scripts/optimizer_report.py (docs/optimi
 test_optimizers.py (a fixed sample in CI). Statuses as in opinfo_harness."""
 from __future__ import annotations
 
-import warnings
-
 import torch
 from torch.utils._pytree import tree_map
 
-import vtpu
-from opinfo_harness import _compare
+from opinfo_harness import _compare, classify
 
 IMPLS = ("forloop", "foreach", "fused")
 
@@ -68,28 +65,9 @@ def run_case(info, optim_input, impl) -> tuple[str, str]:
         want = _steps(info, kwargs, "cpu")
     except Exception:
         return "skip", ""
-    for allow_fallback in (False, True):
-        vtpu.set_cpu_fallback(allow_fallback)
-        before = vtpu.stats()["cpu_fallbacks"]
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                got = _steps(info, kwargs, "tpu")
-                problem = _compare(tree_map(lambda x: x.cpu() if isinstance(x, torch.Tensor) else x, got), want,
-                                   (1e-5, 1e-4))
-            vtpu.synchronize()
-        except NotImplementedError as e:
-            if allow_fallback:
-                return "unsupported", str(e).splitlines()[0][:160]
-            continue
-        except Exception as e:
-            return "error", f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
-        finally:
-            vtpu.set_cpu_fallback(False)
-        if problem:
-            return "mismatch", problem
-        fell_back = sorted(n for n, c in vtpu.stats()["cpu_fallbacks"].items() if c > before.get(n, 0))
-        if allow_fallback and fell_back:
-            return "fallback", "on the CPU: " + ", ".join(fell_back)
-        return "native", ""
-    return "unsupported", "no result"
+
+    def on_chip() -> str:
+        got = _steps(info, kwargs, "tpu")
+        return _compare(tree_map(lambda x: x.cpu() if isinstance(x, torch.Tensor) else x, got), want, (1e-5, 1e-4))
+
+    return classify(on_chip)
