@@ -150,3 +150,27 @@ def test_repeated_integer_writes_fall_back_with_the_reason():
         assert torch.equal(got.cpu(), x.clone().index_put_((index,), values))
     finally:
         vtpu.set_cpu_fallback(False)
+
+
+@pytest.mark.parametrize("name", ["ij", "i_k", "_jk_broadcast", "scalar_value", "accumulate_repeated"])
+def test_index_put_with_several_index_tensors_on_the_chip(name):
+    vtpu.set_cpu_fallback(False)  # one linear index into the flattened block, then the one-index path
+    torch.manual_seed(5)
+    x = torch.randn(4, 5, 6)
+    i, k = torch.tensor([0, 3, -1]), torch.tensor([5, 0, 2])
+    forms = {
+        "ij": ((i, torch.tensor([1, 2, 0])), torch.randn(3, 6), False),
+        "i_k": ((i, slice(None), k), torch.randn(3, 5), False),  # not adjacent: index dims first
+        "_jk_broadcast": ((slice(None), torch.tensor([[1], [2]]), torch.tensor([0, 5])), torch.randn(4, 2, 2), False),
+        "scalar_value": ((slice(None), torch.tensor([1, 2]), torch.tensor([0, 5])), torch.tensor(7.0), False),
+        "accumulate_repeated": ((torch.tensor([1, 1, 2]), torch.tensor([3, 3, 0])), torch.randn(3, 6), True),
+    }
+    index, values, accumulate = forms[name]
+    want, got = x.clone(), x.to("tpu")
+    if accumulate:
+        want.index_put_(index, values, accumulate=True)
+        got.index_put_(tuple(t.to("tpu") for t in index), values.to("tpu"), accumulate=True)
+    else:
+        want[index] = values
+        got[tuple(t.to("tpu") if isinstance(t, torch.Tensor) else t for t in index)] = values.to("tpu")
+    torch.testing.assert_close(got.cpu(), want, atol=1e-6, rtol=1e-6)

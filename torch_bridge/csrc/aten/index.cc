@@ -7,6 +7,7 @@
 
 #include <torch/library.h>
 
+#include "torch_bridge/csrc/aten/linear_index.h"
 #include "torch_bridge/csrc/aten/masked.h"
 #include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
@@ -38,52 +39,17 @@ at::Tensor tpu_index_select(const at::Tensor& self, int64_t dim, const at::Tenso
 
 at::Tensor tpu_index(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices);
 
-// x[i0, i1, ...] with several integer index tensors (broadcast together; None between them
-// allowed): the indexed dims are moved first and flattened into one, and the index tensors
-// combined into one linear index on the chip (int32: each wrapped if negative, scaled by its
-// dim's stride in the flattened block, summed), which the one-index gather takes. A component
-// outside its dim makes the linear index point past the block, where the gather traps as torch
-// raises IndexError. Result dims as torch places them: the broadcast index shape where the
-// indexed dims were when they are adjacent, else first. Boolean masks among them: nullopt.
+// x[i0, i1, ...] with several integer index tensors: the one-index gather of the flattened block
+// (linear_index.h), its result dims put where torch puts them.
 std::optional<at::Tensor> several_indices(const at::Tensor& self, const std::vector<std::optional<at::Tensor>>& list) {
-  std::vector<int64_t> dims;
-  std::vector<at::Tensor> index;
-  for (size_t k = 0; k < list.size(); ++k) {
-    if (!list[k] || !list[k]->defined()) continue;
-    const auto type = list[k]->scalar_type();
-    if (type != at::kLong && type != at::kInt) return std::nullopt;
-    dims.push_back(static_cast<int64_t>(k));
-    index.push_back(list[k]->device() == self.device() ? *list[k] : list[k]->to(self.device()));
-  }
-  const bool adjacent = dims.back() - dims.front() + 1 == static_cast<int64_t>(dims.size());
-  const auto broadcast = at::broadcast_tensors(index);
-  std::vector<int64_t> to(dims.size());
-  for (size_t j = 0; j < dims.size(); ++j) to[j] = static_cast<int64_t>(j);
-  const at::Tensor moved = self.movedim(dims, to);
-  int64_t block = 1;
-  for (int64_t d : dims) block *= self.size(d);
-  TORCH_CHECK(block < (int64_t{1} << 31), "vtpu: indexing a block of ", block, " elements (the chip's index limit is 2^31)");
-  at::Tensor linear, outside;
-  int64_t stride = block;
-  for (size_t j = 0; j < dims.size(); ++j) {
-    const int64_t size = self.size(dims[j]);
-    stride /= size;
-    const at::Tensor i = broadcast[j].to(at::kInt);
-    const at::Tensor wrapped = at::where(i.lt(0), i + size, i);
-    const at::Tensor bad = wrapped.lt(0).logical_or(wrapped.ge(size));
-    const at::Tensor term = stride == 1 ? wrapped : wrapped * stride;
-    linear = linear.defined() ? linear + term : term;
-    outside = outside.defined() ? outside.logical_or(bad) : bad;
-  }
-  linear = at::where(outside, at::full({}, block, linear.options()), linear);
-  std::vector<int64_t> flat_shape = {block};
-  flat_shape.insert(flat_shape.end(), moved.sizes().begin() + dims.size(), moved.sizes().end());
-  const at::Tensor picked = tpu_index(moved.reshape(flat_shape), c10::List<std::optional<at::Tensor>>({std::optional(linear)}));
-  if (!adjacent || dims.front() == 0) return picked;
-  std::vector<int64_t> from(linear.dim()), place(linear.dim());
-  for (int64_t k = 0; k < linear.dim(); ++k) {
+  const auto li = linear_index(self, list);
+  if (!li) return std::nullopt;
+  const at::Tensor picked = tpu_index(li->flat, c10::List<std::optional<at::Tensor>>({std::optional(li->index)}));
+  if (!li->index_dims_in_place) return picked;
+  std::vector<int64_t> from(li->index.dim()), place(li->index.dim());
+  for (int64_t k = 0; k < li->index.dim(); ++k) {
     from[k] = k;
-    place[k] = dims.front() + k;
+    place[k] = li->dims.front() + k;
   }
   return picked.movedim(from, place).contiguous();
 }

@@ -15,6 +15,7 @@
 #include <torch/library.h>
 
 #include "torch_bridge/csrc/aten/int64.h"
+#include "torch_bridge/csrc/aten/linear_index.h"
 #include "torch_bridge/csrc/record/op_support.h"
 #include "torch_bridge/csrc/record/recorder.h"
 
@@ -160,8 +161,47 @@ at::Tensor& fallback(at::Tensor& self, const std::vector<std::optional<at::Tenso
 }
 
 at::Tensor& tpu_index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices, const at::Tensor& values,
+                                bool accumulate, bool unsafe);
+
+// x[i0, i1, ...] = v (or += with accumulate) with several integer index tensors: the one-index
+// form on the flattened block (linear_index.h), the values laid out as that block's rows, and the
+// block written back when it is a copy rather than a view of self.
+bool put_several(at::Tensor& self, const std::vector<std::optional<at::Tensor>>& list, const at::Tensor& values,
+                 bool accumulate, bool unsafe) {
+  int64_t given = 0;
+  for (const auto& i : list) given += i && i->defined();
+  if (given < 2 || self.dim() == 0) return false;
+  auto li = linear_index(self, list);
+  if (!li) return false;
+  // torch's result shape of x[indices], which the values broadcast to
+  const int64_t k = static_cast<int64_t>(li->dims.size()), b = li->index.dim();
+  std::vector<int64_t> rest(li->moved.sizes().begin() + k, li->moved.sizes().end()), result = li->index.sizes().vec();
+  result.insert(result.end(), rest.begin(), rest.end());
+  const at::Tensor on_chip = values.device() == self.device() ? values : values.to(self.device());
+  at::Tensor rows;  // the values as [index shape..., rest...]
+  if (li->index_dims_in_place) {  // the index dims sit at dims.front() in torch's result: moved first here
+    std::vector<int64_t> placed(rest.begin(), rest.begin() + li->dims.front());
+    placed.insert(placed.end(), li->index.sizes().begin(), li->index.sizes().end());
+    placed.insert(placed.end(), rest.begin() + li->dims.front(), rest.end());
+    std::vector<int64_t> from(b), to(b);
+    for (int64_t j = 0; j < b; ++j) from[j] = li->dims.front() + j, to[j] = j;
+    rows = on_chip.expand(placed).movedim(from, to);
+  } else {
+    rows = on_chip.expand(result);
+  }
+  std::vector<int64_t> row_shape = {li->index.numel()};
+  row_shape.insert(row_shape.end(), rest.begin(), rest.end());
+  at::Tensor flat = li->flat;
+  tpu_index_put_impl_(flat, c10::List<std::optional<at::Tensor>>({std::optional(li->index.reshape({-1}))}),
+                      rows.reshape(row_shape), accumulate, unsafe);
+  if (!flat.is_alias_of(self)) li->moved.copy_(flat.view(li->moved.sizes()));
+  return true;
+}
+
+at::Tensor& tpu_index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices, const at::Tensor& values,
                                 bool accumulate, bool unsafe) {
   const std::vector<std::optional<at::Tensor>> list(indices.begin(), indices.end());
+  if (put_several(self, list, values, accumulate, unsafe)) return self;
   if (const std::string why = unsupported(self, list, values, accumulate); !why.empty()) return fallback(self, list, values, accumulate, why);
   const at::Tensor& index = *list[0];
   const at::Tensor on_chip = index.device() == self.device() ? index : index.to(self.device());
