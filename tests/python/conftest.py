@@ -59,6 +59,28 @@ def no_fallback():
     vtpu.set_mode("defer_and_fuse")
 
 
+@pytest.fixture(params=["defer_and_fuse", "strict_eager"])
+def each_eager_mode(request):
+    """The test once in each eager mode (pending work flushed before and after); defer_and_fuse is
+    restored afterwards."""
+    import vtpu
+
+    vtpu.set_mode(request.param)
+    yield request.param
+    vtpu.synchronize()
+    vtpu.set_mode("defer_and_fuse")
+
+
+@pytest.fixture
+def native_in_each_eager_mode(each_eager_mode, no_fallback):
+    """each_eager_mode with the CPU fallback off: every op the test runs stays on the chip (or the
+    test fails naming the op), and none was counted as a fallback."""
+    import vtpu
+
+    yield each_eager_mode
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
 @pytest.fixture
 def sgd_losses():
     """run(model, loss_of, lr, steps=5): the loss of each of `steps` plain SGD steps on `model`

@@ -28,14 +28,7 @@ UNARY = {
 }
 
 
-@pytest.fixture(autouse=True, params=["defer_and_fuse", "strict_eager"])
-def mode(request):
-    vtpu.set_mode(request.param)
-    vtpu.set_cpu_fallback(False)
-    vtpu.reset_stats()
-    yield
-    assert vtpu.stats()["cpu_fallback_ops"] == 0
-    vtpu.set_mode("defer_and_fuse")
+pytestmark = pytest.mark.usefixtures("native_in_each_eager_mode")
 
 
 def assert_matches(got, want, rtol, atol=1e-30):

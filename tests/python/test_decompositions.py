@@ -15,14 +15,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "bench"))
 import training_steps  # noqa: E402
 
 
-@pytest.fixture(autouse=True, params=["defer_and_fuse", "strict_eager"])
-def mode(request):
-    vtpu.set_mode(request.param)
-    vtpu.set_cpu_fallback(False)
-    vtpu.reset_stats()
-    yield
-    vtpu.synchronize()
-    vtpu.set_mode("defer_and_fuse")
+pytestmark = pytest.mark.usefixtures("each_eager_mode", "no_fallback")
 
 
 def test_cross_entropy_runs_as_decompositions_on_the_chip():

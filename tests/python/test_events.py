@@ -7,11 +7,7 @@ import torch
 import vtpu
 
 
-@pytest.fixture(autouse=True, params=["defer_and_fuse", "strict_eager"])
-def mode(request):
-    vtpu.set_mode(request.param)
-    yield
-    vtpu.set_mode("defer_and_fuse")
+pytestmark = pytest.mark.usefixtures("each_eager_mode")
 
 
 def test_elapsed_time_is_the_simulated_time_of_the_work_between():

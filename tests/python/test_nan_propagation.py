@@ -24,12 +24,7 @@ OPS = {
 }
 
 
-@pytest.fixture(autouse=True, params=["defer_and_fuse", "strict_eager"])
-def mode(request):
-    vtpu.set_mode(request.param)
-    vtpu.set_cpu_fallback(False)
-    yield
-    vtpu.set_mode("defer_and_fuse")
+pytestmark = pytest.mark.usefixtures("native_in_each_eager_mode")
 
 
 @pytest.mark.parametrize("name", sorted(OPS))
