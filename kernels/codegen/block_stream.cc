@@ -17,14 +17,29 @@ namespace vtpu::kernels {
 namespace {
 
 constexpr int kSemInput = 0, kSemOutput = 2, kSemPrologue = 4;
+constexpr int64_t kMinBlocks = 4;
+constexpr uint64_t kLatencyBlocks = 4;  // a buffer set's transfer lasts this many HBM round trips
+
+// VMEM per buffer set at which a block's DMAs last several HBM round trips: the loop keeps one
+// block in flight while the other computes, so with shorter blocks HBM idles through each
+// latency (on v6e, 256 KiB blocks reached 59% of HBM bandwidth on a copy).
+uint64_t latency_hiding_bytes(const sim::ChipConfig& chip) {
+  return uint64_t(kLatencyBlocks * chip.hbm_bytes_per_cycle() * chip.hbm_latency_cycles()) / 4096 * 4096;
+}
 
 }  // namespace
 
 BlockStream::BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows, int64_t cols,
                          std::vector<StreamOperand> operands, int64_t max_block_cols, uint64_t budget_bytes,
-                         int64_t extra_row_bytes)
+                         int64_t extra_row_bytes, bool flat)
     : w_(w), operands_(std::move(operands)) {
   if (rows < 1 || cols < 1) throw KernelError("empty tensors need no kernel");
+  if (flat) {
+    if (cols % kLanes != 0 || cols > max_block_cols) throw KernelError("a flat stream's rows are whole blocks of 128-lane columns");
+    for (const auto& o : operands_) {
+      if (o.layout != Layout::Full && o.layout != Layout::Scalar) throw KernelError("a flat stream's operands are Full or Scalar");
+    }
+  }
   if (rows * cols >= (int64_t{1} << 31)) throw KernelError("tensor too large for one launch");
   bc_ = std::min(cols, max_block_cols);
   bc_pad_ = round_up(bc_, kLanes);
@@ -34,7 +49,8 @@ BlockStream::BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows
     if (is_rowwise_stored(o.layout)) bytes_per_row += bc_pad_ * dtype_bytes(o.dtype);
     if (o.output && o.layout != Layout::Full && o.layout != Layout::Column) throw KernelError("outputs are Full or Column");
   }
-  br_ = std::max<int64_t>(kSublanes, int64_t(budget_bytes) / std::max<int64_t>(bytes_per_row, 1) / kSublanes * kSublanes);
+  const uint64_t budget = std::max(budget_bytes, latency_hiding_bytes(chip));
+  br_ = std::max<int64_t>(kSublanes, int64_t(budget) / std::max<int64_t>(bytes_per_row, 1) / kSublanes * kSublanes);
   br_ = std::min(br_, round_up(rows, kSublanes));
   for (const auto& o : operands_) {
     if (o.output && o.layout == Layout::Column && bc_ < cols) throw KernelError("a Column output needs whole rows per block");
@@ -56,11 +72,16 @@ BlockStream::BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows
     }
     b.row_stride = bc_pad_ * eb;
     b.vmem[0] = vmem_layout.place(bytes);
-    b.vmem[1] = o.layout == Layout::Scalar ? b.vmem[0] : vmem_layout.place(bytes);
+    // A Row operand of a stream one block wide is the same for every block: loaded once, shared by
+    // both sets (a bias is not fetched again per block). Columns as wide as the widest block may
+    // stand for any wider count (the elementwise planner's column bucket stops there).
+    b.resident = o.layout == Layout::Scalar || (o.layout == Layout::Row && !o.output && cols < max_block_cols);
+    b.vmem[1] = b.resident ? b.vmem[0] : vmem_layout.place(bytes);
     buffers_.push_back(b);
   }
   rows_arg_ = w_.argument("rows", isa::ArgumentKind::Scalar);
   cols_arg_ = w_.argument("cols", isa::ArgumentKind::Scalar);
+  if (flat) elements_arg_ = w_.argument("elements", isa::ArgumentKind::Scalar);
   for (size_t i = 0; i < operands_.size(); ++i) {
     if (operands_[i].layout == Layout::Periodic) buffers_[i].period_arg = w_.argument(fmt::format("period{}", i), isa::ArgumentKind::Scalar);
   }
@@ -71,7 +92,7 @@ BlockStream::BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows
 
 int BlockStream::streamed_inputs() const {
   int n = 0;
-  for (const auto& o : operands_) n += !o.output && o.layout != Layout::Scalar;
+  for (size_t i = 0; i < operands_.size(); ++i) n += !operands_[i].output && !buffers_[i].resident;
   return n;
 }
 
@@ -89,7 +110,15 @@ void BlockStream::size_blocks() {
   // A block must not cross a Periodic operand's period, so one DMA fetches its rows: the block
   // rows shrink by 8 until they divide every period (periods are multiples of 8; the planner and
   // stream_scalars check that).
-  w_.load_immediate(br_reg_, br_);
+  // Below the budget the launch's rows still split into kMinBlocks blocks, so all but the first
+  // block's load and the last block's write-back overlap compute: BR = min(BR, ceil(rows / 32) * 8).
+  static_assert(kMinBlocks * kSublanes == 32);
+  w_.line("sarg s{}, {}", br_reg_, rows_arg_);
+  w_.line("saddi s{}, s{}, 31", br_reg_, br_reg_);
+  w_.line("sshri s{}, s{}, 5", br_reg_, br_reg_);
+  w_.line("sshli s{}, s{}, 3", br_reg_, br_reg_);
+  w_.load_immediate(t, br_);
+  w_.line("smin s{}, s{}, s{}", br_reg_, br_reg_, t);
   for (const Buffer& b : buffers_) {
     if (b.period_arg < 0) continue;
     const std::string check = w_.new_label("divides"), ok = w_.new_label("divides_ok");
@@ -124,6 +153,7 @@ void BlockStream::block_extent(int block_reg, const BlockExtent& e) {
 }
 
 void BlockStream::block_dma(size_t operand, int set, int sem, const BlockExtent& e) {
+  if (elements_arg_ >= 0) return flat_block_dma(operand, set, sem, e);
   const auto& o = operands_[operand];
   const Buffer& b = buffers_[operand];
   const int eb = dtype_bytes(o.dtype);
@@ -160,31 +190,59 @@ void BlockStream::block_dma(size_t operand, int set, int sem, const BlockExtent&
   for (int r : {vm, hb, rows, row_bytes, vstride, hstride}) s.release(r);
 }
 
+// A flat block is one contiguous run: its rows of BC elements, cut at the buffer's end.
+void BlockStream::flat_block_dma(size_t operand, int set, int sem, const BlockExtent& e) {
+  const auto& o = operands_[operand];
+  const int eb = dtype_bytes(o.dtype);
+  auto& s = w_.sregs();
+  const int vm = s.take(), hb = s.take(), one = s.take(), bytes = s.take(), t = s.take();
+  w_.load_immediate(vm, buffers_[operand].vmem[set]);
+  w_.line("sarg s{}, {}", hb, buffers_[operand].arg);
+  w_.line("smuli s{}, s{}, {}", t, e.row0, bc_);  // the block's first element
+  w_.add_scaled(hb, t, eb, one);
+  w_.line("sarg s{}, {}", bytes, elements_arg_);
+  w_.line("ssub s{}, s{}, s{}", bytes, bytes, t);  // elements from there to the end
+  w_.line("smuli s{}, s{}, {}", t, e.rows, bc_);
+  w_.line("smin s{}, s{}, s{}", bytes, bytes, t);
+  w_.line("smuli s{}, s{}, {}", bytes, bytes, eb);
+  w_.load_immediate(one, 1);
+  w_.dma(!o.output, o.output ? 1 : 0, sem, {.vmem = vm, .hbm = hb, .rows = one, .row_bytes = bytes, .vmem_stride = bytes, .hbm_stride = bytes});
+  for (int r : {vm, hb, one, bytes, t}) s.release(r);
+}
+
 void BlockStream::issue_inputs(int block_reg, int set) {
   auto& s = w_.sregs();
   const BlockExtent e{s.take(), s.take(), s.take(), s.take()};
   block_extent(block_reg, e);
   for (size_t i = 0; i < operands_.size(); ++i) {
-    if (!operands_[i].output && operands_[i].layout != Layout::Scalar) block_dma(i, set, kSemInput + set, e);
+    if (!operands_[i].output && !buffers_[i].resident) block_dma(i, set, kSemInput + set, e);
   }
   for (int r : {e.row0, e.col0, e.rows, e.cols}) s.release(r);
 }
 
-void BlockStream::load_scalars(RegisterPool& vregs) {
+void BlockStream::load_resident(RegisterPool& vregs) {
   auto& s = w_.sregs();
   for (size_t i = 0; i < operands_.size(); ++i) {
-    if (operands_[i].output || operands_[i].layout != Layout::Scalar) continue;
     Buffer& b = buffers_[i];
+    if (operands_[i].output || !b.resident) continue;
+    const bool scalar = operands_[i].layout == Layout::Scalar;
     const int eb = dtype_bytes(operands_[i].dtype);
     const int vm = s.take(), hb = s.take(), one = s.take(), bytes = s.take();
     w_.load_immediate(vm, b.vmem[0]);
     w_.line("sarg s{}, {}", hb, b.arg);
     w_.load_immediate(one, 1);
-    w_.load_immediate(bytes, eb);
+    if (scalar) {
+      w_.load_immediate(bytes, eb);
+    } else {  // the row: the launch's columns
+      w_.line("sarg s{}, {}", bytes, cols_arg_);
+      w_.line("smuli s{}, s{}, {}", bytes, bytes, eb);
+    }
     w_.dma_to_vmem(0, kSemPrologue, {.vmem = vm, .hbm = hb, .rows = one, .row_bytes = bytes, .vmem_stride = bytes, .hbm_stride = bytes});
     w_.line("sem.wait sem{}, 1", kSemPrologue);
-    b.scalar_vreg = vregs.take();
-    load_scalar_broadcast(w_, operands_[i].dtype, b.scalar_vreg, vm);
+    if (scalar) {
+      b.scalar_vreg = vregs.take();
+      load_scalar_broadcast(w_, operands_[i].dtype, b.scalar_vreg, vm);
+    }
     for (int r : {vm, hb, one, bytes}) s.release(r);
   }
 }
@@ -193,7 +251,7 @@ void BlockStream::emit(RegisterPool& vregs, const std::function<void(int, const 
   // Scalar registers are the budget that caps how many operands a kernel streams, so the block's
   // extent is handed to `compute` to release once read, and recomputed for the write-backs.
   auto& s = w_.sregs();
-  load_scalars(vregs);
+  load_resident(vregs);
   size_blocks();
   const int block = s.take(), next = s.take(), nblocks = s.take();
   // blocks = ceil(rows / BR) * column blocks, from the shape passed at launch
@@ -234,9 +292,10 @@ void load_operand_tile(AsmWriter& w, DType dtype, Layout layout, int vreg, int r
   }
 }
 
-void load_tile(AsmWriter& w, const BlockStream& stream, size_t i, int vreg, int cursor, int column_cursor) {
+void load_tile(AsmWriter& w, const BlockStream& stream, size_t i, int vreg, int cursor, int column_cursor, int64_t offset) {
   const auto& o = stream.operand(i);
-  load_operand_tile(w, o.dtype, o.layout, vreg, o.layout == Layout::Column ? column_cursor : cursor, 0, stream.row_stride(i));
+  const bool column = o.layout == Layout::Column;
+  load_operand_tile(w, o.dtype, o.layout, vreg, column ? column_cursor : cursor, column ? 0 : offset, stream.row_stride(i));
 }
 
 void load_scalar_broadcast(AsmWriter& w, DType dtype, int vreg, int vmem_reg) {

@@ -37,15 +37,19 @@ struct BlockExtent {
 class BlockStream {
  public:
   // `rows`, `cols`: the most rows and columns the program serves (the launch passes the real
-  // ones). `max_block_cols`: widest block (the full row for row-wise kernels). `budget_bytes`: VMEM per
-  // buffer set for the Full operands; `extra_row_bytes` per block row is reserved for the caller.
+  // ones). `max_block_cols`: widest block (the full row for row-wise kernels). `budget_bytes`: the
+  // least VMEM per buffer set for the Full operands (more on chips whose HBM latency needs larger
+  // blocks to hide); `extra_row_bytes` per block row is reserved for the caller.
+  // `flat`: every operand is Full or Scalar and every Full one is a contiguous buffer of
+  // `elements` (a launch scalar after the columns) laid on [rows, cols] rows of exactly `cols`, the
+  // last row possibly partial (see flat_stream_scalars); each block moves in one contiguous DMA.
   BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows, int64_t cols, std::vector<StreamOperand> operands,
-              int64_t max_block_cols, uint64_t budget_bytes, int64_t extra_row_bytes = 0);
+              int64_t max_block_cols, uint64_t budget_bytes, int64_t extra_row_bytes = 0, bool flat = false);
 
   // Emits the block loop. `compute(set, extent)` emits one block's work; inputs of that set have
   // landed and outputs of that set may be written. The extent's registers belong to `compute`,
   // which must release them (after reading what it needs). Scalar inputs are loaded once into
-  // vregs first.
+  // vregs first, and Row inputs once into VMEM when one block spans the columns.
   void emit(RegisterPool& vregs, const std::function<void(int set, const BlockExtent&)>& compute);
 
   uint64_t vmem(size_t operand, int set) const { return buffers_.at(operand).vmem[set]; }
@@ -68,19 +72,21 @@ class BlockStream {
     uint64_t vmem[2] = {0, 0};
     int64_t row_stride = 0;
     int scalar_vreg = -1;
+    bool resident = false;  // loaded once before the block loop (Scalar; Row when one block spans the columns)
   };
   void block_extent(int block_reg, const BlockExtent& e);
   void size_blocks();  // s`br_reg_` and s`col_blocks_reg_` from the launch's shape
   void block_dma(size_t operand, int set, int sem, const BlockExtent& e);
+  void flat_block_dma(size_t operand, int set, int sem, const BlockExtent& e);
   void issue_inputs(int block_reg, int set);
-  void load_scalars(RegisterPool& vregs);
+  void load_resident(RegisterPool& vregs);  // Scalar operands into vregs, resident Row operands into VMEM
   int streamed_inputs() const;
   int outputs() const;
 
   AsmWriter& w_;
   std::vector<StreamOperand> operands_;
   std::vector<Buffer> buffers_;
-  int rows_arg_ = 0, cols_arg_ = 0;
+  int rows_arg_ = 0, cols_arg_ = 0, elements_arg_ = -1;  // elements_arg_: flat streams only
   int br_reg_ = -1, col_blocks_reg_ = -1;  // registers holding the launch's block rows and column blocks
   int64_t br_ = 0, bc_ = 0, bc_pad_ = 0;
   uint64_t extra_[2] = {0, 0};
@@ -93,8 +99,8 @@ class BlockStream {
 void load_operand_tile(AsmWriter& w, DType dtype, Layout layout, int vreg, int reg, int64_t offset, int64_t row_stride);
 
 // load_operand_tile for operand `i` of `stream`: Column operands read from s`column_cursor`,
-// the others from s`cursor`.
-void load_tile(AsmWriter& w, const BlockStream& stream, size_t i, int vreg, int cursor, int column_cursor);
+// the others from s`cursor` + `offset` bytes.
+void load_tile(AsmWriter& w, const BlockStream& stream, size_t i, int vreg, int cursor, int column_cursor, int64_t offset = 0);
 
 // vreg = the element at VMEM s`vmem_reg` in every lane. Reads 128 elements from there: the
 // buffer must be padded to a full row (BlockStream's and the matmul's scalar buffers are).

@@ -21,6 +21,11 @@ std::vector<int32_t> stream_scalars(int64_t rows, int64_t cols, const std::vecto
   return out;
 }
 
+std::vector<int32_t> flat_stream_scalars(int64_t elements, int64_t width) {
+  if (elements < 1 || width < 1 || elements >= (int64_t{1} << 31)) throw KernelError(fmt::format("a flat launch of {} elements", elements));
+  return {int32_t((elements + width - 1) / width), int32_t(width), int32_t(elements)};
+}
+
 ValueType register_type(DType dtype) {
   return dtype == DType::F32 || dtype == DType::BF16 ? ValueType::F32 : ValueType::I32;
 }

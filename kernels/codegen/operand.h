@@ -36,6 +36,10 @@ struct Operand {
 // a positive multiple of 8 rows.
 std::vector<int32_t> stream_scalars(int64_t rows, int64_t cols, const std::vector<Operand>& inputs);
 
+// The launch scalars of a flat stream (BlockStream's `flat`): `elements` contiguous elements on
+// rows of `width`: ceil(elements / width) rows, the width, then the element count.
+std::vector<int32_t> flat_stream_scalars(int64_t elements, int64_t width);
+
 // How a loaded element is held in a vreg (bf16 widens to f32, int8/bool widen to int32).
 ValueType register_type(DType dtype);
 // The vector load / store mnemonic for a dtype ("vld.bf16", ...).

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <bit>
+
 #include "kernels/codegen/asm_writer.h"
 #include "kernels/codegen/tile_codegen.h"
 #include "kernels/codegen/vreg_shape.h"
@@ -14,6 +16,7 @@ namespace vtpu::kernels {
 namespace {
 
 constexpr uint64_t kBlockBudgetBytes = 256 * 1024;  // VMEM per buffer set: big DMAs, short pipeline fill
+constexpr int64_t kElementwiseUnroll = 4;            // tiles per chunk-loop iteration (see make_elementwise)
 
 void validate(const ElementwiseSpec& spec) {
   if (spec.expr.outputs().size() != spec.outputs.size()) {
@@ -31,12 +34,37 @@ void validate(const ElementwiseSpec& spec) {
 
 // Stores `value` as an output of `dtype` at s`cursor`: bool goes through a mask (0/1 bytes),
 // int8 keeps the low byte (torch wraps), bf16 rounds to nearest even.
-void store_tile(AsmWriter& w, TileCodegen& codegen, const TileValue& value, DType dtype, int cursor, int64_t stride) {
+void store_tile(AsmWriter& w, TileCodegen& codegen, const TileValue& value, DType dtype, int cursor, int64_t offset,
+                int64_t stride) {
   const TileValue as_mask = dtype == DType::Bool ? codegen.to_type(value, ValueType::Mask, false) : value;
   const TileValue v = codegen.to_type(as_mask, register_type(dtype), false);
-  w.line("{} v{}, m0, s{}, 0, {}", store_mnemonic(dtype), v.reg, cursor, stride);
+  w.line("{} v{}, m0, s{}, {}, {}", store_mnemonic(dtype), v.reg, cursor, offset, stride);
   if (v.reg != as_mask.reg || v.type != as_mask.type) codegen.release(v);
   if (as_mask.reg != value.reg || as_mask.type != value.type) codegen.release(as_mask);
+}
+
+// One 8x128 tile `u` chunks past the operands' cursors: the expression's loads, code and stores.
+void emit_tile(AsmWriter& w, const ElementwiseSpec& spec, const BlockStream& stream, RegisterPool& vregs,
+               RegisterPool& masks, int scratch, const std::vector<int>& cursor, const std::vector<int>& rowbase, int64_t u) {
+  TileCodegen codegen(w, vregs, masks, scratch);
+  std::vector<std::pair<int, TileValue>> preset;
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    if (stream.scalar_vreg(i) >= 0) preset.push_back({static_cast<int>(i), {register_type(spec.inputs[i].dtype), stream.scalar_vreg(i)}});
+  }
+  const auto offset = [&](size_t operand) { return u * kLanes * stream.element_bytes(operand); };
+  const auto results = codegen.emit(
+      spec.expr,
+      [&](int operand, int vreg) { load_tile(w, stream, operand, vreg, cursor[operand], rowbase[operand], offset(operand)); },
+      preset);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const size_t out = spec.inputs.size() + i;
+    store_tile(w, codegen, results[i], spec.outputs[i], cursor[out], offset(out), stream.row_stride(out));
+  }
+  for (size_t i = 0; i < results.size(); ++i) {
+    bool seen = false;  // the same node may be two outputs
+    for (size_t j = 0; j < i; ++j) seen |= results[j].reg == results[i].reg && results[j].type == results[i].type;
+    if (!seen) codegen.release(results[i]);
+  }
 }
 
 }  // namespace
@@ -47,15 +75,23 @@ isa::Program make_elementwise(const ElementwiseSpec& spec, const sim::ChipConfig
   std::vector<StreamOperand> operands;
   for (const auto& in : spec.inputs) operands.push_back({in.dtype, in.layout, false});
   for (DType out : spec.outputs) operands.push_back({out, Layout::Full, true});
-  BlockStream stream(w, chip, spec.rows, spec.cols, operands, kMaxElementwiseBlockCols, kBlockBudgetBytes);
+  BlockStream stream(w, chip, spec.rows, spec.cols, operands, kMaxElementwiseBlockCols, kBlockBudgetBytes, 0, spec.flat);
   RegisterPool vregs("vector registers", 0, 31), masks("mask registers", 1, 7);
   auto& s = w.sregs();
+  // Tiles per chunk-loop iteration: the scalar work of a tile (a cursor step per operand, the
+  // count and the branch) would otherwise outlast its DMA on chips whose HBM moves a tile in a few
+  // cycles (v6e: 4.4 cycles per bf16 tile copied). Chunks past the launch's columns compute
+  // garbage inside the block buffers (padded to whole iterations) that is never written back.
+  const int64_t chunks_per_row = stream.block_cols_padded() / kLanes;
+  int64_t unroll = kElementwiseUnroll;
+  while (chunks_per_row % unroll) unroll /= 2;
+  const int unroll_shift = std::countr_zero(uint64_t(unroll * kLanes));
   stream.emit(vregs, [&](int set, const BlockExtent& e) {
     const int groups = s.take(), chunks = s.take(), g = s.take(), c = s.take();
     w.line("saddi s{}, s{}, 7", groups, e.rows);
     w.line("sshri s{}, s{}, 3", groups, groups);
-    w.line("saddi s{}, s{}, 127", chunks, e.cols);
-    w.line("sshri s{}, s{}, 7", chunks, chunks);
+    w.line("saddi s{}, s{}, {}", chunks, e.cols, unroll * kLanes - 1);
+    w.line("sshri s{}, s{}, {}", chunks, chunks, unroll_shift);
     for (int r : {e.row0, e.col0, e.rows, e.cols}) s.release(r);
     // Per streamed operand: a row base (advancing by 8 rows per group) and, except for Column
     // operands, a cursor (advancing by 128 columns per chunk).
@@ -75,26 +111,10 @@ isa::Program make_elementwise(const ElementwiseSpec& spec, const sim::ChipConfig
     w.line("sli s{}, 0", c);
     w.place(chunk_loop);
     const int scratch = s.take();
-    TileCodegen codegen(w, vregs, masks, scratch);
-    std::vector<std::pair<int, TileValue>> preset;
-    for (size_t i = 0; i < spec.inputs.size(); ++i) {
-      if (stream.scalar_vreg(i) >= 0) preset.push_back({static_cast<int>(i), {register_type(spec.inputs[i].dtype), stream.scalar_vreg(i)}});
-    }
-    const auto results = codegen.emit(
-        spec.expr, [&](int operand, int vreg) { load_tile(w, stream, operand, vreg, cursor[operand], rowbase[operand]); },
-        preset);
-    for (size_t i = 0; i < results.size(); ++i) {
-      const size_t out = spec.inputs.size() + i;
-      store_tile(w, codegen, results[i], spec.outputs[i], cursor[out], stream.row_stride(out));
-    }
-    for (size_t i = 0; i < results.size(); ++i) {
-      bool seen = false;  // the same node may be two outputs
-      for (size_t j = 0; j < i; ++j) seen |= results[j].reg == results[i].reg && results[j].type == results[i].type;
-      if (!seen) codegen.release(results[i]);
-    }
+    for (int64_t u = 0; u < unroll; ++u) emit_tile(w, spec, stream, vregs, masks, scratch, cursor, rowbase, u);
     s.release(scratch);
     for (size_t i = 0; i < operands.size(); ++i) {
-      if (cursor[i] >= 0) w.line("saddi s{}, s{}, {}", cursor[i], cursor[i], kLanes * stream.element_bytes(i));
+      if (cursor[i] >= 0) w.line("saddi s{}, s{}, {}", cursor[i], cursor[i], unroll * kLanes * stream.element_bytes(i));
     }
     w.line("saddi s{}, s{}, 1", c, c);
     w.line("blt s{}, s{}, {}", c, chunks, chunk_loop);

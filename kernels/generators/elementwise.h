@@ -22,6 +22,11 @@ struct ElementwiseSpec {
   std::vector<Operand> inputs;   // Input operand i of `expr` is inputs[i]
   std::vector<DType> outputs;    // one [rows, cols] tensor per expr output
   Expr expr;
+  // Every operand is Full or Scalar and every Full one a contiguous buffer of the same element
+  // count, streamed lane-dense: rows of `cols` (a multiple of 128) over the flat data, the last row
+  // cut at the end (launch scalars: flat_stream_scalars). How the planner lays out any operation
+  // without broadcasting, whatever its tensors' shape.
+  bool flat = false;
 };
 
 // Inputs plus outputs one kernel streams at most; the fusion planner stops growing a group there.
@@ -32,7 +37,8 @@ inline constexpr size_t kMaxElementwiseOperands = 10;
 // The widest block an elementwise kernel streams: wider tensors take several blocks per row.
 inline constexpr int64_t kMaxElementwiseBlockCols = 2048;
 
-// Kernel arguments: the input buffers in order, the output buffers, then stream_scalars().
+// Kernel arguments: the input buffers in order, the output buffers, then stream_scalars() (flat
+// kernels: flat_stream_scalars()).
 isa::Program make_elementwise(const ElementwiseSpec& spec, const sim::ChipConfig& chip);
 
 }  // namespace vtpu::kernels

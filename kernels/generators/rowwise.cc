@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <bit>
+
 #include "kernels/generators/rowwise_builder.h"
 
 namespace vtpu::kernels {
@@ -17,7 +19,7 @@ isa::Program RowwiseBuilder::build() {
   if (spec_.has_bias) bias_ = add(operands, {spec_.weight_dtype, Layout::Row, false});
   out_ = add(operands, {spec_.out_dtype, row_op_reduces(spec_.op) ? Layout::Column : Layout::Full, true});
   const int64_t cols_pad = (spec_.cols + kLanes - 1) / kLanes * kLanes;
-  stream_.emplace(w_, chip_, spec_.rows, spec_.cols, operands, spec_.cols, kBlockBudgetBytes, cols_pad * 4);
+  stream_.emplace(w_, chip_, spec_.rows, spec_.cols, operands, kMaxRowCols, kBlockBudgetBytes, needs_scratch() ? cols_pad * 4 : 0);
   prepare_masks();
   stream_->emit(vregs_, [&](int set, const BlockExtent& e) { block(set, e); });
   return w_.assemble();
@@ -59,12 +61,17 @@ void RowwiseBuilder::prepare_masks() {
   s.release(t);
 }
 
-// Replaces lanes at or past the row's end in `x` by `identity` (only the last chunk is ragged;
-// s`remaining` holds cols - chunk * 128).
-void RowwiseBuilder::mask_tail(int x, int remaining, float identity) {
+// Replaces lanes at or past the row's end in `x` by `identity` (only the last chunks are ragged:
+// the loop's last iteration may run past the row's end).
+void RowwiseBuilder::mask_tail(int x, const Cursors& c, float identity) {
   if (spec_.whole_chunks) return;
   const int v = vregs_.take(), id = vregs_.take(), t = w_.sregs().take();
-  w_.line("vbcast v{}, s{}", v, remaining);
+  if (c.tile == 0) {
+    w_.line("vbcast v{}, s{}", v, c.remaining);
+  } else {
+    w_.line("saddi s{}, s{}, {}", t, c.remaining, -c.tile * kLanes);
+    w_.line("vbcast v{}, s{}", v, t);
+  }
   w_.line("vicmp.lt m{}, v{}, v{}", tail_, lane_, v);
   w_.load_float(t, identity);
   w_.line("vbcast v{}, s{}", id, t);
@@ -77,6 +84,7 @@ void RowwiseBuilder::mask_tail(int x, int remaining, float identity) {
 void RowwiseBuilder::chunk_loop(const std::function<void(const Cursors&)>& body) {
   auto& s = w_.sregs();
   Cursors c;
+  c.stream = &*stream_;
   c.operand.assign(stream_->operand_count(), -1);
   for (size_t i = 0; i < stream_->operand_count(); ++i) {
     const Layout l = stream_->operand(i).layout;
@@ -90,17 +98,18 @@ void RowwiseBuilder::chunk_loop(const std::function<void(const Cursors&)>& body)
   c.remaining = s.take();
   w_.line("sarg s{}, {}", c.remaining, stream_->cols_arg());
   const int k = s.take(), n = s.take();
+  const int64_t unroll = chunk_unroll();
   w_.line("sli s{}, 0", k);
-  w_.line("saddi s{}, s{}, {}", n, c.remaining, kLanes - 1);
-  w_.line("sshri s{}, s{}, 7", n, n);
+  w_.line("saddi s{}, s{}, {}", n, c.remaining, unroll * kLanes - 1);
+  w_.line("sshri s{}, s{}, {}", n, n, std::countr_zero(uint64_t(unroll * kLanes)));
   const std::string loop = w_.new_label("chunk");
   w_.place(loop);
-  body(c);
+  for (c.tile = 0; c.tile < unroll; ++c.tile) body(c);
   for (size_t i = 0; i < c.operand.size(); ++i) {
-    if (c.operand[i] >= 0) w_.line("saddi s{}, s{}, {}", c.operand[i], c.operand[i], kLanes * stream_->element_bytes(i));
+    if (c.operand[i] >= 0) w_.line("saddi s{}, s{}, {}", c.operand[i], c.operand[i], unroll * kLanes * stream_->element_bytes(i));
   }
-  w_.line("saddi s{}, s{}, {}", c.scratch, c.scratch, kLanes * 4);
-  w_.line("saddi s{}, s{}, {}", c.remaining, c.remaining, -kLanes);
+  w_.line("saddi s{}, s{}, {}", c.scratch, c.scratch, unroll * kLanes * 4);
+  w_.line("saddi s{}, s{}, {}", c.remaining, c.remaining, -unroll * kLanes);
   w_.line("saddi s{}, s{}, 1", k, k);
   w_.line("blt s{}, s{}, {}", k, n, loop);
   for (int r : c.operand) {
@@ -119,7 +128,8 @@ int RowwiseBuilder::prologue_value(const Cursors& c) {
   for (size_t i = 0; i < spec_.inputs.size(); ++i) {
     if (stream_->scalar_vreg(i) >= 0) preset.push_back({static_cast<int>(i), {register_type(spec_.inputs[i].dtype), stream_->scalar_vreg(i)}});
   }
-  const auto out = codegen.emit(expr, [&](int i, int vreg) { load_tile(w_, *stream_, i, vreg, c.operand[i], rowbase_[i]); }, preset);
+  const auto out =
+      codegen.emit(expr, [&](int i, int vreg) { load_tile(w_, *stream_, i, vreg, c.operand[i], rowbase_[i], c.offset(i)); }, preset);
   const TileValue v = codegen.to_type(out[0], ValueType::F32, true);
   bool is_preset = false;
   for (const auto& p : preset) is_preset |= p.second.reg == v.reg;
@@ -132,7 +142,18 @@ int RowwiseBuilder::prologue_value(const Cursors& c) {
 }
 
 void RowwiseBuilder::store_out(int vreg, const Cursors& c) {
-  w_.line("{} v{}, m0, s{}, 0, {}", store_mnemonic(spec_.out_dtype), vreg, c.operand[out_], stream_->row_stride(out_));
+  w_.line("{} v{}, m0, s{}, {}, {}", store_mnemonic(spec_.out_dtype), vreg, c.operand[out_], c.offset(out_),
+          stream_->row_stride(out_));
+}
+
+// Chunks per loop iteration: a chunk's scalar work (cursor steps, the count, the branch, the
+// tail mask) would otherwise outlast its DMA. It divides the padded row's chunks, so the last
+// iteration stays inside the row's buffers; its chunks past the launch's columns are masked to
+// the identity like a ragged chunk (programs without masking serve exactly their columns).
+int64_t RowwiseBuilder::chunk_unroll() const {
+  int64_t unroll = kRowUnroll;
+  while ((stream_->block_cols_padded() / kLanes) % unroll) unroll /= 2;
+  return unroll;
 }
 
 // Pass 1: value -> scratch, acc (op)= value. Returns acc (per-lane partials).
@@ -141,7 +162,7 @@ int RowwiseBuilder::first_pass(const char* combine, float identity) {
   chunk_loop([&](const Cursors& c) {
     const int x = prologue_value(c);
     if (needs_scratch()) store_scratch(x, c);
-    mask_tail(x, c.remaining, identity);
+    mask_tail(x, c, identity);
     w_.line("{} v{}, v{}, v{}", combine, acc, acc, x);
     vregs_.release(x);
   });
@@ -160,7 +181,7 @@ int RowwiseBuilder::squared_deviations(int mean) {
     const int y = vregs_.take();
     load_scratch(y, c);
     w_.line("vsub v{}, v{}, v{}", y, y, mean);
-    mask_tail(y, c.remaining, 0.f);
+    mask_tail(y, c, 0.f);
     w_.line("vfma v{}, v{}, v{}, v{}", acc, y, y, acc);
     vregs_.release(y);
   });

@@ -27,6 +27,7 @@
 namespace vtpu::kernels::rowwise_detail {
 
 inline constexpr uint64_t kBlockBudgetBytes = 512 * 1024;
+inline constexpr int64_t kRowUnroll = 4;  // chunks per chunk-loop iteration (RowwiseBuilder::chunk_unroll)
 
 class RowwiseBuilder {
  public:
@@ -44,18 +45,23 @@ class RowwiseBuilder {
   // index of each element, for masking ragged chunks.
   void prepare_masks();
 
-  // Replaces lanes at or past the row's end in `x` by `identity` (only the last chunk is ragged;
-  // s`remaining` holds cols - chunk * 128).
-  void mask_tail(int x, int remaining, float identity);
-
-  // Emits a loop over the row chunks of the current group. `body(chunk_cursors)` emits one chunk;
-  // cursors advance by 128 columns. s`remaining` counts down from cols.
+  // Emits a loop over the row chunks of the current group, chunk_unroll() chunks per iteration.
+  // `body(cursors)` emits one chunk: `tile` chunks past the cursors, which advance by whole
+  // iterations. s`remaining` counts down from cols at the iteration's first chunk.
   struct Cursors {
+    const BlockStream* stream = nullptr;
     std::vector<int> operand;  // per stream operand (Full/Row), -1 otherwise
     int scratch;
     int remaining;
+    int64_t tile = 0;
+    int64_t offset(size_t i) const { return tile * kLanes * stream->element_bytes(i); }
+    int64_t scratch_offset() const { return tile * kLanes * 4; }
   };
   void chunk_loop(const std::function<void(const Cursors&)>& body);
+  int64_t chunk_unroll() const;
+
+  // Replaces lanes at or past the row's end in `x` by `identity`.
+  void mask_tail(int x, const Cursors& c, float identity);
 
   int scratch_stride() const { return static_cast<int>(stream_->block_cols_padded() * 4); }
 
@@ -64,8 +70,12 @@ class RowwiseBuilder {
 
   int constant(float value) { return TileCodegen(w_, vregs_, masks_, scratch_sreg_).constant_vreg(value); }
 
-  void load_scratch(int vreg, const Cursors& c) { w_.line("vld v{}, m0, s{}, 0, {}", vreg, c.scratch, scratch_stride()); }
-  void store_scratch(int vreg, const Cursors& c) { w_.line("vst v{}, m0, s{}, 0, {}", vreg, c.scratch, scratch_stride()); }
+  void load_scratch(int vreg, const Cursors& c) {
+    w_.line("vld v{}, m0, s{}, {}, {}", vreg, c.scratch, c.scratch_offset(), scratch_stride());
+  }
+  void store_scratch(int vreg, const Cursors& c) {
+    w_.line("vst v{}, m0, s{}, {}, {}", vreg, c.scratch, c.scratch_offset(), scratch_stride());
+  }
 
   void store_out(int vreg, const Cursors& c);
 

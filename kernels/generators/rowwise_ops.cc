@@ -66,7 +66,7 @@ void RowwiseBuilder::softmax() {
     w_.line("vsub v{}, v{}, v{}", e, e, m);
     w_.line("vexp v{}, v{}", e, e);
     if (spec_.op == RowOp::Softmax) store_scratch(e, c);
-    mask_tail(e, c.remaining, 0.f);
+    mask_tail(e, c, 0.f);
     w_.line("vadd v{}, v{}, v{}", sum, sum, e);
     vregs_.release(e);
   });
@@ -101,7 +101,7 @@ void RowwiseBuilder::norm() {
     chunk_loop([&](const Cursors& c) {
       const int x = prologue_value(c);
       store_scratch(x, c);
-      mask_tail(x, c.remaining, 0.f);
+      mask_tail(x, c, 0.f);
       w_.line("vfma v{}, v{}, v{}, v{}", inv, x, x, inv);
       vregs_.release(x);
     });
@@ -119,11 +119,11 @@ void RowwiseBuilder::norm() {
     w_.line("vmul v{}, v{}, v{}", y, y, inv);
     const int t = vregs_.take();
     if (weight_ >= 0) {
-      load_tile(w_, *stream_, weight_, t, c.operand[weight_], -1);
+      load_tile(w_, *stream_, weight_, t, c.operand[weight_], -1, c.offset(weight_));
       w_.line("vmul v{}, v{}, v{}", y, y, t);
     }
     if (bias_ >= 0) {
-      load_tile(w_, *stream_, bias_, t, c.operand[bias_], -1);
+      load_tile(w_, *stream_, bias_, t, c.operand[bias_], -1, c.offset(bias_));
       w_.line("vadd v{}, v{}, v{}", y, y, t);
     }
     vregs_.release(t);

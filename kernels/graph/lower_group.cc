@@ -127,17 +127,19 @@ std::string label_of(const Graph& g, const KernelGroup& grp) {
 }
 
 // A group whose nodes all have the output's size and whose operands are whole tensors or scalars
-// reads and writes plain contiguous buffers: any 2-D view of them gives the same kernel.
-// Programs are generated for bucketed sizes (rows to a power of two, a narrow last dim to 128
-// lanes), so a long tensor with a narrow last dim ([N, 1], N past 2^24) would get a program past
-// the 2^31 elements one launch addresses although the tensor itself is far smaller. Such a group runs as rows of
-// up to kMaxElementwiseBlockCols instead (when the size divides into whole 128-lane rows). Only
-// then: elsewhere the view's width would vary with the size, and token counts in one bucket
-// would stop sharing programs. Returns the view's [rows, cols], or nothing.
-std::optional<std::vector<int64_t>> lane_dense_view(const Graph& g, const KernelGroup& grp, const std::vector<int>& operands) {
+// reads and writes plain contiguous buffers (equal element counts leave no dim to broadcast), so
+// it streams lane-dense whatever the tensors' shape: rows of `width` over the flat data, the last
+// row cut at the end (ElementwiseSpec::flat). A 1-D bias, a [N, 1] column or a [N, 64] tensor
+// then fills whole 8 x 128 tiles and moves in block-sized DMAs, where its own shape would leave
+// sublanes or lanes idle. The program depends on the width alone (blocks are sized at launch),
+// and the width on the natural view's bucket (rows and columns bucketed as for any elementwise
+// kernel), so every shape that shared a program before still does.
+struct FlatView {
+  int64_t elements, width;
+};
+
+std::optional<FlatView> flat_view(const Graph& g, const KernelGroup& grp, const std::vector<int>& operands) {
   const auto& out = g.node(grp.nodes.back()).type;
-  const auto [rows, cols] = rows_cols(out.shape);
-  if (row_bucket(rows) * col_bucket(cols) < (int64_t{1} << 31)) return std::nullopt;
   const int64_t numel = out.numel();
   for (int n : grp.nodes) {
     if (g.node(n).type.numel() != numel) return std::nullopt;
@@ -146,9 +148,10 @@ std::optional<std::vector<int64_t>> lane_dense_view(const Graph& g, const Kernel
     const int64_t n = g.node(v).type.numel();
     if (n != numel && n != 1) return std::nullopt;
   }
-  const int64_t width = std::gcd(numel, kMaxElementwiseBlockCols);
-  if (width < kLanes || width <= cols) return std::nullopt;
-  return std::vector<int64_t>{numel / width, width};
+  const auto [rows, cols] = rows_cols(out.shape);
+  // Small tensors take narrower rows, so that they still fill eight sublanes.
+  const int64_t width = std::clamp<int64_t>(row_bucket(rows) * col_bucket(cols) / kSublanes, kLanes, kMaxElementwiseBlockCols);
+  return FlatView{numel, width};
 }
 
 Launch lower_elementwise(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
@@ -159,24 +162,27 @@ Launch lower_elementwise(const Graph& g, const KernelGroup& grp, const sim::Chip
     spec.expr.add_output(b.value(o));
     spec.outputs.push_back(g.node(o).type.dtype);
   }
-  const auto flat = lane_dense_view(g, grp, b.operands());
-  const auto& shape = flat ? *flat : g.node(grp.nodes.back()).type.shape;
-  std::tie(spec.rows, spec.cols) = rows_cols(shape);
-  if (flat) {
-    for (int v : b.operands()) {
-      const auto& t = g.node(v).type;
-      spec.inputs.push_back({t.dtype, t.numel() == 1 ? Layout::Scalar : Layout::Full, 0});
-    }
-  } else {
-    spec.inputs = operands_for(g, b.operands(), shape);
-  }
   Launch l;
   l.args = b.operands();
   l.args.insert(l.args.end(), grp.outputs.begin(), grp.outputs.end());
-  l.scalars = stream_scalars(spec.rows, spec.cols, spec.inputs);
-  spec.rows = row_bucket(spec.rows);
-  spec.cols = col_bucket(spec.cols);
-  std::string key = fmt::format("ew|{}x{}|{}|", spec.rows, spec.cols, operand_key(spec.inputs));
+  if (const auto flat = flat_view(g, grp, b.operands())) {
+    spec.flat = true;
+    for (int v : b.operands()) {
+      const auto& t = g.node(v).type;
+      spec.inputs.push_back({t.dtype, t.numel() == 1 && flat->elements > 1 ? Layout::Scalar : Layout::Full, 0});
+    }
+    l.scalars = flat_stream_scalars(flat->elements, flat->width);
+    spec.rows = ((int64_t{1} << 31) - 1) / flat->width;  // any size: blocks are sized at launch
+    spec.cols = flat->width;
+  } else {
+    const auto& shape = g.node(grp.nodes.back()).type.shape;
+    std::tie(spec.rows, spec.cols) = rows_cols(shape);
+    spec.inputs = operands_for(g, b.operands(), shape);
+    l.scalars = stream_scalars(spec.rows, spec.cols, spec.inputs);
+    spec.rows = row_bucket(spec.rows);
+    spec.cols = col_bucket(spec.cols);
+  }
+  std::string key = fmt::format("ew{}|{}x{}|{}|", spec.flat ? "flat" : "", spec.rows, spec.cols, operand_key(spec.inputs));
   for (DType t : spec.outputs) key += fmt::format("{},", dtype_name(t));
   key += "|" + spec.expr.signature() + "|" + chip.name;
   l.program = cache.get_or_build(key, [&] { return make_elementwise(spec, chip); }, &l.cache_hit);
