@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   }
   const auto& chip = device.chip();
   const double bound_s = std::max(2.0 * n * n * n / chip.model_peak_flops(1),
-                                  double(n) * n * (2 + 2 + 4) / chip.hbm_bandwidth_bytes_per_s);
+                                  double(n) * n * (2 + 2 + 4) / chip.sustained_hbm_bytes_per_s());
   fmt::print("matmul 1024^3 bf16 on v5e: {} simulated cycles = {:.3f} us; roofline bound {:.3f} us; "
              "simulated / bound = {:.3f} (target <= 1.25)\n",
              cycles, chip.cycles_to_seconds(double(cycles)) * 1e6, bound_s * 1e6,

@@ -1,9 +1,12 @@
 // Memory-bound kernels as the planner lowers them (kernels/graph): clone, x + 1, x * y, a bf16 ->
 // f32 cast and a sum over the last dim, over 1-D, 2-D wide and narrow, 3-D and strided (every
 // other row of a wider tensor) bf16 inputs, on every preset. Prints the simulated time and the
-// achieved fraction of the chip's HBM bandwidth, counting the bytes the op must read and write
-// (as the published v6e copy measurement does: 32 MiB copied in 0.04936 ms = 83% of 1638 GB/s,
-// ../shared/REFERENCES.md). docs/membound.md is this program's output.
+// achieved fraction of the chip's peak HBM bandwidth, counting the bytes the op must read and
+// write (as the published v6e copy measurement does: 32 MiB copied in 0.04936 ms = 83% of
+// 1638 GB/s, AI-Hypercomputer/tpu-recipes), then per chip the spread of the large (>= 32 MiB)
+// rows against that 83% and the 1-D / 2-D time ratio. docs/membound.md is this program's output.
+// Two-TensorCore chips (v4, v5p, v7) run every kernel on core 0 for now, which shares the chip's
+// HBM: streaming kernels reach its bandwidth all the same.
 //
 // Usage: bench-membound [chip ...]   (default: every preset; sizes 1, 32 and 256 MiB for 1-D and
 // 2-D wide, 32 MiB for the other shapes)
@@ -13,6 +16,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,7 +39,7 @@ struct Shape {
 
 // Shapes of `elements` bf16 elements.
 std::vector<Shape> shapes_of(int64_t elements, bool all) {
-  std::vector<Shape> s = {{"1-D", {elements}}, {"2-D wide", {elements / 4096, 4096}}};
+  std::vector<Shape> s = {{"1-D", {elements}}, {"2-D wide", {elements / 4096, 4096}}};  // the ratio's pair first
   if (!all) return s;
   s.push_back({"2-D narrow", {elements / 64, 64}});
   s.push_back({"3-D", {16, elements / 16 / 1000, 1000}});
@@ -102,7 +106,7 @@ Result run(const std::string& chip_name, const Shape& shape, const Op& op) {
   // The bytes the op itself must move: its inputs read once, its output written once.
   const double bytes = double(numel) * (2 * (op.second_input ? 2 : 1) + op.outputs_bytes_per_element);
   out.fraction = bytes / r.seconds / device.chip().hbm_bandwidth_bytes_per_s;
-  if (std::getenv("VTPU_MEMBOUND_UNITS")) {
+  if (std::getenv("VTPU_MEMBOUND_UNITS")) {  // what to look at when a row is slow: each unit's busy fraction
     for (const auto& [unit, busy] : r.busy_cycles_per_unit) fmt::print("  {} {:.3f}\n", unit, double(busy) / r.cycles);
   }
   return out;
@@ -111,13 +115,17 @@ Result run(const std::string& chip_name, const Shape& shape, const Op& op) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  constexpr double kPublishedCopy = 0.83;  // v6e, 32 MiB HBM-to-HBM copy, read + write counted
   std::vector<std::string> chips = {"v4", "v5e", "v5p", "v6e", "v7"};
   if (argc > 1) chips.assign(argv + 1, argv + argc);
-  fmt::print("| chip | op | shape | MiB | kernels | simulated us | % of HBM bandwidth | host s |\n");
+  fmt::print("| chip | op | shape | MiB | kernels | simulated us | % of peak HBM bandwidth | host s |\n");
   fmt::print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+  std::vector<std::string> summary;
   for (const auto& chip : chips) {
+    double lo = 1e9, hi = 0, worst_1d_over_2d = 0;
     for (const int64_t mib : {1, 32, 256}) {
       const int64_t elements = mib * (1 << 20) / 2;
+      std::map<std::string, double> one_d, two_d;  // op -> time at this size
       for (const auto& shape : shapes_of(elements, mib == 32)) {
         for (const auto& op : ops()) {
           const auto r = run(chip, shape, op);
@@ -126,9 +134,23 @@ int main(int argc, char** argv) {
           fmt::print("| {} | {} | {} ({}) | {} | {} | {:.1f} | {:.1f} | {:.2f} |\n", chip, op.name, shape.name, dims, mib,
                      r.launches, r.seconds * 1e6, 100 * r.fraction, r.host_s);
           std::fflush(stdout);
+          if (mib >= 32) {
+            lo = std::min(lo, r.fraction);
+            hi = std::max(hi, r.fraction);
+          }
+          if (shape.name == "1-D") one_d[op.name] = r.seconds;
+          if (shape.name == "2-D wide") two_d[op.name] = r.seconds;
         }
       }
+      for (const auto& [op, t] : one_d) worst_1d_over_2d = std::max(worst_1d_over_2d, t / two_d.at(op));
     }
+    summary.push_back(fmt::format("| {} | {:.1f} - {:.1f} | {:+.1f}% - {:+.1f}% | {:.3f} |", chip, 100 * lo, 100 * hi,
+                                  100 * (lo / kPublishedCopy - 1), 100 * (hi / kPublishedCopy - 1), worst_1d_over_2d));
   }
+  fmt::print("\nRows of 32 MiB and more against the published v6e copy efficiency ({:.0f}% of peak), and the slowest 1-D\n"
+             "time over the same op's 2-D wide time at the same size:\n\n",
+             100 * kPublishedCopy);
+  fmt::print("| chip | % of peak HBM bandwidth | vs {:.0f}% | 1-D / 2-D time, worst |\n| --- | ---: | ---: | ---: |\n", 100 * kPublishedCopy);
+  for (const auto& line : summary) fmt::print("{}\n", line);
   return 0;
 }

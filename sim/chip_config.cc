@@ -54,6 +54,7 @@ void check_consistency(const ChipConfig& c, const std::string& origin) {
   if (c.dma_queues > 4) throw ConfigError(fmt::format("{}: at most 4 DMA queues (2-bit field)", origin));
   if (c.semaphores > 32) throw ConfigError(fmt::format("{}: at most 32 semaphores (5-bit field)", origin));
   if (c.mxu_acc_slots > 256) throw ConfigError(fmt::format("{}: at most 256 accumulator slots (8-bit field)", origin));
+  if (c.hbm_efficiency > 1) throw ConfigError(fmt::format("{}: hbm_efficiency is a fraction of the peak, at most 1", origin));
   if (c.vmem_bytes > (uint64_t{1} << 31)) throw ConfigError(fmt::format("{}: VMEM larger than 2 GiB is not addressable", origin));
   if (c.vmem_held_bytes > c.vmem_bytes / 2) {
     throw ConfigError(fmt::format("{}: vmem_held_bytes ({}) may be at most half of vmem_bytes ({}): kernels tile in the rest",

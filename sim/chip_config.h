@@ -29,6 +29,7 @@ namespace vtpu::sim {
   X(int, local_dma_latency_cycles)            \
   X(uint64_t, hbm_bytes)                      \
   X(double, hbm_bandwidth_bytes_per_s)        \
+  X(double, hbm_efficiency)                   \
   X(double, hbm_latency_ns)                   \
   X(int, dma_queues)                          \
   X(int, semaphores)                          \
@@ -55,12 +56,15 @@ struct ChipConfig {
 #undef VTPU_DECLARE_FIELD
 
   // Derived quantities (units in the names).
-  double hbm_bytes_per_cycle() const { return hbm_bandwidth_bytes_per_s / clock_hz; }
+  // HBM as DMAs see it: streams move at hbm_efficiency of the published peak (refresh, bank and
+  // read/write turnarounds are not modelled one by one). Bounds and DMA timing use this rate.
+  double sustained_hbm_bytes_per_s() const { return hbm_bandwidth_bytes_per_s * hbm_efficiency; }
+  double hbm_bytes_per_cycle() const { return sustained_hbm_bytes_per_s() / clock_hz; }
   double hbm_latency_cycles() const { return hbm_latency_ns * 1e-9 * clock_hz; }
   // VMEM is split: kernels tile in kernel_vmem_bytes; the rest (vmem_held_bytes) holds a flush's
   // intermediates between its kernels, reached by local DMAs at local_dma_bytes_per_cycle.
   uint64_t kernel_vmem_bytes() const { return vmem_bytes - vmem_held_bytes; }
-  double local_dma_bytes_per_cycle() const { return hbm_bytes_per_cycle() * vmem_bandwidth_ratio; }
+  double local_dma_bytes_per_cycle() const { return hbm_bandwidth_bytes_per_s / clock_hz * vmem_bandwidth_ratio; }
   // MXU peak: each MXU retires mxu_dim^2 MACs per cycle (8 LHS rows every mxu_push_cycles = 8).
   double model_peak_flops(int cores) const {
     return 2.0 * cores * mxu_per_core * double(mxu_dim) * mxu_dim * (8.0 / mxu_push_cycles) * clock_hz;

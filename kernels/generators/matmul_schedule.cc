@@ -112,7 +112,7 @@ void MatmulSchedule::plan() {
 bool MatmulSchedule::deferral_pays() const {
   const auto& s = spec_;
   if (!overlap_passes_ || !a_resident_ || s.batch != 1 || s.n <= bn_) return false;
-  const double per_cycle = chip_.hbm_bandwidth_bytes_per_s / chip_.clock_hz;
+  const double per_cycle = chip_.hbm_bytes_per_cycle();
   const double rows = double(round_up(s.m, bm_) / bm_);
   const double compute = rows * double(bm_ / kSublanes) * chip_.mxu_push_cycles * kt_ * pairs_.size();
   const double a = double(s.m) * s.k * eb_a_ / per_cycle, panel = double(s.k) * bn_ * eb_b_ / per_cycle;

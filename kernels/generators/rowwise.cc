@@ -63,9 +63,10 @@ void RowwiseBuilder::prepare_masks() {
 
 // Replaces lanes at or past the row's end in `x` by `identity` (only the last chunks are ragged:
 // the loop's last iteration may run past the row's end).
-void RowwiseBuilder::mask_tail(int x, const Cursors& c, float identity) {
-  if (spec_.whole_chunks) return;
-  const int v = vregs_.take(), id = vregs_.take(), t = w_.sregs().take();
+void RowwiseBuilder::mask_tail(int x, const Cursors& c) {
+  if (!c.masked) return;
+  if (c.identity < 0) throw KernelError("row kernel: a pass masks its tail without an identity (chunk_loop's)");
+  const int v = vregs_.take(), t = w_.sregs().take();
   if (c.tile == 0) {
     w_.line("vbcast v{}, s{}", v, c.remaining);
   } else {
@@ -73,17 +74,17 @@ void RowwiseBuilder::mask_tail(int x, const Cursors& c, float identity) {
     w_.line("vbcast v{}, s{}", v, t);
   }
   w_.line("vicmp.lt m{}, v{}, v{}", tail_, lane_, v);
-  w_.load_float(t, identity);
-  w_.line("vbcast v{}, s{}", id, t);
-  w_.line("vsel v{}, m{}, v{}, v{}", x, tail_, x, id);
+  w_.line("vsel v{}, m{}, v{}, v{}", x, tail_, x, c.identity);
   vregs_.release(v);
-  vregs_.release(id);
   w_.sregs().release(t);
 }
 
-void RowwiseBuilder::chunk_loop(const std::function<void(const Cursors&)>& body) {
+void RowwiseBuilder::chunk_loop(const std::function<void(const Cursors&)>& body, std::optional<float> tail_identity) {
   auto& s = w_.sregs();
   Cursors c;
+  // The identity is broadcast once per loop, not per chunk: the scalar unit is what bounds a
+  // row kernel's chunk rate.
+  if (tail_identity && !spec_.whole_chunks) c.identity = constant(*tail_identity);
   c.stream = &*stream_;
   c.operand.assign(stream_->operand_count(), -1);
   for (size_t i = 0; i < stream_->operand_count(); ++i) {
@@ -99,23 +100,38 @@ void RowwiseBuilder::chunk_loop(const std::function<void(const Cursors&)>& body)
   w_.line("sarg s{}, {}", c.remaining, stream_->cols_arg());
   const int k = s.take(), n = s.take();
   const int64_t unroll = chunk_unroll();
+  const auto advance = [&] {
+    for (size_t i = 0; i < c.operand.size(); ++i) {
+      if (c.operand[i] >= 0) w_.line("saddi s{}, s{}, {}", c.operand[i], c.operand[i], unroll * kLanes * stream_->element_bytes(i));
+    }
+    w_.line("saddi s{}, s{}, {}", c.scratch, c.scratch, unroll * kLanes * 4);
+    w_.line("saddi s{}, s{}, {}", c.remaining, c.remaining, -unroll * kLanes);
+  };
+  // Whole iterations run unmasked; the row's end, when it is not one, takes one more masked
+  // iteration (masking every chunk would chain a compare and a select into each accumulation).
+  const std::string loop = w_.new_label("chunk"), tail = w_.new_label("chunk_tail"), done = w_.new_label("chunks_done");
+  const bool masks = !spec_.whole_chunks;
   w_.line("sli s{}, 0", k);
-  w_.line("saddi s{}, s{}, {}", n, c.remaining, unroll * kLanes - 1);
-  w_.line("sshri s{}, s{}, {}", n, n, std::countr_zero(uint64_t(unroll * kLanes)));
-  const std::string loop = w_.new_label("chunk");
+  w_.line("sshri s{}, s{}, {}", n, c.remaining, std::countr_zero(uint64_t(unroll * kLanes)));
+  w_.line("beq s{}, s0, {}", n, tail);
   w_.place(loop);
+  c.masked = false;
   for (c.tile = 0; c.tile < unroll; ++c.tile) body(c);
-  for (size_t i = 0; i < c.operand.size(); ++i) {
-    if (c.operand[i] >= 0) w_.line("saddi s{}, s{}, {}", c.operand[i], c.operand[i], unroll * kLanes * stream_->element_bytes(i));
-  }
-  w_.line("saddi s{}, s{}, {}", c.scratch, c.scratch, unroll * kLanes * 4);
-  w_.line("saddi s{}, s{}, {}", c.remaining, c.remaining, -unroll * kLanes);
+  advance();
   w_.line("saddi s{}, s{}, 1", k, k);
   w_.line("blt s{}, s{}, {}", k, n, loop);
+  w_.place(tail);
+  if (masks) {  // the programs that mask serve rows of any length up to their columns
+    w_.line("bge s0, s{}, {}", c.remaining, done);
+    c.masked = true;
+    for (c.tile = 0; c.tile < unroll; ++c.tile) body(c);
+  }
+  w_.place(done);
   for (int r : c.operand) {
     if (r >= 0) s.release(r);
   }
   for (int r : {c.scratch, c.remaining, k, n}) s.release(r);
+  if (c.identity >= 0) vregs_.release(c.identity);
 }
 
 // The prologue's value for the chunk at `c`, in a fresh vreg (f32).
@@ -162,10 +178,10 @@ int RowwiseBuilder::first_pass(const char* combine, float identity) {
   chunk_loop([&](const Cursors& c) {
     const int x = prologue_value(c);
     if (needs_scratch()) store_scratch(x, c);
-    mask_tail(x, c, identity);
+    mask_tail(x, c);
     w_.line("{} v{}, v{}, v{}", combine, acc, acc, x);
     vregs_.release(x);
-  });
+  }, identity);
   return acc;
 }
 
@@ -181,10 +197,10 @@ int RowwiseBuilder::squared_deviations(int mean) {
     const int y = vregs_.take();
     load_scratch(y, c);
     w_.line("vsub v{}, v{}, v{}", y, y, mean);
-    mask_tail(y, c, 0.f);
+    mask_tail(y, c);
     w_.line("vfma v{}, v{}, v{}, v{}", acc, y, y, acc);
     vregs_.release(y);
-  });
+  }, 0.f);
   w_.line("vredsum.lane v{}, v{}", acc, acc);
   return acc;
 }

@@ -15,6 +15,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "isa/program.h"
 #include "kernels/codegen/asm_writer.h"
@@ -47,21 +48,24 @@ class RowwiseBuilder {
 
   // Emits a loop over the row chunks of the current group, chunk_unroll() chunks per iteration.
   // `body(cursors)` emits one chunk: `tile` chunks past the cursors, which advance by whole
-  // iterations. s`remaining` counts down from cols at the iteration's first chunk.
+  // iterations. s`remaining` counts down from cols at the iteration's first chunk. Passes that
+  // mask their tails give the identity to fill it with; only the last, partial iteration masks.
   struct Cursors {
     const BlockStream* stream = nullptr;
     std::vector<int> operand;  // per stream operand (Full/Row), -1 otherwise
     int scratch;
     int remaining;
     int64_t tile = 0;
+    bool masked = false;  // the iteration that reaches the row's end: chunks past it are masked
+    int identity = -1;  // the vreg mask_tail fills past the row's end with (chunk_loop's tail_identity)
     int64_t offset(size_t i) const { return tile * kLanes * stream->element_bytes(i); }
     int64_t scratch_offset() const { return tile * kLanes * 4; }
   };
-  void chunk_loop(const std::function<void(const Cursors&)>& body);
+  void chunk_loop(const std::function<void(const Cursors&)>& body, std::optional<float> tail_identity = std::nullopt);
   int64_t chunk_unroll() const;
 
-  // Replaces lanes at or past the row's end in `x` by `identity`.
-  void mask_tail(int x, const Cursors& c, float identity);
+  // Replaces lanes at or past the row's end in `x` by the loop's identity.
+  void mask_tail(int x, const Cursors& c);
 
   int scratch_stride() const { return static_cast<int>(stream_->block_cols_padded() * 4); }
 

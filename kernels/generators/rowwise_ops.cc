@@ -66,10 +66,10 @@ void RowwiseBuilder::softmax() {
     w_.line("vsub v{}, v{}, v{}", e, e, m);
     w_.line("vexp v{}, v{}", e, e);
     if (spec_.op == RowOp::Softmax) store_scratch(e, c);
-    mask_tail(e, c, 0.f);
+    mask_tail(e, c);
     w_.line("vadd v{}, v{}, v{}", sum, sum, e);
     vregs_.release(e);
-  });
+  }, 0.f);
   w_.line("vredsum.lane v{}, v{}", sum, sum);
   if (spec_.op == RowOp::LogSoftmax) {  // x - (max + log(sum))
     w_.line("vlog v{}, v{}", sum, sum);
@@ -101,10 +101,10 @@ void RowwiseBuilder::norm() {
     chunk_loop([&](const Cursors& c) {
       const int x = prologue_value(c);
       store_scratch(x, c);
-      mask_tail(x, c, 0.f);
+      mask_tail(x, c);
       w_.line("vfma v{}, v{}, v{}, v{}", inv, x, x, inv);
       vregs_.release(x);
-    });
+    }, 0.f);
     w_.line("vredsum.lane v{}, v{}", inv, inv);
   }
   divide_by_cols(inv);  // biased variance / mean square, as torch's norms use

@@ -344,11 +344,12 @@ TEST_SUITE("kernels") {
     sim::LaunchResult result;
     run_f32(spec, {std::vector<float>(n, 1.f), std::vector<float>(n, 2.f)}, &result);
     const double bytes = 3.0 * n * 4;
-    const double bound_s = bytes / v5e().hbm_bandwidth_bytes_per_s;
+    const double bound_s = bytes / v5e().sustained_hbm_bytes_per_s();
     MESSAGE("add 1024x1024: simulated ", result.summary.seconds() * 1e6, " us, HBM bound ", bound_s * 1e6, " us");
     CHECK(result.summary.hbm_read_bytes + result.summary.hbm_write_bytes == uint64_t(bytes));
     CHECK(result.summary.seconds() >= bound_s);
-    CHECK(result.summary.seconds() <= 1.25 * bound_s);
+    // Four tiles per loop iteration and blocks that outlast the HBM latency: within 5% (~1.01x).
+    CHECK(result.summary.seconds() <= 1.05 * bound_s);
   }
 
   TEST_CASE("unsupported dtypes and empty kernels are errors that say why") {

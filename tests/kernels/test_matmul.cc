@@ -227,7 +227,7 @@ TEST_SUITE("kernels") {
     const auto r = run(spec_of(1024, 1024, 1024));
     const auto chip = sim::load_chip("v5e");
     const double flops = 2.0 * 1024 * 1024 * 1024, bytes = 1024.0 * 1024 * (2 + 2 + 4);
-    const double bound = std::max(flops / chip.model_peak_flops(1), bytes / chip.hbm_bandwidth_bytes_per_s);
+    const double bound = std::max(flops / chip.model_peak_flops(1), bytes / chip.sustained_hbm_bytes_per_s());
     const double simulated = r.launch.summary.seconds();
     MESSAGE("generated 1024^3 matmul: ", simulated * 1e6, " us simulated, bound ", bound * 1e6, " us, ratio ", simulated / bound);
     CHECK(r.launch.summary.hbm_read_bytes + r.launch.summary.hbm_write_bytes == uint64_t(bytes));

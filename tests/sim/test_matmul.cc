@@ -75,7 +75,7 @@ TEST_SUITE("sim") {
     // Closed form: 2*M*N*K FLOP at peak, or the minimum traffic (A and B once in bf16, C once in f32).
     const double flops = 2.0 * 1024 * 1024 * 1024;
     const double min_bytes = 1024.0 * 1024 * (2 + 2 + 4);
-    const double bound_s = std::max(flops / chip.model_peak_flops(1), min_bytes / chip.hbm_bandwidth_bytes_per_s);
+    const double bound_s = std::max(flops / chip.model_peak_flops(1), min_bytes / chip.sustained_hbm_bytes_per_s());
     const double simulated_s = s.seconds();
     MESSAGE("simulated ", simulated_s * 1e6, " us, bound ", bound_s * 1e6, " us, ratio ", simulated_s / bound_s);
     CHECK(s.flops == doctest::Approx(flops));
