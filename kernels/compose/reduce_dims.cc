@@ -10,6 +10,11 @@
 #include "kernels/codegen/vreg_shape.h"
 
 namespace vtpu::kernels {
+namespace {
+
+constexpr int64_t kPreferredGroup = 2048;  // elements per row of a split reduction's first pass
+
+}  // namespace
 
 int reduce_dims(Graph& g, int v, const std::vector<int64_t>& dims, RowOp op, int64_t correction) {
   const auto shape = g.node(v).type.shape;
@@ -48,8 +53,15 @@ int reduce_dims(Graph& g, int v, const std::vector<int64_t>& dims, RowOp op, int
   // instead of failing at the flush.
   const bool composes = op == RowOp::Sum || op == RowOp::Mean || op == RowOp::Max ||
                         op == RowOp::Min || op == RowOp::Prod;
-  int64_t b = std::min(reduced_numel, kMaxRowCols);
-  while (b > 1 && (reduced_numel % b != 0 || reduced_numel / b > kMaxRowCols)) --b;
+  // Groups of about 2048 first: the first pass then has many rows, so its blocks pipeline (a few
+  // 64K-element rows are one block, with nothing to overlap its load), and the second is short.
+  const auto splits = [&](int64_t b) { return reduced_numel % b == 0 && reduced_numel / b <= kMaxRowCols; };
+  int64_t b = kPreferredGroup;
+  while (b <= kMaxRowCols && !splits(b)) ++b;
+  if (b > kMaxRowCols) {
+    b = std::min(reduced_numel, kMaxRowCols);
+    while (b > 1 && !splits(b)) --b;
+  }
   if (!composes || b <= 1) {
     throw KernelError(fmt::format("a reduction over {} elements (more than {}{}", reduced_numel, kMaxRowCols,
                                   composes ? " with no divisor to split them by)" : " and not a sum, mean, max, min or product)"));

@@ -8,6 +8,7 @@
 namespace vtpu::bridge {
 
 void register_hooks();
+void register_build_info(py::module& m);
 int current_device_index();
 void set_current_device_index(int index);
 
@@ -143,4 +144,5 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("start_trace", [] { Runtime::get().start_trace(); });
   m.def("stop_trace", [](const std::string& path) { Runtime::get().stop_trace(path); });
+  register_build_info(m);
 }

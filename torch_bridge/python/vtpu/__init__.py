@@ -52,6 +52,7 @@ def _load_extension():
 
 
 _C = _load_extension()
+__version__ = _C.build_info()["version"]  # meson.build's project version: the one version string
 # The simulated chips are configured from VTPU_* now, so a bad value is a ValueError at import that
 # names the variable, not an error inside a device guard, where C++ could only abort.
 _C.device_count()
