@@ -8,6 +8,7 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include "torch_bridge/csrc/record/recorder.h"
+#include "torch_bridge/csrc/runtime/pinned_host_allocator.h"
 #include "torch_bridge/csrc/runtime/runtime.h"
 
 namespace vtpu::bridge {
@@ -110,8 +111,8 @@ struct TpuHooks final : public at::PrivateUse1HooksInterface {
     return {c10::DeviceType::PrivateUse1,
             static_cast<c10::DeviceIndex>(Runtime::get().buffer(reinterpret_cast<uint64_t>(data)).device)};
   }
-  bool isPinnedPtr(const void*) const override { return false; }
-  at::Allocator* getPinnedMemoryAllocator() const override { return c10::GetAllocator(c10::DeviceType::CPU); }
+  bool isPinnedPtr(const void* ptr) const override { return is_pinned_host_pointer(ptr); }
+  at::Allocator* getPinnedMemoryAllocator() const override { return pinned_host_allocator(); }
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t new_bytes) const override;
   const at::Generator& getDefaultGenerator(c10::DeviceIndex device) const override;
 };
