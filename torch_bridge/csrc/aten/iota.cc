@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 
+#include "torch_bridge/csrc/aten/order_statistics.h"
 #include "torch_bridge/csrc/record/op_support.h"
 #include "torch_bridge/csrc/record/recorder.h"
 #include "torch_bridge/csrc/runtime/runtime.h"
@@ -130,7 +131,7 @@ std::tuple<at::Tensor, at::Tensor> tpu_min_dim(const at::Tensor& self, int64_t d
 // rule: a NaN counts as the largest), each round a row max and a row min over positions; the
 // values and positions are gathered into one f32 [.., 2k] result (positions exact below 2^24),
 // then split. Ties: the first position first. smallest-k negates the input (a NaN then comes
-// first, where torch puts it last). Up to 16 rounds; more, integer and empty inputs fall back.
+// first, where torch puts it last). Up to 16 rounds; more sort (order_statistics.cc); integer and empty inputs fall back.
 std::tuple<at::Tensor, at::Tensor> tpu_topk(const at::Tensor& self, c10::SymInt k_sym, int64_t dim, bool largest, bool sorted) {
   const int64_t k = k_sym.expect_int();
   const auto cpu_both = [k, dim, largest, sorted](const at::Tensor& x) { return at::topk(x, k, dim, largest, sorted); };
@@ -139,8 +140,9 @@ std::tuple<at::Tensor, at::Tensor> tpu_topk(const at::Tensor& self, c10::SymInt 
   std::string why;
   if (!at::isFloatingType(self.scalar_type()) || self.scalar_type() == at::kHalf || self.scalar_type() == at::kDouble) why = "non-f32/bf16 inputs";
   else if (self.dim() == 0 || self.numel() == 0) why = "0-dim or empty inputs";
-  else if (k < 1 || k > 16) why = "k outside 1..16";
+  else if (k < 1) why = "k below 1";
   else if (k > width) why = "k larger than the dim";
+  else if (k > 16) return topk_by_sort(self, k, d, largest);  // order_statistics.cc: the first k of a stable sort
   else if (width > (int64_t{1} << 24)) why = "more than 2^24 elements per row";
   if (!why.empty()) {
     const auto r = run_on_cpu_outputs("topk", {self}, [cpu_both](const std::vector<at::Tensor>& c) {
