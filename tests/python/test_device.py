@@ -282,6 +282,18 @@ def test_complex_tensors_are_refused_with_a_message():
         torch.fft.ifft(torch.randn(8).to("tpu")).cpu()
 
 
+@pytest.mark.parametrize("fallback", [False, True])
+def test_sparse_tensors_are_refused_with_a_message_that_does_not_offer_the_fallback(fallback):
+    vtpu.set_cpu_fallback(fallback)  # with or without it: the fallback cannot make a sparse tpu tensor
+    message = r"sparse tensors are not supported on tpu \(.*\); keep them on the CPU, or make them dense first"
+    for make in (lambda: torch.randn(3).to_sparse().to("tpu"), lambda: torch.randn(2, 3).to("tpu").to_sparse(),
+                 lambda: torch.sparse_coo_tensor(torch.tensor([[0, 1]]), torch.tensor([1.0, 2.0]), (3,), device="tpu")):
+        with pytest.raises(NotImplementedError, match=message):
+            make()
+    x = torch.randn(3)
+    assert torch.equal(x.to_sparse().to_dense().to("tpu").cpu(), x)  # made dense first, it moves
+
+
 def test_int64_math_is_not_silently_wrong():
     x = torch.arange(5).to("tpu")  # int64: add/sub/compare run on int32 words (docs/bridge.md)
     assert (x + 1).cpu().tolist() == [1, 2, 3, 4, 5]

@@ -1,6 +1,8 @@
 // Every aten op without a PrivateUse1 kernel lands here: an error naming the op, or, when the
 // user allowed it (VTPU_CPU_FALLBACK=1 / vtpu.set_cpu_fallback(True)), torch's CPU fallback with
-// a one-time warning per op and a count in vtpu.stats(). Never a silent wrong answer.
+// a one-time warning per op and a count in vtpu.stats(). Never a silent wrong answer. Sparse
+// tensors are refused at their own dispatch key, with a message that says so (the CPU fallback
+// cannot make a sparse tpu tensor either, so it does not suggest it).
 #include <ATen/native/CPUFallback.h>
 #include <torch/library.h>
 
@@ -10,9 +12,17 @@
 namespace vtpu::bridge {
 namespace {
 
+void sparse_refused(const c10::OperatorHandle& op, torch::jit::Stack*) {
+  const auto& name = op.schema().operator_name();
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "vtpu: sparse tensors are not supported on tpu (", name.name,
+                              "); keep them on the CPU, or make them dense first (.to_dense())");
+}
+
 void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   auto& rt = Runtime::get();
   const auto& name = op.schema().operator_name();
+  // to_sparse and the like make sparse tpu tensors, which the CPU fallback cannot give either
+  if (name.name.find("sparse") != std::string::npos) sparse_refused(op, stack);
   const std::string full = name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
   TORCH_CHECK_NOT_IMPLEMENTED(rt.cpu_fallback_allowed(), "vtpu: ", full,
                               " is not lowered to the chip yet. Set VTPU_CPU_FALLBACK=1 (or call "
@@ -30,5 +40,6 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 }  // namespace
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&fallback>()); }
+TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&sparse_refused>()); }
 
 }  // namespace vtpu::bridge
