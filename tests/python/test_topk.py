@@ -57,15 +57,21 @@ def test_ties_take_the_first_position_and_never_repeat():
     assert indices.cpu().tolist() == [[3, 0, 1, 2], [0, 1, 2, 3]]
 
 
-def test_large_k_falls_back_with_the_reason():
-    x = torch.randn(2, 40)
-    with pytest.raises(NotImplementedError, match="topk"):
-        torch.topk(x.to("tpu"), 17)
+def test_large_k_runs_on_the_chip_by_sorting():
+    x = torch.randn(2, 40, generator=torch.Generator().manual_seed(3))  # distinct values: one answer
+    values, indices = torch.topk(x.to("tpu"), 17)  # the fallback is off: selection from the sort
+    assert torch.equal(values.cpu(), torch.topk(x, 17).values) and torch.equal(indices.cpu(), torch.topk(x, 17).indices)
+
+
+def test_integer_inputs_fall_back_with_the_reason():
+    x = torch.randperm(40, generator=torch.Generator().manual_seed(4)).reshape(2, 20).to(torch.int32)
+    with pytest.raises(NotImplementedError, match=r"topk cannot run on the chip: non-f32/bf16 inputs"):
+        torch.topk(x.to("tpu"), 3)
     vtpu.set_cpu_fallback(True)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the one-time fallback warning is tested elsewhere
-            values, indices = torch.topk(x.to("tpu"), 17)
-        assert torch.equal(values.cpu(), torch.topk(x, 17).values) and torch.equal(indices.cpu(), torch.topk(x, 17).indices)
+            values, indices = torch.topk(x.to("tpu"), 3)
+        assert torch.equal(values.cpu(), torch.topk(x, 3).values) and torch.equal(indices.cpu(), torch.topk(x, 3).indices)
     finally:
         vtpu.set_cpu_fallback(False)
