@@ -9,6 +9,9 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <vector>
 
 #include "torch_bridge/csrc/record/op_support.h"
@@ -41,20 +44,39 @@ at::Tensor window_table(int64_t h, int64_t w, int64_t oh, int64_t ow) {
   return at::tensor(table, at::kLong).reshape({oh * ow, kh * kw});  // positions below 2^24: exact in f32 too
 }
 
+// The table on the device as int32 (to index with) and f32 (to gather positions from), made once
+// per shape and device: a training loop pools the same way every step, and each new table would
+// be a host-to-device copy.
+struct DeviceTable {
+  at::Tensor index, position;
+};
+
+const DeviceTable& device_window_table(int64_t h, int64_t w, int64_t oh, int64_t ow, const at::Device& device) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int>, DeviceTable> tables;
+  std::lock_guard lock(mutex);
+  DeviceTable& t = tables[{h, w, oh, ow, device.index()}];
+  if (!t.index.defined()) {
+    const at::Tensor table = window_table(h, w, oh, ow);
+    t = {table.to(at::kInt).to(device), table.to(at::kFloat).to(device)};
+  }
+  return t;
+}
+
 std::tuple<at::Tensor, at::Tensor> tpu_adaptive_max_pool2d(const at::Tensor& self, at::IntArrayRef output_size) {
   TORCH_CHECK(self.dim() == 3 || self.dim() == 4, "adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: ", self.sizes());
   TORCH_CHECK(output_size.size() == 2, "adaptive_max_pool2d(): internal error: output_size.size() must be 2");
   const int64_t h = self.size(-2), w = self.size(-1), oh = output_size[0], ow = output_size[1];
   TORCH_CHECK(h > 0 && w > 0 && oh > 0 && ow > 0, "adaptive_max_pool2d(): expected non-empty input and output sizes");
   TORCH_CHECK(h * w < (int64_t{1} << 24), "adaptive_max_pool2d(): planes of 2^24 elements or more are not supported on tpu");
-  const at::Tensor table = window_table(h, w, oh, ow).to(self.device());
-  const int64_t k = table.size(1);
+  const DeviceTable& table = device_window_table(h, w, oh, ow, self.device());
+  const int64_t k = table.index.size(1);
   const at::Tensor flat = self.flatten(-2);  // [.., H * W]
-  const at::Tensor windows = flat.index_select(-1, table.flatten()).unflatten(-1, {oh * ow, k});
+  const at::Tensor windows = flat.index_select(-1, table.index.flatten()).unflatten(-1, {oh * ow, k});
   auto [values, which] = windows.max(-1);
   // the winning entry's input position, table[p][which[.., p]], gathered as f32 (exact)
   const at::Tensor positions =
-      table.to(at::kFloat).expand(windows.sizes()).gather(-1, which.unsqueeze(-1)).squeeze(-1).to(at::kLong);
+      table.position.expand(windows.sizes()).gather(-1, which.unsqueeze(-1)).squeeze(-1).to(at::kLong);
   std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end() - 2);
   shape.push_back(oh);
   shape.push_back(ow);
