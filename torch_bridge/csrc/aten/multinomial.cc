@@ -11,6 +11,7 @@
 #include <torch/library.h>
 
 #include "torch_bridge/csrc/aten/order_statistics.h"
+#include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
 
 namespace vtpu::bridge {
@@ -54,16 +55,11 @@ at::Tensor tpu_multinomial(const at::Tensor& self, int64_t num_samples, bool rep
   return self.dim() == 1 ? samples.reshape({num_samples}) : samples;
 }
 
-at::Tensor& tpu_multinomial_out(const at::Tensor& self, int64_t num_samples, bool replacement,
-                                std::optional<at::Generator> gen, at::Tensor& out) {
-  return write_out(out, tpu_multinomial(self, num_samples, replacement, gen));
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("multinomial", tpu_multinomial);
-  m.impl("multinomial.out", tpu_multinomial_out);
+  m.impl("multinomial.out", Variants<tpu_multinomial>::out);
 }
 
 }  // namespace vtpu::bridge

@@ -7,6 +7,7 @@
 #include <ATen/WrapDimUtils.h>
 #include <torch/library.h>
 
+#include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
 
 namespace vtpu::bridge {
@@ -33,22 +34,12 @@ at::Tensor tpu_scatter_reduce(const at::Tensor& self, int64_t dim, const at::Ten
   return sums / counts;
 }
 
-at::Tensor& tpu_scatter_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
-                                   c10::string_view reduce, bool include_self, at::Tensor& out) {
-  return write_out(out, tpu_scatter_reduce(self, dim, index, src, reduce, include_self));
-}
-
-at::Tensor& tpu_scatter_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
-                                c10::string_view reduce, bool include_self) {
-  return write_out(self, tpu_scatter_reduce(self, dim, index, src, reduce, include_self));
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("scatter_reduce.two", tpu_scatter_reduce);
-  m.impl("scatter_reduce.two_out", tpu_scatter_reduce_out);
-  m.impl("scatter_reduce_.two", tpu_scatter_reduce_);
+  m.impl("scatter_reduce.two_out", Variants<tpu_scatter_reduce>::out);
+  m.impl("scatter_reduce_.two", Variants<tpu_scatter_reduce>::inplace);
 }
 
 }  // namespace vtpu::bridge
