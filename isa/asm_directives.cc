@@ -1,4 +1,4 @@
-// Directives (.name, .mxu_dim, .arg, .set, .default, .data) and the values of constant data
+// Directives (.name, .mxu_dim, .multicore, .arg, .set, .default, .data) and the values of constant data
 // segments (.f32, .bf16, .i32, .i8, .byte) (asm_parser.h).
 #include "isa/asm_parser.h"
 
@@ -27,6 +27,8 @@ void Assembler::directive(std::string_view word, LineCursor& cur, int column) {
     const int64_t dim = expression(cur);
     if (dim <= 0 || dim % 128 != 0 || dim > 1024) cur.fail_at(column, "an MXU width is a positive multiple of 128 (up to 1024)");
     program_.mxu_dim = static_cast<uint32_t>(dim);
+  } else if (word == ".multicore") {
+    program_.multicore = true;
   } else if (word == ".arg") {
     const int name_column = cur.column();
     std::string_view name = cur.identifier();

@@ -57,7 +57,7 @@ int32_t Assembler::operand(LineCursor& cur, Opcode op, OperandKind kind, int ind
       return 0;
     }
     case OperandKind::UImm8:
-      if (op == Opcode::Sarg && is_ident_start(cur.peek())) {
+      if ((op == Opcode::Sarg || op == Opcode::Sargw) && is_ident_start(cur.peek())) {
         const int column = cur.column();
         std::string_view name = cur.identifier();
         for (size_t i = 0; i < program_.arguments.size(); ++i) {

@@ -47,6 +47,7 @@ std::string disassemble(const Program& program) {
   std::string out;
   if (!program.name.empty()) out += fmt::format(".name {}\n", program.name);
   if (program.mxu_dim != 0) out += fmt::format(".mxu_dim {}\n", program.mxu_dim);
+  if (program.multicore) out += ".multicore\n";
   for (const auto& arg : program.arguments) {
     out += fmt::format(".arg {} {}\n", arg.name, arg.kind == ArgumentKind::Buffer ? "buffer" : "scalar");
   }

@@ -10,7 +10,7 @@ namespace vtpu::isa {
 namespace {
 
 constexpr char kMagic[4] = {'V', 'T', 'P', 'U'};
-constexpr uint32_t kVersion = 2;  // 2 added mxu_dim after the name; version 1 files read as mxu_dim 0
+constexpr uint32_t kVersion = 3;  // 2 added mxu_dim after the name, 3 a flags word after it (bit 0: multicore)
 constexpr uint32_t kMaxCount = 1u << 28;  // guards allocations against corrupt length fields
 
 class Writer {
@@ -90,6 +90,7 @@ std::vector<uint8_t> serialize(const Program& program) {
   w.u32(kVersion);
   w.str(program.name);
   w.u32(program.mxu_dim);
+  w.u32(program.multicore ? 1u : 0u);
   w.u32(static_cast<uint32_t>(program.code.size()));
   for (uint64_t word : program.code) w.u64(word);
   w.u32(static_cast<uint32_t>(program.arguments.size()));
@@ -111,10 +112,15 @@ Program deserialize(std::span<const uint8_t> bytes) {
     if (r.u8() != static_cast<uint8_t>(c)) throw FormatError("not a vtpu program (bad magic)");
   }
   const uint32_t version = r.u32();
-  if (version != 1 && version != kVersion) throw FormatError(fmt::format("unsupported program version {}", version));
+  if (version < 1 || version > kVersion) throw FormatError(fmt::format("unsupported program version {}", version));
   Program p;
   p.name = r.str();
   if (version >= 2) p.mxu_dim = r.u32();
+  if (version >= 3) {
+    const uint32_t flags = r.u32();
+    if (flags > 1) throw FormatError(fmt::format("unknown program flags {:#x}", flags));
+    p.multicore = flags & 1;
+  }
   const uint32_t n_code = r.count();
   p.code.reserve(n_code);
   for (uint32_t i = 0; i < n_code; ++i) {

@@ -35,6 +35,9 @@ struct Program {
   // and weights are D x D, so code for one width computes something else on another: launches
   // on a chip of another width are refused instead.
   uint32_t mxu_dim = 0;
+  // The code divides its work among the launch's TensorCores (`score` / `sncore`), so a device
+  // launches it on every TensorCore of the chip; other programs run on one (.multicore).
+  bool multicore = false;
 
   bool operator==(const Program&) const = default;
   Instruction at(size_t pc) const { return decode(code.at(pc)); }

@@ -54,6 +54,9 @@ class Checker {
         code.push_back(Instruction{});
       }
     }
+    for (const auto& ins : code) {
+      if (ins.opcode == Opcode::Sargw) written_args_.insert(ins.operands[0]);
+    }
     std::set<int32_t> block_starts;
     for (const auto& ins : code) {
       const auto& meta = info(ins.opcode);
@@ -117,10 +120,10 @@ class Checker {
       }
     }
     switch (ins.opcode) {
-      case Opcode::Sarg:
-        if (ins.operands[1] >= static_cast<int32_t>(program_.arguments.size())) {
-          issue(pc, ins, fmt::format("argument #{} not declared (program has {})", ins.operands[1],
-                                     program_.arguments.size()));
+      case Opcode::Sarg:  // a slot past the declared arguments is scratch some sargw writes
+        if (ins.operands[1] >= static_cast<int32_t>(program_.arguments.size()) && !written_args_.count(ins.operands[1])) {
+          issue(pc, ins, fmt::format("argument #{} not declared (program has {}) and never written by sargw",
+                                     ins.operands[1], program_.arguments.size()));
         }
         break;
       case Opcode::Sshli: case Opcode::Sshri:
@@ -197,6 +200,7 @@ class Checker {
   const Program& program_;
   const TargetLimits& limits_;
   std::vector<VerifyIssue> issues_;
+  std::set<int32_t> written_args_;  // argument slots some sargw writes
 };
 
 }  // namespace

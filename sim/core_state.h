@@ -45,6 +45,7 @@ struct MxuState {
 
 struct CoreState {
   int core_index = 0;
+  int core_count = 1;  // TensorCores running the launch
   std::array<int32_t, isa::kScalarRegs> sregs{};
   std::array<VReg, isa::kVectorRegs> vregs{};
   std::array<MaskReg, isa::kMaskRegs> masks{};

@@ -49,6 +49,7 @@ CoreRun run_core(const isa::Program& program, const std::vector<isa::Instruction
   CoreState core(chip.kernel_vmem_bytes(), chip.mxu_per_core, chip.mxu_dim, chip.mxu_acc_slots, options.check_uninitialized,
                  vmem_pool ? vmem_pool->take() : nullptr);
   core.core_index = core_index;
+  core.core_count = cores;
   for (const auto& seg : program.data) {
     std::copy(seg.bytes.begin(), seg.bytes.end(), core.vmem.get() + seg.vmem_address);
     core.vmem_dirty_end = std::max<uint64_t>(core.vmem_dirty_end, seg.vmem_address + seg.bytes.size());
@@ -118,7 +119,7 @@ LaunchResult execute(const isa::Program& program, std::span<const KernelArg> arg
 LaunchResult execute(const isa::Program& program, const PreparedProgram& prepared, std::span<const KernelArg> args,
                      const ChipConfig& chip, Hbm& hbm, const SimOptions& options, traces::TraceRecorder* trace,
                      VmemPool* vmem_pool, Hbm* held) {
-  const int cores = options.cores;
+  const int cores = options.cores > 0 ? options.cores : (program.multicore ? chip.tensor_cores : 1);
   if (cores < 1 || cores > chip.tensor_cores) {
     throw SimError(SimErrorKind::BadLaunch,
                    fmt::format("launch asks for {} TensorCores; {} has {}", cores, chip.name, chip.tensor_cores));

@@ -151,7 +151,9 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
       if (o[1] >= static_cast<int>(args_.size())) fail(SimErrorKind::BadLaunch, "argument index out of range");
       s[o[0]] = args_[o[1]];
       break;
+    case Opcode::Sargw: args_[o[0]] = s[o[1]]; break;
     case Opcode::Score: s[o[0]] = core_.core_index; break;
+    case Opcode::Sncore: s[o[0]] = core_.core_count; break;
     case Opcode::Sld: {
       const int64_t at = int64_t{static_cast<uint32_t>(s[o[1]])} + o[2];
       if (at % 4 != 0) fail(SimErrorKind::Misaligned, fmt::format("address {} not aligned to 4 bytes", at));

@@ -33,7 +33,9 @@ class Semantics {
  public:
   Semantics(CoreState& core, const ArgWindow& window, const std::vector<int32_t>& arg_values,
             const DmaTracker& dmas, const ChipConfig& chip, const SimOptions& options)
-      : core_(core), window_(window), args_(arg_values), dmas_(dmas), chip_(chip), options_(options) {}
+      : core_(core), window_(window), args_(arg_values), dmas_(dmas), chip_(chip), options_(options) {
+    args_.resize(kArgumentSlots, 0);  // the launch's arguments, then scratch slots for sargw
+  }
 
   StepOutcome step(const isa::Instruction& ins, size_t pc);
 
@@ -50,7 +52,10 @@ class Semantics {
 
   CoreState& core_;
   const ArgWindow& window_;
-  const std::vector<int32_t>& args_;
+  // The core's scalar memory of arguments: its own copy, since sargw rewrites it (a .multicore
+  // kernel narrows its arguments to its TensorCore's share of the work).
+  static constexpr size_t kArgumentSlots = 256;
+  std::vector<int32_t> args_;
   const DmaTracker& dmas_;
   const ChipConfig& chip_;
   const SimOptions& options_;

@@ -50,9 +50,12 @@ AsmWriter::AsmWriter(std::string name) : name_(std::move(name)), sregs_("scalar 
 void AsmWriter::comment(std::string_view text) { *out_ += fmt::format("  ; {}\n", text); }
 
 int AsmWriter::argument(std::string_view name, isa::ArgumentKind kind) {
+  if (scratch_arguments_ > 0) throw KernelError(fmt::format("{}: argument '{}' declared after a scratch slot", name_, name));
   header_ += fmt::format(".arg {} {}\n", name, kind == isa::ArgumentKind::Buffer ? "buffer" : "scalar");
   return arguments_++;
 }
+
+int AsmWriter::scratch_argument() { return arguments_ + scratch_arguments_++; }
 
 std::string AsmWriter::new_label(std::string_view stem) { return fmt::format("{}_{}", stem, labels_++); }
 
@@ -114,6 +117,7 @@ void AsmWriter::ceil_div_argument(int dst, int arg, int64_t divisor, int scratch
 }
 
 void AsmWriter::target_mxu(int mxu_dim) { header_ += fmt::format(".mxu_dim {}\n", mxu_dim); }
+void AsmWriter::split_across_cores() { header_ += ".multicore\n"; }
 
 isa::Program AsmWriter::assemble() const {
   const std::string source = header_ + text_ + "  halt\n" + cold_;

@@ -48,6 +48,9 @@ class AsmWriter {
   // Marks the program as written for `chip`'s MXU width (.mxu_dim): generators whose code
   // depends on it (MXU weights, register groups) call this, so a launch elsewhere is refused.
   void target_mxu(int mxu_dim);
+  // Marks the program .multicore: its code takes its TensorCore's share of the work (see
+  // core_share.h), so the device launches it on every TensorCore of the chip.
+  void split_across_cores();
 
   // One instruction (or directive) line, formatted with fmt.
   template <typename... A>
@@ -70,6 +73,9 @@ class AsmWriter {
   void comment(std::string_view text);
   // Declares the next kernel argument and returns its index (used with `sarg`).
   int argument(std::string_view name, isa::ArgumentKind kind);
+  // An argument slot past the declared ones, for the program's own values (`sargw` writes it,
+  // `sarg` reads it back); no argument may be declared after the first.
+  int scratch_argument();
   std::string new_label(std::string_view stem);
   // A 2-D DMA HBM -> VMEM (`to_vmem`) or VMEM -> HBM on queue dq`queue`, signalling sem`sem`
   // when it has landed.
@@ -104,6 +110,7 @@ class AsmWriter {
   std::string cold_;
   std::string* out_ = &text_;
   int arguments_ = 0;
+  int scratch_arguments_ = 0;
   int labels_ = 0;
   RegisterPool sregs_;
 };

@@ -110,12 +110,16 @@ void BlockStream::size_blocks() {
   // A block must not cross a Periodic operand's period, so one DMA fetches its rows: the block
   // rows shrink by 8 until they divide every period (periods are multiples of 8; the planner and
   // stream_scalars check that).
-  // Below the budget the launch's rows still split into kMinBlocks blocks, so all but the first
-  // block's load and the last block's write-back overlap compute: BR = min(BR, ceil(rows / 32) * 8).
+  // Below the budget the launch's rows still split into kMinBlocks blocks per TensorCore, so all
+  // but each core's first block's load and last block's write-back overlap compute:
+  // BR = min(BR, ceil(rows / (32 * cores)) * 8).
   static_assert(kMinBlocks * kSublanes == 32);
+  w_.line("sncore s{}", t);
+  w_.line("sshli s{}, s{}, 5", t, t);
   w_.line("sarg s{}, {}", br_reg_, rows_arg_);
-  w_.line("saddi s{}, s{}, 31", br_reg_, br_reg_);
-  w_.line("sshri s{}, s{}, 5", br_reg_, br_reg_);
+  w_.line("sadd s{}, s{}, s{}", br_reg_, br_reg_, t);
+  w_.line("saddi s{}, s{}, -1", br_reg_, br_reg_);
+  w_.line("sdiv s{}, s{}, s{}", br_reg_, br_reg_, t);
   w_.line("sshli s{}, s{}, 3", br_reg_, br_reg_);
   w_.load_immediate(t, br_);
   w_.line("smin s{}, s{}, s{}", br_reg_, br_reg_, t);
@@ -263,6 +267,8 @@ void BlockStream::emit(RegisterPool& vregs, const std::function<void(int, const 
   // Each set's write-back semaphore starts as if a write-back had landed, so the first two blocks
   // wait for nothing (no branch, no register for the test).
   for (int set = 0; set < 2; ++set) w_.line("sem.signal sem{}, {}", kSemOutput + set, outputs());
+  // Blocks are independent, so each TensorCore streams a contiguous share of them.
+  w_.split_across_cores();
   emit_job_loop(w_, block, next, nblocks, kSemInput, streamed_inputs(), [&](int b, int set) { issue_inputs(b, set); },
                 [&](int set) {
                   w_.line("sem.wait sem{}, {}", kSemOutput + set, outputs());  // the set's previous write-back has landed
@@ -275,7 +281,8 @@ void BlockStream::emit(RegisterPool& vregs, const std::function<void(int, const 
                     if (operands_[i].output) block_dma(i, set, kSemOutput + set, e);
                   }
                   for (int r : {e.row0, e.col0, e.rows, e.cols}) s.release(r);
-                });
+                },
+                {.across_cores = true});
   for (int r : {block, next, nblocks, br_reg_, col_blocks_reg_}) s.release(r);
 }
 

@@ -22,11 +22,13 @@ MatmulBuilder::MatmulBuilder(const MatmulSpec& spec, const sim::ChipConfig& chip
   m_arg_ = w_.argument("m", isa::ArgumentKind::Scalar);
   n_arg_ = w_.argument("n", isa::ArgumentKind::Scalar);
   k_arg_ = w_.argument("k", isa::ArgumentKind::Scalar);
+  m_pitch_arg_ = w_.scratch_argument();
 }
 
 isa::Program MatmulBuilder::build() {
   emit();
   w_.target_mxu(chip_.mxu_dim);
+  w_.split_across_cores();
   return w_.assemble();
 }
 

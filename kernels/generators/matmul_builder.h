@@ -1,4 +1,4 @@
-// Schedule (one TensorCore):
+// Schedule (each TensorCore runs it on its share of the rows, see take_core_share):
 //  - Output blocks of BM rows x BN = (MXUs used) x D columns, enumerated batch-major, then by
 //    column block nb, then row block mb, so a B panel (all of K x BN) is prepared once per nb.
 //  - Each MXU owns D columns of the block; accumulator slot r holds rows 8r..8r+7. The block body
@@ -224,8 +224,15 @@ class MatmulBuilder : private MatmulSchedule {
   // K loops run spec.k / D slices, so K must reach the last one).
   void check_shape(int scratch0, int scratch1);
 
+  // Narrows the launch's matmul to this TensorCore's rows (8-row units, contiguous shares): M
+  // becomes the core's row count and A, C and the row-indexed epilogue operands start at its
+  // first row, so the rest of the program is the one-core kernel on a shorter M. The launch's
+  // M stays in a scratch slot for the strides it gives. A core with no rows halts.
+  void take_core_share();
+
   AsmWriter w_;
   int a_arg_ = 0, b_arg_ = 0, c_arg_ = 0, m_arg_ = 0, n_arg_ = 0, k_arg_ = 0;
+  int m_pitch_arg_ = 0;  // the launch's M, where M is a stride (batch entries, transposed A's rows)
   int row_blocks_ = -1;  // the scalar register holding ceil(M / BM)
   int deferred_blocks_ = -1;  // with defer_: the scalar register holding D, the deferred blocks
 };

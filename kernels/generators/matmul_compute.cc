@@ -256,6 +256,7 @@ void MatmulBuilder::emit() {
   RegisterPool vregs("vector registers", 0, 31), masks("mask registers", 1, 7);
   const int block = r.take(), next = r.take(), nblocks = r.take();
   check_shape(block, next);
+  take_core_share();
   load_broadcast_operands(vregs);
   row_blocks_ = r.take();  // held for the whole program: every block decodes its index with it
   row_blocks(row_blocks_, block);

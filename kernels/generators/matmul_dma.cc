@@ -83,11 +83,12 @@ void MatmulBuilder::clip(int dst, int start, int total, int64_t cap) {
 }
 
 // s`hb` += bt * M * (row elements) * eb: batch entry bt's [M, *] matrix, rows as long as the
-// launch's N or K (`row_arg`). M, N and K are the launch's; batch 1 has no offset.
+// launch's N or K (`row_arg`). M (the launch's, not the core's share), N and K are the launch's;
+// batch 1 has no offset.
 void MatmulBuilder::add_batch_offset(int hb, int bt, int row_arg, int eb, int scratch) {
   if (spec_.batch == 1) return;
   const int t = w_.sregs().take();
-  w_.line("sarg s{}, {}", scratch, m_arg_);
+  w_.line("sarg s{}, {}", scratch, m_pitch_arg_);
   w_.line("smul s{}, s{}, s{}", scratch, scratch, bt);
   pitch(t, row_arg, eb);
   w_.line("smul s{}, s{}, s{}", scratch, scratch, t);
@@ -192,10 +193,10 @@ void MatmulBuilder::issue_slice(const BlockRegs& b, int kt, int parity) {
     w_.add_scaled(vm, kt, d_ * a_stage_pitch_, t);
     w_.line("sarg s{}, {}", hb, a_arg_);
     add_batch_offset(hb, b.bt, k_arg_, eb_a_, t);
-    add_pitched(hb, kt, m_arg_, d_ * eb_a_, t);
+    add_pitched(hb, kt, m_pitch_arg_, d_ * eb_a_, t);
     w_.add_scaled(hb, b.row0, eb_a_, t);
     w_.line("smuli s{}, s{}, {}", t, b.rows, eb_a_);
-    dma(true, kSemInput, vm, hb, kd, t, a_stage_pitch_, m_arg_, eb_a_);
+    dma(true, kSemInput, vm, hb, kd, t, a_stage_pitch_, m_pitch_arg_, eb_a_);
   } else {
     w_.add_scaled(vm, kt, d_ * eb_a_, t);
     w_.line("sarg s{}, {}", hb, a_arg_);

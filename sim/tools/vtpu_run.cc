@@ -30,7 +30,7 @@ constexpr const char* kUsage = R"(usage: vtpu-run PROG.s|PROG.vtpu [options]
   --trace FILE.json       write a Perfetto / Chrome trace of the run
   --summary-json FILE     write the run summary as JSON
   -D NAME=VALUE           define an assembler symbol (e.g. -D M=512)
-  --cores N               TensorCores that run the program [1]
+  --cores N               TensorCores that run the program [all of the chip's for a .multicore program, else 1]
   --check-uninit          error on reads of never-written VMEM
 )";
 

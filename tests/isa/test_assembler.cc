@@ -142,15 +142,29 @@ TEST_SUITE("isa") {
     CHECK(assemble(disassemble(p)) == p);
     CHECK(deserialize(serialize(p)) == p);
     CHECK_THROWS_WITH_AS(assemble(".mxu_dim 100\n  halt\n"), doctest::Contains("positive multiple of 128"), AsmError);
-    // a version 1 file is version 2 without the width after the name
-    auto bytes = serialize(assemble(".name old\n  halt\n"));
+    // a version 2 file is version 3 without the flags word after the width, version 1 without both
     const size_t width_at = 4 + 4 + 4 + 3;  // magic, version, name length, "old"
-    bytes.erase(bytes.begin() + width_at, bytes.begin() + width_at + 4);
-    bytes[4] = 1;
-    const Program old = deserialize(bytes);
-    CHECK(old.name == "old");
-    CHECK(old.mxu_dim == 0);
-    CHECK(old.code.size() == 1);
+    for (const uint8_t version : {1, 2}) {
+      auto bytes = serialize(assemble(".name old\n.mxu_dim 128\n.multicore\n  halt\n"));
+      bytes.erase(bytes.begin() + width_at + (version == 2 ? 4 : 0), bytes.begin() + width_at + 8);
+      bytes[4] = version;
+      const Program old = deserialize(bytes);
+      CHECK(old.name == "old");
+      CHECK(old.mxu_dim == (version == 2 ? 128u : 0u));
+      CHECK_FALSE(old.multicore);
+      CHECK(old.code.size() == 1);
+    }
+  }
+
+  TEST_CASE(".multicore survives text and binary round trips; unknown flags are refused") {
+    const Program p = assemble(".name split\n.multicore\n  score s1\n  sncore s2\n  halt\n");
+    CHECK(p.multicore);
+    CHECK_FALSE(assemble("  halt\n").multicore);
+    CHECK(assemble(disassemble(p)) == p);
+    CHECK(deserialize(serialize(p)) == p);
+    auto bytes = serialize(p);
+    bytes[4 + 4 + 4 + 5 + 4] = 2;  // the flags word's low byte, after magic, version, name, width
+    CHECK_THROWS_WITH_AS(deserialize(bytes), doctest::Contains("unknown program flags"), FormatError);
   }
 
   TEST_CASE("binary programs: corrupt or truncated files are FormatErrors") {

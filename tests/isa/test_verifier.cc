@@ -36,6 +36,8 @@ TEST_SUITE("isa") {
     CHECK(issues_of("  mxu.pop v0, mxu0, 64\n").find("slot 64 out of range") != std::string::npos);
     CHECK(issues_of("  sem.wait sem31, 1\n", {1 << 20, 4, 128, 64, 4, 8}).find("sem31 does not exist") != std::string::npos);
     CHECK(issues_of("  sarg s1, 0\n").find("argument #0 not declared") != std::string::npos);
+    CHECK(issues_of("  sli s2, 7\n  sargw 3, s2\n  sarg s1, 3\n").empty());  // a scratch slot sargw writes
+    CHECK(issues_of("  sargw 3, s2\n  sarg s1, 4\n").find("never written by sargw") != std::string::npos);
     CHECK(issues_of("  jmp 7\n").find("past the end") != std::string::npos);
     CHECK(issues_of("  vcmp.lt m0, v1, v2\n").find("m0 is the all-true mask") != std::string::npos);
     CHECK(issues_of("  mxu.mm mxu0, v31, 0\n", {1 << 20, 4, 256, 64, 4, 32}).find("runs past v31") != std::string::npos);

@@ -318,3 +318,50 @@ right:
   }
 
 }
+
+TEST_SUITE("sim") {
+  TEST_CASE("score, sncore and sargw: a .multicore program runs on every TensorCore with its own arguments") {
+    // Each core writes (its index, the core count, argument k as it rewrote it to k + 1 + index,
+    // scratch slot 9 = the core count) into its own 4-word row of y.
+    const std::string src = R"(
+.multicore
+.arg y buffer
+.arg k scalar
+  score s1
+  sncore s2
+  sarg s3, k
+  sadd s3, s3, s1
+  saddi s3, s3, 1
+  sargw k, s3
+  sargw 9, s2
+  sarg s4, k
+  sarg s5, 9
+  sli s6, 0
+  vbcast v1, s1
+  vst v1, m0, s6, 0, 0
+  vbcast v1, s2
+  vst v1, m0, s6, 4, 0
+  vbcast v1, s4
+  vst v1, m0, s6, 8, 0
+  vbcast v1, s5
+  vst v1, m0, s6, 12, 0
+  sarg s7, y
+  sshli s8, s1, 4
+  sadd s7, s7, s8
+  sli s9, 1
+  sli s10, 16
+  dma.v2h dq0, sem0, s6, s7, s9, s10, s10, s10
+  sem.wait sem0, 1
+)";
+    const auto run = [&](const std::string& chip, int cores) {
+      sim::SimOptions options;
+      options.cores = cores;
+      auto out = testing::run_program(src, {Arg::buf(HostBuffer::of(std::vector<int32_t>(8, -1))), Arg::val(100)}, chip, options);
+      return out.buffers[0].as<int32_t>();
+    };
+    // Core 1 reads k = 100, not core 0's 101: each core's arguments are its own.
+    CHECK(run("v5p", 0) == std::vector<int32_t>{0, 2, 101, 2, 1, 2, 102, 2});  // v5p: both TensorCores
+    CHECK(run("v5p", 1) == std::vector<int32_t>{0, 1, 101, 1, -1, -1, -1, -1});  // forced onto one
+    CHECK(run("v5e", 0) == std::vector<int32_t>{0, 1, 101, 1, -1, -1, -1, -1});  // v5e has one
+  }
+}
