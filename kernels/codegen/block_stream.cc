@@ -22,9 +22,12 @@ constexpr uint64_t kLatencyBlocks = 4;  // a buffer set's transfer lasts this ma
 
 // VMEM per buffer set at which a block's DMAs last several HBM round trips: the loop keeps one
 // block in flight while the other computes, so with shorter blocks HBM idles through each
-// latency (on v6e, 256 KiB blocks reached 59% of HBM bandwidth on a copy).
+// latency (on v6e, 256 KiB blocks reached 59% of HBM bandwidth on a copy). Every TensorCore
+// streams its share of the blocks with its share of the bandwidth, so the bytes in flight per
+// core are the chip's over its cores (larger blocks only lengthen each core's first load).
 uint64_t latency_hiding_bytes(const sim::ChipConfig& chip) {
-  return uint64_t(kLatencyBlocks * chip.hbm_bytes_per_cycle() * chip.hbm_latency_cycles()) / 4096 * 4096;
+  const double bytes_per_cycle = chip.hbm_bytes_per_cycle() / chip.tensor_cores;
+  return uint64_t(kLatencyBlocks * bytes_per_cycle * chip.hbm_latency_cycles()) / 4096 * 4096;
 }
 
 }  // namespace
