@@ -52,8 +52,11 @@ class ColumnReduceWriter {
     identity_ = vregs_.take();
     w_.load_float(next, identity());
     w_.line("vbcast v{}, s{}", identity_, next);
+    // A strip's row blocks share its accumulators, so TensorCores take whole strips (a reduction
+    // of one strip, at most 1024 columns, runs on one core).
     emit_job_loop(w_, job, next, jobs, kSemIn, 1, [&](int j, int set) { issue_input(j, set); },
-                  [&](int set) { reduce_block(job, set); });
+                  [&](int set) { reduce_block(job, set); }, {.across_cores = true, .unit = row_blocks_});
+    w_.split_across_cores();
     return w_.assemble();
   }
 

@@ -80,7 +80,8 @@ class TransposeWriter {
       turn_over(set, j);
       write_back(set, j);
       release(j);
-    });
+    }, {.across_cores = true});  // jobs are independent: each TensorCore takes a contiguous share
+    w_.split_across_cores();
     return w_.assemble();
   }
 

@@ -109,6 +109,10 @@ TEST_SUITE("kernels") {
            const int all = kernels::reduce_dims(g, x, {0, 1}, RowOp::Sum);
            g.mark_output(g.binary(ExprOp::Add, g.binary(ExprOp::Add, cols, kernels::reduce_dims(g, rows, {0}, RowOp::Sum)), all));
          }},
+        {"a column sum over three strips",
+         [](kernels::Graph& g) { g.mark_output(g.column_reduce(RowOp::Max, g.input({{300, 2500}, DType::F32}, "x"))); }},
+        {"a transpose of the last two dims, batched",
+         [](kernels::Graph& g) { g.mark_output(g.permute(g.input({{3, 300, 500}, DType::F32}, "x"), {0, 2, 1})); }},
     };
     for (const std::string chip : {"v5p", "v7", "v4"}) {
       for (const auto& c : cases) {
