@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "kernels/codegen/core_share.h"
 #include "kernels/codegen/vmem_layout.h"
 
 #include "kernels/attention/attention_builder.h"
@@ -16,6 +17,7 @@ isa::Program AttentionBuilder::build() {
   plan();
   emit();
   w_.target_mxu(chip_.mxu_dim);
+  w_.split_across_cores();
   return w_.assemble();
 }
 
@@ -86,12 +88,13 @@ void AttentionBuilder::emit() {
   bh_ = r.take();
   hb_ = r.take();
   const int t = r.take(), heads = r.take();
-  w_.line("sli s{}, 0", bh_);
+  // Heads are independent: each TensorCore takes a contiguous share of them.
+  w_.load_immediate(heads, s_.batch);
+  emit_core_share_or_halt(w_, bh_, heads);
   w_.line("sli s{}, 0", hb_);
   issue_inputs(bh_, hb_);
   signal_outputs(2 * dmas_per_head());  // the two heads "before" the first have nothing in flight
   c_ = emit_attention_constants(w_, vregs_, s_, g_.ragged_keys, t);
-  w_.load_immediate(heads, s_.batch);
   const std::string head_loop = w_.new_label("head"), no_prefetch = w_.new_label("no_prefetch");
   w_.place(head_loop);
   w_.line("sem.wait sem{}, 3", kSemInput);

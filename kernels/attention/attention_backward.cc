@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "kernels/codegen/core_share.h"
 #include "kernels/codegen/vmem_layout.h"
 
 #include "kernels/attention/attention_backward_builder.h"
@@ -36,6 +37,7 @@ isa::Program AttentionBackwardBuilder::build() {
   check();
   emit();
   w_.target_mxu(chip_.mxu_dim);
+  w_.split_across_cores();
   return w_.assemble();
 }
 
@@ -85,8 +87,8 @@ void AttentionBackwardBuilder::emit() {
   bh_ = r.take();
   const int heads = r.take(), t = r.take();
   c_ = emit_attention_constants(w_, vregs_, s_, g_.ragged_keys, t);
-  w_.line("sli s{}, 0", bh_);
   w_.load_immediate(heads, s_.batch);
+  emit_core_share_or_halt(w_, bh_, heads);  // heads are independent: a contiguous share per TensorCore
   const std::string head_loop = w_.new_label("head");
   w_.place(head_loop);
   load_head();

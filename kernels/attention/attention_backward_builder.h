@@ -1,4 +1,4 @@
-// Schedule (one TensorCore), head by head:
+// Schedule (each TensorCore takes a contiguous share of the heads), head by head:
 //  - The head's q, k, v, out, dout and lse land in VMEM (rows padded to 128 lanes with zeros).
 //    Weights are written once per head in bf16: k^T and v^T per key block (vtrans), and k, q and
 //    dout as rows. Per query tile: lse broadcast along its rows and delta = rowsum(dout * out).

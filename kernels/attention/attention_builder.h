@@ -1,4 +1,4 @@
-// Schedule (one TensorCore), head by head (a batch entry):
+// Schedule (each TensorCore takes a contiguous share of the heads), head by head (a batch entry):
 //  - The head's q, k and v land in VMEM, each row padded to the MXU width D (the padding is never
 //    written, so it stays zero); the next head's are fetched meanwhile into a second buffer (sem0).
 //  - k becomes the bf16 weight parts of k^T (128x128 blocks turned over by vtrans) and v those of

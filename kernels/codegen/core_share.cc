@@ -21,4 +21,12 @@ void emit_core_share(AsmWriter& w, int first, int end, int unit) {
   s.release(cores);
 }
 
+void emit_core_share_or_halt(AsmWriter& w, int first, int end, int unit) {
+  emit_core_share(w, first, end, unit);
+  const std::string has_work = w.new_label("has_work");
+  w.line("blt s{}, s{}, {}", first, end, has_work);
+  w.line("halt");
+  w.place(has_work);
+}
+
 }  // namespace vtpu::kernels

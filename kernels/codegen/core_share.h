@@ -14,4 +14,8 @@ namespace vtpu::kernels {
 // row blocks): shares are whole groups and both results are in jobs. Uses two scratch registers.
 void emit_core_share(AsmWriter& w, int first, int end, int unit = -1);
 
+// emit_core_share, then a core whose share is empty (fewer units than cores) halts: for kernels
+// with work before their loop (prefetches, constants) that would have nothing to wait for.
+void emit_core_share_or_halt(AsmWriter& w, int first, int end, int unit = -1);
+
 }  // namespace vtpu::kernels

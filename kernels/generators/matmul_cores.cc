@@ -19,11 +19,7 @@ void MatmulBuilder::take_core_share() {
   // shares of ceil(M / 8) sublane rows, then in rows: first * 8, min(M, end * 8)
   w_.line("saddi s{}, s{}, {}", end, m, kSublanes - 1);
   w_.line("sshri s{}, s{}, 3", end, end);
-  emit_core_share(w_, first, end);
-  const std::string has_rows = w_.new_label("has_rows");
-  w_.line("blt s{}, s{}, {}", first, end, has_rows);
-  w_.line("halt");  // more cores than 8-row units: nothing for this one
-  w_.place(has_rows);
+  emit_core_share_or_halt(w_, first, end);  // more cores than 8-row units: nothing for some
   w_.line("sshli s{}, s{}, 3", first, first);
   w_.line("sshli s{}, s{}, 3", end, end);
   w_.line("smin s{}, s{}, s{}", end, end, m);

@@ -113,6 +113,19 @@ TEST_SUITE("kernels") {
          [](kernels::Graph& g) { g.mark_output(g.column_reduce(RowOp::Max, g.input({{300, 2500}, DType::F32}, "x"))); }},
         {"a transpose of the last two dims, batched",
          [](kernels::Graph& g) { g.mark_output(g.permute(g.input({{3, 300, 500}, DType::F32}, "x"), {0, 2, 1})); }},
+        {"causal attention, f32 in 3 passes, with its logsumexp",
+         [](kernels::Graph& g) {
+           const int q = g.input({{5, 100, 64}, DType::F32}, "q"), k = g.input({{5, 100, 64}, DType::F32}, "k");
+           const int v = g.input({{5, 100, 64}, DType::F32}, "v");
+           g.mark_output(g.attention(q, k, v, /*causal=*/true, 0.125, 3, /*with_lse=*/true));
+         }},
+        {"attention backward, bf16",
+         [](kernels::Graph& g) {
+           std::vector<int> in;
+           for (const char* name : {"q", "k", "v", "out", "dout"}) in.push_back(g.input({{3, 96, 128}, DType::BF16}, name));
+           const int lse = g.input({{3, 96}, DType::F32}, "lse");
+           g.mark_output(g.attention_backward(in[0], in[1], in[2], in[3], in[4], lse, false, 0.09, 1));
+         }},
     };
     for (const std::string chip : {"v5p", "v7", "v4"}) {
       for (const auto& c : cases) {
@@ -142,6 +155,19 @@ TEST_SUITE("kernels") {
               both / bound.seconds());
       CHECK(both <= 0.55 * one);
       CHECK(both >= bound.seconds());
+    }
+  }
+
+  TEST_CASE("attention on two TensorCores takes at most 0.55x of one core's time") {
+    for (const std::string chip_name : {"v4", "v5p", "v7"}) {
+      CAPTURE(chip_name);
+      kernels::Graph g;
+      std::vector<int> qkv;
+      for (const char* name : {"q", "k", "v"}) qkv.push_back(g.input({{16, 1024, 128}, DType::BF16}, name));
+      g.mark_output(g.attention(qkv[0], qkv[1], qkv[2], /*causal=*/true, 0.088, 1, /*with_lse=*/false));
+      const double one = run_on(g, chip_name, 1).seconds, both = run_on(g, chip_name, 0).seconds;
+      MESSAGE(chip_name, " causal attention 16 heads x 1024 x 128: two cores / one = ", both / one);
+      CHECK(both <= 0.55 * one);
     }
   }
 
