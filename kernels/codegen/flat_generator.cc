@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "kernels/codegen/core_share.h"
 #include "kernels/codegen/operand.h"
 #include "kernels/codegen/vreg_shape.h"
 
@@ -24,12 +25,22 @@ void emit_flat_generator(AsmWriter& w, const sim::ChipConfig& chip, RegisterPool
             cursor = s.take(), t = s.take(), u = s.take();
   const std::string block_loop = w.new_label("block"), tile_loop = w.new_label("tile"), free = w.new_label("staging_free"),
                     done = w.new_label("done");
-  const int lanes = vregs.take();
+  const int lanes = vregs.take(), start = s.take();
   w.line("viota v{}", lanes);
+  // Blocks are independent (every element is a function of its index): each TensorCore takes a
+  // contiguous share of them, elements [start, n).
+  static_assert(kBlockTiles * kTile == 1 << 16);
   w.line("sarg s{}, {}", n, count_arg);
-  w.line("sli s{}, 0", base);
+  w.line("saddi s{}, s{}, {}", t, n, kBlockTiles * kTile - 1);
+  w.line("sshri s{}, s{}, 16", t, t);
+  emit_core_share(w, start, t);
+  w.line("sshli s{}, s{}, 16", start, start);
+  w.line("sshli s{}, s{}, 16", t, t);
+  w.line("smin s{}, s{}, s{}", n, n, t);
+  w.line("smov s{}, s{}", base, start);
   w.line("sli s{}, 0", parity);
-  w.line("bge s0, s{}, {}", n, done);
+  w.line("bge s{}, s{}, {}", base, n, done);
+  w.split_across_cores();
   w.place(block_loop);
   w.load_immediate(t, kBlockTiles * kTile);
   w.line("ssub s{}, s{}, s{}", cnt, n, base);
@@ -37,7 +48,7 @@ void emit_flat_generator(AsmWriter& w, const sim::ChipConfig& chip, RegisterPool
   w.line("saddi s{}, s{}, {}", tiles, cnt, kTile - 1);
   w.line("sshri s{}, s{}, 10", tiles, tiles);
   // the staging buffer of this parity is free once block k-2's write-back has landed
-  w.load_immediate(t, 2 * kBlockTiles * kTile);
+  w.line("saddi s{}, s{}, {}", t, start, 2 * kBlockTiles * kTile);
   w.line("blt s{}, s{}, {}", base, t, free);
   w.line("sem.wait sem2, 1");
   w.place(free);
@@ -72,7 +83,7 @@ void emit_flat_generator(AsmWriter& w, const sim::ChipConfig& chip, RegisterPool
   w.line("blt s{}, s{}, {}", base, n, block_loop);
   w.place(done);
   vregs.release(lanes);
-  for (int x : {n, base, parity, cnt, tiles, tile_index, cursor, t, u}) s.release(x);
+  for (int x : {n, base, parity, cnt, tiles, tile_index, cursor, t, u, start}) s.release(x);
 }
 
 }  // namespace vtpu::kernels

@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "kernels/codegen/asm_writer.h"
+#include "kernels/codegen/core_share.h"
 #include "kernels/codegen/outer_offset.h"
 #include "kernels/generators/transpose.h"
 
@@ -213,9 +214,13 @@ isa::Program make_strided_copy(const CopyShape& shape, const sim::ChipConfig& ch
   w.line("sadd s{}, s{}, s{}", nchunks, outer, per_chunk);
   w.line("saddi s{}, s{}, -1", nchunks, nchunks);
   w.line("sdiv s{}, s{}, s{}", nchunks, nchunks, per_chunk);
-  w.load_immediate(two, 2);
-  w.line("sli s{}, 0", chunk);
+  // Chunks are independent: each TensorCore copies a contiguous share, chunks [chunk, nchunks),
+  // and waits for a staging buffer's write-back from its third chunk on (s`two` = its first + 2).
   const std::string top = w.new_label("chunk"), done = w.new_label("done");
+  emit_core_share(w, chunk, nchunks);
+  w.line("saddi s{}, s{}, 2", two, chunk);
+  w.line("bge s{}, s{}, {}", chunk, nchunks, done);
+  w.split_across_cores();
   w.place(top);
   for (int set = 0; set < 2; ++set) {
     const std::string free = w.new_label("staging_free"), gather = w.new_label("gather"), wait = w.new_label("wait");

@@ -126,6 +126,14 @@ TEST_SUITE("kernels") {
            const int lse = g.input({{3, 96}, DType::F32}, "lse");
            g.mark_output(g.attention_backward(in[0], in[1], in[2], in[3], in[4], lse, false, 0.09, 1));
          }},
+        {"normal random numbers (each element a function of its flat index)",
+         [](kernels::Graph& g) {
+           const int key = g.input({{2}, DType::I32}, "key");
+           g.mark_output(g.random({{300001}, DType::F32}, kernels::RandomKind::Normal, 0, 1, key));
+         }},
+        {"a strided copy (a permute that is not a transpose of the last two dims)",
+         [](kernels::Graph& g) { g.mark_output(g.permute(g.input({{6, 50, 7, 9}, DType::F32}, "x"), {2, 0, 3, 1})); }},
+        {"iota", [](kernels::Graph& g) { g.mark_output(g.iota({{200003}, DType::I32})); }},
     };
     for (const std::string chip : {"v5p", "v7", "v4"}) {
       for (const auto& c : cases) {
