@@ -1,7 +1,8 @@
-// The fused attention kernel (kernels/attention) on v5e and v6e: simulated time against the
-// closed-form bound (the two products at peak, or q, k, v and out through HBM once) and the
-// fraction of peak FLOP/s, as a Markdown table (docs/attention_roofline.md is this output).
-// No run may be below its bound.
+// The fused attention kernel (kernels/attention) on every preset: simulated time against the
+// closed-form bound of the whole chip (the two products at the peak of all its TensorCores,
+// which take shares of the heads, or q, k, v and out through HBM once) and the fraction of peak
+// FLOP/s, as a Markdown table (docs/attention_roofline.md is this output). No run may be below
+// its bound.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -57,20 +58,22 @@ int main() {
              "% of peak FLOP/s | host s |\n");
   fmt::print("| --- | --- | --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
   bool ok = true;
-  for (const char* chip_name : {"v5e", "v6e"}) {
+  for (const char* chip_name : {"v5e", "v6e", "v4", "v5p", "v7"}) {
     for (const auto& s : shapes) {
       sim::SimDevice device(sim::load_chip(chip_name));
       const auto& chip = device.chip();
       const kernels::AttentionSpec spec = spec_of(s);
       const uint64_t io = uint64_t(s.heads * s.seq * s.dim * 2), lse = uint64_t(s.heads * s.seq * 4);
-      const auto [simulated, host_s] = run(device, kernels::make_attention(spec, chip), {io, io, io, io + lse});
-      const auto bound = kernels::attention_bound(chip, spec);
+      const auto program = kernels::make_attention(spec, chip);
+      const int cores = program.multicore ? chip.tensor_cores : 1;
+      const auto [simulated, host_s] = run(device, program, {io, io, io, io + lse});
+      const auto bound = kernels::attention_bound(chip, spec, cores);
       const double ratio = simulated / bound.seconds();
       ok &= ratio >= 1.0;
       fmt::print("| {} | {}x{}x{} | {} | {:.2f} | {:.2f} | {} | {:.2f} | {:.1f} | {:.2f} |\n", chip_name, s.heads, s.seq,
                  s.dim, s.causal ? "yes" : "no", simulated * 1e6, bound.seconds() * 1e6,
                  bound.compute_s >= bound.memory_s ? "compute" : "memory", ratio,
-                 100.0 * kernels::attention_flops(spec) / simulated / chip.model_peak_flops(1), host_s);
+                 100.0 * kernels::attention_flops(spec) / simulated / chip.model_peak_flops(cores), host_s);
     }
   }
   // the fused backward (one pass; on v6e two 128-wide blocks share each 256-wide MXU)
@@ -86,14 +89,16 @@ int main() {
   std::vector<Case> cases;
   for (const auto& s : shapes) cases.push_back({s, kernels::DType::BF16, 1});
   for (bool causal : {false, true}) cases.push_back({{8, 512, 128, causal}, kernels::DType::F32, 6});
-  for (const char* chip_name : {"v5e", "v6e"}) {
+  for (const char* chip_name : {"v5e", "v6e", "v4", "v5p", "v7"}) {
     for (const auto& [s, dtype, passes] : cases) {
       sim::SimDevice device(sim::load_chip(chip_name));
       const auto& chip = device.chip();
       const kernels::AttentionSpec spec = spec_of(s, dtype, passes);
       const uint64_t io = uint64_t(s.heads * s.seq * s.dim * kernels::dtype_bytes(dtype)), lse = uint64_t(s.heads * s.seq * 4);
-      const auto [simulated, host_s] = run(device, kernels::make_attention_backward(spec, chip), {io, io, io, io, io, lse, 3 * io});
-      const auto bound = kernels::attention_backward_bound(chip, spec);
+      const auto program = kernels::make_attention_backward(spec, chip);
+      const int cores = program.multicore ? chip.tensor_cores : 1;
+      const auto [simulated, host_s] = run(device, program, {io, io, io, io, io, lse, 3 * io});
+      const auto bound = kernels::attention_backward_bound(chip, spec, cores);
       const double ratio = simulated / bound.seconds();
       ok &= ratio >= 1.0;
       fmt::print("| {} | {}x{}x{} | {} | {} | {:.2f} | {:.2f} | {} | {:.2f} | {:.2f} |\n", chip_name, s.heads, s.seq, s.dim,
