@@ -5,8 +5,7 @@
 // write (as the published v6e copy measurement does: 32 MiB copied in 0.04936 ms = 83% of
 // 1638 GB/s, AI-Hypercomputer/tpu-recipes), then per chip the spread of the large (>= 32 MiB)
 // rows against that 83% and the 1-D / 2-D time ratio. docs/membound.md is this program's output.
-// Two-TensorCore chips (v4, v5p, v7) run every kernel on core 0 for now, which shares the chip's
-// HBM: streaming kernels reach its bandwidth all the same.
+// Two-TensorCore chips (v4, v5p, v7) stream on both cores, each with half the HBM bandwidth.
 //
 // Usage: bench-membound [chip ...]   (default: every preset; sizes 1, 32 and 256 MiB for 1-D and
 // 2-D wide, 32 MiB for the other shapes)
