@@ -36,7 +36,9 @@ int main(int argc, char** argv) {
   out += "`;`, `#` or `//`. Immediates are integer expressions (`+ - * /`, parentheses, symbols from `.set`),\n";
   out += "or float literals such as `1.5f` (their f32 bits). Directives: `.name N`, `.arg NAME buffer|scalar`,\n";
   out += "`.set NAME, EXPR`, `.data VMEM_ADDR` followed by `.f32`, `.bf16`, `.i32`, `.i8`, `.byte` values,\n";
-  out += "`.mxu_dim D` (the MXU width the code is written for: a launch on a chip of another width is refused).\n\n";
+  out += "`.mxu_dim D` (the MXU width the code is written for: a launch on a chip of another width is refused),\n";
+  out += "`.multicore` (the code divides its work among the launch's TensorCores with `score` and `sncore`,\n"
+         "so a device runs it on every TensorCore of the chip; other programs run on one).\n\n";
   std::string_view unit;
   for (const auto& meta : all_instructions()) {
     if (unit_name(meta.unit) != unit) {
