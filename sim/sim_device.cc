@@ -45,7 +45,9 @@ void SimDevice::note_combined_peak() {
 
 void SimDevice::free(HbmAddress address) { memory_at(address).free(address); }
 
+// Copies of zero bytes return first: an empty span's data() may be null, which memcpy must not get.
 void SimDevice::copy_to_device(HbmAddress dst, std::span<const uint8_t> src) {
+  if (src.empty()) return;
   auto view = memory_at(dst).view(dst, src.size(), "copy to device");
   std::memcpy(view.data(), src.data(), src.size());
   std::lock_guard lock(mutex_);
@@ -53,6 +55,7 @@ void SimDevice::copy_to_device(HbmAddress dst, std::span<const uint8_t> src) {
 }
 
 void SimDevice::copy_to_host(std::span<uint8_t> dst, HbmAddress src) {
+  if (dst.empty()) return;
   auto view = memory_at(src).view(src, dst.size(), "copy to host");
   std::memcpy(dst.data(), view.data(), dst.size());
   std::lock_guard lock(mutex_);
@@ -60,6 +63,7 @@ void SimDevice::copy_to_host(std::span<uint8_t> dst, HbmAddress src) {
 }
 
 void SimDevice::copy_on_device(HbmAddress dst, HbmAddress src, uint64_t bytes) {
+  if (bytes == 0) return;
   auto from = memory_at(src).view(src, bytes, "device copy source");
   auto to = memory_at(dst).view(dst, bytes, "device copy destination");
   std::memmove(to.data(), from.data(), bytes);
@@ -98,12 +102,15 @@ MemoryStats SimDevice::memory_stats() const {
 }
 
 void NullDevice::copy_to_device(HbmAddress dst, std::span<const uint8_t> src) {
+  if (src.empty()) return;
   std::memcpy(hbm_.view(dst, src.size(), "copy to device").data(), src.data(), src.size());
 }
 void NullDevice::copy_to_host(std::span<uint8_t> dst, HbmAddress src) {
+  if (dst.empty()) return;
   std::memcpy(dst.data(), hbm_.view(src, dst.size(), "copy to host").data(), dst.size());
 }
 void NullDevice::copy_on_device(HbmAddress dst, HbmAddress src, uint64_t bytes) {
+  if (bytes == 0) return;
   std::memmove(hbm_.view(dst, bytes, "device copy").data(), hbm_.view(src, bytes, "device copy").data(), bytes);
 }
 

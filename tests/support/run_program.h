@@ -17,13 +17,13 @@ struct HostBuffer {
   static HostBuffer of(const std::vector<T>& values) {
     HostBuffer b;
     b.bytes.resize(values.size() * sizeof(T));
-    std::memcpy(b.bytes.data(), values.data(), b.bytes.size());
+    if (!b.bytes.empty()) std::memcpy(b.bytes.data(), values.data(), b.bytes.size());  // data() may be null when empty
     return b;
   }
   template <typename T>
   std::vector<T> as() const {
     std::vector<T> out(bytes.size() / sizeof(T));
-    std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+    if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
     return out;
   }
 };
