@@ -318,3 +318,28 @@ def test_fallback_warning_points_at_the_users_line_without_a_cpp_suffix(run_isol
     filename, message = proc.stdout.strip().split(" | ")
     assert filename == "<string>"  # the snippet's own line, not a C++ file
     assert "aten::linalg_inv_ex.inverse runs on the CPU" in message and "Triggered internally" not in message
+
+
+def test_randint_and_random_are_made_on_the_chip(native_in_each_eager_mode):
+    """torch.randint / Tensor.random_(from, to) for int64, int32 and f32 run as the Philox kernel:
+    values in range, every value about equally likely (chi-square), seeds reproducible, and the
+    int64 result's known bound keeps later int64 arithmetic on the chip."""
+    torch.tpu.manual_seed(11)
+    before = vtpu.stats()["kernels_launched"]
+    a = torch.randint(0, 10, (100000,), device="tpu")
+    assert a.dtype == torch.int64
+    counts = torch.bincount(a.cpu(), minlength=10).double()
+    assert counts.sum() == 100000 and len(counts) == 10  # nothing outside [0, 10)
+    chi2 = ((counts - 10000) ** 2 / 10000).sum().item()
+    assert chi2 < 27.9  # the 0.1% critical value of chi-square with 9 degrees of freedom
+    b = torch.randint(-5, 5, (40, 50), device="tpu", dtype=torch.int32).cpu()
+    assert b.dtype == torch.int32 and b.min() == -5 and b.max() == 4
+    f = torch.empty(3000, device="tpu").random_(7).cpu()  # random_(to): [0, to)
+    assert set(f.unique().tolist()) == set(range(7))
+    torch.tpu.manual_seed(3)
+    first = torch.randint(0, 1000, (64,), device="tpu").cpu()
+    torch.tpu.manual_seed(3)
+    assert torch.equal(torch.randint(0, 1000, (64,), device="tpu").cpu(), first)
+    shifted = (torch.randint(100, 200, (1000,), device="tpu") + 1).cpu()  # int64 add, on the chip
+    assert shifted.min() >= 101 and shifted.max() <= 200
+    assert vtpu.stats()["kernels_launched"] > before

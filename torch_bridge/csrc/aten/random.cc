@@ -1,5 +1,5 @@
 // Random fills on the chip (Philox kernels, see kernels/generators/random.h): normal_, uniform_,
-// bernoulli_ and dropout. Each call takes a fresh 64-bit Philox key from the device's generator
+// random_ (torch.randint), bernoulli_ and dropout. Each call takes a fresh 64-bit Philox key from the device's generator
 // (a CPU generator seeded by torch.tpu.manual_seed), so seeds, get_rng_state and set_rng_state
 // work as on any device while the numbers themselves are made on the chip. The key reaches the
 // kernel as an 8-byte input tensor, so a training step's graph (and its cached plan) does not
@@ -9,6 +9,7 @@
 #include <torch/library.h>
 
 #include <array>
+#include <cstdlib>
 #include <mutex>
 
 #include "torch_bridge/csrc/record/op_support.h"
@@ -79,6 +80,58 @@ at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at:
   return self;
 }
 
+// random_(from, to) for f32, int32 and int64 tensors: from + trunc(min(u * r, r - 1)) with
+// r = to - from, exact in f32 for ranges and bounds up to 2^24. For r not a power of two the
+// 2^24 grid points of u fall into r values unevenly: each value's probability is within 2^-24 of
+// 1 / r. Wider ranges, other dtypes and random_() without a range are drawn on the host.
+constexpr int64_t kExactInF32 = int64_t{1} << 24;
+
+bool integers_on_chip(const at::Tensor& self, int64_t from, int64_t to) {
+  const auto t = self.scalar_type();
+  return self.numel() > 0 && is_whole_buffer(self) && (t == at::kFloat || t == at::kInt || t == at::kLong) &&
+         to - from >= 1 && to - from <= kExactInF32 && std::llabs(from) <= kExactInF32 && std::llabs(to) <= kExactInF32;
+}
+
+void record_integers(at::Tensor& self, int64_t from, int64_t to, std::optional<at::Generator> gen) {
+  const at::Tensor key = next_key(self, gen);
+  const int64_t range = to - from, n = self.numel();
+  const bool wide = self.scalar_type() == at::kLong;
+  {
+    auto& rt = Runtime::get();
+    std::lock_guard lock(rt.mutex());
+    Recorder& rec = Recorder::of(self.device().index());
+    const int k = rec.values_of({key})[0];
+    Graph& g = rec.graph();
+    const int u = g.random({{n}, kernels::DType::F32}, RandomKind::Uniform, 0, 1, k, "random_");
+    const int scaled = g.binary_scalar(ExprOp::Min, g.binary_scalar(ExprOp::Mul, u, double(range)), double(range - 1));
+    const int values = g.binary_scalar(ExprOp::Add, g.cast(scaled, kernels::DType::I32, "random_"), double(from));
+    if (wide) {  // the int64 tensor's bytes as int32 word pairs
+      rec.define_output(self.reshape({n}).view(at::kInt), g.reshape(int64_words(g, values), {2 * n}, "random_"), "random_");
+    } else {
+      const int shaped = g.reshape(values, self.sizes().vec(), "random_");
+      rec.define_output(self, self.scalar_type() == at::kInt ? shaped : g.cast(shaped, kernels::DType::F32, "random_"), "random_");
+    }
+    rec.op_recorded();
+  }
+  if (wide) set_int64_bound(self, std::max(std::llabs(from), std::llabs(to)));
+}
+
+at::Tensor& random_from(at::Tensor& self, int64_t from, std::optional<int64_t> to, std::optional<at::Generator> gen) {
+  if (to && integers_on_chip(self, from, *to)) {
+    record_integers(self, from, *to, gen);
+  } else if (self.numel() > 0) {  // torch's own checks (from < to, the dtype's range) apply here
+    self.copy_(at::empty(self.sizes(), self.options().device(at::kCPU)).random_(from, to, device_generator(self, gen)));
+  }
+  return self;
+}
+
+at::Tensor& random_to(at::Tensor& self, int64_t to, std::optional<at::Generator> gen) { return random_from(self, 0, to, gen); }
+
+at::Tensor& random_full(at::Tensor& self, std::optional<at::Generator> gen) {
+  if (self.numel() > 0) self.copy_(at::empty(self.sizes(), self.options().device(at::kCPU)).random_(device_generator(self, gen)));
+  return self;
+}
+
 // 1 with probability p: a uniform below p.
 at::Tensor& bernoulli_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
   TORCH_CHECK(0 <= p && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
@@ -128,6 +181,9 @@ at::Tensor native_dropout_backward(const at::Tensor& grad, const at::Tensor& mas
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("normal_", normal_);
   m.impl("uniform_", uniform_);
+  m.impl("random_.from", random_from);
+  m.impl("random_.to", random_to);
+  m.impl("random_", random_full);
   m.impl("bernoulli_.float", bernoulli_);
   m.impl("native_dropout", native_dropout);
   m.impl("native_dropout_backward", native_dropout_backward);
