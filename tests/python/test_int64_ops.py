@@ -99,6 +99,20 @@ def test_integer_sums_run_on_the_chip_when_f32_counts_exactly(args, no_fallback)
         torch.ones(4, dtype=torch.int32, device="tpu").sum()  # int32: magnitude unknown
 
 
+def test_integer_sums_of_one_element_tensors(no_fallback):
+    """0-d bool and int64 sums (count_nonzero, amax's backward and masked.mean on 0-d inputs make
+    them) run as one-element rows, like float ones."""
+    for t in (torch.tensor(True), torch.tensor(False), torch.tensor(7)):
+        for args in ((), (0,), (0, True)):
+            got, want = t.to("tpu").sum(*args), t.sum(*args)
+            assert got.shape == want.shape and got.dtype == want.dtype and torch.equal(got.cpu(), want)
+    assert torch.count_nonzero(torch.tensor(3.0, device="tpu")).item() == 1
+    x = torch.tensor(2.5, device="tpu", requires_grad=True)
+    x.amax().backward()
+    assert x.grad.item() == 1.0
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
 def test_one_element_slices_of_int64_tensors(no_fallback):
     # x[:, -1] of a [1, n] tensor is one element with stride n: its words are still dense.
     ids = torch.arange(8).view(1, 8).to("tpu")

@@ -73,14 +73,14 @@ at::Tensor reduce(const char* op, RowOp r, const at::Tensor& self, at::OptionalI
                   const CpuFn& cpu, int64_t correction = 1) {
   const auto [dims, shape] = reduction_over(self, dims_opt, keepdim);
   if (self.numel() == 0) return cpu({self.cpu()}).to(self.device());  // nothing to reduce on the chip
+  if (self.dim() == 0) {  // one element: reduced as a 1-element row, whatever dims and keepdim say
+    return reduce(op, r, self.reshape({1}), at::IntArrayRef{0}, false, cpu, correction).reshape({});
+  }
   if (at::isIntegralType(self.scalar_type(), true)) {
-    if (r == RowOp::Sum && self.dim() > 0) {
+    if (r == RowOp::Sum) {
       if (auto counted = int64_sum(self, dims, cpu)) return counted->view(shape);
     }
     return run_on_cpu(op, {self}, cpu, "integer reductions of unknown magnitude (sums of bool, int8 and small int64 run)");
-  }
-  if (self.dim() == 0) {  // one element: reduced as a 1-element row, whatever dims and keepdim say
-    return reduce(op, r, self.reshape({1}), at::IntArrayRef{0}, false, cpu, correction).reshape({});
   }
   at::Tensor out = record(op, {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
     return kernels::reduce_dims(g, v[0], dims, r, correction);
