@@ -343,3 +343,19 @@ def test_randint_and_random_are_made_on_the_chip(native_in_each_eager_mode):
     shifted = (torch.randint(100, 200, (1000,), device="tpu") + 1).cpu()  # int64 add, on the chip
     assert shifted.min() >= 101 and shifted.max() <= 200
     assert vtpu.stats()["kernels_launched"] > before
+
+
+def test_zero_dim_inputs_of_arg_reductions_and_index_select(no_fallback):
+    """0-d inputs (OpInfo's first samples) run on the chip as one-element rows, with torch's
+    shapes and its IndexError for a dim a 0-d tensor lacks."""
+    for value in (3.0, float("nan"), -float("inf")):
+        x = torch.tensor(value)
+        t = x.to("tpu")
+        for got, want in ((t.argmax(), x.argmax()), (t.argmin(0, keepdim=True), x.argmin(0, keepdim=True)),
+                          (torch.max(t, 0)[1], torch.max(x, 0)[1]), (torch.min(t, -1, True)[0], torch.min(x, -1, True)[0]),
+                          (t.index_select(0, torch.tensor([0], device="tpu")), x.index_select(0, torch.tensor([0])))):
+            assert got.shape == want.shape and got.dtype == want.dtype
+            assert torch.equal(got.cpu(), want) or (want.isnan().all() and got.cpu().isnan().all())
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        torch.tensor(1.0, device="tpu").argmax(2)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0

@@ -29,7 +29,10 @@ at::Tensor tpu_index_select(const at::Tensor& self, int64_t dim, const at::Tenso
   const CpuFn cpu = [d, index](const std::vector<at::Tensor>& c) { return at::index_select(c[0], d, index.cpu()); };
   const bool i64 = index.scalar_type() == at::kLong;
   TORCH_CHECK_INDEX(i64 || index.scalar_type() == at::kInt, "index_select(): Expected dtype int32 or int64 for index");
-  if (self.dim() == 0) return run_on_cpu("index_select", {self}, cpu, "a 0-d input");
+  if (self.dim() == 0 && index.numel() == 1) {  // a 0-d input's one element (index 0), 0-d
+    return tpu_index_select(self.reshape({1}), 0, index.reshape({1})).reshape({});
+  }
+  if (self.dim() == 0) return run_on_cpu("index_select", {self}, cpu, "a 0-d input with no index");
   if (d != 0) return tpu_index_select(self.movedim(d, 0), 0, index).movedim(0, d).contiguous();
   if (!index.device().is_privateuseone()) return run_on_cpu("index_select", {self}, cpu, "indices on the CPU");
   return record("index_select", {self, index_words(index)}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {

@@ -81,8 +81,12 @@ at::Tensor arg_extreme(const char* op, const at::Tensor& self, std::optional<int
   const CpuFn cpu = [dim, keepdim, max](const std::vector<at::Tensor>& c) {
     return max ? at::argmax(c[0], dim, keepdim) : at::argmin(c[0], dim, keepdim);
   };
-  if (self.numel() == 0 || self.dim() == 0 || !at::isFloatingType(self.scalar_type())) {
-    return run_on_cpu(op, {self}, cpu, "empty, 0-dim or integer inputs");
+  if (self.dim() == 0 && at::isFloatingType(self.scalar_type())) {  // one element: a 0-d 0, as a 1-element row
+    if (dim) (void)at::maybe_wrap_dim(*dim, int64_t{0});  // torch's IndexError for a dim a 0-d tensor lacks
+    return arg_extreme(op, self.reshape({1}), 0, false, max).reshape({});
+  }
+  if (self.numel() == 0 || !at::isFloatingType(self.scalar_type())) {
+    return run_on_cpu(op, {self}, cpu, "empty or integer inputs");
   }
   const int64_t d = dim ? at::maybe_wrap_dim(*dim, self.dim()) : -1;
   const at::Tensor rows = dim ? self.movedim(d, -1) : self.reshape({1, self.numel()});
@@ -112,11 +116,16 @@ at::Tensor tpu_argmin(const at::Tensor& self, std::optional<int64_t> dim, bool k
 // max / min over a dim: the values (amax/amin) and the first position holding them. Inputs
 // argmax cannot take run on the CPU once, for both results.
 std::tuple<at::Tensor, at::Tensor> extreme_dim(const char* op, const at::Tensor& self, int64_t dim, bool keepdim, bool max) {
-  if (self.numel() == 0 || self.dim() == 0 || !at::isFloatingType(self.scalar_type())) {
+  if (self.dim() == 0 && at::isFloatingType(self.scalar_type())) {  // one element: itself and 0, 0-d
+    (void)at::maybe_wrap_dim(dim, int64_t{0});
+    auto [values, indices] = extreme_dim(op, self.reshape({1}), 0, false, max);
+    return {values.reshape({}), indices.reshape({})};
+  }
+  if (self.numel() == 0 || !at::isFloatingType(self.scalar_type())) {
     const auto r = run_on_cpu_outputs(op, {self}, [dim, keepdim, max](const std::vector<at::Tensor>& c) {
       auto [values, indices] = max ? at::max(c[0], dim, keepdim) : at::min(c[0], dim, keepdim);
       return std::vector<at::Tensor>{values, indices};
-    }, "empty, 0-dim or integer inputs");
+    }, "empty or integer inputs");
     return {r[0], r[1]};
   }
   return {max ? at::amax(self, {dim}, keepdim) : at::amin(self, {dim}, keepdim), arg_extreme(op, self, dim, keepdim, max)};
