@@ -1,9 +1,10 @@
 // Random fills on the chip (Philox kernels, see kernels/generators/random.h): normal_, uniform_,
-// random_ (torch.randint), bernoulli_ and dropout. Each call takes a fresh 64-bit Philox key from the device's generator
-// (a CPU generator seeded by torch.tpu.manual_seed), so seeds, get_rng_state and set_rng_state
-// work as on any device while the numbers themselves are made on the chip. The key reaches the
-// kernel as an 8-byte input tensor, so a training step's graph (and its cached plan) does not
-// change with it. Slices and dtypes without kernels are drawn on the host with the same generator.
+// random_ (torch.randint), bernoulli_ and dropout. Each call takes a fresh 64-bit Philox key
+// from the device's generator (a CPU generator seeded by torch.tpu.manual_seed), so seeds,
+// get_rng_state and set_rng_state work as on any device while the numbers themselves are made on
+// the chip. The key reaches the kernel as an 8-byte input tensor, so a training step's graph (and
+// its cached plan) does not change with it. Slices and dtypes without kernels are drawn on the
+// host with the same generator.
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/library.h>
