@@ -30,9 +30,13 @@ void emit_flat_generator(AsmWriter& w, const sim::ChipConfig& chip, RegisterPool
   // Blocks are independent (every element is a function of its index): each TensorCore takes a
   // contiguous share of them, elements [start, n).
   static_assert(kBlockTiles * kTile == 1 << 16);
+  // blocks = (n >> 16) + (n & 0xffff != 0): n + 0xffff could wrap int32 near 2^31 elements
   w.line("sarg s{}, {}", n, count_arg);
-  w.line("saddi s{}, s{}, {}", t, n, kBlockTiles * kTile - 1);
-  w.line("sshri s{}, s{}, 16", t, t);
+  w.line("sshri s{}, s{}, 16", t, n);
+  w.load_immediate(u, kBlockTiles * kTile - 1);
+  w.line("sand s{}, s{}, s{}", u, n, u);
+  w.line("sslt s{}, s0, s{}", u, u);
+  w.line("sadd s{}, s{}, s{}", t, t, u);
   emit_core_share(w, start, t);
   w.line("sshli s{}, s{}, 16", start, start);
   w.line("sshli s{}, s{}, 16", t, t);

@@ -12,7 +12,7 @@ using kernels::ExprOp;
 
 TEST_SUITE("kernels") {
   TEST_CASE("iota: f32 and i32 flat indices, start and step in the consumer") {
-    for (int64_t n : {1, 1000, 70000}) {
+    for (int64_t n : {1, 1000, 65536, 70000, 2 * 65536}) {  // block multiples too
       for (DType dtype : {DType::F32, DType::I32}) {
         CAPTURE(n);
         kernels::Graph g;
