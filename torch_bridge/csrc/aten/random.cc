@@ -46,6 +46,7 @@ bool on_chip(const at::Tensor& self) {
 }
 
 // Fills `self` with `build(graph, uniform-or-normal value)`; `build` may shape the numbers further.
+// int64 tensors (whose values `build` makes as int32) are written as their int32 word pairs.
 void record_fill(at::Tensor& self, RandomKind kind, double a, double b, std::optional<at::Generator> gen, const char* op,
                  const std::function<int(Graph&, int)>& build = nullptr) {
   const at::Tensor key = next_key(self, gen);
@@ -54,10 +55,16 @@ void record_fill(at::Tensor& self, RandomKind kind, double a, double b, std::opt
   Recorder& rec = Recorder::of(self.device().index());
   const int k = rec.values_of({key})[0];
   Graph& g = rec.graph();
-  const kernels::DType dtype = build ? kernels::DType::F32 : to_kernel_dtype(self.scalar_type());
-  int v = g.random({std::vector<int64_t>(self.sizes().begin(), self.sizes().end()), dtype}, kind, a, b, k, op);
-  if (build) v = g.cast(build(g, v), to_kernel_dtype(self.scalar_type()));
-  rec.define_output(self, v, op);
+  if (self.scalar_type() == at::kLong) {
+    const int64_t n = self.numel();
+    const int v = build(g, g.random({{n}, kernels::DType::F32}, kind, a, b, k, op));
+    rec.define_output(self.reshape({n}).view(at::kInt), g.reshape(int64_words(g, v), {2 * n}, op), op);
+  } else {
+    const kernels::DType dtype = build ? kernels::DType::F32 : to_kernel_dtype(self.scalar_type());
+    int v = g.random({std::vector<int64_t>(self.sizes().begin(), self.sizes().end()), dtype}, kind, a, b, k, op);
+    if (build) v = g.cast(build(g, v), to_kernel_dtype(self.scalar_type()));
+    rec.define_output(self, v, op);
+  }
   rec.op_recorded();
 }
 
@@ -94,27 +101,12 @@ bool integers_on_chip(const at::Tensor& self, int64_t from, int64_t to) {
 }
 
 void record_integers(at::Tensor& self, int64_t from, int64_t to, std::optional<at::Generator> gen) {
-  const at::Tensor key = next_key(self, gen);
-  const int64_t range = to - from, n = self.numel();
-  const bool wide = self.scalar_type() == at::kLong;
-  {
-    auto& rt = Runtime::get();
-    std::lock_guard lock(rt.mutex());
-    Recorder& rec = Recorder::of(self.device().index());
-    const int k = rec.values_of({key})[0];
-    Graph& g = rec.graph();
-    const int u = g.random({{n}, kernels::DType::F32}, RandomKind::Uniform, 0, 1, k, "random_");
+  const int64_t range = to - from;
+  record_fill(self, RandomKind::Uniform, 0, 1, gen, "random_", [&](Graph& g, int u) {
     const int scaled = g.binary_scalar(ExprOp::Min, g.binary_scalar(ExprOp::Mul, u, double(range)), double(range - 1));
-    const int values = g.binary_scalar(ExprOp::Add, g.cast(scaled, kernels::DType::I32, "random_"), double(from));
-    if (wide) {  // the int64 tensor's bytes as int32 word pairs
-      rec.define_output(self.reshape({n}).view(at::kInt), g.reshape(int64_words(g, values), {2 * n}, "random_"), "random_");
-    } else {
-      const int shaped = g.reshape(values, self.sizes().vec(), "random_");
-      rec.define_output(self, self.scalar_type() == at::kInt ? shaped : g.cast(shaped, kernels::DType::F32, "random_"), "random_");
-    }
-    rec.op_recorded();
-  }
-  if (wide) set_int64_bound(self, std::max(std::llabs(from), std::llabs(to)));
+    return g.binary_scalar(ExprOp::Add, g.cast(scaled, kernels::DType::I32, "random_"), double(from));
+  });
+  if (self.scalar_type() == at::kLong) set_int64_bound(self, std::max(std::llabs(from), std::llabs(to)));
 }
 
 at::Tensor& random_from(at::Tensor& self, int64_t from, std::optional<int64_t> to, std::optional<at::Generator> gen) {
