@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "isa/disassembler.h"
+#include "sim/core_activity.h"
 #include "sim/core_state.h"
 #include "sim/dma_tracker.h"
 #include "sim/semantics.h"
@@ -45,7 +46,7 @@ void check_arguments(const isa::Program& program, std::span<const KernelArg> arg
 
 CoreRun run_core(const isa::Program& program, const std::vector<isa::Instruction>& code, const ArgWindow& window,
                  const std::vector<int32_t>& arg_values, const ChipConfig& chip, const SimOptions& options,
-                 int core_index, int cores, traces::TraceRecorder* trace, VmemPool* vmem_pool) {
+                 int core_index, int cores, double hbm_share, traces::TraceRecorder* trace, VmemPool* vmem_pool) {
   CoreState core(chip.kernel_vmem_bytes(), chip.mxu_per_core, chip.mxu_dim, chip.mxu_acc_slots, options.check_uninitialized,
                  vmem_pool ? vmem_pool->take() : nullptr);
   core.core_index = core_index;
@@ -59,7 +60,7 @@ CoreRun run_core(const isa::Program& program, const std::vector<isa::Instruction
   }
   DmaTracker dmas(chip.semaphores);
   Semantics semantics(core, window, arg_values, dmas, chip, options);
-  TimingModel timing(chip, 1.0 / cores, core_index, trace);
+  TimingModel timing(chip, hbm_share, core_index, trace);
   CoreRun run;
   size_t pc = 0;
   auto last_poll = std::chrono::steady_clock::now();
@@ -140,12 +141,19 @@ LaunchResult execute(const isa::Program& program, const PreparedProgram& prepare
   }
   const std::vector<isa::Instruction>& code = prepared.code;
 
+  // The chip's HBM bandwidth is split evenly among the cores that move data, fixed for the launch
+  // (a core that finishes early does not hand its share to the others).
+  int movers = 0;
+  for (int c = 0; c < cores; ++c) movers += cores == 1 || core_moves_data(code, arg_values, chip, options, c, cores);
+  const double hbm_share = 1.0 / std::max(movers, 1);
   std::vector<CoreRun> runs(cores);
   if (trace || cores == 1) {
-    for (int c = 0; c < cores; ++c) runs[c] = run_core(program, code, window, arg_values, chip, options, c, cores, trace, vmem_pool);
+    for (int c = 0; c < cores; ++c) {
+      runs[c] = run_core(program, code, window, arg_values, chip, options, c, cores, hbm_share, trace, vmem_pool);
+    }
   } else {
     tbb::parallel_for(0, cores, [&](int c) {
-      runs[c] = run_core(program, code, window, arg_values, chip, options, c, cores, nullptr, vmem_pool);
+      runs[c] = run_core(program, code, window, arg_values, chip, options, c, cores, hbm_share, nullptr, vmem_pool);
     });
   }
   LaunchResult result;

@@ -29,7 +29,8 @@ struct SimOptions {
   // launch (the PyTorch bridge raises KeyboardInterrupt there when Ctrl-C was pressed).
   std::function<void()> poll;
   uint64_t max_instructions = 2'000'000'000;  // guards against runaway loops
-  // TensorCores that run the program (each gets its own VMEM and 1/cores of the HBM bandwidth).
+  // TensorCores that run the program (each gets its own VMEM and an even share of the HBM
+  // bandwidth among the cores that move data: sim/core_activity.h).
   // 0: every TensorCore of the chip for a .multicore program, one for any other.
   int cores = 0;
 };

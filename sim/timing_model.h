@@ -26,7 +26,7 @@ struct Scheduled {
 
 class TimingModel {
  public:
-  // hbm_share: fraction of the chip's HBM bandwidth this core gets (1/cores when all cores run).
+  // hbm_share: fraction of the chip's HBM bandwidth this core gets (1/n when n cores move data).
   TimingModel(const ChipConfig& chip, double hbm_share, int core_index, traces::TraceRecorder* trace);
 
   // `wait_ready` is the cycle a sem.wait's signals landed (ignored for other instructions).

@@ -23,6 +23,7 @@ MatmulBuilder::MatmulBuilder(const MatmulSpec& spec, const sim::ChipConfig& chip
   n_arg_ = w_.argument("n", isa::ArgumentKind::Scalar);
   k_arg_ = w_.argument("k", isa::ArgumentKind::Scalar);
   m_pitch_arg_ = w_.scratch_argument();
+  n_pitch_arg_ = w_.scratch_argument();
 }
 
 isa::Program MatmulBuilder::build() {

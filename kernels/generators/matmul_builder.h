@@ -1,4 +1,4 @@
-// Schedule (each TensorCore runs it on its share of the rows, see take_core_share):
+// Schedule (each TensorCore runs it on its share of the rows or columns, see take_core_share):
 //  - Output blocks of BM rows x BN = (MXUs used) x D columns, enumerated batch-major, then by
 //    column block nb, then row block mb, so a B panel (all of K x BN) is prepared once per nb.
 //  - Each MXU owns D columns of the block; accumulator slot r holds rows 8r..8r+7. The block body
@@ -224,15 +224,18 @@ class MatmulBuilder : private MatmulSchedule {
   // K loops run spec.k / D slices, so K must reach the last one).
   void check_shape(int scratch0, int scratch1);
 
-  // Narrows the launch's matmul to this TensorCore's rows (8-row units, contiguous shares): M
-  // becomes the core's row count and A, C and the row-indexed epilogue operands start at its
-  // first row, so the rest of the program is the one-core kernel on a shorter M. The launch's
-  // M stays in a scratch slot for the strides it gives. A core with no rows halts.
+  // Narrows the launch's matmul to this TensorCore's share (contiguous): its rows (8-row units)
+  // when M >= N, else its columns (D-column units) when N has one per core. M or N becomes the
+  // core's count and the operands indexed by it start at the share's first row or column, so
+  // the rest of the program is the one-core kernel on a smaller matmul. The launch's M and N
+  // stay in scratch slots for the strides they give. A core with an empty share halts.
   void take_core_share();
 
   AsmWriter w_;
   int a_arg_ = 0, b_arg_ = 0, c_arg_ = 0, m_arg_ = 0, n_arg_ = 0, k_arg_ = 0;
-  int m_pitch_arg_ = 0;  // the launch's M, where M is a stride (batch entries, transposed A's rows)
+  // The launch's M and N where they are strides (batch entries, rows of A^T, B, C and Full
+  // epilogue operands): a core's share narrows m_arg_ or n_arg_, never these.
+  int m_pitch_arg_ = 0, n_pitch_arg_ = 0;
   int row_blocks_ = -1;  // the scalar register holding ceil(M / BM)
   int deferred_blocks_ = -1;  // with defer_: the scalar register holding D, the deferred blocks
 };

@@ -136,7 +136,7 @@ void MatmulBuilder::issue_b_piece(const BlockRegs& b, int kt, int kd, int queue,
   w_.line("sarg s{}, {}", hb, b_arg_);
   if (!spec_.b_shared) {  // batch entry bt's B: bt * K * N elements in (vm is free until below)
     pitch(t, k_arg_, eb_b_);
-    w_.line("sarg s{}, {}", vm, n_arg_);
+    w_.line("sarg s{}, {}", vm, n_pitch_arg_);
     w_.line("smul s{}, s{}, s{}", t, t, vm);
     w_.line("smul s{}, s{}, s{}", t, t, b.bt);
     w_.line("sadd s{}, s{}, s{}", hb, hb, t);
@@ -154,10 +154,10 @@ void MatmulBuilder::issue_b_piece(const BlockRegs& b, int kt, int kd, int queue,
     dma(true, kSemPanel, vm, hb, b.cols, t, k_pad_ * eb_b_, k_arg_, eb_b_, queue);
   } else {  // rows kt*D .. of B [K, N], columns col0 ..
     w_.add_scaled(vm, kt, d_ * bn_ * eb_b_, t);
-    add_pitched(hb, kt, n_arg_, d_ * eb_b_, t);
+    add_pitched(hb, kt, n_pitch_arg_, d_ * eb_b_, t);
     w_.add_scaled(hb, b.col0, eb_b_, t);
     w_.line("smuli s{}, s{}, {}", t, b.cols, eb_b_);
-    dma(true, kSemPanel, vm, hb, kd, t, bn_ * eb_b_, n_arg_, eb_b_, queue);
+    dma(true, kSemPanel, vm, hb, kd, t, bn_ * eb_b_, n_pitch_arg_, eb_b_, queue);
   }
 }
 
@@ -218,11 +218,11 @@ void MatmulBuilder::issue_epilogue_tiles(const BlockRegs& b, int parity) {
     if (e.operand.layout != Layout::Full) continue;
     w_.load_immediate(vm, e.vmem[parity]);
     w_.line("sarg s{}, {}", hb, e.arg);
-    add_batch_offset(hb, b.bt, n_arg_, e.eb, t);
-    add_pitched(hb, b.row0, n_arg_, e.eb, t);
+    add_batch_offset(hb, b.bt, n_pitch_arg_, e.eb, t);
+    add_pitched(hb, b.row0, n_pitch_arg_, e.eb, t);
     w_.add_scaled(hb, b.col0, e.eb, t);
     w_.line("smuli s{}, s{}, {}", t, b.cols, e.eb);
-    dma(true, kSemInput, vm, hb, b.rows, t, bn_ * e.eb, n_arg_, e.eb);
+    dma(true, kSemInput, vm, hb, b.rows, t, bn_ * e.eb, n_pitch_arg_, e.eb);
   }
   for (int x : {vm, hb, t}) r.release(x);
 }

@@ -120,13 +120,13 @@ void MatmulBuilder::write_back(int bt, int nb, int mb, int parity, int tile, int
   w_.line("bge s0, s{}, {}", rows, skip);
   extent(cols, col0, n_arg_, bn_);
   w_.line("sarg s{}, {}", hb, c_arg_);
-  add_batch_offset(hb, bt, n_arg_, eb_c_, t);
-  add_pitched(hb, row0, n_arg_, eb_c_, t);
+  add_batch_offset(hb, bt, n_pitch_arg_, eb_c_, t);
+  add_pitched(hb, row0, n_pitch_arg_, eb_c_, t);
   w_.add_scaled(hb, col0, eb_c_, t);
   w_.line("smuli s{}, s{}, {}", t, cols, eb_c_);
   if (tile >= 0) w_.line("saddi s{}, s{}, {}", col0, tile, first * bn_ * eb_c_);
   else w_.load_immediate(col0, c_vmem_[parity] + first * bn_ * eb_c_);
-  dma(false, sem, col0, hb, rows, t, bn_ * eb_c_, n_arg_, eb_c_);
+  dma(false, sem, col0, hb, rows, t, bn_ * eb_c_, n_pitch_arg_, eb_c_);
   if (always_signal) {
     const std::string done = w_.new_label("written");
     w_.line("jmp {}", done);

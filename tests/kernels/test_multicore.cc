@@ -89,8 +89,21 @@ TEST_SUITE("kernels") {
            const int x = g.input({{520, 96}, DType::F32}, "x"), dy = g.input({{520, 136}, DType::F32}, "dy");
            g.mark_output(g.matmul(x, dy, false, 1, "weight_grad", /*transpose_a=*/true));
          }},
-        {"a matmul of 8 rows (one core has none)",
+        {"a matmul of 8 rows (split by columns where N has a unit per core, else one core has none)",
          [](kernels::Graph& g) { g.mark_output(bf16_matmul(g, 8, 256, 128)); }},
+        {"a wide matmul split by columns: ragged N, bias, residual, a per-row scale",
+         [](kernels::Graph& g) {
+           const int x = g.input({{24, 200}, DType::F32}, "x"), w = g.input({{200, 1100}, DType::F32}, "w");
+           const int bias = g.input({{1100}, DType::F32}, "bias"), res = g.input({{24, 1100}, DType::F32}, "res");
+           const int scale = g.input({{24, 1}, DType::F32}, "scale");
+           const int y = g.binary(ExprOp::Mul, g.binary(ExprOp::Add, g.matmul(x, w), bias), scale);
+           g.mark_output(g.binary(ExprOp::Add, y, res));
+         }},
+        {"batched q @ k^T split by columns (B transposed, one B per batch entry)",
+         [](kernels::Graph& g) {
+           const int q = g.input({{3, 40, 64}, DType::BF16}, "q"), k = g.input({{3, 600, 64}, DType::BF16}, "k");
+           g.mark_output(g.matmul(q, k, /*transpose_b=*/true, 1));
+         }},
         {"flat elementwise with a ragged tail",
          [](kernels::Graph& g) {
            const int x = g.input({{100003}, DType::F32}, "x"), z = g.input({{100003}, DType::F32}, "z");
@@ -164,6 +177,35 @@ TEST_SUITE("kernels") {
               both / bound.seconds());
       CHECK(both <= 0.55 * one);
       CHECK(both >= bound.seconds());
+    }
+  }
+
+  TEST_CASE("a matmul of few rows splits by columns; a launch that leaves a core idle keeps one core's time") {
+    // A decode step's [8, 4096] @ [4096, 4096] has one 8-row unit: split by rows one core would
+    // stream all of B alone. Split by columns each core streams half of B, in half of the HBM
+    // bandwidth, and loads half of the weights into its MXUs.
+    // (The results equal one core's: the first test case.)
+    for (const std::string chip_name : {"v4", "v5p", "v7"}) {
+      CAPTURE(chip_name);
+      const auto& chip = sim::load_chip(chip_name);
+      kernels::Graph g;
+      g.mark_output(bf16_matmul(g, 8, 4096, 4096));
+      const double one = run_on(g, chip_name, 1).seconds, both = run_on(g, chip_name, 0).seconds;
+      const auto bound = kernels::matmul_bound(chip, 1, 8, 4096, 4096, DType::BF16, DType::BF16, DType::F32, false, 1,
+                                               chip.tensor_cores);
+      MESSAGE(chip_name, " 8x4096x4096: two cores / one = ", both / one, ", two cores / chip bound = ",
+              both / bound.seconds());
+      CHECK(both <= 1.01 * one);
+      CHECK(both >= bound.seconds());
+      CHECK(both <= 1.2 * bound.seconds());
+      // A column max of 1024 columns is one strip, so core 1 halts after its prologue. It moves
+      // no data, so core 0 streams the input with the whole HBM bandwidth, as one core alone.
+      kernels::Graph strip;
+      strip.mark_output(strip.column_reduce(RowOp::Max, strip.input({{8192, 1024}, DType::F32}, "x")));
+      const Outcome strip_one = run_on(strip, chip_name, 1), strip_both = run_on(strip, chip_name, 0);
+      MESSAGE(chip_name, " column max of [8192, 1024]: two cores / one = ", strip_both.seconds / strip_one.seconds);
+      CHECK(strip_both.multicore_launches == 1);
+      CHECK(strip_both.seconds <= 1.01 * strip_one.seconds);
     }
   }
 
