@@ -1,6 +1,6 @@
-// Generated matmuls (kernels/matmul) on every preset, 512^3 to 4096x4096x1024 in bf16: simulated
+// Generated matmuls (kernels/matmul) on every preset, 512^3 to 4096^3 and two skinny shapes, in bf16: simulated
 // time against the closed-form roofline bound of the whole chip (all its TensorCores: the matmul
-// splits its rows across them) and the achieved fraction of peak, as a Markdown table
+// splits its rows or columns across them) and the achieved fraction of peak, as a Markdown table
 // (docs/matmul_roofline.md is this program's output). Targets: never below the bound; within 15%
 // of it for the large shapes. With arguments `chip m n k`, one shape only, followed by
 // its per-unit summary (what to look at when a row misses its target).
@@ -20,8 +20,10 @@ int main(int argc, char** argv) {
   struct Shape {
     int64_t m, n, k;
   };
-  std::vector<Shape> shapes = {{512, 512, 512}, {1024, 1024, 1024}, {2048, 2048, 1024}, {2048, 2048, 2048},
-                               {4096, 4096, 1024}, {4096, 4096, 4096}};
+  // The last two are skinny products (a decode step's 8 rows; 256 rows), which two-core chips split
+  // by columns.
+  std::vector<Shape> shapes = {{512, 512, 512},    {1024, 1024, 1024}, {2048, 2048, 1024}, {2048, 2048, 2048},
+                               {4096, 4096, 1024}, {4096, 4096, 4096}, {8, 4096, 4096},    {256, 4096, 4096}};
   std::vector<std::string> chips = {"v5e", "v6e", "v4", "v5p", "v7"};
   const bool one = argc == 5;
   if (one) {
