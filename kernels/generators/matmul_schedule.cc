@@ -15,7 +15,22 @@ namespace vtpu::kernels {
 MatmulSchedule::MatmulSchedule(const MatmulSpec& spec, const sim::ChipConfig& chip, bool overlap_passes)
     : spec_(spec), chip_(chip), overlap_passes_(overlap_passes) {
   validate();
-  plan();
+  // The largest blocks whose buffers fit the kernel VMEM: every MXU of the core and A resident
+  // first, then A read per block, fewer rows per block, fewer MXUs per block (each halving the
+  // buffers that grow with K: the B panel holds all of K for a block's columns, A's panel all
+  // of K for its rows). Under 64 rows a weight load (D cycles) is longer than the block's
+  // matmul rows, so halving the MXUs costs less than going below 64 rows, until one is left.
+  uint64_t smallest = UINT64_MAX;
+  for (int mxus = chip_.mxu_per_core; mxus >= 1; mxus /= 2) {
+    for (bool resident : {true, false}) {
+      for (int64_t rows = 256; rows >= (mxus == 1 ? kSublanes : 64); rows /= 2) {
+        if (plan(mxus, rows, resident)) return;
+        smallest = std::min(smallest, vmem_bytes_);
+      }
+    }
+  }
+  throw KernelError(fmt::format("matmul {}x{}x{}: needs {} bytes of VMEM even in its smallest blocks (8 rows, one MXU), {} has {}",
+                                spec_.m, spec_.n, spec_.k, smallest, chip_.name, chip_.kernel_vmem_bytes()));
 }
 
 void MatmulSchedule::validate() {
@@ -40,13 +55,15 @@ void MatmulSchedule::validate() {
   pairs_ = mxu_pass_pairs(s.passes);
 }
 
-void MatmulSchedule::plan() {
+bool MatmulSchedule::plan(int max_mxus, int64_t max_rows, bool allow_a_resident) {
   const auto& s = spec_;
   d_ = chip_.mxu_dim;
   group_ = d_ / kLanes;
-  bn_ = std::min<int64_t>(int64_t{chip_.mxu_per_core} * d_, round_up(s.n, d_));
+  bn_ = std::min<int64_t>(int64_t{max_mxus} * d_, round_up(s.n, d_));
   mxus_ = static_cast<int>(bn_ / d_);
-  bm_ = std::min<int64_t>({256, round_up(s.m, kSublanes), int64_t{chip_.mxu_acc_slots} / 2 * kSublanes});
+  bm_ = std::min<int64_t>({max_rows, round_up(s.m, kSublanes), int64_t{chip_.mxu_acc_slots} / 2 * kSublanes});
+  epilogue_.clear();
+  defer_ = false;
   k_pad_ = round_up(s.k, d_);
   kt_ = k_pad_ / d_;
   eb_a_ = dtype_bytes(s.a_dtype);
@@ -65,7 +82,7 @@ void MatmulSchedule::plan() {
   VmemLayout vmem_layout;
   const uint64_t vmem = chip_.kernel_vmem_bytes();
   const uint64_t a_all = uint64_t(round_up(s.m, bm_)) * k_pad_ * eb_a_;
-  a_resident_ = s.batch == 1 && a_all <= vmem / 3 && !s.a_transposed;
+  a_resident_ = allow_a_resident && s.batch == 1 && a_all <= vmem / 3 && !s.a_transposed;
   a_panel_bytes_ = uint64_t(bm_) * k_pad_ * eb_a_;
   a_vmem_[0] = vmem_layout.place(a_resident_ ? a_all : a_panel_bytes_);
   a_vmem_[1] = a_resident_ ? a_vmem_[0] : vmem_layout.place(a_panel_bytes_);
@@ -100,9 +117,7 @@ void MatmulSchedule::plan() {
     c_deferred_vmem_ = vmem_layout.place(deferred_bytes);
   }
   vmem_bytes_ = vmem_layout.end();
-  if (vmem_layout.end() > vmem) {
-    throw KernelError(fmt::format("matmul {}x{}x{}: needs {} bytes of VMEM, {} has {}", s.m, s.n, s.k, vmem_layout.end(), chip_.name, vmem));
-  }
+  return vmem_bytes_ <= vmem;
 }
 
 // Whether deferring the first column pass's write-backs to the second shortens the two passes,

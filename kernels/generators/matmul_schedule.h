@@ -27,7 +27,7 @@ struct EpilogueBuffer {
 
 struct MatmulSchedule {
   // Throws KernelError for a spec the generator does not serve and for buffers that do not fit
-  // the chip's kernel VMEM. `overlap_passes`: the schedule may issue the next B panel across a
+  // the chip's kernel VMEM even in the smallest blocks. `overlap_passes`: the schedule may issue the next B panel across a
   // pass and defer the first pass's write-backs (more scalar registers held). `spec` and `chip`
   // must outlive the schedule.
   MatmulSchedule(const MatmulSpec& spec, const sim::ChipConfig& chip, bool overlap_passes);
@@ -49,7 +49,10 @@ struct MatmulSchedule {
  private:
   void validate();
 
-  void plan();
+  // Lays the buffers out for blocks of at most `max_mxus` MXUs' columns and `max_rows` rows, A
+  // resident only when `allow_a_resident`; false when they do not fit the kernel VMEM
+  // (vmem_bytes_ then says what they need).
+  bool plan(int max_mxus, int64_t max_rows, bool allow_a_resident);
 
   // Whether deferring the first column pass's write-backs to the second shortens the two passes,
   // each estimated as the longer of its MXU cycles and its HBM traffic at full bandwidth (spec

@@ -8,6 +8,7 @@
 
 #include "isa/disassembler.h"
 #include "kernels/generators/matmul.h"
+#include "kernels/generators/matmul_schedule.h"
 #include "sim/bf16.h"
 #include "sim/sim_error.h"
 #include "support/numerics.h"
@@ -343,6 +344,21 @@ TEST_SUITE("kernels") {
       const auto sized = run(spec_of(capacity, 512, 256), "v5e", {}, m).launch.cycles;
       MESSAGE("M ", m, ": generated for M ", exact, " cycles, for ", capacity, " rows ", sized, " cycles");
       CHECK(sized <= exact * 1.02);
+    }
+  }
+
+  TEST_CASE("a matmul too large for VMEM in full-size blocks runs in smaller ones, as accurately") {
+    // f32 at 'highest' on v4: 1024 x 384 x 2048 does not fit in blocks of all 4 MXUs' columns;
+    // B transposed too (a Linear weight, staged through vtrans).
+    for (bool b_transposed : {false, true}) {
+      CAPTURE(b_transposed);
+      auto s = spec_of(1024, 384, 2048, DType::F32);
+      s.passes = 6;
+      s.b_transposed = b_transposed;
+      const sim::ChipConfig& v4 = sim::load_chip("v4");
+      const kernels::MatmulSchedule schedule(s, v4, true);
+      CHECK(schedule.mxus_ < v4.mxu_per_core);
+      CHECK(worst_relative(run(s, "v4")) <= 4.0 * 2048 * std::ldexp(1.0, -24));
     }
   }
 

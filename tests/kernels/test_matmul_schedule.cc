@@ -61,10 +61,35 @@ TEST_SUITE("kernels") {
     CHECK(s.staged_);  // f32 B is converted into parts on the VPU
   }
 
+  TEST_CASE("a schedule too large for VMEM takes smaller blocks: A read per block, fewer rows, fewer MXUs") {
+    // f32 at 'highest' on v4 (12 MiB of kernel VMEM): the full-size blocks' B panels (three bf16
+    // parts of all of K for 4 MXUs' columns, twice) and f32 staging need 15.7 MB at 1024^3.
+    const sim::ChipConfig v4 = sim::load_chip("v4");
+    for (int64_t k : {1024, 2048, 4096}) {
+      CAPTURE(k);
+      const kernels::MatmulSchedule s(spec_of(1024, 1024, k, DType::F32, 6), v4, true);
+      CHECK(s.vmem_bytes_ <= v4.kernel_vmem_bytes());
+      CHECK((!s.a_resident_ || s.bm_ < 256 || s.mxus_ < v4.mxu_per_core));
+      CHECK(s.mxus_ * s.d_ == s.bn_);
+      if (s.mxus_ > 1) CHECK(s.bm_ >= 64);  // under 64 rows only once one MXU is left
+      MESSAGE("K ", k, ": ", s.mxus_, " MXUs, ", s.bm_, "-row blocks, A resident ", s.a_resident_);
+    }
+    // What fits at full size keeps full-size blocks.
+    const kernels::MatmulSchedule full(spec_of(1024, 1024, 1024), v4, true);
+    CHECK(full.mxus_ == v4.mxu_per_core);
+    CHECK(full.bm_ == 256);
+    CHECK(full.a_resident_);
+    // B's panel holds all of K: past that, even one MXU's 128 columns do not fit.
+    CHECK_THROWS_WITH_AS(kernels::MatmulSchedule(spec_of(1024, 1024, 16384, DType::F32, 6), v4, true),
+                         doctest::Contains("bytes of VMEM even in its smallest blocks (8 rows, one MXU), v4 has 12582912"),
+                         kernels::KernelError);
+  }
+
   TEST_CASE("a schedule that does not fit VMEM is refused before any code exists") {
     const sim::ChipConfig chip = sim::load_chip("v5e");
     // A batch keeps A out of VMEM, but a 2^20-deep K panel of B cannot fit.
     auto spec = spec_of(8, 128, int64_t{1} << 20);
-    CHECK_THROWS_WITH_AS(kernels::MatmulSchedule(spec, chip, true), doctest::Contains("bytes of VMEM"), kernels::KernelError);
+    CHECK_THROWS_WITH_AS(kernels::MatmulSchedule(spec, chip, true), doctest::Contains("bytes of VMEM even in its smallest blocks"),
+                         kernels::KernelError);
   }
 }
