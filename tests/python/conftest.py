@@ -1,4 +1,5 @@
 """Makes the Meson build's extensions and the vtpu package importable (VTPU_BUILD_DIR, default ./build)."""
+import json
 import os
 import pathlib
 import subprocess
@@ -25,6 +26,45 @@ def run_isolated():
         full_env.update({k: str(v) for k, v in env.items()})
         return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                               env=full_env, timeout=600)
+
+    return run
+
+
+# What every rank of run_ranks runs first: its process group over a file store (no network but
+# Gloo's own connections, which vtpu.distributed binds to the loopback interface).
+_RANK_PROLOGUE = """
+import datetime, json, os, torch, torch.distributed as dist, vtpu
+rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+dist.init_process_group("tpu_dist", init_method="file://" + os.environ["VTPU_TEST_STORE"], rank=rank, world_size=world,
+                        timeout=datetime.timedelta(seconds=120))  # a rank that died fails the others soon
+"""
+
+
+@pytest.fixture
+def run_ranks(tmp_path):
+    """Runs a snippet as `world_size` ranks of a tpu_dist process group, one process (one chip)
+    each, after _RANK_PROLOGUE (rank, world, dist and vtpu are defined); returns what each rank
+    printed last, parsed as JSON, in rank order. A failing rank fails the test with its stderr."""
+
+    def run(code: str, world_size: int = 2, **env):
+        script = tmp_path / "rank.py"
+        script.write_text(_RANK_PROLOGUE + textwrap.dedent(code) + "\ndist.destroy_process_group()\n")
+        base = dict(os.environ, PYTHONPATH=os.pathsep.join([str(PYTHON_PACKAGE), str(BUILD / "torch_bridge")]),
+                    VTPU_TEST_STORE=str(tmp_path / "store"), WORLD_SIZE=str(world_size), GLOO_SOCKET_IFNAME="lo")
+        base.update({k: str(v) for k, v in env.items()})
+        procs = [subprocess.Popen([sys.executable, str(script)], env=dict(base, RANK=str(r)), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for r in range(world_size)]
+        results = []
+        for rank, proc in enumerate(procs):
+            try:
+                out, err = proc.communicate(timeout=600)
+            except subprocess.TimeoutExpired:
+                for p in procs:
+                    p.kill()
+                raise
+            assert proc.returncode == 0, f"rank {rank} failed:\n{err[-4000:]}"
+            results.append(json.loads(out.strip().splitlines()[-1]))
+        return results
 
     return run
 

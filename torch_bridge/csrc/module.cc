@@ -142,6 +142,13 @@ PYBIND11_MODULE(_C, m) {
     std::lock_guard lock(gen.mutex());
     gen.set_state(state);
   });
+  // Each device's simulated time in seconds (what tpu events read); time spent outside kernels,
+  // on the interconnect (vtpu.distributed), moves it forward.
+  m.def("simulated_clock", [](int device) { return Runtime::get().simulated_clock(device); });
+  m.def("advance_clock", [](int device, double seconds) {
+    if (!(seconds >= 0)) throw std::invalid_argument("vtpu: a clock only moves forward");
+    Runtime::get().advance_clock(device, seconds);
+  });
   m.def("start_trace", [] { Runtime::get().start_trace(); });
   m.def("stop_trace", [](const std::string& path) { Runtime::get().stop_trace(path); });
   register_build_info(m);

@@ -59,6 +59,8 @@ py::list chip_presets() {
     d["hbm_bandwidth_bytes_per_s"] = c.hbm_bandwidth_bytes_per_s;
     d["hbm_efficiency"] = c.hbm_efficiency;
     d["vmem_bytes"] = c.vmem_bytes;
+    d["ici_links"] = c.ici_links;
+    d["ici_link_bandwidth_bytes_per_s"] = c.ici_link_bandwidth_bytes_per_s;
     out.append(d);
   }
   return out;

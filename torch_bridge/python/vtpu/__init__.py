@@ -70,6 +70,9 @@ from . import decompositions as _decompositions  # noqa: E402  (after the extens
 from . import module_conversion as _module_conversion  # noqa: E402,F401
 from . import transformer_fast_path as _transformer_fast_path  # noqa: E402,F401
 from . import amp as _amp  # noqa: E402,F401
+from . import distributed  # noqa: E402
+
+distributed.register()  # torch.distributed backend "tpu_dist"
 
 
 # Printing formats a tensor with tensor ops (isfinite, masked_select, ...). Like XLA tensors, tpu
@@ -124,8 +127,10 @@ def stats() -> dict:
     fallbacks ("cpu_fallbacks", by aten op), ops that ran as torch's decomposition on the chip
     ("decomposed", by aten op; "decomposition_declined": those whose decomposition did not apply
     and so fell back), HBM in use, per-kernel cycles ("per_kernel", by fused label), per-unit
-    utilisation ("unit_utilisation"), and compiled mode's compile and call times (vtpu.compiled)."""
-    return {**_C.stats(), **_decompositions.counts(), **_compiled.compile_stats()}
+    utilisation ("unit_utilisation"), compiled mode's compile and call times (vtpu.compiled), and
+    what this rank's collectives carried over the interconnect ("interconnect", by collective:
+    vtpu.distributed)."""
+    return {**_C.stats(), **_decompositions.counts(), **_compiled.compile_stats(), "interconnect": distributed.stats()}
 
 
 def cached_programs() -> list[str]:
@@ -139,6 +144,7 @@ def reset_stats() -> None:
     _C.reset_stats()
     _decompositions.reset_counts()
     _compiled.reset_compile_stats()
+    distributed.reset_stats()
 
 
 @contextlib.contextmanager

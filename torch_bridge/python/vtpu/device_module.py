@@ -2,6 +2,8 @@
 memory statistics), registered by `import vtpu`."""
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 from . import _C
@@ -72,6 +74,14 @@ def current_stream(device=None) -> torch.Stream:
 
 def default_stream(device=None) -> torch.Stream:
     return Stream(device)
+
+
+@contextlib.contextmanager
+def stream(stream):
+    """`with torch.tpu.stream(s):` as torch.cuda.stream. With one stream per device there is
+    nothing to switch; the block runs where it would have run anyway (FSDP2 issues its
+    all-gathers and reduce-scatters inside such blocks)."""
+    yield stream
 
 
 def synchronize(device=None) -> None:
