@@ -1,0 +1,31 @@
+"""The interconnect model (vtpu.distributed.interconnect) against the one published collective
+measurement (../shared/REFERENCES.md): all-gathers over an axis of 4 v5e chips without
+wraparound, from the JAX scaling book's `sharding.md`. Prints a Markdown table (docs/validation.md
+holds its output).
+Usage: PYTHONPATH=torch_bridge/python python3 bench/interconnect_validation.py
+"""
+from __future__ import annotations
+
+import vtpu
+from vtpu.distributed import interconnect
+
+# (what, bytes of the gathered array, published seconds)
+PUBLISHED = [
+    ("bf16[2048, 8192] all-gather, axis of 4 of a v5e 8x4 mesh", 2048 * 8192 * 2, 680e-6),
+    ("bf16[256, 256] all-gather, same axis (latency-bound)", 256 * 256 * 2, 8e-6),
+]
+
+
+def main() -> None:
+    chip = next(c for c in vtpu._C.chip_presets() if c["name"] == "v5e")
+    axis = interconnect.for_group(chip, 4, 4, topology="4")  # an axis of 4: no wraparound on v5e
+    print("| collective | bytes | published us | modelled us | error |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for what, nbytes, published in PUBLISHED:
+        modelled = axis.all_gather(nbytes)
+        print(f"| {what} | {nbytes} | {published * 1e6:.1f} | {modelled * 1e6:.1f} | "
+              f"{100 * (modelled - published) / published:+.1f}% |")
+
+
+if __name__ == "__main__":
+    main()
