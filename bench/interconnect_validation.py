@@ -1,4 +1,4 @@
-"""The interconnect model (vtpu.distributed.interconnect) against the one published collective
+"""The interconnect model (sim/interconnect.h, as vtpu._C.Slice) against the one published collective
 measurement (../shared/REFERENCES.md): all-gathers over an axis of 4 v5e chips without
 wraparound, from the JAX scaling book's `sharding.md`. Prints a Markdown table (docs/validation.md
 holds its output).
@@ -7,7 +7,6 @@ Usage: PYTHONPATH=torch_bridge/python python3 bench/interconnect_validation.py
 from __future__ import annotations
 
 import vtpu
-from vtpu.distributed import interconnect
 
 # (what, bytes of the gathered array, published seconds)
 PUBLISHED = [
@@ -17,8 +16,7 @@ PUBLISHED = [
 
 
 def main() -> None:
-    chip = next(c for c in vtpu._C.chip_presets() if c["name"] == "v5e")
-    axis = interconnect.for_group(chip, 4, 4, topology="4")  # an axis of 4: no wraparound on v5e
+    axis = vtpu._C.Slice([4], chip="v5e")  # an axis of 4: no wraparound on v5e
     print("| collective | bytes | published us | modelled us | error |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for what, nbytes, published in PUBLISHED:

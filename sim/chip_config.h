@@ -35,6 +35,7 @@ namespace vtpu::sim {
   X(int, semaphores)                          \
   X(int, ici_links)                           \
   X(double, ici_link_bandwidth_bytes_per_s)   \
+  X(double, ici_hop_latency_ns)               \
   X(double, peak_bf16_flops)                  \
   X(int, issue_width)                         \
   X(int, unit_queue_depth)                    \

@@ -1,72 +1,61 @@
-"""The interconnect's closed forms (vtpu.distributed.interconnect) against the textbook costs in
-../shared/REFERENCES.md, written out here by hand: ring all-gather or reduce-scatter
-(N-1)a + (N-1)/N * S/B, all-reduce twice that, a bidirectional ring with wraparound moving half
-the data each way, torus collectives axis by axis."""
+"""The interconnect as PyTorch users meet it: the slice a process group is timed on
+(vtpu.distributed.interconnect over sim/interconnect.h, whose closed forms
+tests/sim/test_interconnect.cc checks), and copies between the chips of one process
+(VTPU_CHIPS=N), which move both chips' clocks by the slice's point-to-point time."""
+
+import json
 
 import pytest
-import vtpu
 from vtpu.distributed import interconnect
 
-ALPHA = 1e-6
 
-
-def chip(name):
-    return next(c for c in vtpu._C.chip_presets() if c["name"] == name)
-
-
-def test_a_line_of_chips_is_a_one_way_ring():
-    v4 = chip("v4")
-    model = interconnect.for_group(v4, 4, 4, topology="4")  # v4 wraps only on whole 4x4x4 cubes
-    assert model.wraps == (False,)
-    b, s = 45e9, 64 << 20
-    assert model.all_gather(s) == pytest.approx(3 * ALPHA + 3 / 4 * s / b)
-    assert model.reduce_scatter(s) == pytest.approx(3 * ALPHA + 3 / 4 * s / b)
-    assert model.all_reduce(s) == pytest.approx(2 * (3 * ALPHA + 3 / 4 * s / b))
-    assert model.broadcast(s) == pytest.approx(3 * ALPHA + s / b)
-
-
-def test_an_axis_with_wraparound_is_a_bidirectional_ring():
-    v5e = chip("v5e")
-    model = interconnect.for_group(v5e, 16, 16, topology="16")  # a full pod side wraps
-    assert model.wraps == (True,)
-    b, s = 50e9, 64 << 20
-    assert model.all_gather(s) == pytest.approx(8 * ALPHA + 15 / 16 * s / (2 * b))
-    # roughly half the time of the same axis without wraparound
-    line = interconnect.Interconnect("v5e", (16,), (False,), b)
-    assert model.all_gather(s) / line.all_gather(s) == pytest.approx(0.5, abs=0.02)
-
-
-def test_torus_collectives_go_axis_by_axis():
-    v5e = chip("v5e")
-    model = interconnect.for_group(v5e, 8, 8, topology="2x4")
-    b, s = 50e9, 32 << 20
-    # reduce-scatter: the axis of 2 on all of S, then the axis of 4 on the half left
-    rs = (ALPHA + 1 / 2 * s / b) + (3 * ALPHA + 3 / 4 * (s / 2) / b)
-    assert model.reduce_scatter(s) == pytest.approx(rs)
-    # all-gather in reverse grows the data back: the same time
-    assert model.all_gather(s) == pytest.approx(rs)
-    assert model.all_reduce(s) == pytest.approx(2 * rs)
-
-
-def test_point_to_point_costs_the_torus_distance():
-    v5p = chip("v5p")
-    cube = interconnect.for_group(v5p, 64, 64, topology="4x4x4")
-    assert cube.wraps == (True, True, True)
-    assert cube.coordinates(63) == (3, 3, 3)
-    # from (0,0,0) to (3,3,3): one hop per axis the short way round
-    assert cube.point_to_point(0, 63, 1 << 20) == pytest.approx(3 * ALPHA + (1 << 20) / 100e9)
-    small = interconnect.for_group(v5p, 8, 8, topology="2x2x2")
-    assert small.wraps == (False, False, False)
-    assert small.point_to_point(0, 7, 0) == pytest.approx(3 * ALPHA)
-    assert small.point_to_point(5, 5, 1 << 20) == 0.0
+def test_a_group_is_timed_on_the_slice_or_on_a_line_of_its_ranks():
+    whole = interconnect.for_group(8, 8, topology="2x4", chip="v5e")
+    assert whole.axes == [2, 4] and whole.wraps == [False, False]
+    assert whole.all_reduce(1 << 20) == pytest.approx(2 * whole.reduce_scatter(1 << 20))
+    # a mesh dimension of 2 of those 8 ranks: a line of 2, whatever the slice
+    sub = interconnect.for_group(8, 2, topology="2x4", chip="v5e")
+    assert sub.axes == [2]
+    pod_side = interconnect.for_group(16, 16, topology="16", chip="v6e")
+    assert pod_side.wraps == [True]
 
 
 def test_topologies_are_checked():
     assert interconnect.parse_topology("2x4") == (2, 4)
     for bad in ("", "2x", "0x4", "2x2x2x2", "four"):
-        with pytest.raises(ValueError, match="is not a slice"):
+        with pytest.raises(ValueError, match="is not a slice such as"):
             interconnect.parse_topology(bad)
     with pytest.raises(ValueError, match="has 8 chips, but the process group has 4 ranks"):
-        interconnect.for_group(chip("v5e"), 4, 4, topology="2x4")
-    # a subgroup is a line of its ranks, whatever the slice
-    assert interconnect.for_group(chip("v5e"), 8, 2, topology="2x4").axes == (2,)
+        interconnect.for_group(4, 4, topology="2x4", chip="v5e")
+
+
+def test_copies_between_chips_of_one_process_take_the_interconnects_time(run_isolated):
+    done = run_isolated("""
+        import json, torch, vtpu
+        x = torch.randn(1 << 20).to("tpu:0")  # 4 MiB
+        y = (x * 2).to("tpu:3")
+        vtpu.synchronize()
+        s = vtpu.stats()
+        clocks = [vtpu._C.simulated_clock(d) for d in range(4)]
+        expected = vtpu._C.Slice([2, 2]).point_to_point(0, 3, 4 << 20)
+        print(json.dumps({"clocks": clocks, "expected": expected, "bytes": s["chip_to_chip_bytes"],
+                          "seconds": s["chip_to_chip_seconds"], "kernel_seconds": s["simulated_seconds"],
+                          "ok": torch.equal(y.cpu(), x.cpu() * 2)}))
+    """, VTPU_CHIP="v5e", VTPU_CHIPS=4, VTPU_TOPOLOGY="2x2")
+    assert done.returncode == 0, done.stderr
+    r = json.loads(done.stdout.strip().splitlines()[-1])
+    assert r["ok"]
+    assert r["bytes"] == 4 << 20
+    # (0,0) to (1,1) on a 2x2 v5e slice: two hops of 1 us, then 4 MiB at 50 GB/s
+    assert r["expected"] == pytest.approx(2e-6 + (4 << 20) / 50e9)
+    assert r["seconds"] == pytest.approx(r["expected"])
+    # chip 0 ran the multiply, then both chips waited for the copy; chips 1 and 2 did nothing
+    assert r["clocks"][0] == pytest.approx(r["kernel_seconds"] + r["expected"])
+    assert r["clocks"][3] == pytest.approx(r["clocks"][0])
+    assert r["clocks"][1] == 0 and r["clocks"][2] == 0
+
+
+def test_a_topology_that_does_not_match_the_chips_is_a_value_error_at_import(run_isolated):
+    done = run_isolated("import torch, vtpu", VTPU_CHIPS=2, VTPU_TOPOLOGY="2x2")
+    assert done.returncode != 0
+    assert "VTPU_TOPOLOGY=2x2: a slice of 4 chips, but VTPU_CHIPS=2" in done.stderr

@@ -9,6 +9,7 @@ namespace vtpu::bridge {
 
 void register_hooks();
 void register_build_info(py::module& m);
+void register_slice(py::module& m);
 int current_device_index();
 void set_current_device_index(int index);
 
@@ -45,6 +46,8 @@ py::dict stats() {
   d["ops_dead"] = s.ops_dead;
   d["flushes"] = s.flushes;
   d["host_relayouts"] = s.host_relayouts;
+  d["chip_to_chip_bytes"] = s.chip_to_chip_bytes;
+  d["chip_to_chip_seconds"] = s.chip_to_chip_seconds;
   d["cpu_fallback_ops"] = s.cpu_fallback_ops;
   d["cpu_fallbacks"] = s.fallback_counts;
   d["cache_hits"] = rt.cache().hits();
@@ -152,4 +155,5 @@ PYBIND11_MODULE(_C, m) {
   m.def("start_trace", [] { Runtime::get().start_trace(); });
   m.def("stop_trace", [](const std::string& path) { Runtime::get().stop_trace(path); });
   register_build_info(m);
+  register_slice(m);
 }

@@ -106,6 +106,28 @@ Runtime::Runtime() {
     devices_.back()->set_interrupt_poll(poll_interrupt);
   }
   clocks_.assign(devices_.size(), 0.0);
+  // The chips of this process form one slice. With one chip, VTPU_TOPOLOGY describes the slice
+  // of a tpu_dist job's ranks instead (vtpu.distributed), so only its form is checked here.
+  const auto axes = from_env("VTPU_TOPOLOGY", std::to_string(count), [&](const std::string& v) {
+    auto parsed = sim::parse_topology(v);
+    int64_t chips = 1;
+    for (int n : parsed) chips *= n;
+    if (count > 1 && chips != count) {
+      throw std::invalid_argument("a slice of " + std::to_string(chips) + " chips, but VTPU_CHIPS=" + std::to_string(count));
+    }
+    return count > 1 ? parsed : std::vector<int>{1};
+  });
+  slice_ = std::make_unique<sim::Slice>(chip, axes);
+}
+
+void Runtime::copy_between_chips(int src, int dst, uint64_t bytes) {
+  // The copy starts when both chips are there (their pending work ran: the caller flushed) and
+  // takes the slice's point-to-point time; both clocks end at its end.
+  const double seconds = slice_->point_to_point(src, dst, double(bytes));
+  const double end = std::max(clocks_.at(src), clocks_.at(dst)) + seconds;
+  clocks_.at(src) = clocks_.at(dst) = end;
+  stats_.chip_to_chip_bytes += bytes;
+  stats_.chip_to_chip_seconds += seconds;
 }
 
 sim::Device& Runtime::device(int index) {

@@ -22,6 +22,7 @@
 #include "kernels/graph/plan.h"
 #include "kernels/graph/plan_cache.h"
 #include "sim/device.h"
+#include "sim/interconnect.h"
 #include "torch_bridge/plan_runner/plan_runner.h"
 #include "traces/trace_recorder.h"
 
@@ -57,6 +58,8 @@ struct Stats {
   uint64_t ops_dead = 0;            // recorded ops whose results nobody kept (never ran)
   uint64_t flushes = 0;
   uint64_t host_relayouts = 0;      // non-contiguous views made dense through the host
+  uint64_t chip_to_chip_bytes = 0;  // tensors copied between this process's chips, over ICI
+  double chip_to_chip_seconds = 0;  // the interconnect's time for them
   uint64_t cpu_fallback_ops = 0;
   uint64_t plan_cache_hits = 0;     // flushes whose graph was planned before
   uint64_t plan_cache_misses = 0;
@@ -109,6 +112,10 @@ class Runtime {
   // reset_stats leaves alone: what tpu events read, so elapsed_time is simulated time.
   double simulated_clock(int device) const { return clocks_.at(device); }
   void advance_clock(int device, double seconds) { clocks_.at(device) += seconds; }
+  // This process's chips as a slice joined by ICI (VTPU_TOPOLOGY, or one axis of VTPU_CHIPS).
+  const sim::Slice& slice() const { return *slice_; }
+  // Charges a copy of `bytes` from chip `src` to chip `dst` to both clocks and the counters.
+  void copy_between_chips(int src, int dst, uint64_t bytes);
   std::recursive_mutex& mutex() { return mutex_; }
 
   // Tracing: launches on every device are recorded until stop_trace writes the file.
@@ -120,6 +127,7 @@ class Runtime {
   Runtime();
   std::vector<std::unique_ptr<sim::Device>> devices_;
   std::vector<double> clocks_;
+  std::unique_ptr<sim::Slice> slice_;
   std::string chip_name_;
   Mode mode_ = Mode::DeferAndFuse;
   kernels::FusionStrategy fusion_ = kernels::FusionStrategy::Greedy;

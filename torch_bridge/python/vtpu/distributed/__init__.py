@@ -1,5 +1,5 @@
 """vtpu on many chips: the torch.distributed backend "tpu_dist" (process_group.py), one rank per
-simulated chip, and the interconnect model that times its collectives (interconnect.py).
+simulated chip, its collectives timed by the simulator's interconnect model (interconnect.py).
 
     torch.distributed.init_process_group("tpu_dist", ...)   # under torchrun, or with a store
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .collective_stats import reset as reset_stats
 from .collective_stats import snapshot as stats
-from .interconnect import Interconnect, parse_topology
+from .interconnect import Slice, parse_topology
 
 BACKEND = "tpu_dist"
 
@@ -26,4 +26,4 @@ def register() -> None:
     dist.Backend.register_backend(BACKEND, create, devices=["tpu", "cpu"])
 
 
-__all__ = ["BACKEND", "Interconnect", "parse_topology", "register", "reset_stats", "stats"]
+__all__ = ["BACKEND", "Slice", "parse_topology", "register", "reset_stats", "stats"]

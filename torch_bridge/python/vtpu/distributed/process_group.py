@@ -2,7 +2,7 @@
 
 Data moves between the ranks through Gloo on the host (sound and simple): a collective copies its
 tpu tensors to the host, runs Gloo's collective there and copies the results back. What the
-chips would spend on it is the interconnect model's (interconnect.py): a collective starts when
+chips would spend on it is the simulator's interconnect model (interconnect.py): a collective starts when
 the last rank reaches it, every rank's simulated clock then moves to that start plus the
 collective's closed-form time, so the ranks' clocks agree after each collective. Collectives are
 synchronous on the host and on the simulated timeline (no overlap with compute yet); sends and
@@ -21,6 +21,7 @@ from torch._C._distributed_c10d import (AllgatherOptions, AllreduceOptions, AllT
                                         BroadcastOptions, ReduceOp, ReduceScatterOptions, _create_work_from_future)
 from torch.futures import Future
 
+from .. import _C
 from . import interconnect
 from .collective_stats import record
 
@@ -80,15 +81,12 @@ def _premultiplied(op, tensors: list[torch.Tensor]) -> ReduceOp | ReduceOp.RedOp
 class ProcessGroupTPU(dist.ProcessGroup):
     def __init__(self, store, rank: int, size: int, timeout: datetime.timedelta):
         super().__init__(rank, size)
-        import vtpu
-
         options = dist.ProcessGroupGloo._Options()
         options._timeout = timeout
         options._devices = [dist.ProcessGroupGloo.create_device(hostname=_LOOPBACK)]
         self._gloo = dist.ProcessGroupGloo(dist.PrefixStore("tpu_dist/gloo", store), rank, size, options)
-        chip = next(c for c in vtpu._C.chip_presets() if c["name"] == vtpu.chip_name())
         world = dist.get_world_size() if dist.is_initialized() else size
-        self.interconnect = interconnect.for_group(chip, world, size)
+        self.interconnect = interconnect.for_group(world, size)
 
     def getBackendName(self) -> str:
         return "tpu_dist"
@@ -110,20 +108,18 @@ class ProcessGroupTPU(dist.ProcessGroup):
         return getattr(self, "_group_desc", "")
 
     def __repr__(self) -> str:
-        return f"ProcessGroupTPU(rank={self.rank()}, size={self.size()}, {self.interconnect.axes})"
+        return f"ProcessGroupTPU(rank={self.rank()}, size={self.size()}, {self.interconnect!r})"
 
     # --- simulated time ------------------------------------------------------------------------
     def _charge(self, staged: _Staged, name: str, nbytes: int, seconds: float) -> None:
         """Every rank's clock moves to the latest rank's start plus `seconds`."""
         if staged.device is None:
             return
-        import vtpu
-
-        start = vtpu._C.simulated_clock(staged.device)
+        start = _C.simulated_clock(staged.device)
         starts = torch.tensor([start], dtype=torch.float64)
         self._gloo.allreduce([starts], self._max()).wait()
         end = float(starts.item()) + seconds
-        vtpu._C.advance_clock(staged.device, max(0.0, end - start))
+        _C.advance_clock(staged.device, max(0.0, end - start))
         record(name, nbytes, seconds, end - start)
 
     @staticmethod
@@ -270,13 +266,11 @@ class ProcessGroupTPU(dist.ProcessGroup):
         host = [staged(t, written=False) for t in tensors]
         nbytes = _nbytes(tensors)
         seconds = self.interconnect.point_to_point(self.rank(), dst, nbytes)
-        import vtpu
-
-        start = vtpu._C.simulated_clock(staged.device) if staged.device is not None else -1.0
+        start = _C.simulated_clock(staged.device) if staged.device is not None else -1.0
         clock = torch.tensor([start], dtype=torch.float64)  # the receiver's data arrives no earlier
         works = [self._gloo.send([clock], dst, tag), self._gloo.send(host, dst, tag)]
         if staged.device is not None:
-            vtpu._C.advance_clock(staged.device, seconds)  # the sender's DMA engine is busy that long
+            _C.advance_clock(staged.device, seconds)  # the sender's DMA engine is busy that long
             record("send", nbytes, seconds, seconds)
         return _P2PWork(works, tensors, finish=None)
 
@@ -290,13 +284,11 @@ class ProcessGroupTPU(dist.ProcessGroup):
             staged.finish()
             if staged.device is None:
                 return
-            import vtpu
-
             nbytes = _nbytes(tensors)
             seconds = self.interconnect.point_to_point(src, self.rank(), nbytes)
-            own = vtpu._C.simulated_clock(staged.device)
+            own = _C.simulated_clock(staged.device)
             end = max(own, float(clock.item())) + seconds
-            vtpu._C.advance_clock(staged.device, end - own)
+            _C.advance_clock(staged.device, end - own)
             record("recv", nbytes, seconds, end - own)
 
         return _P2PWork(works, tensors, finish)
