@@ -78,7 +78,7 @@ ChipConfig parse_chip_json(const std::string& json_text, const std::string& orig
   json doc;
   try {
     doc = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number too large for any type
     throw ConfigError(fmt::format("{}: invalid JSON: {}", origin, e.what()));
   }
   if (!doc.is_object()) throw ConfigError(fmt::format("{}: top level must be an object", origin));
