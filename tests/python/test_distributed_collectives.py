@@ -97,7 +97,8 @@ def test_every_collective_on_tpu_matches_gloo_on_cpu(run_ranks, world_size):
 
 def test_collectives_agree_on_the_simulated_clock(run_ranks):
     # Rank 0 computes longer first; the all-reduce starts when it arrives, on both ranks, and
-    # takes the interconnect's closed form for its bytes; the ranks' clocks then agree.
+    # takes the interconnect's closed form for its bytes; a synchronous collective makes each chip
+    # wait for its end, so the ranks' clocks then agree.
     results = run_ranks("""
         from vtpu.distributed import interconnect
         a = torch.randn(512 if rank == 0 else 64, 512, device="tpu")
@@ -110,9 +111,10 @@ def test_collectives_agree_on_the_simulated_clock(run_ranks):
         dist.all_reduce(g)
         after = vtpu._C.simulated_clock(0)
         model = interconnect.for_group(world, world)
+        s = vtpu.stats()
         print(json.dumps({"before": before, "latest_start": max(s.item() for s in starts), "after": after,
                           "closed_form": model.all_reduce(4 << 20), "sum": g[0].item(),
-                          "stats": vtpu.stats()["interconnect"]["all_reduce"]}))
+                          "stats": s["interconnect"]["all_reduce"], "waited": s["interconnect_wait_seconds"]}))
     """, VTPU_TOPOLOGY="2")
     assert results[0]["before"] > results[1]["before"]  # rank 0 did more work
     for r in results:
@@ -120,9 +122,41 @@ def test_collectives_agree_on_the_simulated_clock(run_ranks):
         assert r["after"] == pytest.approx(r["latest_start"] + r["closed_form"], rel=1e-9)
         assert r["stats"]["calls"] == 1 and r["stats"]["bytes"] == 4 << 20
         assert r["stats"]["modelled_seconds"] == pytest.approx(r["closed_form"])
+        assert r["waited"] == pytest.approx(r["after"] - r["before"])  # all of it stalled this chip
     assert results[0]["after"] == pytest.approx(results[1]["after"], rel=1e-12)
-    # the waiting rank's clock moved by its wait plus the collective
-    assert results[1]["stats"]["clock_seconds"] == pytest.approx(results[1]["after"] - results[1]["before"])
+
+
+def test_an_asynchronous_collective_runs_beside_compute(run_ranks):
+    # Issued with async_op=True, the all-reduce is in flight while the chip computes something
+    # else; the chip waits only for what is left of it, at wait() or when a kernel reads it.
+    results = run_ranks("""
+        from vtpu.distributed import interconnect
+        g = torch.ones(1 << 22, device="tpu")  # 16 MiB: about 0.67 ms on two v5e chips
+        x = torch.randn(1024, 1024, device="tpu")
+        vtpu.synchronize()
+        t0 = vtpu._C.simulated_clock(0)
+        work = dist.all_reduce(g, async_op=True)
+        issued = vtpu._C.simulated_clock(0)
+        for _ in range(3):
+            x = torch.tanh(x @ x)  # independent of g
+        vtpu.synchronize()
+        computed = vtpu._C.simulated_clock(0)
+        work.wait()
+        waited = vtpu._C.simulated_clock(0)
+        total = (g * 2).sum().item()  # reads g: already here
+        comm = interconnect.for_group(world, world).all_reduce(4 << 22)
+        print(json.dumps({"t0": t0, "issued": issued, "computed": computed, "waited": waited, "comm": comm,
+                          "total": total, "stall": vtpu.stats()["interconnect_wait_seconds"]}))
+    """)
+    for r in results:
+        assert r["total"] == 2.0 * 2 * (1 << 22)
+        assert r["issued"] == r["t0"]  # issuing costs the chip nothing
+        assert r["computed"] > r["t0"]
+        end = r["t0"] + r["comm"]  # both ranks were ready at the same time
+        assert r["waited"] == pytest.approx(max(end, r["computed"]), rel=1e-9)
+        # overlapped: the chip stalled only for the part of the collective the compute did not hide
+        assert r["stall"] == pytest.approx(max(0.0, end - r["computed"]), abs=1e-12)
+        assert r["waited"] < r["computed"] + r["comm"]
 
 
 def test_a_topology_that_does_not_match_the_ranks_is_refused(run_ranks):

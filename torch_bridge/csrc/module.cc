@@ -48,6 +48,7 @@ py::dict stats() {
   d["host_relayouts"] = s.host_relayouts;
   d["chip_to_chip_bytes"] = s.chip_to_chip_bytes;
   d["chip_to_chip_seconds"] = s.chip_to_chip_seconds;
+  d["interconnect_wait_seconds"] = s.interconnect_wait_seconds;
   d["cpu_fallback_ops"] = s.cpu_fallback_ops;
   d["cpu_fallbacks"] = s.fallback_counts;
   d["cache_hits"] = rt.cache().hits();
@@ -151,6 +152,19 @@ PYBIND11_MODULE(_C, m) {
   m.def("advance_clock", [](int device, double seconds) {
     if (!(seconds >= 0)) throw std::invalid_argument("vtpu: a clock only moves forward");
     Runtime::get().advance_clock(device, seconds);
+  });
+  // Data in flight on the interconnect (vtpu.distributed): the tensor's buffer arrives at
+  // `seconds`, and whatever reads it first waits for that.
+  m.def("set_arrival", [](const at::Tensor& t, double seconds) {
+    auto& rt = Runtime::get();
+    std::lock_guard lock(rt.mutex());
+    Buffer& b = rt.buffer(storage_vaddr(t));
+    b.ready_at = std::max(b.ready_at, seconds);
+  });
+  m.def("wait_until", [](int device, double seconds) {
+    auto& rt = Runtime::get();
+    std::lock_guard lock(rt.mutex());
+    rt.wait_until(device, seconds);
   });
   m.def("start_trace", [] { Runtime::get().start_trace(); });
   m.def("stop_trace", [](const std::string& path) { Runtime::get().stop_trace(path); });

@@ -91,6 +91,7 @@ at::Tensor to_host(const at::Tensor& src) {
   Recorder::of(device).flush();
   const uint64_t vaddr = storage_vaddr(src);
   const Buffer& b = rt.buffer(vaddr);
+  rt.wait_until(device, b.ready_at);  // the host reads it once it has arrived
   at::Tensor storage_copy = at::empty({static_cast<int64_t>(b.bytes)}, at::TensorOptions().dtype(at::kByte));
   if (b.bytes > 0) {
     rt.device(device).copy_to_host({storage_copy.data_ptr<uint8_t>(), b.bytes}, rt.materialize(vaddr));

@@ -76,6 +76,7 @@ std::optional<int> Recorder::strided_view(const at::Tensor& t) {
   auto& rt = Runtime::get();
   const uint64_t vaddr = storage_vaddr(t);
   Buffer& b = rt.buffer(vaddr);
+  inputs_ready_at_ = std::max(inputs_ready_at_, b.ready_at);
   const auto chip = chip_dtype(t.scalar_type());
   if (!chip) return std::nullopt;
   const kernels::DType dtype = *chip;
@@ -104,6 +105,7 @@ int Recorder::value_of(const at::Tensor& t) {
   const uint64_t vaddr = storage_vaddr(dense);
   const uint64_t offset = dense.storage_offset() * dense.element_size();
   Buffer& b = rt.buffer(vaddr);
+  inputs_ready_at_ = std::max(inputs_ready_at_, b.ready_at);
   if (b.pending_value >= 0) {
     const auto& pending = graph_.node(b.pending_value).type;
     if (offset == 0 && pending == type) return b.pending_value;
@@ -193,6 +195,7 @@ void Recorder::reset() {
   input_values_.clear();
   input_storage_.clear();
   outputs_.clear();
+  inputs_ready_at_ = 0;
   ops_ = 0;
 }
 
@@ -220,10 +223,12 @@ void Recorder::flush() {
   }
   rt.stats().planning_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - planning_started).count();
   PlanRun run;
+  rt.wait_until(device_, inputs_ready_at_);  // the flush starts once its inputs have arrived
   try {
     // Output buffers get HBM when the kernel writing them runs, like tensors allocated op by op.
     PlanExecution exec(device, *plan, bound, [&](int v) {
       const Output& out = outputs_.at(v);
+      rt.buffer(out.vaddr).ready_at = 0;  // computed here, after anything that was in flight
       return rt.materialize(out.vaddr) + out.offset;
     }, [this](int v) { input_done(v); });
     run = exec.run();

@@ -56,6 +56,7 @@ class Recorder {
   std::map<std::pair<uint64_t, std::string>, int> input_values_;  // (address, type) -> value, to reuse inputs
   std::map<int, c10::Storage> input_storage_;       // input value -> its storage, alive while a flush may read it
   std::map<int, Output> outputs_;                    // value -> where it lands
+  double inputs_ready_at_ = 0;                       // the latest arrival among the inputs' buffers
   std::vector<std::pair<int, sim::HbmAddress>> retired_;  // HBM replaced under pending readers, freed after the flush
   uint64_t ops_ = 0;
 };

@@ -120,6 +120,12 @@ Runtime::Runtime() {
   slice_ = std::make_unique<sim::Slice>(chip, axes);
 }
 
+void Runtime::wait_until(int device, double seconds) {
+  if (seconds <= clocks_.at(device)) return;
+  stats_.interconnect_wait_seconds += seconds - clocks_.at(device);
+  clocks_.at(device) = seconds;
+}
+
 void Runtime::copy_between_chips(int src, int dst, uint64_t bytes) {
   // The copy starts when both chips are there (their pending work ran: the caller flushed) and
   // takes the slice's point-to-point time; both clocks end at its end.

@@ -40,6 +40,9 @@ struct Buffer {
   // Every int64 element it holds has |value| <= this; unknown (nullopt) after any write that does
   // not say. int64 ops run on the chip only on operands with a known bound (ops_int64.h).
   std::optional<int64_t> int64_bound;
+  // Simulated time at which its data arrives over the interconnect (a collective's result, written
+  // while the chip went on computing); whatever reads it first waits for that (0: already here).
+  double ready_at = 0;
 };
 
 struct Stats {
@@ -60,6 +63,7 @@ struct Stats {
   uint64_t host_relayouts = 0;      // non-contiguous views made dense through the host
   uint64_t chip_to_chip_bytes = 0;  // tensors copied between this process's chips, over ICI
   double chip_to_chip_seconds = 0;  // the interconnect's time for them
+  double interconnect_wait_seconds = 0;  // simulated time chips stalled for data still in flight
   uint64_t cpu_fallback_ops = 0;
   uint64_t plan_cache_hits = 0;     // flushes whose graph was planned before
   uint64_t plan_cache_misses = 0;
@@ -116,6 +120,8 @@ class Runtime {
   const sim::Slice& slice() const { return *slice_; }
   // Charges a copy of `bytes` from chip `src` to chip `dst` to both clocks and the counters.
   void copy_between_chips(int src, int dst, uint64_t bytes);
+  // The device's clock moves to `seconds` if it is behind (it waits for data in flight).
+  void wait_until(int device, double seconds);
   std::recursive_mutex& mutex() { return mutex_; }
 
   // Tracing: launches on every device are recorded until stop_trace writes the file.

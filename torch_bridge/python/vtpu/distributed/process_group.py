@@ -2,11 +2,14 @@
 
 Data moves between the ranks through Gloo on the host (sound and simple): a collective copies its
 tpu tensors to the host, runs Gloo's collective there and copies the results back. What the
-chips would spend on it is the simulator's interconnect model (interconnect.py): a collective starts when
-the last rank reaches it, every rank's simulated clock then moves to that start plus the
-collective's closed-form time, so the ranks' clocks agree after each collective. Collectives are
-synchronous on the host and on the simulated timeline (no overlap with compute yet); sends and
-receives are asynchronous on the host, so rings of batch_isend_irecv do not deadlock.
+chips would spend on it is the simulator's interconnect model (interconnect.py), on a timeline
+beside compute: each chip's interconnect runs its collectives one after another, a collective
+starts when the last rank is ready (its inputs computed, its interconnect free) and ends the
+closed-form time later, the same end on every rank. Its results are in flight until then: the
+chip computes on, and whatever reads them first (a kernel, the host) waits for them, as does
+`work.wait()` (a synchronous collective's too), the way a CUDA stream waits for NCCL's. On the
+host every collective is synchronous but sends and receives, so rings of batch_isend_irecv do
+not deadlock.
 
 CPU tensors go to Gloo as they are, untimed, so one group serves `tpu` and `cpu` tensors.
 """
@@ -40,7 +43,17 @@ class _Staged:
 
     def __init__(self):
         self.device: int | None = None
-        self._back: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self._back: list[tuple[torch.Tensor, torch.Tensor | None]] = []
+
+    @property
+    def written(self) -> list[torch.Tensor]:
+        return [t for t, _ in self._back]
+
+    def written_directly(self, t: torch.Tensor) -> None:
+        """`t` gets the collective's results by other means, but arrives with them."""
+        if t.device.type == "tpu":
+            self.device = t.device.index or 0
+            self._back.append((t, None))
 
     def __call__(self, t: torch.Tensor, written: bool = True) -> torch.Tensor:
         if t.device.type != "tpu":
@@ -55,7 +68,8 @@ class _Staged:
     def finish(self) -> None:
         with torch.no_grad():
             for t, host in self._back:
-                t.copy_(host)
+                if host is not None:
+                    t.copy_(host)
 
 
 def _nbytes(tensors) -> int:
@@ -111,16 +125,21 @@ class ProcessGroupTPU(dist.ProcessGroup):
         return f"ProcessGroupTPU(rank={self.rank()}, size={self.size()}, {self.interconnect!r})"
 
     # --- simulated time ------------------------------------------------------------------------
-    def _charge(self, staged: _Staged, name: str, nbytes: int, seconds: float) -> None:
-        """Every rank's clock moves to the latest rank's start plus `seconds`."""
+    def _schedule(self, staged: _Staged, name: str, nbytes: int, seconds: float) -> float | None:
+        """The collective's end on the simulated timeline: the latest rank's start plus `seconds`.
+        Its written tpu tensors arrive then; None for CPU tensors (untimed)."""
         if staged.device is None:
-            return
-        start = _C.simulated_clock(staged.device)
-        starts = torch.tensor([start], dtype=torch.float64)
+            return None
+        device = staged.device
+        ready = max(_C.simulated_clock(device), _interconnect_free_at.get(device, 0.0))
+        starts = torch.tensor([ready], dtype=torch.float64)
         self._gloo.allreduce([starts], self._max()).wait()
         end = float(starts.item()) + seconds
-        _C.advance_clock(staged.device, max(0.0, end - start))
-        record(name, nbytes, seconds, end - start)
+        _interconnect_free_at[device] = end
+        for t in staged.written:
+            _C.set_arrival(t, end)
+        record(name, nbytes, seconds)
+        return end
 
     @staticmethod
     def _max() -> AllreduceOptions:
@@ -131,8 +150,7 @@ class ProcessGroupTPU(dist.ProcessGroup):
     def _run(self, name: str, staged: _Staged, work: dist.Work, result, nbytes: int, seconds: float) -> dist.Work:
         work.wait()
         staged.finish()
-        self._charge(staged, name, nbytes, seconds)
-        return _done(result)
+        return _InFlight(result, staged.device, self._schedule(staged, name, nbytes, seconds))
 
     # --- reductions ------------------------------------------------------------------------------
     def allreduce(self, tensors, opts=AllreduceOptions()):
@@ -147,10 +165,7 @@ class ProcessGroupTPU(dist.ProcessGroup):
         single = AllreduceOptions()
         if opts is not None:
             single.reduceOp = opts.reduceOp
-        works = [self.allreduce([t], single) for t in tensors]
-        for w in works:
-            w.wait()
-        return _done(tensors)
+        return _InFlight.together([self.allreduce([t], single) for t in tensors], tensors)
 
     def reduce(self, tensors, opts):
         staged = _Staged()
@@ -174,9 +189,8 @@ class ProcessGroupTPU(dist.ProcessGroup):
         return self.reduce_scatter([output], [list(torch.chunk(input, self.size()))], opts)
 
     def reduce_scatter_single_coalesced(self, outputs, inputs, opts=ReduceScatterOptions()):
-        for o, i in zip(outputs, inputs, strict=True):
-            self.reduce_scatter_single(o, i, opts).wait()
-        return _done(outputs)
+        return _InFlight.together([self.reduce_scatter_single(o, i, opts) for o, i in zip(outputs, inputs, strict=True)],
+                                  outputs)
 
     reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
     _reduce_scatter_base = reduce_scatter_single
@@ -191,9 +205,8 @@ class ProcessGroupTPU(dist.ProcessGroup):
                          self.interconnect.all_gather(nbytes))
 
     def allgather_coalesced(self, output_lists, input_tensors, opts=AllgatherOptions()):
-        for row, t in zip(output_lists, input_tensors, strict=True):
-            self.allgather([row], [t], opts).wait()
-        return _done(output_lists)
+        return _InFlight.together([self.allgather([row], [t], opts) for row, t in zip(output_lists, input_tensors, strict=True)],
+                                  output_lists)
 
     def all_gather_single(self, output, input, opts=AllgatherOptions()):
         rows = list(torch.chunk(output, self.size()))
@@ -205,15 +218,15 @@ class ProcessGroupTPU(dist.ProcessGroup):
         if output.device.type == "tpu":  # one copy of the whole output back, not one per row
             with torch.no_grad():
                 output.copy_(torch.cat(outs[0]).view_as(output))
-        self._charge(staged, "all_gather", _nbytes([output]), self.interconnect.all_gather(_nbytes([output])))
-        return _done([output])
+            staged.written_directly(output)
+        end = self._schedule(staged, "all_gather", _nbytes([output]), self.interconnect.all_gather(_nbytes([output])))
+        return _InFlight([output], staged.device, end)
 
     _allgather_base = all_gather_single
 
     def all_gather_single_coalesced(self, outputs, inputs, opts=AllgatherOptions()):
-        for o, i in zip(outputs, inputs, strict=True):
-            self.all_gather_single(o, i, opts).wait()
-        return _done(outputs)
+        return _InFlight.together([self.all_gather_single(o, i, opts) for o, i in zip(outputs, inputs, strict=True)],
+                                  outputs)
 
     allgather_into_tensor_coalesced = all_gather_single_coalesced
 
@@ -261,18 +274,24 @@ class ProcessGroupTPU(dist.ProcessGroup):
         return _done([])
 
     # --- point to point --------------------------------------------------------------------------
+    # A send goes when the sender is ready (its data computed, its interconnect free) and tells the
+    # receiver when that was; the data arrives at the later of that and the receiver's own
+    # interconnect being free, plus the transfer.
     def send(self, tensors, dst: int, tag: int = 0):
         staged = _Staged()
         host = [staged(t, written=False) for t in tensors]
-        nbytes = _nbytes(tensors)
-        seconds = self.interconnect.point_to_point(self.rank(), dst, nbytes)
-        start = _C.simulated_clock(staged.device) if staged.device is not None else -1.0
-        clock = torch.tensor([start], dtype=torch.float64)  # the receiver's data arrives no earlier
-        works = [self._gloo.send([clock], dst, tag), self._gloo.send(host, dst, tag)]
+        ready = -1.0
         if staged.device is not None:
-            _C.advance_clock(staged.device, seconds)  # the sender's DMA engine is busy that long
-            record("send", nbytes, seconds, seconds)
-        return _P2PWork(works, tensors, finish=None)
+            ready = max(_C.simulated_clock(staged.device), _interconnect_free_at.get(staged.device, 0.0))
+        clock = torch.tensor([ready], dtype=torch.float64)
+        works = [self._gloo.send([clock], dst, tag), self._gloo.send(host, dst, tag)]
+        end = None
+        if staged.device is not None:
+            nbytes = _nbytes(tensors)
+            seconds = self.interconnect.point_to_point(self.rank(), dst, nbytes)
+            end = _interconnect_free_at[staged.device] = ready + seconds
+            record("send", nbytes, seconds)
+        return _P2PWork(works, tensors, staged.device, lambda: end)
 
     def recv(self, tensors, src: int, tag: int = 0):
         staged = _Staged()
@@ -280,34 +299,77 @@ class ProcessGroupTPU(dist.ProcessGroup):
         clock = torch.tensor([0.0], dtype=torch.float64)
         works = [self._gloo.recv([clock], src, tag), self._gloo.recv(host, src, tag)]
 
-        def finish():
+        def arrive() -> float | None:
             staged.finish()
             if staged.device is None:
-                return
+                return None
             nbytes = _nbytes(tensors)
             seconds = self.interconnect.point_to_point(src, self.rank(), nbytes)
-            own = _C.simulated_clock(staged.device)
-            end = max(own, float(clock.item())) + seconds
-            _C.advance_clock(staged.device, end - own)
-            record("recv", nbytes, seconds, end - own)
+            start = max(float(clock.item()), _interconnect_free_at.get(staged.device, 0.0))
+            end = _interconnect_free_at[staged.device] = start + seconds
+            for t in staged.written:
+                _C.set_arrival(t, end)
+            record("recv", nbytes, seconds)
+            return end
 
-        return _P2PWork(works, tensors, finish)
+        return _P2PWork(works, tensors, staged.device, arrive)
+
+
+# Each chip's interconnect, by device index in this process: when it finishes what it was given.
+_interconnect_free_at: dict[int, float] = {}
+
+
+def _chip_waits(device: int | None, end: float | None) -> None:
+    """The chip waits for a collective (work.wait()): work issued before it runs first, and runs
+    beside the collective; whatever comes after starts at its end at the earliest."""
+    if device is not None and end is not None:
+        _C.synchronize(device)
+        _C.wait_until(device, end)
+
+
+class _InFlight(dist.Work):
+    """A collective done on the host whose results are in flight on the simulated timeline until
+    `end`. Their buffers carry that arrival, so whatever reads them waits; wait() makes the chip
+    wait for it too. get_future() gives the results at once (DDP's hooks chain on it)."""
+
+    def __init__(self, result, device: int | None, end: float | None):
+        super().__init__()
+        self._result, self._device, self.end = result, device, end
+
+    @staticmethod
+    def together(works: list["_InFlight"], result) -> "_InFlight":
+        ends = [w.end for w in works if w.end is not None]
+        device = next((w._device for w in works if w._device is not None), None)
+        return _InFlight(result, device, max(ends) if ends else None)
+
+    def wait(self, timeout=None) -> bool:
+        _chip_waits(self._device, self.end)
+        return True
+
+    def is_completed(self) -> bool:
+        return True
+
+    def get_future(self):
+        future = Future()
+        future.set_result(self._result)
+        return future
 
 
 class _P2PWork(dist.Work):
-    """A send or receive in flight on Gloo; a receive's data reaches its tpu tensors on wait()."""
+    """A send or receive in flight on Gloo. wait() finishes it on the host (a receive's data
+    reaches its tpu tensors then, arriving on the simulated timeline as arrive() says) and makes
+    the chip wait for it."""
 
-    def __init__(self, works, tensors, finish):
+    def __init__(self, works, tensors, device: int | None, arrive):
         super().__init__()
-        self._works, self._tensors, self._finish = works, tensors, finish
+        self._works, self._tensors, self._device, self._arrive = works, tensors, device, arrive
 
     def wait(self, timeout=None) -> bool:
         if self._works:
             for w in self._works:
                 w.wait()
             self._works = []
-            if self._finish is not None:
-                self._finish()
+            _chip_waits(self._device, self._arrive())
         return True
 
     def is_completed(self) -> bool:
