@@ -3,6 +3,7 @@ memory statistics), registered by `import vtpu`."""
 from __future__ import annotations
 
 import contextlib
+import threading
 
 import torch
 
@@ -76,12 +77,26 @@ def default_stream(device=None) -> torch.Stream:
     return Stream(device)
 
 
+_side_streams = threading.local()
+
+
+def in_side_stream() -> bool:
+    """Whether the caller is inside a `torch.tpu.stream(s)` block."""
+    return getattr(_side_streams, "depth", 0) > 0
+
+
 @contextlib.contextmanager
 def stream(stream):
-    """`with torch.tpu.stream(s):` as torch.cuda.stream. With one stream per device there is
-    nothing to switch; the block runs where it would have run anyway (FSDP2 issues its
-    all-gathers and reduce-scatters inside such blocks)."""
-    yield stream
+    """`with torch.tpu.stream(s):` as torch.cuda.stream. Kernels still run on the device's one
+    stream, but a collective waited for inside the block (FSDP2 issues its all-gathers and
+    reduce-scatters inside such blocks, on side streams) does not make the chip's compute wait:
+    only what reads its results does (vtpu.distributed), as on CUDA, where such a wait holds up
+    the side stream alone."""
+    _side_streams.depth = getattr(_side_streams, "depth", 0) + 1
+    try:
+        yield stream
+    finally:
+        _side_streams.depth -= 1
 
 
 def synchronize(device=None) -> None:

@@ -25,6 +25,7 @@ from torch._C._distributed_c10d import (AllgatherOptions, AllreduceOptions, AllT
 from torch.futures import Future
 
 from .. import _C
+from ..device_module import in_side_stream
 from . import interconnect
 from .collective_stats import record
 
@@ -321,8 +322,10 @@ _interconnect_free_at: dict[int, float] = {}
 
 def _chip_waits(device: int | None, end: float | None) -> None:
     """The chip waits for a collective (work.wait()): work issued before it runs first, and runs
-    beside the collective; whatever comes after starts at its end at the earliest."""
-    if device is not None and end is not None:
+    beside the collective; whatever comes after starts at its end at the earliest. Inside a
+    torch.tpu.stream block the wait holds up that side stream only, so the chip does not stall:
+    what reads the results waits for their arrival."""
+    if device is not None and end is not None and not in_side_stream():
         _C.synchronize(device)
         _C.wait_until(device, end)
 
