@@ -25,8 +25,8 @@ from torch._C._distributed_c10d import (AllgatherOptions, AllreduceOptions, AllT
 from torch.futures import Future
 
 from .. import _C
-from ..device_module import in_side_stream
 from . import interconnect
+from .in_flight import InFlight, P2PWork, interconnect_free_at
 from .collective_stats import record
 
 _LOOPBACK = "127.0.0.1"
@@ -132,11 +132,11 @@ class ProcessGroupTPU(dist.ProcessGroup):
         if staged.device is None:
             return None
         device = staged.device
-        ready = max(_C.simulated_clock(device), _interconnect_free_at.get(device, 0.0))
+        ready = max(_C.simulated_clock(device), interconnect_free_at.get(device, 0.0))
         starts = torch.tensor([ready], dtype=torch.float64)
         self._gloo.allreduce([starts], self._max()).wait()
         end = float(starts.item()) + seconds
-        _interconnect_free_at[device] = end
+        interconnect_free_at[device] = end
         for t in staged.written:
             _C.set_arrival(t, end)
         record(name, nbytes, seconds)
@@ -151,7 +151,7 @@ class ProcessGroupTPU(dist.ProcessGroup):
     def _run(self, name: str, staged: _Staged, work: dist.Work, result, nbytes: int, seconds: float) -> dist.Work:
         work.wait()
         staged.finish()
-        return _InFlight(result, staged.device, self._schedule(staged, name, nbytes, seconds))
+        return InFlight(result, staged.device, self._schedule(staged, name, nbytes, seconds))
 
     # --- reductions ------------------------------------------------------------------------------
     def allreduce(self, tensors, opts=AllreduceOptions()):
@@ -166,7 +166,7 @@ class ProcessGroupTPU(dist.ProcessGroup):
         single = AllreduceOptions()
         if opts is not None:
             single.reduceOp = opts.reduceOp
-        return _InFlight.together([self.allreduce([t], single) for t in tensors], tensors)
+        return InFlight.together([self.allreduce([t], single) for t in tensors], tensors)
 
     def reduce(self, tensors, opts):
         staged = _Staged()
@@ -190,7 +190,7 @@ class ProcessGroupTPU(dist.ProcessGroup):
         return self.reduce_scatter([output], [list(torch.chunk(input, self.size()))], opts)
 
     def reduce_scatter_single_coalesced(self, outputs, inputs, opts=ReduceScatterOptions()):
-        return _InFlight.together([self.reduce_scatter_single(o, i, opts) for o, i in zip(outputs, inputs, strict=True)],
+        return InFlight.together([self.reduce_scatter_single(o, i, opts) for o, i in zip(outputs, inputs, strict=True)],
                                   outputs)
 
     reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
@@ -206,7 +206,7 @@ class ProcessGroupTPU(dist.ProcessGroup):
                          self.interconnect.all_gather(nbytes))
 
     def allgather_coalesced(self, output_lists, input_tensors, opts=AllgatherOptions()):
-        return _InFlight.together([self.allgather([row], [t], opts) for row, t in zip(output_lists, input_tensors, strict=True)],
+        return InFlight.together([self.allgather([row], [t], opts) for row, t in zip(output_lists, input_tensors, strict=True)],
                                   output_lists)
 
     def all_gather_single(self, output, input, opts=AllgatherOptions()):
@@ -221,12 +221,12 @@ class ProcessGroupTPU(dist.ProcessGroup):
                 output.copy_(torch.cat(outs[0]).view_as(output))
             staged.written_directly(output)
         end = self._schedule(staged, "all_gather", _nbytes([output]), self.interconnect.all_gather(_nbytes([output])))
-        return _InFlight([output], staged.device, end)
+        return InFlight([output], staged.device, end)
 
     _allgather_base = all_gather_single
 
     def all_gather_single_coalesced(self, outputs, inputs, opts=AllgatherOptions()):
-        return _InFlight.together([self.all_gather_single(o, i, opts) for o, i in zip(outputs, inputs, strict=True)],
+        return InFlight.together([self.all_gather_single(o, i, opts) for o, i in zip(outputs, inputs, strict=True)],
                                   outputs)
 
     allgather_into_tensor_coalesced = all_gather_single_coalesced
@@ -283,16 +283,16 @@ class ProcessGroupTPU(dist.ProcessGroup):
         host = [staged(t, written=False) for t in tensors]
         ready = -1.0
         if staged.device is not None:
-            ready = max(_C.simulated_clock(staged.device), _interconnect_free_at.get(staged.device, 0.0))
+            ready = max(_C.simulated_clock(staged.device), interconnect_free_at.get(staged.device, 0.0))
         clock = torch.tensor([ready], dtype=torch.float64)
         works = [self._gloo.send([clock], dst, tag), self._gloo.send(host, dst, tag)]
         end = None
         if staged.device is not None:
             nbytes = _nbytes(tensors)
             seconds = self.interconnect.point_to_point(self.rank(), dst, nbytes)
-            end = _interconnect_free_at[staged.device] = ready + seconds
+            end = interconnect_free_at[staged.device] = ready + seconds
             record("send", nbytes, seconds)
-        return _P2PWork(works, tensors, staged.device, lambda: end)
+        return P2PWork(works, tensors, staged.device, lambda: end)
 
     def recv(self, tensors, src: int, tag: int = 0):
         staged = _Staged()
@@ -306,83 +306,14 @@ class ProcessGroupTPU(dist.ProcessGroup):
                 return None
             nbytes = _nbytes(tensors)
             seconds = self.interconnect.point_to_point(src, self.rank(), nbytes)
-            start = max(float(clock.item()), _interconnect_free_at.get(staged.device, 0.0))
-            end = _interconnect_free_at[staged.device] = start + seconds
+            start = max(float(clock.item()), interconnect_free_at.get(staged.device, 0.0))
+            end = interconnect_free_at[staged.device] = start + seconds
             for t in staged.written:
                 _C.set_arrival(t, end)
             record("recv", nbytes, seconds)
             return end
 
-        return _P2PWork(works, tensors, staged.device, arrive)
-
-
-# Each chip's interconnect, by device index in this process: when it finishes what it was given.
-_interconnect_free_at: dict[int, float] = {}
-
-
-def _chip_waits(device: int | None, end: float | None) -> None:
-    """The chip waits for a collective (work.wait()): work issued before it runs first, and runs
-    beside the collective; whatever comes after starts at its end at the earliest. Inside a
-    torch.tpu.stream block the wait holds up that side stream only, so the chip does not stall:
-    what reads the results waits for their arrival."""
-    if device is not None and end is not None and not in_side_stream():
-        _C.synchronize(device)
-        _C.wait_until(device, end)
-
-
-class _InFlight(dist.Work):
-    """A collective done on the host whose results are in flight on the simulated timeline until
-    `end`. Their buffers carry that arrival, so whatever reads them waits; wait() makes the chip
-    wait for it too. get_future() gives the results at once (DDP's hooks chain on it)."""
-
-    def __init__(self, result, device: int | None, end: float | None):
-        super().__init__()
-        self._result, self._device, self.end = result, device, end
-
-    @staticmethod
-    def together(works: list["_InFlight"], result) -> "_InFlight":
-        ends = [w.end for w in works if w.end is not None]
-        device = next((w._device for w in works if w._device is not None), None)
-        return _InFlight(result, device, max(ends) if ends else None)
-
-    def wait(self, timeout=None) -> bool:
-        _chip_waits(self._device, self.end)
-        return True
-
-    def is_completed(self) -> bool:
-        return True
-
-    def get_future(self):
-        future = Future()
-        future.set_result(self._result)
-        return future
-
-
-class _P2PWork(dist.Work):
-    """A send or receive in flight on Gloo. wait() finishes it on the host (a receive's data
-    reaches its tpu tensors then, arriving on the simulated timeline as arrive() says) and makes
-    the chip wait for it."""
-
-    def __init__(self, works, tensors, device: int | None, arrive):
-        super().__init__()
-        self._works, self._tensors, self._device, self._arrive = works, tensors, device, arrive
-
-    def wait(self, timeout=None) -> bool:
-        if self._works:
-            for w in self._works:
-                w.wait()
-            self._works = []
-            _chip_waits(self._device, self._arrive())
-        return True
-
-    def is_completed(self) -> bool:
-        return not self._works
-
-    def get_future(self):
-        self.wait()
-        future = Future()
-        future.set_result(self._tensors)
-        return future
+        return P2PWork(works, tensors, staged.device, arrive)
 
 
 def create(store, rank: int, size: int, timeout: datetime.timedelta) -> ProcessGroupTPU:
