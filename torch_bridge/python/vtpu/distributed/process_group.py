@@ -128,13 +128,14 @@ class ProcessGroupTPU(dist.ProcessGroup):
     # --- simulated time ------------------------------------------------------------------------
     def _schedule(self, staged: _Staged, name: str, nbytes: int, seconds: float) -> float | None:
         """The collective's end on the simulated timeline: the latest rank's start plus `seconds`.
-        Its written tpu tensors arrive then; None for CPU tensors (untimed)."""
-        if staged.device is None:
-            return None
+        Its written tpu tensors arrive then; None for CPU tensors (untimed). Every rank takes part
+        in the exchange of starts whatever its tensors' device, so ranks that differ cannot hang."""
         device = staged.device
-        ready = max(_C.simulated_clock(device), interconnect_free_at.get(device, 0.0))
+        ready = 0.0 if device is None else max(_C.simulated_clock(device), interconnect_free_at.get(device, 0.0))
         starts = torch.tensor([ready], dtype=torch.float64)
         self._gloo.allreduce([starts], self._max()).wait()
+        if device is None:
+            return None
         end = float(starts.item()) + seconds
         interconnect_free_at[device] = end
         for t in staged.written:
@@ -212,7 +213,8 @@ class ProcessGroupTPU(dist.ProcessGroup):
     def all_gather_single(self, output, input, opts=AllgatherOptions()):
         rows = list(torch.chunk(output, self.size()))
         staged = _Staged()
-        outs = [[staged(r, written=False) for r in rows]]
+        # a CPU output takes the rows in place; a tpu one gets them on the host first
+        outs = [[torch.empty(r.shape, dtype=r.dtype) for r in rows] if output.device.type == "tpu" else rows]
         host_in = staged(input, written=False)
         work = self._gloo.allgather(outs, [host_in], opts)
         work.wait()
