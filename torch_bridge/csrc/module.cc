@@ -146,13 +146,9 @@ PYBIND11_MODULE(_C, m) {
     std::lock_guard lock(gen.mutex());
     gen.set_state(state);
   });
-  // Each device's simulated time in seconds (what tpu events read); time spent outside kernels,
-  // on the interconnect (vtpu.distributed), moves it forward.
+  // Each device's simulated time in seconds (what tpu events read): its kernels, and its stalls
+  // for data in flight on the interconnect (vtpu.distributed).
   m.def("simulated_clock", [](int device) { return Runtime::get().simulated_clock(device); });
-  m.def("advance_clock", [](int device, double seconds) {
-    if (!(seconds >= 0)) throw std::invalid_argument("vtpu: a clock only moves forward");
-    Runtime::get().advance_clock(device, seconds);
-  });
   // Data in flight on the interconnect (vtpu.distributed): the tensor's buffer arrives at
   // `seconds`, and whatever reads it first waits for that.
   m.def("set_arrival", [](const at::Tensor& t, double seconds) {

@@ -61,6 +61,7 @@ py::list chip_presets() {
     d["vmem_bytes"] = c.vmem_bytes;
     d["ici_links"] = c.ici_links;
     d["ici_link_bandwidth_bytes_per_s"] = c.ici_link_bandwidth_bytes_per_s;
+    d["ici_hop_latency_ns"] = c.ici_hop_latency_ns;
     out.append(d);
   }
   return out;

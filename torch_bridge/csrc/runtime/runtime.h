@@ -116,8 +116,6 @@ class Runtime {
   // reset_stats leaves alone: what tpu events read, so elapsed_time is simulated time.
   double simulated_clock(int device) const { return clocks_.at(device); }
   void advance_clock(int device, double seconds) { clocks_.at(device) += seconds; }
-  // This process's chips as a slice joined by ICI (VTPU_TOPOLOGY, or one axis of VTPU_CHIPS).
-  const sim::Slice& slice() const { return *slice_; }
   // Charges a copy of `bytes` from chip `src` to chip `dst` to both clocks and the counters.
   void copy_between_chips(int src, int dst, uint64_t bytes);
   // The device's clock moves to `seconds` if it is behind (it waits for data in flight).
@@ -133,7 +131,7 @@ class Runtime {
   Runtime();
   std::vector<std::unique_ptr<sim::Device>> devices_;
   std::vector<double> clocks_;
-  std::unique_ptr<sim::Slice> slice_;
+  std::unique_ptr<sim::Slice> slice_;  // this process's chips, joined by ICI (VTPU_TOPOLOGY, or one axis)
   std::string chip_name_;
   Mode mode_ = Mode::DeferAndFuse;
   kernels::FusionStrategy fusion_ = kernels::FusionStrategy::Greedy;
