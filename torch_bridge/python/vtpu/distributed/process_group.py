@@ -21,8 +21,7 @@ import datetime
 import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import (AllgatherOptions, AllreduceOptions, AllToAllOptions, BarrierOptions,
-                                        BroadcastOptions, ReduceOp, ReduceScatterOptions, _create_work_from_future)
-from torch.futures import Future
+                                        BroadcastOptions, ReduceOp, ReduceScatterOptions)
 
 from .. import _C
 from . import interconnect
@@ -30,12 +29,6 @@ from .in_flight import InFlight, P2PWork, interconnect_free_at
 from .collective_stats import record
 
 _LOOPBACK = "127.0.0.1"
-
-
-def _done(result) -> dist.Work:
-    future = Future()
-    future.set_result(result)
-    return _create_work_from_future(future)
 
 
 class _Staged:
@@ -274,7 +267,7 @@ class ProcessGroupTPU(dist.ProcessGroup):
 
     def barrier(self, opts=BarrierOptions()):
         self._gloo.barrier(opts).wait()
-        return _done([])
+        return InFlight([], None, None)  # host-only: nothing in flight on the chips
 
     # --- point to point --------------------------------------------------------------------------
     # A send goes when the sender is ready (its data computed, its interconnect free) and tells the
