@@ -64,6 +64,7 @@ PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, con
       auto& profile = run_.per_kernel[launch.label];
       profile.launches++;
       profile.cycles += r.cycles;
+      run_.timeline.push_back({launch.label, r.summary.seconds()});
       for (const auto& unit : r.summary.units) run_.busy_cycles_per_unit[unit.name] += unit.busy_cycles;
       if (input_done) {
         for (const auto& [v, last] : plan.memory.input_last_step) {

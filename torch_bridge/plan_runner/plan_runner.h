@@ -21,6 +21,12 @@ struct KernelProfile {
   uint64_t cycles = 0;
 };
 
+// One launch in the order it ran: what the profiler shows as a kernel on the chip's timeline.
+struct LaunchSpan {
+  std::string label;
+  double seconds = 0;  // simulated
+};
+
 struct PlanRun {
   uint64_t cycles = 0;           // simulated, launches back to back
   double seconds = 0;
@@ -34,6 +40,7 @@ struct PlanRun {
   size_t held_intermediates = 0; // intermediates that lived in held VMEM
   size_t hbm_intermediates = 0;  // intermediates that did not fit there and took HBM
   std::map<std::string, KernelProfile> per_kernel;
+  std::vector<LaunchSpan> timeline;  // every launch, in order
   std::map<std::string, uint64_t> busy_cycles_per_unit;  // "mxu0", "vpu1", "dma2", ...
 };
 

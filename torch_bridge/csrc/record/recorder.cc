@@ -10,6 +10,7 @@
 #include "kernels/codegen/kernel_error.h"
 #include "kernels/codegen/trap_code.h"
 #include "sim/sim_error.h"
+#include "torch_bridge/csrc/runtime/profiler.h"
 #include "torch_bridge/csrc/runtime/runtime.h"
 #include "torch_bridge/plan_runner/plan_runner.h"
 
@@ -224,6 +225,9 @@ void Recorder::flush() {
   rt.stats().planning_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - planning_started).count();
   PlanRun run;
   rt.wait_until(device_, inputs_ready_at_);  // the flush starts once its inputs have arrived
+  const bool profiled = profiler::recording();
+  const int64_t host_start_ns = profiled ? profiler::host_now_ns() : 0;
+  const double simulated_start = rt.simulated_clock(device_);
   try {
     // Output buffers get HBM when the kernel writing them runs, like tensors allocated op by op.
     PlanExecution exec(device, *plan, bound, [&](int v) {
@@ -258,6 +262,7 @@ void Recorder::flush() {
   s.simulated_cycles += run.cycles;
   s.simulated_seconds += run.seconds;
   rt.advance_clock(device_, run.seconds);
+  if (profiled) profiler::note_launches(device_, host_start_ns, simulated_start, run.timeline);
   s.hbm_read_bytes += run.hbm_read_bytes;
   s.hbm_write_bytes += run.hbm_write_bytes;
   s.held_vmem_bytes += run.held_vmem_bytes;
