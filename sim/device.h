@@ -73,6 +73,9 @@ class Device {
   virtual void set_trace(traces::TraceRecorder* trace) { (void)trace; }
   // A function launches call every few ms of host time; it may throw to abandon the launch.
   virtual void set_interrupt_poll(std::function<void()> poll) { (void)poll; }
+  // Extra checks a debugging run asks of every launch from now on: reads of VMEM never written
+  // are errors. A device that cannot check ignores it.
+  virtual void set_debug_checks(bool on) { (void)on; }
 };
 
 // The simulator behind the interface, for code above the seam that must not name SimDevice.

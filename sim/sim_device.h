@@ -35,6 +35,7 @@ class SimDevice : public Device {
   void set_trace(traces::TraceRecorder* trace) override { trace_ = trace; }
   SimOptions& options() { return options_; }
   void set_interrupt_poll(std::function<void()> poll) override { options_.poll = std::move(poll); }
+  void set_debug_checks(bool on) override { options_.check_uninitialized = on; }
 
  private:
   ChipConfig chip_;

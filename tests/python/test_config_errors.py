@@ -10,7 +10,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 CASES = [
     ({"VTPU_CHIP": "v9"}, "VTPU_CHIP=v9: unknown chip 'v9' (presets: v4, v5e, v5p, v6e, v7)"),
-    ({"VTPU_MODE": "fast"}, "VTPU_MODE=fast: unknown vtpu mode 'fast' (strict_eager, defer_and_fuse)"),
+    ({"VTPU_MODE": "fast"}, "VTPU_MODE=fast: unknown vtpu mode 'fast' (strict_eager, defer_and_fuse, debug)"),
     ({"VTPU_CHIPS": "0"}, "VTPU_CHIPS=0: expected a number of chips, a whole number in 1..64"),
     ({"VTPU_CHIPS": "abc"}, "VTPU_CHIPS=abc: expected a number of chips, a whole number in 1..64"),
     ({"VTPU_FUSION": "x"}, "VTPU_FUSION=x: unknown fusion strategy 'x' (none, greedy)"),

@@ -10,6 +10,7 @@ namespace vtpu::bridge {
 void register_hooks();
 void register_build_info(py::module& m);
 void register_slice(py::module& m);
+void register_assembly_kernels(py::module& m);
 int current_device_index();
 void set_current_device_index(int index);
 
@@ -166,4 +167,5 @@ PYBIND11_MODULE(_C, m) {
   m.def("stop_trace", [](const std::string& path) { Runtime::get().stop_trace(path); });
   register_build_info(m);
   register_slice(m);
+  register_assembly_kernels(m);
 }

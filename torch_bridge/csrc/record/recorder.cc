@@ -178,7 +178,7 @@ void Recorder::op_recorded() {
   auto& rt = Runtime::get();
   rt.stats().ops_recorded++;
   ++ops_;
-  if (rt.mode() == Mode::StrictEager) flush();
+  if (rt.runs_each_op_at_once()) flush();
 }
 
 void Recorder::forget_output(uint64_t vaddr) {

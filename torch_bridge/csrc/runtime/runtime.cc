@@ -57,10 +57,18 @@ int64_t whole_number(const std::string& text, int64_t most, const char* what) {
 Mode mode_from_name(const std::string& name) {
   if (name == "strict_eager") return Mode::StrictEager;
   if (name == "defer_and_fuse") return Mode::DeferAndFuse;
-  throw std::invalid_argument("unknown vtpu mode '" + name + "' (strict_eager, defer_and_fuse)");
+  if (name == "debug") return Mode::Debug;
+  throw std::invalid_argument("unknown vtpu mode '" + name + "' (strict_eager, defer_and_fuse, debug)");
 }
 
-std::string mode_name(Mode mode) { return mode == Mode::StrictEager ? "strict_eager" : "defer_and_fuse"; }
+std::string mode_name(Mode mode) {
+  switch (mode) {
+    case Mode::StrictEager: return "strict_eager";
+    case Mode::DeferAndFuse: return "defer_and_fuse";
+    case Mode::Debug: return "debug";
+  }
+  return "defer_and_fuse";
+}
 
 namespace {
 
@@ -96,6 +104,13 @@ Runtime::Runtime() {
   }
   const int64_t count = from_env("VTPU_CHIPS", "1", [](const std::string& v) { return whole_number(v, 64, "a number of chips"); });
   mode_ = from_env("VTPU_MODE", "defer_and_fuse", mode_from_name);
+  // CUDA_LAUNCH_BLOCKING's counterpart: every op runs at once, checked
+  if (from_env("VTPU_LAUNCH_BLOCKING", "0", [](const std::string& v) {
+        if (v != "0" && v != "1") throw std::invalid_argument("expected 0 (off) or 1 (debug mode)");
+        return v == "1";
+      })) {
+    mode_ = Mode::Debug;
+  }
   cpu_fallback_ = from_env("VTPU_CPU_FALLBACK", "0", [](const std::string& v) {
     if (v != "0" && v != "1") throw std::invalid_argument("expected 0 (off) or 1 (on)");
     return v == "1";
@@ -169,7 +184,7 @@ uint64_t Runtime::allocate(int device_index, uint64_t bytes) {
   const uint64_t vaddr = next_vaddr_;
   next_vaddr_ += (std::max<uint64_t>(bytes, 1) + 4095) / 4096 * 4096 + 4096;  // a gap catches overruns
   buffers_[vaddr] = Buffer{device_index, bytes, std::nullopt, -1, std::nullopt};
-  if (mode_ == Mode::StrictEager && bytes > 0) {
+  if (runs_each_op_at_once() && bytes > 0) {
     try {
       materialize(vaddr);
     } catch (...) {

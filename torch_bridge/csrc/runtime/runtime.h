@@ -28,7 +28,9 @@
 
 namespace vtpu::bridge {
 
-enum class Mode : uint8_t { StrictEager, DeferAndFuse };
+// Debug runs every op at once like StrictEager; the Python side checks each op
+// (vtpu/debug_mode.py) and user kernels check their VMEM reads (record/assembly_kernel.cc).
+enum class Mode : uint8_t { StrictEager, DeferAndFuse, Debug };
 Mode mode_from_name(const std::string& name);  // throws std::invalid_argument listing the modes
 std::string mode_name(Mode mode);
 
@@ -93,6 +95,7 @@ class Runtime {
   const std::string& chip_name() const { return chip_name_; }
 
   Mode mode() const { return mode_; }
+  bool runs_each_op_at_once() const { return mode_ != Mode::DeferAndFuse; }
   void set_mode(Mode mode);
   kernels::FusionStrategy fusion() const { return fusion_; }
   void set_fusion(kernels::FusionStrategy s) { fusion_ = s; }

@@ -5,7 +5,7 @@
     print((x @ x).relu())          # runs on the simulated chip
     print(vtpu.stats())            # simulated cycles, HBM bytes, kernels, fusion, fallbacks
 
-Modes: vtpu.set_mode("defer_and_fuse" | "strict_eager") (or VTPU_MODE). Chips: VTPU_CHIP=v5e|v6e|...,
+Modes: vtpu.set_mode("defer_and_fuse" | "strict_eager" | "debug") (or VTPU_MODE; VTPU_LAUNCH_BLOCKING=1 is debug). Chips: VTPU_CHIP=v5e|v6e|...,
 VTPU_CHIPS=N. CPU fallback for ops not lowered yet: VTPU_CPU_FALLBACK=1.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ import sys
 import torch
 
 __all__ = ["set_mode", "get_mode", "set_fusion", "get_fusion", "set_cpu_fallback", "stats", "reset_stats", "trace",
-           "synchronize", "chip_name"]
+           "synchronize", "chip_name", "run_assembly"]
 
 
 def _find_extension() -> pathlib.Path:
@@ -71,8 +71,12 @@ from . import module_conversion as _module_conversion  # noqa: E402,F401
 from . import transformer_fast_path as _transformer_fast_path  # noqa: E402,F401
 from . import amp as _amp  # noqa: E402,F401
 from . import distributed  # noqa: E402
+from . import debug_mode as _debug_mode  # noqa: E402
+from .assembly import run_assembly  # noqa: E402
 
 distributed.register()  # torch.distributed backend "tpu_dist"
+if _C.get_mode() == "debug":  # VTPU_MODE=debug or VTPU_LAUNCH_BLOCKING=1
+    _debug_mode.enable()
 
 
 # Printing formats a tensor with tensor ops (isfinite, masked_select, ...). Like XLA tensors, tpu
@@ -90,8 +94,13 @@ torch._tensor_str._tensor_str = _tensor_str_on_host
 
 
 def set_mode(mode: str) -> None:
-    """'strict_eager' runs every op at once; 'defer_and_fuse' records ops and runs them fused at sync points."""
+    """'strict_eager' runs every op at once; 'defer_and_fuse' records ops and runs them fused at
+    sync points; 'debug' runs every op at once and checks it (vtpu/debug_mode.py)."""
     _C.set_mode(mode)
+    if mode == "debug":
+        _debug_mode.enable()
+    else:
+        _debug_mode.disable()
 
 
 def get_mode() -> str:
