@@ -1,6 +1,7 @@
-// The output is zeroed first (DMAs from a VMEM block of zeros). Then, index by index and in
-// order: the source row and the indexed output row come into VMEM, are added tile by tile on the
-// VPU, and the sum goes back before the next index is read, so repeated indices accumulate.
+// The output is cleared first (DMAs from a VMEM block of the combine's identity: zeros for a
+// sum). Then, index by index and in order: the source row and the indexed output row come into
+// VMEM, are combined tile by tile on the VPU, and the result goes back before the next index is
+// read, so repeated indices accumulate.
 // Serial by design: each index costs two HBM round trips; fine for embedding gradients of the
 // token counts a simulator runs, and exactly torch's summation order.
 // Semaphores: sem0 index chunks, sem1 row reads, sem2 writes.
@@ -20,17 +21,46 @@ namespace {
 
 constexpr int64_t kChunk = 256;            // indices per chunk
 constexpr int64_t kTile = kSublanes * kLanes;
-constexpr uint64_t kZeroBytes = 64 * 1024;  // the block of zeros the output is cleared from
+constexpr uint64_t kZeroBytes = 64 * 1024;  // the block of identities the output is cleared from
 
-// out = 0 over `rows` rows of s`rb` bytes: a VMEM block of zeros, then one DMA per block-sized
-// piece of the output (sem2), each waited for before the kernel goes on at `then`, since rows are
-// read back after.
+const char* combine_mnemonic(ScatterCombine c) {
+  switch (c) {
+    case ScatterCombine::Add: return "vadd";
+    case ScatterCombine::Max: return "vmax";
+    case ScatterCombine::Min: return "vmin";
+    case ScatterCombine::Mul: return "vmul";
+  }
+  return "vadd";
+}
+
+const char* kernel_name(ScatterCombine c) {
+  switch (c) {
+    case ScatterCombine::Add: return "scatter_add";
+    case ScatterCombine::Max: return "scatter_max";
+    case ScatterCombine::Min: return "scatter_min";
+    case ScatterCombine::Mul: return "scatter_mul";
+  }
+  return "scatter_add";
+}
+
+// The 32-bit word the output is cleared with: the combine's identity as an f32, or as two bf16
+// halves (the clearing DMAs copy bytes, whatever the dtype).
+uint32_t identity_word(ScatterCombine c, DType dtype) {
+  const uint32_t f32 = c == ScatterCombine::Add ? 0u : c == ScatterCombine::Mul ? 0x3F800000u
+                     : c == ScatterCombine::Max ? 0xFF800000u : 0x7F800000u;
+  return dtype == DType::BF16 ? (f32 & 0xFFFF0000u) | (f32 >> 16) : f32;
+}
+
+// out = identity over `rows` rows of s`rb` bytes: a VMEM block of it, then one DMA per
+// block-sized piece of the output (sem2), each waited for before the kernel goes on at `then`,
+// since rows are read back after.
 struct ZeroRegs {
   int rows, rb, vm, hb, cnt, t, u, one;
 };
-void zero_output(AsmWriter& w, const ZeroRegs& r, int out_arg, uint64_t zero_vmem, const std::string& zero_loop,
-                 const std::string& zero_wait, const std::string& then) {
-  w.line("vbcast v0, s0");
+void clear_output(AsmWriter& w, const ZeroRegs& r, uint32_t identity, int out_arg, uint64_t zero_vmem,
+                  const std::string& zero_loop, const std::string& zero_wait, const std::string& then) {
+  w.load_immediate(r.t, static_cast<int32_t>(identity));
+  w.line("vbcast v0, s{}", r.t);
   w.load_immediate(r.vm, zero_vmem);
   for (uint64_t off = 0; off < kZeroBytes; off += kTile * 4) {
     w.line("vst v0, m0, s{}, 0, {}", r.vm, kLanes * 4);
@@ -56,16 +86,17 @@ void zero_output(AsmWriter& w, const ZeroRegs& r, int out_arg, uint64_t zero_vme
   w.line("jmp {}", zero_wait);
 }
 
-// b += a over a row's whole tiles at a_vmem and b_vmem (the bytes past the row are never written
-// back); s`t` and s`u` are scratch.
-void add_row(AsmWriter& w, DType dtype, int64_t tiles, uint64_t a_vmem, uint64_t b_vmem, int t, int u) {
+// b = b (combine) a over a row's whole tiles at a_vmem and b_vmem (the bytes past the row are
+// never written back); s`t` and s`u` are scratch.
+void combine_row(AsmWriter& w, ScatterCombine combine, DType dtype, int64_t tiles, uint64_t a_vmem, uint64_t b_vmem,
+                 int t, int u) {
   const int eb = dtype_bytes(dtype);
   w.load_immediate(t, a_vmem);
   w.load_immediate(u, b_vmem);
   for (int64_t tile = 0; tile < tiles; ++tile) {
     w.line("{} v1, m0, s{}, 0, {}", load_mnemonic(dtype), t, kLanes * eb);
     w.line("{} v2, m0, s{}, 0, {}", load_mnemonic(dtype), u, kLanes * eb);
-    w.line("vadd v2, v2, v1");
+    w.line("{} v2, v2, v1", combine_mnemonic(combine));
     w.line("{} v2, m0, s{}, 0, {}", store_mnemonic(dtype), u, kLanes * eb);
     w.line("saddi s{}, s{}, {}", t, t, kTile * eb);
     w.line("saddi s{}, s{}, {}", u, u, kTile * eb);
@@ -86,7 +117,7 @@ isa::Program make_scatter_add(const ScatterAddSpec& spec, const sim::ChipConfig&
     throw KernelError(fmt::format("scatter_add: rows of {} bytes do not fit {}'s VMEM twice", row_bytes, chip.name));
   }
 
-  AsmWriter w("scatter_add");
+  AsmWriter w(kernel_name(spec.combine));
   const int src_arg = w.argument("src", isa::ArgumentKind::Buffer);
   const int index_arg = w.argument("index", isa::ArgumentKind::Buffer);
   const int out_arg = w.argument("out", isa::ArgumentKind::Buffer);
@@ -104,7 +135,8 @@ isa::Program make_scatter_add(const ScatterAddSpec& spec, const sim::ChipConfig&
   w.line("sarg s{}, {}", pad, pad_arg);
   w.line("sli s{}, 1", one);
   w.load_immediate(rb, row_bytes);
-  zero_output(w, {rows, rb, vm, hb, cnt, t, u, one}, out_arg, zero_vmem, zero_loop, zero_wait, chunk_loop);
+  clear_output(w, {rows, rb, vm, hb, cnt, t, u, one}, identity_word(spec.combine, spec.dtype), out_arg, zero_vmem,
+               zero_loop, zero_wait, chunk_loop);
   // the indices, chunk by chunk
   w.place(chunk_loop);
   w.line("sli s{}, 0", base);
@@ -129,7 +161,7 @@ isa::Program make_scatter_add(const ScatterAddSpec& spec, const sim::ChipConfig&
   w.load_immediate(vm, b_vmem);
   w.dma_to_vmem(0, 1, {.vmem = vm, .hbm = hb, .rows = one, .row_bytes = rb, .vmem_stride = rb, .hbm_stride = rb});
   w.line("sem.wait sem1, 2");
-  add_row(w, spec.dtype, tiles, a_vmem, b_vmem, t, u);
+  combine_row(w, spec.combine, spec.dtype, tiles, a_vmem, b_vmem, t, u);
   w.load_immediate(u, b_vmem);
   w.dma_to_hbm(1, 2, {.vmem = u, .hbm = hb, .rows = one, .row_bytes = rb, .vmem_stride = rb, .hbm_stride = rb});
   w.line("sem.wait sem2, 1");  // the next index may name the same row

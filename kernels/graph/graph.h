@@ -121,6 +121,9 @@ class Graph {
   // words), skipping `padding_index`: nn.Embedding's backward.
   int scatter_add(int src, int index, bool index_pairs, int64_t rows, int64_t padding_index,
                   std::string label = "embedding_dense_backward");
+  // The same combining by `combine` (Max, Min or Mul) from its identity (-inf, +inf, 1) instead of
+  // adding into zeros: scatter_reduce's amax, amin and prod.
+  int scatter_combine(int src, int index, bool index_pairs, int64_t rows, ExprOp combine, std::string label);
   // A tensor of `type` (f32 or bf16) of random numbers: element i is a function of the key (a
   // value of 2 x i32, an input so the graph's signature does not change with it) and of i.
   int random(TensorType type, RandomKind kind, double a, double b, int key, std::string label = "random");

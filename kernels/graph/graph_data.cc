@@ -120,6 +120,15 @@ int Graph::scatter_add(int src, int index, bool index_pairs, int64_t rows, int64
   return add(std::move(n));
 }
 
+int Graph::scatter_combine(int src, int index, bool index_pairs, int64_t rows, ExprOp combine, std::string label) {
+  if (combine != ExprOp::Add && combine != ExprOp::Max && combine != ExprOp::Min && combine != ExprOp::Mul) {
+    throw KernelError(fmt::format("{}: a scatter combines by add, max, min or mul", label));
+  }
+  const int v = scatter_add(src, index, index_pairs, rows, -1, std::move(label));
+  nodes_[v].expr_op = combine;
+  return v;
+}
+
 int Graph::random(TensorType type, RandomKind kind, double a, double b, int key, std::string label) {
   Node n;
   n.kind = NodeKind::Random;

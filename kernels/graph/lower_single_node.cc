@@ -59,11 +59,15 @@ Launch lower_gather(const Graph& g, const KernelGroup& grp, const sim::ChipConfi
 Launch lower_scatter_add(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
   const Node& n = g.node(grp.nodes.front());
   const TensorType& src = g.node(n.inputs[0]).type;
-  const ScatterAddSpec spec{n.type.dtype, src.shape[0] > 0 ? src.numel() / src.shape[0] : 1, n.index_pairs};
+  const ScatterCombine combine = n.expr_op == ExprOp::Max ? ScatterCombine::Max
+                               : n.expr_op == ExprOp::Min ? ScatterCombine::Min
+                               : n.expr_op == ExprOp::Mul ? ScatterCombine::Mul : ScatterCombine::Add;
+  const ScatterAddSpec spec{n.type.dtype, src.shape[0] > 0 ? src.numel() / src.shape[0] : 1, n.index_pairs, combine};
   Launch l;
   l.args = {n.inputs[0], n.inputs[1], grp.nodes.front()};
   l.scalars = {int32_t(src.shape[0]), int32_t(n.type.shape[0]), int32_t(n.padding_index)};
-  const std::string key = fmt::format("scatter_add|{}|{}|{}|{}", dtype_name(spec.dtype), spec.width, spec.index_pairs, chip.name);
+  const std::string key = fmt::format("scatter_add|{}|{}|{}|{}|{}", dtype_name(spec.dtype), spec.width, spec.index_pairs,
+                                      static_cast<int>(combine), chip.name);
   l.program = cache.get_or_build(key, [&] { return make_scatter_add(spec, chip); }, &l.cache_hit);
   return l;
 }

@@ -9,13 +9,16 @@
 // touching a neighbouring row. BERT-style embeddings gather their token type ids this way, and
 // gather's backward is a scatter_add. scatter of a source tensor runs on the chip when no element
 // is named twice (how often each is named is read first); repeated indices (the CPU's last write
-// wins, which a scatter-add cannot give) and scatter_reduce run on the CPU.
+// wins, which a scatter-add cannot give) run on the CPU. scatter_combined gives scatter_reduce
+// (scatter_reduce.cc) the same kernel combining by max, min or product.
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtils.h>
 #include <torch/library.h>
 
+#include <cmath>
 #include <limits>
 
+#include "torch_bridge/csrc/aten/gather_scatter.h"
 #include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
 #include "torch_bridge/csrc/record/recorder.h"
@@ -122,14 +125,21 @@ at::Tensor leading_block(const at::Tensor& src, const at::Tensor& index) {
   return block;
 }
 
+// Why scatter_add (and scatter_combined) cannot run on the chip (empty: they can).
+std::string scatter_unsupported(const at::Tensor& self, const at::Tensor& index, int64_t dim, const at::Tensor& src) {
+  std::string why = unsupported(self, index, dim);
+  if (why.empty() && self.scalar_type() != at::kFloat && self.scalar_type() != at::kBFloat16) why = "scattering into non-float tensors";
+  if (why.empty() && src.scalar_type() != self.scalar_type()) why = "a source of another dtype";
+  return why;
+}
+
 at::Tensor tpu_scatter_add(const at::Tensor& self, int64_t dim_arg, const at::Tensor& index, const at::Tensor& src) {
   check_index_dtype(index, "scatter_add");
   const int64_t dim = at::maybe_wrap_dim(dim_arg, std::max<int64_t>(self.dim(), 1));
   const CpuFn cpu = [dim, index](const std::vector<at::Tensor>& c) { return at::scatter_add(c[0], dim, index.cpu(), c[1]); };
-  std::string why = unsupported(self, index, dim);
-  if (why.empty() && self.scalar_type() != at::kFloat && self.scalar_type() != at::kBFloat16) why = "adding into non-float tensors";
-  if (why.empty() && src.scalar_type() != self.scalar_type()) why = "a source of another dtype";
-  if (!why.empty()) return run_on_cpu("scatter_add", {self, src}, cpu, why);
+  if (const std::string why = scatter_unsupported(self, index, dim, src); !why.empty()) {
+    return run_on_cpu("scatter_add", {self, src}, cpu, why);
+  }
   const at::Tensor rows = leading_block(src, index).reshape({index.numel(), 1});
   const at::Tensor base = other_dims_offsets(self, index, dim).to(self.device());
   const DimIndexing indexing(self, index, dim);
@@ -215,6 +225,26 @@ at::Tensor& tpu_scatter_value_(at::Tensor& self, int64_t dim, const at::Tensor& 
 }
 
 }  // namespace
+
+at::Tensor scatter_combined(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                            ExprOp combine, std::string& why) {
+  why = scatter_unsupported(self, index, dim, src);
+  if (!why.empty()) return {};
+  const at::Tensor rows = leading_block(src, index).reshape({index.numel(), 1});
+  const at::Tensor base = other_dims_offsets(self, index, dim).to(self.device());
+  const DimIndexing d(self, index, dim);
+  const std::vector<int64_t> shape = self.sizes().vec();
+  const char* op = combine == ExprOp::Max ? "scatter_amax" : combine == ExprOp::Min ? "scatter_amin" : "scatter_prod";
+  return record(op, {rows, index_words(index), base}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    const int at = flat_index(g, v[1], v[2], d, op);
+    return g.reshape(g.scatter_combine(v[0], at, /*index_pairs=*/false, d.numel, combine, op), shape, op);
+  }, [=](const std::vector<at::Tensor>&) {
+    const double identity = combine == ExprOp::Max ? -INFINITY : combine == ExprOp::Min ? INFINITY : 1.0;
+    const char* reduce = combine == ExprOp::Max ? "amax" : combine == ExprOp::Min ? "amin" : "prod";
+    return at::full_like(self.cpu(), identity).scatter_reduce(dim, index.cpu(), src.cpu(), reduce, true);
+  });
+}
+
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("gather", tpu_gather);
