@@ -1,8 +1,11 @@
 // The row scatter-add kernel (nn.Embedding's backward): rows of f32 and bf16 sources summed into
 // a zeroed table at int32 or int64 indices, with repeated indices, a skipped padding index,
-// ragged widths and more indices than one chunk; indices outside the table trap.
+// ragged widths and more indices than one chunk; indices outside the table trap. The same kernel
+// combining by max, min or product starts every row at that combine's identity.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "kernels/codegen/asm_writer.h"
@@ -18,7 +21,8 @@ namespace {
 
 // Runs the kernel on f32 source rows (given as floats; bf16 rounds them on the way in).
 std::vector<float> scatter(const std::vector<float>& src, int64_t width, const std::vector<int64_t>& index, int64_t rows,
-                           int64_t padding, DType dtype, bool pairs) {
+                           int64_t padding, DType dtype, bool pairs,
+                           kernels::ScatterCombine combine = kernels::ScatterCombine::Add) {
   std::vector<testing::Arg> args;
   std::vector<uint16_t> bf;
   if (dtype == DType::BF16) {
@@ -32,7 +36,7 @@ std::vector<float> scatter(const std::vector<float>& src, int64_t width, const s
   const size_t out_elems = size_t(rows * width);
   args.push_back(testing::Arg::buf(testing::HostBuffer{std::vector<uint8_t>(out_elems * dtype_bytes(dtype), 0xff)}));
   for (int64_t v : {int64_t(index.size()), rows, padding}) args.push_back(testing::Arg::val(int32_t(v)));
-  auto out = testing::run_program(kernels::make_scatter_add({dtype, width, pairs}, sim::load_chip("v5e")), args);
+  auto out = testing::run_program(kernels::make_scatter_add({dtype, width, pairs, combine}, sim::load_chip("v5e")), args);
   if (dtype == DType::F32) return out.buffers[2].as<float>();
   std::vector<float> f;
   for (uint16_t b : out.buffers[2].as<uint16_t>()) f.push_back(sim::bf16_bits_to_f32(b));
@@ -70,6 +74,36 @@ TEST_SUITE("kernels") {
           for (size_t k = 0; k < want.size() && same; ++k) same = got[k] == float(want[k]);
           CHECK(same);
         }
+      }
+    }
+  }
+
+  TEST_CASE("the scatter combines by max, min or product from the identity, rows untouched keep it") {
+    using kernels::ScatterCombine;
+    const int64_t rows = 6, width = 300, n = 20;
+    std::vector<int64_t> index(n);
+    for (int64_t i = 0; i < n; ++i) index[i] = (i * 7) % 5;  // row 5 is never named
+    std::vector<float> src(n * width);
+    for (size_t k = 0; k < src.size(); ++k) src[k] = float(int(k % 13) - 6) * 0.5f;  // exact products in bf16 too
+    for (ScatterCombine combine : {ScatterCombine::Max, ScatterCombine::Min, ScatterCombine::Mul}) {
+      for (DType dtype : {DType::F32, DType::BF16}) {
+        CAPTURE(int(combine));
+        CAPTURE(dtype_name(dtype));
+        const float identity = combine == ScatterCombine::Max ? -INFINITY : combine == ScatterCombine::Min ? INFINITY : 1.0f;
+        std::vector<float> want(rows * width, identity);
+        for (int64_t i = 0; i < n; ++i) {
+          for (int64_t c = 0; c < width; ++c) {
+            float& acc = want[index[i] * width + c];
+            const float v = src[i * width + c];
+            acc = combine == ScatterCombine::Max ? std::max(acc, v) : combine == ScatterCombine::Min ? std::min(acc, v) : acc * v;
+            if (dtype == DType::BF16) acc = sim::round_to_bf16(acc);
+          }
+        }
+        const auto got = scatter(src, width, index, rows, -1, dtype, false, combine);
+        bool same = true;
+        for (size_t k = 0; k < want.size() && same; ++k) same = got[k] == want[k];
+        CHECK(same);
+        CHECK(got[5 * width] == identity);
       }
     }
   }
