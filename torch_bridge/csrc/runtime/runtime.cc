@@ -121,6 +121,7 @@ Runtime::Runtime() {
     devices_.back()->set_interrupt_poll(poll_interrupt);
   }
   clocks_.assign(devices_.size(), 0.0);
+  live_bytes_.assign(devices_.size(), 0);
   // The chips of this process form one slice. With one chip, VTPU_TOPOLOGY describes the slice
   // of a tpu_dist job's ranks instead (vtpu.distributed), so only its form is checked here.
   const auto axes = from_env("VTPU_TOPOLOGY", std::to_string(count), [&](const std::string& v) {
@@ -181,14 +182,20 @@ uint64_t Runtime::allocate(int device_index, uint64_t bytes) {
   TORCH_CHECK_WITH(OutOfMemoryError, bytes <= memory.capacity_bytes, "vtpu: out of HBM on tpu:", device_index, " (",
                    chip_name_, "): tried to allocate ", bytes, " bytes, more than all of its HBM: ", memory.capacity_bytes,
                    " total");
+  uint64_t& live = live_bytes_[device_index];
+  TORCH_CHECK_WITH(OutOfMemoryError, live + bytes <= memory.capacity_bytes, "vtpu: out of HBM on tpu:", device_index, " (",
+                   chip_name_, "): tried to allocate ", bytes, " bytes; ", memory.capacity_bytes - live,
+                   " bytes free of ", memory.capacity_bytes, " total (live tensors hold ", live, ")");
   const uint64_t vaddr = next_vaddr_;
   next_vaddr_ += (std::max<uint64_t>(bytes, 1) + 4095) / 4096 * 4096 + 4096;  // a gap catches overruns
   buffers_[vaddr] = Buffer{device_index, bytes, std::nullopt, -1, std::nullopt};
+  live += bytes;
   if (runs_each_op_at_once() && bytes > 0) {
     try {
       materialize(vaddr);
     } catch (...) {
       buffers_.erase(vaddr);
+      live -= bytes;
       throw;
     }
   }
@@ -203,6 +210,7 @@ void Runtime::release(uint64_t vaddr) {
     pending_work_hooks().forget_output(it->second.device, vaddr);
   }
   if (it->second.hbm) devices_[it->second.device]->free(*it->second.hbm);
+  live_bytes_[it->second.device] -= it->second.bytes;
   buffers_.erase(it);
 }
 

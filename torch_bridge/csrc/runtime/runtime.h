@@ -105,7 +105,10 @@ class Runtime {
   void set_cpu_fallback(bool allowed) { cpu_fallback_ = allowed; }
   std::string matmul_precision() const;  // torch.get_float32_matmul_precision()
 
-  // Virtual memory. allocate() backs the buffer with HBM at once in strict mode.
+  // Virtual memory. allocate() backs the buffer with HBM at once in strict mode. In every mode
+  // the bytes of all live buffers (backed or not yet) must fit the device's HBM: a tensor that
+  // cannot coexist with the live ones is refused at the op that asked (torch.OutOfMemoryError),
+  // not at a later flush where no op can be named.
   uint64_t allocate(int device, uint64_t bytes);
   void release(uint64_t vaddr);
   Buffer& buffer(uint64_t vaddr);
@@ -142,6 +145,7 @@ class Runtime {
   kernels::PlanCache plans_;
   bool cpu_fallback_ = false;
   std::map<uint64_t, Buffer> buffers_;
+  std::vector<uint64_t> live_bytes_;  // per device: the bytes of its live buffers
   uint64_t next_vaddr_ = uint64_t{1} << 44;
   Stats stats_;
   std::unique_ptr<traces::TraceRecorder> trace_;
