@@ -70,6 +70,8 @@ from . import decompositions as _decompositions  # noqa: E402  (after the extens
 from . import module_conversion as _module_conversion  # noqa: E402,F401
 from . import transformer_fast_path as _transformer_fast_path  # noqa: E402,F401
 from . import embedding_bag as _embedding_bag  # noqa: E402,F401
+from . import convolution_3d as _convolution_3d  # noqa: E402,F401
+from . import pooling_3d as _pooling_3d  # noqa: E402,F401
 from . import amp as _amp  # noqa: E402,F401
 from . import distributed  # noqa: E402
 from . import debug_mode as _debug_mode  # noqa: E402

@@ -14,9 +14,9 @@ fallback, named, where the user allowed it.
 """
 from __future__ import annotations
 
-import warnings
-
 import torch
+
+from .composed_fallback import run_on_cpu
 
 _library = torch.library.Library("aten", "IMPL")
 _SUM, _MEAN, _MAX = 0, 1, 2
@@ -32,19 +32,6 @@ def _composable(scale_grad_by_freq, sparse, mode, per_sample_weights) -> str:
     return ""
 
 
-def _on_cpu(op, why, *args):
-    from . import _C
-
-    if not _C.cpu_fallback_allowed():
-        raise NotImplementedError(f"vtpu: aten::{op} cannot run on the chip: {why}. Set VTPU_CPU_FALLBACK=1 (or "
-                                  "vtpu.set_cpu_fallback(True)) to run it on the CPU.")
-    if _C.count_cpu_fallback(f"aten::{op}"):
-        warnings.warn(f"vtpu: aten::{op} runs on the CPU ({why}); counted in vtpu.stats()", stacklevel=4)
-    device = args[0].device
-    cpu = [a.cpu() if isinstance(a, torch.Tensor) else a for a in args]
-    return tuple(r.to(device) for r in getattr(torch.ops.aten, op)(*cpu))
-
-
 def _bags(indices, offsets, include_last_offset):
     count = offsets.numel() - 1 if include_last_offset else offsets.numel()
     starts = offsets[:count]
@@ -56,7 +43,7 @@ def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, s
                    include_last_offset=False, padding_idx=-1, op="_embedding_bag"):
     why = _composable(scale_grad_by_freq, sparse, mode, per_sample_weights)
     if why:
-        return _on_cpu(op, why, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
+        return run_on_cpu(op, why, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
                        include_last_offset, padding_idx)
     if indices.dim() == 2:  # fixed-size bags: offsets are implied
         offsets = torch.arange(0, indices.numel(), indices.size(1), device=indices.device, dtype=indices.dtype)
@@ -64,7 +51,7 @@ def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, s
     bags, offset2bag = _bags(indices, offsets, include_last_offset)
     if bags == 0 or indices.numel() == 0:
         why = "no bags, or no indices"
-        return _on_cpu(op, why, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
+        return run_on_cpu(op, why, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
                        include_last_offset, padding_idx)
     rows = weight.index_select(0, indices)
     if per_sample_weights is not None:

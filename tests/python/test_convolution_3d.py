@@ -1,0 +1,41 @@
+"""conv3d on the chip as conv2d's over the kernel's depth taps (vtpu/convolution_3d.py): stride,
+padding (numbers, 'same', 'valid'), dilation, groups, bias, unbatched input; output and the
+input, weight and bias gradients against the CPU with the fallback off."""
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+pytestmark = pytest.mark.usefixtures("native_in_each_eager_mode")
+
+CONFIGS = [
+    dict(kernel_size=(3, 2, 3)),
+    dict(kernel_size=3, stride=2, padding=1),
+    dict(kernel_size=(3, 2, 3), padding=(1, 0, 2), dilation=(2, 1, 1)),
+    dict(kernel_size=(2, 3, 3), groups=2, bias=False),
+    dict(kernel_size=(3, 2, 3), padding="same", dilation=2),
+    dict(kernel_size=(4, 2, 3), padding="same"),  # even kernel: torch pads the far side once more
+    dict(kernel_size=(3, 3, 1), padding="valid", stride=(2, 1, 1)),
+]
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=[str(c) for c in CONFIGS])
+def test_conv3d_and_its_gradients_match_the_cpu(config):
+    torch.manual_seed(0)
+    model = torch.nn.Conv3d(4, 6, **config)
+    x = torch.randn(2, 4, 7, 6, 8)
+    results = {}
+    for device in ("cpu", "tpu"):
+        m = copy.deepcopy(model).to(device)
+        inp = x.to(device).detach().requires_grad_()
+        out = m(inp)
+        (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape).to(device)).sum().backward()
+        results[device] = [out.detach().cpu(), inp.grad.cpu()] + [p.grad.cpu() for p in m.parameters()]
+    torch.testing.assert_close(results["tpu"], results["cpu"], atol=1e-4, rtol=1e-4)
+
+
+def test_unbatched_input():
+    x, w = torch.randn(3, 5, 5, 5), torch.randn(2, 3, 2, 2, 2)
+    torch.testing.assert_close(F.conv3d(x.to("tpu"), w.to("tpu"), padding=1).cpu(), F.conv3d(x, w, padding=1),
+                               atol=1e-4, rtol=1e-4)

@@ -1,0 +1,40 @@
+"""avg_pool3d on the chip as avg_pool2d's over the window's depth taps (vtpu/pooling_3d.py):
+stride, padding with and without count_include_pad, unbatched input, and the modules that pool
+with it (LPPool3d, LocalResponseNorm), forward and input gradient against the CPU with the
+fallback off; ceil_mode falls back, named."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+CONFIGS = [
+    dict(kernel_size=2),
+    dict(kernel_size=3, stride=2, padding=1),
+    dict(kernel_size=(3, 2, 3), stride=(1, 2, 1), padding=(1, 1, 0), count_include_pad=False),
+]
+
+
+@pytest.mark.usefixtures("native_in_each_eager_mode")
+@pytest.mark.parametrize("config", CONFIGS, ids=[str(c) for c in CONFIGS])
+def test_avg_pool3d_and_its_gradient_match_the_cpu(config):
+    x = torch.randn(2, 3, 7, 6, 8, generator=torch.Generator().manual_seed(1))
+    results = {}
+    for device in ("cpu", "tpu"):
+        inp = x.to(device).detach().requires_grad_()
+        out = F.avg_pool3d(inp, **config)
+        (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape).to(device)).sum().backward()
+        results[device] = (out.detach().cpu(), inp.grad.cpu())
+    torch.testing.assert_close(results["tpu"], results["cpu"])
+
+
+@pytest.mark.usefixtures("native_in_each_eager_mode")
+@pytest.mark.parametrize("module", [torch.nn.LPPool3d(2, 2), torch.nn.LocalResponseNorm(3), torch.nn.AvgPool3d(2)],
+                         ids=["LPPool3d", "LocalResponseNorm", "AvgPool3d"])
+def test_modules_that_pool_in_3d(module):
+    x = torch.rand(4, 4, 4, 4, generator=torch.Generator().manual_seed(2)) + 0.1  # unbatched for AvgPool3d
+    x = x.unsqueeze(0) if not isinstance(module, torch.nn.AvgPool3d) else x
+    torch.testing.assert_close(module(x.to("tpu")).cpu(), module(x))
+
+
+def test_ceil_mode_is_not_composed_and_says_so(no_fallback):
+    with pytest.raises(NotImplementedError, match="aten::avg_pool3d cannot run on the chip: ceil_mode"):
+        F.avg_pool3d(torch.randn(1, 1, 5, 5, 5, device="tpu"), 2, ceil_mode=True)

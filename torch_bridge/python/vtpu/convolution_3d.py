@@ -1,0 +1,63 @@
+"""conv3d on the chip as kernel-depth many conv2d's (the lowered convolution, csrc/aten/convolution.cc,
+takes 1 or 2 spatial dims): for each depth tap k of the kernel, the input's depth slices that tap
+reads (start k * dilation, every stride-th) are folded into the batch and convolved with that tap's
+2-D weight; the taps' results are summed. Registered at the autograd key for aten::conv3d, so
+nn.Conv3d and F.conv3d train through conv2d's own backward. Transposed 3-D convolutions are not
+composed (they fall back, named).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+_library = torch.library.Library("aten", "IMPL")
+
+
+def _triple(v) -> list[int]:
+    return list(v) * 3 if len(v) == 1 else list(v)
+
+
+def _same_padding(x, weight, dilation):
+    """Input padded for padding='same' (the odd remainder on the far side, as torch pads), and the
+    symmetric padding left for the convolution."""
+    symmetric, extra = [], []
+    for d, k in zip(dilation, weight.shape[2:]):
+        total = d * (k - 1)
+        symmetric.append(total // 2)
+        extra.append(total - 2 * (total // 2))
+    if any(extra):
+        x = F.pad(x, [0, extra[2], 0, extra[1], 0, extra[0]])
+    return x, symmetric
+
+
+def conv3d(input, weight, bias=None, stride=(1,), padding=(0,), dilation=(1,), groups=1):
+    stride, dilation = _triple(stride), _triple(dilation)
+    unbatched = input.dim() == 4
+    x = input.unsqueeze(0) if unbatched else input
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = [0, 0, 0]
+        else:
+            x, padding = _same_padding(x, weight, dilation)
+    padding = _triple(padding)
+    if padding[0]:
+        x = F.pad(x, [0, 0, 0, 0, padding[0], padding[0]])
+    n, c, depth = x.shape[:3]
+    taps = weight.shape[2]
+    out_depth = (depth - dilation[0] * (taps - 1) - 1) // stride[0] + 1
+    out = None
+    for k in range(taps):
+        start = k * dilation[0]
+        slices = x[:, :, start:start + (out_depth - 1) * stride[0] + 1:stride[0]]
+        folded = slices.transpose(1, 2).reshape(n * out_depth, c, *x.shape[3:])
+        y = F.conv2d(folded, weight[:, :, k], None, stride[1:], padding[1:], dilation[1:], groups)
+        out = y if out is None else out + y
+    out = out.reshape(n, out_depth, *out.shape[1:]).transpose(1, 2)
+    if bias is not None:
+        out = out + bias.view(1, -1, 1, 1, 1)
+    out = out.contiguous()
+    return out.squeeze(0) if unbatched else out
+
+
+_library.impl("conv3d", conv3d, "AutogradPrivateUse1")
+_library.impl("conv3d.padding", conv3d, "AutogradPrivateUse1")
