@@ -1,7 +1,7 @@
 """avg_pool3d on the chip as avg_pool2d's over the window's depth taps (vtpu/pooling_3d.py):
 stride, padding with and without count_include_pad, unbatched input, and the modules that pool
 with it (LPPool3d, LocalResponseNorm), forward and input gradient against the CPU with the
-fallback off; ceil_mode falls back, named."""
+fallback off, and max_pool3d's gradient; ceil_mode falls back, named."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -33,6 +33,19 @@ def test_modules_that_pool_in_3d(module):
     x = torch.rand(4, 4, 4, 4, generator=torch.Generator().manual_seed(2)) + 0.1  # unbatched for AvgPool3d
     x = x.unsqueeze(0) if not isinstance(module, torch.nn.AvgPool3d) else x
     torch.testing.assert_close(module(x.to("tpu")).cpu(), module(x))
+
+
+@pytest.mark.usefixtures("native_in_each_eager_mode")
+@pytest.mark.parametrize("config", [dict(kernel_size=2), dict(kernel_size=3, stride=(1, 2, 1), padding=1)])
+def test_max_pool3d_gradient_goes_to_each_maximum(config):
+    x = torch.randn(2, 3, 5, 4, 6, generator=torch.Generator().manual_seed(3))
+    results = {}
+    for device in ("cpu", "tpu"):
+        inp = x.to(device).detach().requires_grad_()
+        out = F.max_pool3d(inp, **config)
+        (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape).to(device)).sum().backward()
+        results[device] = (out.detach().cpu(), inp.grad.cpu())
+    torch.testing.assert_close(results["tpu"], results["cpu"])
 
 
 def test_ceil_mode_is_not_composed_and_says_so(no_fallback):

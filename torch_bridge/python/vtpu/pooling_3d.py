@@ -4,7 +4,8 @@ height and width; the taps' means are averaged over the taps (count_include_pad)
 that fall inside the input (without it: the 3-D window's count is the valid depth taps times the
 valid 2-D count, the same for every tap). Registered at the autograd key, so nn.AvgPool3d, LPPool3d
 and LocalResponseNorm (which pool with avg_pool3d) train through avg_pool2d's backward. ceil_mode
-and divisor_override are not composed (they fall back, named).
+and divisor_override are not composed (they fall back, named). max_pool3d's forward runs as torch's
+decomposition; its backward (below) adds each gradient at the position its index names.
 """
 from __future__ import annotations
 
@@ -53,4 +54,14 @@ def avg_pool3d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, cou
     return out.squeeze(0) if unbatched else out
 
 
+def max_pool3d_with_indices_backward(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices):
+    """Each output's gradient added at its maximum's element: indices are flat within each
+    (batch, channel) volume, as torch's."""
+    planes = self.shape[:-3].numel()
+    grad = torch.zeros(planes, self.shape[-3:].numel(), device=self.device, dtype=grad_output.dtype)
+    grad = grad.scatter_add(1, indices.reshape(planes, -1), grad_output.reshape(planes, -1))
+    return grad.reshape(self.shape)
+
+
 _library.impl("avg_pool3d", avg_pool3d, "AutogradPrivateUse1")
+_library.impl("max_pool3d_with_indices_backward", max_pool3d_with_indices_backward, "PrivateUse1")
