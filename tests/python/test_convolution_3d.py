@@ -1,6 +1,7 @@
-"""conv3d on the chip as conv2d's over the kernel's depth taps (vtpu/convolution_3d.py): stride,
-padding (numbers, 'same', 'valid'), dilation, groups, bias, unbatched input; output and the
-input, weight and bias gradients against the CPU with the fallback off."""
+"""conv3d and conv_transpose3d on the chip as their 2-D forms over the kernel's depth taps
+(vtpu/convolution_3d.py): stride, padding (numbers, 'same', 'valid'), output_padding, dilation,
+groups, bias, unbatched input; output and the input, weight and bias gradients against the CPU
+with the fallback off."""
 import copy
 
 import pytest
@@ -20,11 +21,15 @@ CONFIGS = [
 ]
 
 
-@pytest.mark.parametrize("config", CONFIGS, ids=[str(c) for c in CONFIGS])
-def test_conv3d_and_its_gradients_match_the_cpu(config):
-    torch.manual_seed(0)
-    model = torch.nn.Conv3d(4, 6, **config)
-    x = torch.randn(2, 4, 7, 6, 8)
+TRANSPOSED = [
+    dict(kernel_size=(3, 2, 3)),
+    dict(kernel_size=3, stride=2, padding=1, output_padding=1),
+    dict(kernel_size=(2, 3, 2), stride=(3, 1, 2), padding=(1, 0, 1), dilation=(2, 1, 1), output_padding=(1, 0, 1)),
+    dict(kernel_size=2, groups=2, bias=False),
+]
+
+
+def _compare(model, x):
     results = {}
     for device in ("cpu", "tpu"):
         m = copy.deepcopy(model).to(device)
@@ -35,7 +40,20 @@ def test_conv3d_and_its_gradients_match_the_cpu(config):
     torch.testing.assert_close(results["tpu"], results["cpu"], atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("config", CONFIGS, ids=[str(c) for c in CONFIGS])
+def test_conv3d_and_its_gradients_match_the_cpu(config):
+    torch.manual_seed(0)
+    _compare(torch.nn.Conv3d(4, 6, **config), torch.randn(2, 4, 7, 6, 8))
+
+
+@pytest.mark.parametrize("config", TRANSPOSED, ids=[str(c) for c in TRANSPOSED])
+def test_conv_transpose3d_and_its_gradients_match_the_cpu(config):
+    torch.manual_seed(1)
+    _compare(torch.nn.ConvTranspose3d(4, 6, **config), torch.randn(2, 4, 4, 5, 3))
+
+
 def test_unbatched_input():
-    x, w = torch.randn(3, 5, 5, 5), torch.randn(2, 3, 2, 2, 2)
-    torch.testing.assert_close(F.conv3d(x.to("tpu"), w.to("tpu"), padding=1).cpu(), F.conv3d(x, w, padding=1),
-                               atol=1e-4, rtol=1e-4)
+    x, w = torch.randn(3, 5, 5, 5), torch.randn(3, 3, 2, 2, 2)
+    for conv in (F.conv3d, F.conv_transpose3d):
+        torch.testing.assert_close(conv(x.to("tpu"), w.to("tpu"), padding=1).cpu(), conv(x, w, padding=1),
+                                   atol=1e-4, rtol=1e-4)

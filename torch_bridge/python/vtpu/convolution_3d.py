@@ -1,9 +1,12 @@
 """conv3d on the chip as kernel-depth many conv2d's (the lowered convolution, csrc/aten/convolution.cc,
 takes 1 or 2 spatial dims): for each depth tap k of the kernel, the input's depth slices that tap
 reads (start k * dilation, every stride-th) are folded into the batch and convolved with that tap's
-2-D weight; the taps' results are summed. Registered at the autograd key for aten::conv3d, so
-nn.Conv3d and F.conv3d train through conv2d's own backward. Transposed 3-D convolutions are not
-composed (they fall back, named).
+2-D weight; the taps' results are summed. The transposed convolution goes the other way: each
+input depth slice is transposed-convolved with each tap's 2-D weight, and tap k's results land at
+depths id * stride + k * dilation of the uncropped output (zeros between them when strided),
+before the padding is cropped. Registered at the autograd key for aten::conv3d and
+aten::conv_transpose3d, so nn.Conv3d and nn.ConvTranspose3d train through the 2-D ops' own
+backward.
 """
 from __future__ import annotations
 
@@ -59,5 +62,37 @@ def conv3d(input, weight, bias=None, stride=(1,), padding=(0,), dilation=(1,), g
     return out.squeeze(0) if unbatched else out
 
 
+def _at_depths(y, first, stride, total):
+    """y ([depth, ...]) placed at depths first, first + stride, ... of a zero tensor of `total`."""
+    if stride > 1:
+        y = torch.stack([y] + [torch.zeros_like(y)] * (stride - 1), dim=1).flatten(0, 1)[:(y.shape[0] - 1) * stride + 1]
+    after = total - first - y.shape[0]
+    return torch.cat([y.new_zeros(first, *y.shape[1:]), y, y.new_zeros(after, *y.shape[1:])])
+
+
+def conv_transpose3d(input, weight, bias=None, stride=(1,), padding=(0,), output_padding=(0,), groups=1,
+                     dilation=(1,)):
+    stride, padding, dilation = _triple(stride), _triple(padding), _triple(dilation)
+    output_padding = _triple(output_padding)
+    unbatched = input.dim() == 4
+    x = input.unsqueeze(0) if unbatched else input
+    n, c, depth = x.shape[:3]
+    taps = weight.shape[2]
+    total = (depth - 1) * stride[0] + dilation[0] * (taps - 1) + 1 + output_padding[0]
+    folded = x.transpose(1, 2).reshape(n * depth, c, *x.shape[3:])
+    out = None
+    for k in range(taps):
+        y = F.conv_transpose2d(folded, weight[:, :, k], None, stride[1:], padding[1:], output_padding[1:], groups,
+                               dilation[1:])
+        y = _at_depths(y.reshape(n, depth, *y.shape[1:]).transpose(0, 1), k * dilation[0], stride[0], total)
+        out = y if out is None else out + y
+    out = out[padding[0]:total - padding[0]].permute(1, 2, 0, 3, 4)  # [n, channels, depth, h, w]
+    if bias is not None:
+        out = out + bias.view(1, -1, 1, 1, 1)
+    out = out.contiguous()
+    return out.squeeze(0) if unbatched else out
+
+
 _library.impl("conv3d", conv3d, "AutogradPrivateUse1")
+_library.impl("conv_transpose3d.input", conv_transpose3d, "AutogradPrivateUse1")
 _library.impl("conv3d.padding", conv3d, "AutogradPrivateUse1")
