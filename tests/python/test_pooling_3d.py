@@ -1,7 +1,8 @@
 """avg_pool3d on the chip as avg_pool2d's over the window's depth taps (vtpu/pooling_3d.py):
 stride, padding with and without count_include_pad, unbatched input, and the modules that pool
 with it (LPPool3d, LocalResponseNorm), forward and input gradient against the CPU with the
-fallback off, and max_pool3d's gradient; ceil_mode falls back, named."""
+fallback off, max_pool3d's gradient and adaptive 3-D pooling (values, indices, gradients);
+ceil_mode falls back, named."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -45,6 +46,23 @@ def test_max_pool3d_gradient_goes_to_each_maximum(config):
         out = F.max_pool3d(inp, **config)
         (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape).to(device)).sum().backward()
         results[device] = (out.detach().cpu(), inp.grad.cpu())
+    torch.testing.assert_close(results["tpu"], results["cpu"])
+
+
+@pytest.mark.usefixtures("native_in_each_eager_mode")
+@pytest.mark.parametrize("size", [(2, 3, 2), (1, 1, 1), (3, 4, 5), (5, 2, 3)])
+@pytest.mark.parametrize("kind", ["avg", "max"])
+def test_adaptive_pooling_matches_the_cpu(size, kind):
+    x = torch.randn(2, 3, 5, 6, 7, generator=torch.Generator().manual_seed(4))
+    results = {}
+    for device in ("cpu", "tpu"):
+        inp = x.to(device).detach().requires_grad_()
+        if kind == "avg":
+            out, where = F.adaptive_avg_pool3d(inp, size), torch.zeros(0)
+        else:
+            out, where = F.adaptive_max_pool3d(inp, size, return_indices=True)
+        (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape).to(device)).sum().backward()
+        results[device] = (out.detach().cpu(), where.cpu(), inp.grad.cpu())
     torch.testing.assert_close(results["tpu"], results["cpu"])
 
 

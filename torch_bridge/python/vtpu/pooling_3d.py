@@ -5,7 +5,9 @@ that fall inside the input (without it: the 3-D window's count is the valid dept
 valid 2-D count, the same for every tap). Registered at the autograd key, so nn.AvgPool3d, LPPool3d
 and LocalResponseNorm (which pool with avg_pool3d) train through avg_pool2d's backward. ceil_mode
 and divisor_override are not composed (they fall back, named). max_pool3d's forward runs as torch's
-decomposition; its backward (below) adds each gradient at the position its index names.
+decomposition; its backward (below) adds each gradient at the position its index names. Adaptive
+3-D pooling takes, for each output depth, its depth range's slices through the 2-D adaptive pool,
+then their mean (avg) or their maximum and where it was (max).
 """
 from __future__ import annotations
 
@@ -63,5 +65,49 @@ def max_pool3d_with_indices_backward(grad_output, self, kernel_size, stride, pad
     return grad.reshape(self.shape)
 
 
+def _depth_ranges(depth, out_depth):
+    """torch's adaptive windows: [floor(i * depth / out), ceil((i + 1) * depth / out))."""
+    return [(i * depth // out_depth, -(-(i + 1) * depth // out_depth)) for i in range(out_depth)]
+
+
+def _slab_pooled(x, start, end, pool):
+    """pool (a 2-D adaptive pool) over the depth slices start:end of x, as [n, slices, c, h, w]."""
+    n, c = x.shape[:2]
+    folded = x[:, :, start:end].transpose(1, 2).reshape(n * (end - start), c, *x.shape[3:])
+    result = pool(folded)
+    unfold = lambda t: t.reshape(n, end - start, *t.shape[1:])  # noqa: E731
+    return tuple(map(unfold, result)) if isinstance(result, tuple) else unfold(result)
+
+
+def adaptive_avg_pool3d(input, output_size):
+    unbatched = input.dim() == 4
+    x = input.unsqueeze(0) if unbatched else input
+    out_depth, size2d = output_size[0], list(output_size[1:])
+    pool = lambda t: F.adaptive_avg_pool2d(t, size2d)  # noqa: E731
+    out = torch.stack([_slab_pooled(x, a, b, pool).mean(1) for a, b in _depth_ranges(x.shape[2], out_depth)], dim=2)
+    return out.squeeze(0) if unbatched else out
+
+
+def adaptive_max_pool3d(input, output_size):
+    unbatched = input.dim() == 4
+    x = input.unsqueeze(0) if unbatched else input
+    out_depth, size2d = output_size[0], list(output_size[1:])
+    plane = x.shape[3] * x.shape[4]
+    if x.shape[2] * plane >= 2 ** 24:  # positions are combined exactly as f32 (int64 tensors do not concatenate)
+        return run_on_cpu("adaptive_max_pool3d", "volumes of 2^24 elements or more", input, output_size)
+    pool = lambda t: F.adaptive_max_pool2d(t, size2d, return_indices=True)  # noqa: E731
+    values, indices = [], []
+    for a, b in _depth_ranges(x.shape[2], out_depth):
+        slab_values, slab_indices = _slab_pooled(x, a, b, pool)
+        best, which = slab_values.max(1)  # the first slice holding the maximum, as the CPU's scan finds it
+        values.append(best)
+        within = slab_indices.gather(1, which.unsqueeze(1)).squeeze(1)
+        indices.append((which + a).float() * plane + within.float())
+    out, where = torch.stack(values, dim=2), torch.stack(indices, dim=2).long()
+    return (out.squeeze(0), where.squeeze(0)) if unbatched else (out, where)
+
+
 _library.impl("avg_pool3d", avg_pool3d, "AutogradPrivateUse1")
+_library.impl("_adaptive_avg_pool3d", adaptive_avg_pool3d, "AutogradPrivateUse1")
+_library.impl("adaptive_max_pool3d", adaptive_max_pool3d, "AutogradPrivateUse1")
 _library.impl("max_pool3d_with_indices_backward", max_pool3d_with_indices_backward, "PrivateUse1")
