@@ -1,0 +1,52 @@
+"""nn.MultiMarginLoss and nn.MultiLabelMarginLoss on the chip, composed of lowered ops at the
+autograd key (their forward ran as decompositions, their backward had no lowering):
+
+    multi_margin:       sum over classes i != y of w[y] * relu(margin - x[y] + x[i])^p / C
+    multilabel_margin:  sum over listed targets j and non-target classes i of relu(1 - x[j] + x[i]) / C
+
+where the targets of a multilabel row are its entries before the first -1 (a class listed twice
+counts twice, as the CPU's loop counts it). relu's gradient is 0 at
+0, as the CPU's backward (which counts only positive terms) has it.
+"""
+from __future__ import annotations
+
+import torch
+
+_library = torch.library.Library("aten", "IMPL")
+_NONE, _MEAN, _SUM = 0, 1, 2  # at::Reduction
+
+
+def _reduce(loss, reduction):
+    return loss if reduction == _NONE else loss.mean() if reduction == _MEAN else loss.sum()
+
+
+def multi_margin_loss(input, target, p=1, margin=1, weight=None, reduction=_MEAN):
+    x = input.unsqueeze(0) if input.dim() <= 1 else input
+    y = target.reshape(-1, 1)
+    classes = x.shape[1]
+    terms = torch.relu(margin - x.gather(1, y) + x)
+    if p == 2:
+        terms = terms * terms
+    if weight is not None:
+        terms = terms * weight.gather(0, y.reshape(-1)).unsqueeze(1)
+    others = torch.arange(classes, device=x.device).unsqueeze(0) != y
+    loss = (terms * others).sum(1) / classes
+    return _reduce(loss.reshape(target.shape) if input.dim() > 1 else loss.reshape(()), reduction)
+
+
+def multilabel_margin_loss(input, target, reduction=_MEAN):
+    x = input.unsqueeze(0) if input.dim() <= 1 else input
+    t = target.reshape(x.shape)
+    classes = x.shape[1]
+    listed = torch.cumsum((t < 0).float(), dim=1) == 0  # entries before the first -1
+    is_target = torch.zeros(x.shape, device=x.device).scatter_add(1, t.clamp(min=0), listed.float()) > 0
+    # [row, slot, i]: each listed target entry (a class listed twice counts twice, as on the CPU)
+    # against each class i that is not a target
+    pairs = listed.unsqueeze(2) & ~is_target.unsqueeze(1)
+    terms = torch.relu(1 - x.gather(1, t.clamp(min=0)).unsqueeze(2) + x.unsqueeze(1))
+    loss = (terms * pairs).sum((1, 2)) / classes
+    return _reduce(loss if input.dim() > 1 else loss.reshape(()), reduction)
+
+
+_library.impl("multi_margin_loss", multi_margin_loss, "AutogradPrivateUse1")
+_library.impl("multilabel_margin_loss", multilabel_margin_loss, "AutogradPrivateUse1")
