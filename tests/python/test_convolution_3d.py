@@ -57,3 +57,19 @@ def test_unbatched_input():
     for conv in (F.conv3d, F.conv_transpose3d):
         torch.testing.assert_close(conv(x.to("tpu"), w.to("tpu"), padding=1).cpu(), conv(x, w, padding=1),
                                    atol=1e-4, rtol=1e-4)
+
+
+def test_transposed_output_padding_beyond_the_stride():
+    # torch allows output_padding below max(stride, dilation); the 2-D kernel only below the stride
+    x, w = torch.randn(2, 2, 4, 4, 4), torch.randn(2, 2, 4, 5, 6)
+    config = dict(stride=(3, 2, 1), padding=(1, 2, 3), output_padding=(2, 3, 1), groups=2, dilation=(4, 4, 4))
+    torch.testing.assert_close(F.conv_transpose3d(x.to("tpu"), w.to("tpu"), **config).cpu(),
+                               F.conv_transpose3d(x, w, **config), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("conv", [F.conv3d, F.conv_transpose3d], ids=["conv3d", "conv_transpose3d"])
+def test_bf16_sums_the_taps_in_f32_and_rounds_once(conv):
+    x, w = torch.randn(2, 3, 5, 4, 4).bfloat16(), torch.randn(3, 3, 3, 2, 3).bfloat16()
+    got = conv(x.to("tpu"), w.to("tpu"), padding=1)
+    assert got.dtype == torch.bfloat16
+    assert torch.equal(got.cpu(), conv(x.float(), w.float(), padding=1).bfloat16())

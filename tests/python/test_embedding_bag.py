@@ -102,3 +102,13 @@ def test_scale_grad_by_freq_falls_back_counted(cpu_fallback):
         got = F.embedding_bag(indices.to("tpu"), weight.to("tpu"), offsets.to("tpu"), scale_grad_by_freq=True)
     torch.testing.assert_close(got.cpu(), F.embedding_bag(indices, weight, offsets, scale_grad_by_freq=True))
     assert vtpu.stats()["cpu_fallbacks"] == {"aten::_embedding_bag_forward_only": 1}
+
+
+@native
+def test_bf16_bags_are_summed_in_f32_and_rounded_once():
+    weight, indices, offsets = _case(6)
+    weight = weight.bfloat16()
+    for mode in ("sum", "mean"):
+        got = F.embedding_bag(indices.to("tpu"), weight.to("tpu"), offsets.to("tpu"), mode=mode)
+        assert got.dtype == torch.bfloat16
+        assert torch.equal(got.cpu(), F.embedding_bag(indices, weight.float(), offsets, mode=mode).bfloat16())

@@ -39,3 +39,9 @@ def test_multilabel_margin_loss(reduction):
         return F.multilabel_margin_loss(x, y, reduction=reduction)
     _compare(loss, X, LABELS)
     _compare(loss, X[3], LABELS[3])
+
+
+def test_zero_dimensional_inputs():
+    x, y = torch.tensor(0.3), torch.tensor(0)
+    _compare(lambda a, t, device: F.multi_margin_loss(a, t), x, y)
+    _compare(lambda a, t, device: F.multilabel_margin_loss(a, t), x, y)

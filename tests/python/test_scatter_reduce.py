@@ -96,3 +96,12 @@ def test_integer_tensors_fall_back_named(cpu_fallback):
 def test_integer_tensors_refuse_without_the_fallback(no_fallback):
     with pytest.raises(NotImplementedError, match=r"scatter_reduce cannot run on the chip: scattering into non-float"):
         torch.arange(5, device="tpu").scatter_reduce(0, torch.tensor([1], device="tpu"), torch.tensor([3], device="tpu"), "prod")
+
+
+@pytest.mark.parametrize("reduce", ["amax", "prod"])
+def test_index_reduce_of_a_scalar(native_in_each_eager_mode, reduce):
+    want = torch.tensor(2.0).index_reduce(0, torch.tensor([0]), torch.tensor(5.0), reduce)
+    got = torch.tensor(2.0, device="tpu").index_reduce(0, torch.tensor([0], device="tpu"), torch.tensor(5.0, device="tpu"),
+                                                       reduce)
+    assert got.shape == () and got.dtype == torch.float32
+    torch.testing.assert_close(got.cpu(), want)

@@ -63,7 +63,9 @@ at::Tensor tpu_index_reduce(const at::Tensor& self, int64_t dim_arg, const at::T
                             c10::string_view reduce, bool include_self) {
   const int64_t dim = at::maybe_wrap_dim(dim_arg, std::max<int64_t>(self.dim(), 1));
   TORCH_CHECK_INDEX(index.dim() <= 1, "index_reduce_(): Index is supposed to be a vector");
-  if (self.dim() == 0) return tpu_scatter_reduce(self.view({1}), 0, index.view({1}), source.view({1}), reduce, include_self).view({});
+  if (self.dim() == 0) {  // (squeeze, not view({}): {} would read as a dtype)
+    return tpu_scatter_reduce(self.reshape({1}), 0, index.reshape({1}), source.reshape({1}), reduce, include_self).squeeze(0);
+  }
   std::vector<int64_t> along(source.dim(), 1);
   along[dim] = -1;
   const at::Tensor spread = index.reshape(along).expand(source.sizes()).contiguous();

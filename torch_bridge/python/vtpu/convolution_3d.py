@@ -16,6 +16,17 @@ import torch.nn.functional as F
 _library = torch.library.Library("aten", "IMPL")
 
 
+def _accumulating_in_f32(conv):
+    """bf16 and f16 convolutions sum their taps in f32 and round once, as the CPU's (and the MXU's)
+    accumulation does: rounding each tap's partial result would drift past bf16's tolerance."""
+    def run(input, weight, bias=None, *args):
+        low = input.dtype in (torch.bfloat16, torch.float16)
+        if not low:
+            return conv(input, weight, bias, *args)
+        return conv(input.float(), weight.float(), None if bias is None else bias.float(), *args).to(input.dtype)
+    return run
+
+
 def _triple(v) -> list[int]:
     return list(v) * 3 if len(v) == 1 else list(v)
 
@@ -70,6 +81,17 @@ def _at_depths(y, first, stride, total):
     return torch.cat([y.new_zeros(first, *y.shape[1:]), y, y.new_zeros(after, *y.shape[1:])])
 
 
+def _cropped(full, padding, output_padding):
+    """A transposed convolution's uncropped height and width cut to torch's output: `padding` off
+    the near side, and the far side ending output_padding past the cut (zeros where that runs past
+    the uncropped result). The 2-D kernel is asked for none of it: its output padding must stay
+    below the stride, torch's only below max(stride, dilation)."""
+    h, w = full.shape[-2:]
+    out_h, out_w = h - 2 * padding[0] + output_padding[0], w - 2 * padding[1] + output_padding[1]
+    full = F.pad(full, [0, max(0, padding[1] + out_w - w), 0, max(0, padding[0] + out_h - h)])
+    return full[..., padding[0]:padding[0] + out_h, padding[1]:padding[1] + out_w]
+
+
 def conv_transpose3d(input, weight, bias=None, stride=(1,), padding=(0,), output_padding=(0,), groups=1,
                      dilation=(1,)):
     stride, padding, dilation = _triple(stride), _triple(padding), _triple(dilation)
@@ -82,8 +104,8 @@ def conv_transpose3d(input, weight, bias=None, stride=(1,), padding=(0,), output
     folded = x.transpose(1, 2).reshape(n * depth, c, *x.shape[3:])
     out = None
     for k in range(taps):
-        y = F.conv_transpose2d(folded, weight[:, :, k], None, stride[1:], padding[1:], output_padding[1:], groups,
-                               dilation[1:])
+        y = _cropped(F.conv_transpose2d(folded, weight[:, :, k], None, stride[1:], 0, 0, groups, dilation[1:]),
+                     padding[1:], output_padding[1:])
         y = _at_depths(y.reshape(n, depth, *y.shape[1:]).transpose(0, 1), k * dilation[0], stride[0], total)
         out = y if out is None else out + y
     out = out[padding[0]:total - padding[0]].permute(1, 2, 0, 3, 4)  # [n, channels, depth, h, w]
@@ -93,6 +115,6 @@ def conv_transpose3d(input, weight, bias=None, stride=(1,), padding=(0,), output
     return out.squeeze(0) if unbatched else out
 
 
-_library.impl("conv3d", conv3d, "AutogradPrivateUse1")
-_library.impl("conv_transpose3d.input", conv_transpose3d, "AutogradPrivateUse1")
-_library.impl("conv3d.padding", conv3d, "AutogradPrivateUse1")
+_library.impl("conv3d", _accumulating_in_f32(conv3d), "AutogradPrivateUse1")
+_library.impl("conv3d.padding", _accumulating_in_f32(conv3d), "AutogradPrivateUse1")
+_library.impl("conv_transpose3d.input", _accumulating_in_f32(conv_transpose3d), "AutogradPrivateUse1")

@@ -54,6 +54,9 @@ def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, s
         return run_on_cpu(op, why, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
                        include_last_offset, padding_idx)
     rows = weight.index_select(0, indices)
+    dtype = weight.dtype
+    if dtype in (torch.bfloat16, torch.float16):  # summed in f32 and rounded once, as the CPU does
+        rows, weight = rows.float(), weight.float()
     if per_sample_weights is not None:
         rows = rows * per_sample_weights.unsqueeze(1)
     # padding_idx entries (and none else) land in an extra bag that is dropped
@@ -76,7 +79,7 @@ def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, s
         if mode == _MEAN:
             out = out / counts.clamp(min=1).unsqueeze(1)
         max_indices = counts.long()
-    return out, offset2bag, counts.long(), max_indices
+    return out.to(dtype), offset2bag, counts.long(), max_indices
 
 
 def _forward_only(*args):

@@ -21,7 +21,7 @@ def _reduce(loss, reduction):
 
 
 def multi_margin_loss(input, target, p=1, margin=1, weight=None, reduction=_MEAN):
-    x = input.unsqueeze(0) if input.dim() <= 1 else input
+    x = input.reshape(1, -1) if input.dim() <= 1 else input
     y = target.reshape(-1, 1)
     classes = x.shape[1]
     terms = torch.relu(margin - x.gather(1, y) + x)
@@ -35,7 +35,7 @@ def multi_margin_loss(input, target, p=1, margin=1, weight=None, reduction=_MEAN
 
 
 def multilabel_margin_loss(input, target, reduction=_MEAN):
-    x = input.unsqueeze(0) if input.dim() <= 1 else input
+    x = input.reshape(1, -1) if input.dim() <= 1 else input
     t = target.reshape(x.shape)
     classes = x.shape[1]
     listed = torch.cumsum((t < 0).float(), dim=1) == 0  # entries before the first -1
