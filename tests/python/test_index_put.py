@@ -152,7 +152,7 @@ def test_repeated_integer_writes_fall_back_with_the_reason():
         vtpu.set_cpu_fallback(False)
 
 
-@pytest.mark.parametrize("name", ["ij", "i_k", "_jk_broadcast", "scalar_value", "accumulate_repeated"])
+@pytest.mark.parametrize("name", ["ij", "i_k", "_jk_broadcast", "scalar_value", "accumulate_repeated", "_j", "__k_accumulate"])
 def test_index_put_with_several_index_tensors_on_the_chip(name):
     vtpu.set_cpu_fallback(False)  # one linear index into the flattened block, then the one-index path
     torch.manual_seed(5)
@@ -164,12 +164,17 @@ def test_index_put_with_several_index_tensors_on_the_chip(name):
         "_jk_broadcast": ((slice(None), torch.tensor([[1], [2]]), torch.tensor([0, 5])), torch.randn(4, 2, 2), False),
         "scalar_value": ((slice(None), torch.tensor([1, 2]), torch.tensor([0, 5])), torch.tensor(7.0), False),
         "accumulate_repeated": ((torch.tensor([1, 1, 2]), torch.tensor([3, 3, 0])), torch.randn(3, 6), True),
+        # one index tensor past the first dim: x[:, j] = v, and x[..., k] += v (unfold's backward)
+        "_j": ((slice(None), torch.tensor([4, 0])), torch.randn(4, 2, 6), False),
+        "__k_accumulate": ((slice(None), slice(None), torch.tensor([[1, 5], [1, 1]])), torch.randn(4, 5, 2, 2), True),
     }
     index, values, accumulate = forms[name]
     want, got = x.clone(), x.to("tpu")
     if accumulate:
-        want.index_put_(index, values, accumulate=True)
-        got.index_put_(tuple(t.to("tpu") for t in index), values.to("tpu"), accumulate=True)
+        as_tensors = lambda ix, device: [  # noqa: E731  (aten's index_put_ takes None for a whole dim)
+            None if isinstance(t, slice) else t.to(device) for t in ix]
+        torch.ops.aten.index_put_(want, as_tensors(index, "cpu"), values, True)
+        torch.ops.aten.index_put_(got, as_tensors(index, "tpu"), values.to("tpu"), True)
     else:
         want[index] = values
         got[tuple(t.to("tpu") if isinstance(t, torch.Tensor) else t for t in index)] = values.to("tpu")

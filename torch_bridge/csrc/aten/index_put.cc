@@ -126,7 +126,7 @@ std::string unsupported(const at::Tensor& self, const std::vector<std::optional<
                         bool accumulate) {
   int64_t given = 0;
   for (const auto& i : list) given += i && i->defined();
-  if (given != 1 || !list[0] || !list[0]->defined()) return "several index tensors, or one past the first dim";
+  if (given != 1 || !list[0] || !list[0]->defined()) return "boolean masks past the first dim, or with integer indices";
   const at::Tensor& index = *list[0];
   if (self.dim() == 0 || self.numel() == 0 || index.numel() == 0) return "0-d or empty tensors";
   if (index.scalar_type() == at::kBool) {
@@ -163,14 +163,15 @@ at::Tensor& fallback(at::Tensor& self, const std::vector<std::optional<at::Tenso
 at::Tensor& tpu_index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices, const at::Tensor& values,
                                 bool accumulate, bool unsafe);
 
-// x[i0, i1, ...] = v (or += with accumulate) with several integer index tensors: the one-index
-// form on the flattened block (linear_index.h), the values laid out as that block's rows, and the
-// block written back when it is a copy rather than a view of self.
+// x[i0, i1, ...] = v (or += with accumulate) with several integer index tensors, or one past the
+// first dim (x[:, i]): the one-index form on the flattened block (linear_index.h), the values laid
+// out as that block's rows, and the block written back when it is a copy rather than a view of self.
 bool put_several(at::Tensor& self, const std::vector<std::optional<at::Tensor>>& list, const at::Tensor& values,
                  bool accumulate, bool unsafe) {
   int64_t given = 0;
   for (const auto& i : list) given += i && i->defined();
-  if (given < 2 || self.dim() == 0) return false;
+  const bool first_dim_only = given == 1 && list[0] && list[0]->defined();
+  if (given == 0 || first_dim_only || self.dim() == 0) return false;
   auto li = linear_index(self, list);
   if (!li) return false;
   // torch's result shape of x[indices], which the values broadcast to

@@ -75,6 +75,7 @@ from . import pooling_3d as _pooling_3d  # noqa: E402,F401
 from . import replication_pad as _replication_pad  # noqa: E402,F401
 from . import margin_losses as _margin_losses  # noqa: E402,F401
 from . import bincount as _bincount  # noqa: E402,F401
+from . import autograd_decompositions as _autograd_decompositions  # noqa: E402,F401
 from . import amp as _amp  # noqa: E402,F401
 from . import distributed  # noqa: E402
 from . import debug_mode as _debug_mode  # noqa: E402
