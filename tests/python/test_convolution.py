@@ -74,7 +74,7 @@ def test_small_cnn_trains_like_cpu(no_fallback, sgd_losses):
 def test_unsupported_convolutions_name_the_op_and_the_reason(no_fallback):
     x, w = torch.randn(1, 2, 4, 4, 4, device="tpu"), torch.randn(3, 2, 2, 2, 2, device="tpu")
     with pytest.raises(NotImplementedError, match=r"convolution_overrideable.*spatial dims"):
-        torch.nn.functional.conv3d(x, w)
+        torch.convolution(x, w, None, [1] * 3, [0] * 3, [1] * 3, False, [0] * 3, 1)  # (F.conv3d is composed of conv2d's)
     wide, grouped = torch.randn(1, 64, 4, 4, device="tpu"), torch.randn(64, 2, 1, 1, device="tpu")
     with pytest.raises(NotImplementedError, match="more than 16 groups"):
         torch.nn.functional.conv2d(wide, grouped, groups=32)

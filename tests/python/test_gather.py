@@ -169,3 +169,16 @@ def test_scatter_add_past_the_dim_raises():
     x = torch.zeros(3, 4)
     with pytest.raises(IndexError, match="index out of range"):
         torch.scatter_add(x.to("tpu"), 1, torch.tensor([[4]]).to("tpu"), torch.ones(1, 1).to("tpu")).cpu()
+
+
+@pytest.mark.usefixtures("native_in_each_eager_mode")
+def test_scalars_gather_and_scatter_as_one_element_tensors():
+    x, i = torch.tensor(3.0), torch.tensor(0)
+    src = torch.tensor(5.0)
+    for op in (lambda t, j, s: t.gather(0, j), lambda t, j, s: t.scatter(0, j, s), lambda t, j, s: t.scatter(0, j, 2.0),
+               lambda t, j, s: t.scatter_add(0, j, s)):
+        got = op(x.to("tpu"), i.to("tpu"), src.to("tpu"))
+        assert got.shape == () and torch.equal(got.cpu(), op(x, i, src))
+    grad = torch.tensor(3.0, device="tpu", requires_grad=True)
+    grad.max(0).values.backward()  # value_selecting_reduction_backward scatters into a scalar
+    assert grad.grad.item() == 1.0

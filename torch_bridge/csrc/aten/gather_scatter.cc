@@ -85,8 +85,14 @@ void check_index_dtype(const at::Tensor& index, const char* op) {
                     "(): Expected dtype int32/int64 for index");
 }
 
+// A 0-d self with a one-element index (max(dim)'s backward on a scalar): the 1-d form, reshaped.
+bool scalar_form(const at::Tensor& self, const at::Tensor& index) {
+  return self.dim() == 0 && index.dim() <= 1 && index.numel() == 1;
+}
+
 at::Tensor tpu_gather(const at::Tensor& self, int64_t dim_arg, const at::Tensor& index, bool sparse_grad) {
   check_index_dtype(index, "gather");
+  if (scalar_form(self, index)) return tpu_gather(self.reshape({1}), 0, index.reshape({1}), sparse_grad).reshape(index.sizes());
   const int64_t dim = at::maybe_wrap_dim(dim_arg, std::max<int64_t>(self.dim(), 1));
   const CpuFn cpu = [dim, index, sparse_grad](const std::vector<at::Tensor>& c) {
     return at::gather(c[0], dim, index.cpu(), sparse_grad);
@@ -135,6 +141,7 @@ std::string scatter_unsupported(const at::Tensor& self, const at::Tensor& index,
 
 at::Tensor tpu_scatter_add(const at::Tensor& self, int64_t dim_arg, const at::Tensor& index, const at::Tensor& src) {
   check_index_dtype(index, "scatter_add");
+  if (scalar_form(self, index)) return tpu_scatter_add(self.reshape({1}), 0, index.reshape({1}), src.reshape({-1})).squeeze(0);
   const int64_t dim = at::maybe_wrap_dim(dim_arg, std::max<int64_t>(self.dim(), 1));
   const CpuFn cpu = [dim, index](const std::vector<at::Tensor>& c) { return at::scatter_add(c[0], dim, index.cpu(), c[1]); };
   if (const std::string why = scatter_unsupported(self, index, dim, src); !why.empty()) {
@@ -153,6 +160,7 @@ at::Tensor tpu_scatter_add(const at::Tensor& self, int64_t dim_arg, const at::Te
 // matter: where(hit count > 0, value, self).
 at::Tensor tpu_scatter_value(const at::Tensor& self, int64_t dim_arg, const at::Tensor& index, const at::Scalar& value) {
   check_index_dtype(index, "scatter");
+  if (scalar_form(self, index)) return tpu_scatter_value(self.reshape({1}), 0, index.reshape({1}), value).squeeze(0);
   const int64_t dim = at::maybe_wrap_dim(dim_arg, std::max<int64_t>(self.dim(), 1));
   const CpuFn cpu = [dim, index, value](const std::vector<at::Tensor>& c) { return at::scatter(c[0], dim, index.cpu(), value); };
   std::string why = unsupported(self, index, dim);
@@ -179,6 +187,7 @@ at::Tensor tpu_scatter_value(const at::Tensor& self, int64_t dim_arg, const at::
 // named; repeated indices run on the CPU.
 at::Tensor tpu_scatter_src(const at::Tensor& self, int64_t dim_arg, const at::Tensor& index, const at::Tensor& src) {
   check_index_dtype(index, "scatter");
+  if (scalar_form(self, index)) return tpu_scatter_src(self.reshape({1}), 0, index.reshape({1}), src.reshape({-1})).squeeze(0);
   const int64_t dim = at::maybe_wrap_dim(dim_arg, std::max<int64_t>(self.dim(), 1));
   const CpuFn cpu = [dim, index](const std::vector<at::Tensor>& c) { return at::scatter(c[0], dim, index.cpu(), c[1]); };
   std::string why = unsupported(self, index, dim);
