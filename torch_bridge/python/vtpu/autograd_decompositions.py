@@ -17,13 +17,38 @@ _OPS = [
     aten._upsample_nearest_exact1d.default, aten._upsample_nearest_exact2d.default,
     aten._upsample_nearest_exact3d.default, aten.upsample_linear1d.default, aten.upsample_bilinear2d.default,
     aten.upsample_bicubic2d.default, aten.upsample_trilinear3d.default,
+    aten.grid_sampler_2d.default,  # (bilinear and nearest sampling at computed positions, like upsampling)
+    aten.take.default,  # (a gather from the flattened input: its backward an index_put on the first dim)
 ]
+
+
+class _ZeroGradientFor(torch.autograd.Function):
+    """`out` unchanged, with a zero gradient for `other`: what torch's own backward gives an input
+    the decomposition does not differentiate through (nearest sampling's grid)."""
+
+    @staticmethod
+    def forward(ctx, out, other):
+        ctx.shape, ctx.dtype, ctx.device = other.shape, other.dtype, other.device
+        return out.view_as(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, torch.zeros(ctx.shape, dtype=ctx.dtype, device=ctx.device)
+
+
+def _grid_sampler_2d(decomposition):
+    def run(input, grid, interpolation_mode, padding_mode, align_corners):
+        out = decomposition(input, grid, interpolation_mode, padding_mode, align_corners)
+        nearest = interpolation_mode == 1  # rounded positions: no path from the grid to the output
+        return _ZeroGradientFor.apply(out, grid) if nearest and grid.requires_grad else out
+    return run
 
 
 def _register(op) -> None:
     decomposition = decomposition_table[op]
+    kernel = _grid_sampler_2d(decomposition) if op is aten.grid_sampler_2d.default else decomposition
     _library.impl(op._schema.name.split("::")[1] + ("" if op._overloadname == "default" else "." + op._overloadname),
-                  lambda *args, **kwargs: decomposition(*args, **kwargs), "AutogradPrivateUse1")
+                  lambda *args, **kwargs: kernel(*args, **kwargs), "AutogradPrivateUse1")
 
 
 for _op in _OPS:

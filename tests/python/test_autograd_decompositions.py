@@ -1,0 +1,61 @@
+"""Gradients of ops decomposed above autograd on the chip (vtpu/autograd_decompositions.py): every
+F.interpolate mode in 1-D, 2-D and 3-D, with and without align_corners; grid_sample's modes (the
+grid's gradient too, zero for nearest as torch gives it); take. Outputs and gradients against the
+CPU with the fallback off."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+pytestmark = pytest.mark.usefixtures("native_in_each_eager_mode")
+
+CASES = [
+    ((2, 3, 7), dict(scale_factor=2, mode="nearest")),
+    ((2, 3, 7), dict(size=11, mode="linear")),
+    ((2, 3, 7), dict(size=11, mode="linear", align_corners=True)),
+    ((2, 3, 5, 6), dict(scale_factor=2, mode="nearest")),
+    ((2, 3, 5, 6), dict(size=(7, 9), mode="nearest-exact")),
+    ((2, 3, 5, 6), dict(scale_factor=1.7, mode="bilinear")),
+    ((2, 3, 5, 6), dict(size=(8, 8), mode="bicubic", align_corners=True)),
+    ((1, 2, 3, 4, 5), dict(scale_factor=2, mode="trilinear")),
+    ((1, 2, 3, 4, 5), dict(size=(4, 7, 3), mode="nearest")),
+]
+
+
+@pytest.mark.parametrize("shape, config", CASES, ids=[f"{len(s) - 2}d-{c}" for s, c in CASES])
+def test_output_and_input_gradient_match_the_cpu(shape, config):
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(0))
+    results = {}
+    for device in ("cpu", "tpu"):
+        inp = x.to(device).detach().requires_grad_()
+        out = F.interpolate(inp, **config)
+        (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape).to(device)).sum().backward()
+        results[device] = (out.detach().cpu(), inp.grad.cpu())
+    torch.testing.assert_close(results["tpu"], results["cpu"], atol=1e-5, rtol=1e-4)
+
+
+GRID_CASES = [dict(align_corners=False), dict(mode="nearest", align_corners=False),
+              dict(align_corners=True, padding_mode="border"), dict(mode="bicubic", align_corners=False)]
+
+
+@pytest.mark.parametrize("config", GRID_CASES, ids=[str(c) for c in GRID_CASES])
+def test_grid_sample_and_its_gradients_match_the_cpu(config):
+    g = torch.Generator().manual_seed(1)
+    x, grid = torch.randn(2, 3, 5, 6, generator=g), torch.rand(2, 4, 7, 2, generator=g) * 2.2 - 1.1
+    results = {}
+    for device in ("cpu", "tpu"):
+        inp, where = x.to(device).detach().requires_grad_(), grid.to(device).detach().requires_grad_()
+        out = F.grid_sample(inp, where, **config)
+        (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape).to(device)).sum().backward()
+        results[device] = (out.detach().cpu(), inp.grad.cpu(), where.grad.cpu())
+    torch.testing.assert_close(results["tpu"], results["cpu"], atol=1e-4, rtol=1e-4)
+
+
+def test_take_and_its_gradient_match_the_cpu():
+    x, index = torch.randn(6, 10, generator=torch.Generator().manual_seed(2)), torch.tensor([[0, 5], [59, 5]])
+    results = {}
+    for device in ("cpu", "tpu"):
+        inp = x.to(device).detach().requires_grad_()
+        out = inp.take(index.to(device))
+        out.sum().backward()
+        results[device] = (out.detach().cpu(), inp.grad.cpu())
+    torch.testing.assert_close(results["tpu"], results["cpu"])
