@@ -5,6 +5,7 @@ CPU with the fallback off."""
 import pytest
 import torch
 import torch.nn.functional as F
+from cpu_comparison import assert_matches_cpu
 
 pytestmark = pytest.mark.usefixtures("native_in_each_eager_mode")
 
@@ -24,13 +25,7 @@ CASES = [
 @pytest.mark.parametrize("shape, config", CASES, ids=[f"{len(s) - 2}d-{c}" for s, c in CASES])
 def test_output_and_input_gradient_match_the_cpu(shape, config):
     x = torch.randn(shape, generator=torch.Generator().manual_seed(0))
-    results = {}
-    for device in ("cpu", "tpu"):
-        inp = x.to(device).detach().requires_grad_()
-        out = F.interpolate(inp, **config)
-        (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape).to(device)).sum().backward()
-        results[device] = (out.detach().cpu(), inp.grad.cpu())
-    torch.testing.assert_close(results["tpu"], results["cpu"], atol=1e-5, rtol=1e-4)
+    assert_matches_cpu(lambda t: F.interpolate(t, **config), x, atol=1e-5, rtol=1e-4)
 
 
 GRID_CASES = [dict(align_corners=False), dict(mode="nearest", align_corners=False),
@@ -41,21 +36,9 @@ GRID_CASES = [dict(align_corners=False), dict(mode="nearest", align_corners=Fals
 def test_grid_sample_and_its_gradients_match_the_cpu(config):
     g = torch.Generator().manual_seed(1)
     x, grid = torch.randn(2, 3, 5, 6, generator=g), torch.rand(2, 4, 7, 2, generator=g) * 2.2 - 1.1
-    results = {}
-    for device in ("cpu", "tpu"):
-        inp, where = x.to(device).detach().requires_grad_(), grid.to(device).detach().requires_grad_()
-        out = F.grid_sample(inp, where, **config)
-        (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape).to(device)).sum().backward()
-        results[device] = (out.detach().cpu(), inp.grad.cpu(), where.grad.cpu())
-    torch.testing.assert_close(results["tpu"], results["cpu"], atol=1e-4, rtol=1e-4)
+    assert_matches_cpu(lambda t, where: F.grid_sample(t, where, **config), x, grid, atol=1e-4, rtol=1e-4)
 
 
 def test_take_and_its_gradient_match_the_cpu():
     x, index = torch.randn(6, 10, generator=torch.Generator().manual_seed(2)), torch.tensor([[0, 5], [59, 5]])
-    results = {}
-    for device in ("cpu", "tpu"):
-        inp = x.to(device).detach().requires_grad_()
-        out = inp.take(index.to(device))
-        out.sum().backward()
-        results[device] = (out.detach().cpu(), inp.grad.cpu())
-    torch.testing.assert_close(results["tpu"], results["cpu"])
+    assert_matches_cpu(torch.take, x, index)

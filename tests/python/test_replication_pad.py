@@ -2,6 +2,7 @@
 pads, batched and unbatched, against the CPU with the fallback off."""
 import pytest
 import torch
+from cpu_comparison import assert_matches_cpu
 
 pytestmark = pytest.mark.usefixtures("native_in_each_eager_mode")
 
@@ -15,11 +16,4 @@ CASES = [
 
 @pytest.mark.parametrize("module, shape", CASES, ids=[f"{type(m).__name__}{s}" for m, s in CASES])
 def test_output_and_gradient_match_the_cpu(module, shape):
-    x = torch.randn(shape, generator=torch.Generator().manual_seed(0))
-    results = {}
-    for device in ("cpu", "tpu"):
-        inp = x.to(device).detach().requires_grad_()
-        out = module(inp)
-        (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape).to(device)).sum().backward()
-        results[device] = (out.detach().cpu(), inp.grad.cpu())
-    torch.testing.assert_close(results["tpu"], results["cpu"])
+    assert_matches_cpu(module, torch.randn(shape, generator=torch.Generator().manual_seed(0)))
