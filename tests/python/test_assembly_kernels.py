@@ -76,3 +76,12 @@ def test_misuse_is_refused_with_what_to_pass():
         vtpu.run_assembly(VECTOR_ADD, a, a, a, 2**40)
     with pytest.raises(ValueError, match="the kernel does not assemble: 2:14: expected ',' before operand 3 of vadd"):
         vtpu.run_assembly(".name broken\n  vadd v1, v2\n  halt\n")
+
+
+def test_autograd_sees_the_kernel_write_its_buffers():
+    w = torch.ones(1024, device="tpu", requires_grad=True)
+    saved = torch.ones(1024, device="tpu")
+    loss = (w * saved).sum()  # saved is kept for w's gradient
+    vtpu.run_assembly(VECTOR_ADD, saved, saved, saved, 1024)  # saved = saved + saved, in place
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()

@@ -254,7 +254,6 @@ at::Tensor scatter_combined(const at::Tensor& self, int64_t dim, const at::Tenso
   });
 }
 
-
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("gather", tpu_gather);
   m.impl("gather.out", Variants<tpu_gather>::out);

@@ -4,6 +4,7 @@
 // for each scalar. Its time joins the device's clock, vtpu.stats(), traces and the profiler like
 // any kernel's. In debug mode the launch also checks reads of VMEM it never wrote (generated
 // kernels read padding lanes on purpose, so only user kernels are checked).
+#include <torch/csrc/autograd/variable.h>
 #include <torch/extension.h>
 
 #include <chrono>
@@ -83,15 +84,21 @@ sim::LaunchResult run_assembly(const isa::Program& program, const std::vector<Ar
   const bool profiled = profiler::recording();
   const int64_t host_start_ns = profiled ? profiler::host_now_ns() : 0;
   const double simulated_start = rt.simulated_clock(device);
-  chip.set_debug_checks(rt.mode() == Mode::Debug);
+  struct DebugChecks {  // on for this launch only, however it ends
+    sim::Device& chip;
+    DebugChecks(sim::Device& c, bool on) : chip(c) { chip.set_debug_checks(on); }
+    ~DebugChecks() { chip.set_debug_checks(false); }
+  } checks(chip, rt.mode() == Mode::Debug);
   sim::LaunchResult r;
   try {
     r = chip.wait(chip.launch(program, kernel_args));
   } catch (const sim::SimError& e) {
-    chip.set_debug_checks(false);
     TORCH_CHECK(false, "vtpu: kernel ", program.name, " failed on the chip: ", e.what());
   }
-  chip.set_debug_checks(false);
+  // Every buffer may have been written: autograd must not reuse a value saved before.
+  for (const Argument& a : args) {
+    if (const auto* t = std::get_if<at::Tensor>(&a)) torch::autograd::impl::bump_version(*t);
+  }
   auto& s = rt.stats();
   s.kernels_launched++;
   s.simulated_cycles += r.cycles;
