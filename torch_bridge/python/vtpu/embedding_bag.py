@@ -28,7 +28,7 @@ def _composable(scale_grad_by_freq, sparse, mode, per_sample_weights) -> str:
     if sparse:
         return "sparse gradients"
     if per_sample_weights is not None and mode != _SUM:
-        return "per_sample_weights outside mode='sum'"  # torch rejects it; let its CPU kernel say so
+        return "per_sample_weights outside mode='sum'"  # torch rejects it: on the CPU its kernel says why
     return ""
 
 
@@ -44,7 +44,7 @@ def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, s
     why = _composable(scale_grad_by_freq, sparse, mode, per_sample_weights)
     if why:
         return run_on_cpu(op, why, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
-                       include_last_offset, padding_idx)
+                          include_last_offset, padding_idx)
     if indices.dim() == 2:  # fixed-size bags: offsets are implied
         offsets = torch.arange(0, indices.numel(), indices.size(1), device=indices.device, dtype=indices.dtype)
         indices = indices.reshape(-1)
@@ -52,7 +52,7 @@ def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, s
     if bags == 0 or indices.numel() == 0:
         why = "no bags, or no indices"
         return run_on_cpu(op, why, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
-                       include_last_offset, padding_idx)
+                          include_last_offset, padding_idx)
     rows = weight.index_select(0, indices)
     dtype = weight.dtype
     if dtype in (torch.bfloat16, torch.float16):  # summed in f32 and rounded once, as the CPU does
@@ -67,7 +67,8 @@ def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, s
     empty = torch.zeros(bags + 1, weight.size(1), device=weight.device, dtype=weight.dtype)
     if mode == _MAX:
         out = empty.scatter_reduce(0, spread, rows, "amax", include_self=False)[:bags]
-        # the first maximum's position in the bag (torch keeps the first), then its row of weight
+        # the first maximum's position in the bag (torch keeps the first; positions are exact in f32
+        # below 2^24 indices), then its row of weight
         positions = torch.arange(indices.numel(), device=weight.device, dtype=weight.dtype).unsqueeze(1)
         first = torch.where(rows == out.index_select(0, target.clamp(max=bags - 1)), positions,
                             torch.full_like(rows, float(indices.numel())))
