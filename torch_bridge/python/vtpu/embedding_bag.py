@@ -22,11 +22,13 @@ _library = torch.library.Library("aten", "IMPL")
 _SUM, _MEAN, _MAX = 0, 1, 2
 
 
-def _composable(scale_grad_by_freq, sparse, mode, per_sample_weights) -> str:
+def _composable(indices, scale_grad_by_freq, sparse, mode, per_sample_weights) -> str:
     if scale_grad_by_freq:
         return "scale_grad_by_freq"
     if sparse:
         return "sparse gradients"
+    if mode == _MAX and indices.numel() >= 2 ** 24:
+        return "max mode over 2^24 indices or more (positions are compared in f32)"
     if per_sample_weights is not None and mode != _SUM:
         return "per_sample_weights outside mode='sum'"  # torch rejects it: on the CPU its kernel says why
     return ""
@@ -41,7 +43,7 @@ def _bags(indices, offsets, include_last_offset):
 
 def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None,
                    include_last_offset=False, padding_idx=-1, op="_embedding_bag"):
-    why = _composable(scale_grad_by_freq, sparse, mode, per_sample_weights)
+    why = _composable(indices, scale_grad_by_freq, sparse, mode, per_sample_weights)
     if why:
         return run_on_cpu(op, why, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
                           include_last_offset, padding_idx)
@@ -67,8 +69,7 @@ def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, s
     empty = torch.zeros(bags + 1, weight.size(1), device=weight.device, dtype=weight.dtype)
     if mode == _MAX:
         out = empty.scatter_reduce(0, spread, rows, "amax", include_self=False)[:bags]
-        # the first maximum's position in the bag (torch keeps the first; positions are exact in f32
-        # below 2^24 indices), then its row of weight
+        # the first maximum's position in the bag (torch keeps the first), then its row of weight
         positions = torch.arange(indices.numel(), device=weight.device, dtype=weight.dtype).unsqueeze(1)
         first = torch.where(rows == out.index_select(0, target.clamp(max=bags - 1)), positions,
                             torch.full_like(rows, float(indices.numel())))
