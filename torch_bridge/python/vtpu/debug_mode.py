@@ -29,7 +29,9 @@ import torch
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
 
-# Frames in these files are torch's, vtpu's or the standard library's, never the user's line.
+# Frames in these files are torch's, vtpu's or the standard library's, never the user's line. The
+# standard library's directory also holds site-packages, so installed libraries (transformers)
+# count as library code too: the line named is the user's own call into them.
 _INTERNAL = tuple(str(p) for p in (pathlib.Path(torch.__file__).parent, pathlib.Path(__file__).parent,
                                    pathlib.Path(sysconfig.get_paths()["stdlib"]))) + ("<frozen",)
 
@@ -43,8 +45,8 @@ _FRAME = re.compile(r'File "(.*)", line (\d+), in (.*)')
 
 def user_line() -> str:
     """Where the running op was called from: 'at file:line in function' for the innermost frame
-    outside torch, vtpu and the standard library; in the backward pass, the node and the line of
-    its forward call (from anomaly mode's traceback)."""
+    outside torch, vtpu, the standard library and installed packages; in the backward pass, the
+    node and the line of its forward call (from anomaly mode's traceback)."""
     frame = sys._getframe(1)
     while frame is not None:
         path = frame.f_code.co_filename
