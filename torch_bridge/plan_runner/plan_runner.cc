@@ -54,18 +54,7 @@ PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, con
         args.push_back(sim::KernelArg::buffer(address(v), bytes(v)));
       }
       for (int32_t scalar : launch.scalars) args.push_back(sim::KernelArg::value(scalar));
-      const sim::LaunchResult r = device.wait(device.launch(*launch.program, args));
-      run_.cycles += r.cycles;
-      run_.seconds += r.summary.seconds();
-      run_.hbm_read_bytes += r.summary.hbm_read_bytes;
-      run_.hbm_write_bytes += r.summary.hbm_write_bytes;
-      run_.held_vmem_bytes += r.summary.held_vmem_bytes;
-      ++run_.launches;
-      auto& profile = run_.per_kernel[launch.label];
-      profile.launches++;
-      profile.cycles += r.cycles;
-      run_.timeline.push_back({launch.label, r.summary.seconds()});
-      for (const auto& unit : r.summary.units) run_.busy_cycles_per_unit[unit.name] += unit.busy_cycles;
+      run_.add(launch.label, device.wait(device.launch(*launch.program, args)));
       if (input_done) {
         for (const auto& [v, last] : plan.memory.input_last_step) {
           if (last == static_cast<int>(step)) input_done(v);
@@ -85,6 +74,20 @@ PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, con
     intermediates_.clear();
     throw;
   }
+}
+
+void PlanRun::add(const std::string& label, const sim::LaunchResult& r) {
+  cycles += r.cycles;
+  seconds += r.summary.seconds();
+  hbm_read_bytes += r.summary.hbm_read_bytes;
+  hbm_write_bytes += r.summary.hbm_write_bytes;
+  held_vmem_bytes += r.summary.held_vmem_bytes;
+  ++launches;
+  auto& profile = per_kernel[label];
+  profile.launches++;
+  profile.cycles += r.cycles;
+  timeline.push_back({label, r.summary.seconds()});
+  for (const auto& unit : r.summary.units) busy_cycles_per_unit[unit.name] += unit.busy_cycles;
 }
 
 PlanExecution::~PlanExecution() {

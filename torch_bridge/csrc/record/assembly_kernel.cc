@@ -16,7 +16,6 @@
 #include "isa/assembler.h"
 #include "sim/sim_error.h"
 #include "torch_bridge/csrc/record/recorder.h"
-#include "torch_bridge/csrc/runtime/profiler.h"
 #include "torch_bridge/csrc/runtime/runtime.h"
 
 namespace vtpu::bridge {
@@ -81,9 +80,7 @@ sim::LaunchResult run_assembly(const isa::Program& program, const std::vector<Ar
     }
   }
   sim::Device& chip = rt.device(device);
-  const bool profiled = profiler::recording();
-  const int64_t host_start_ns = profiled ? profiler::host_now_ns() : 0;
-  const double simulated_start = rt.simulated_clock(device);
+  const LaunchStart start = LaunchStart::now(device);
   struct DebugChecks {  // on for this launch only, however it ends
     sim::Device& chip;
     DebugChecks(sim::Device& c, bool on) : chip(c) { chip.set_debug_checks(on); }
@@ -99,17 +96,9 @@ sim::LaunchResult run_assembly(const isa::Program& program, const std::vector<Ar
   for (const Argument& a : args) {
     if (const auto* t = std::get_if<at::Tensor>(&a)) torch::autograd::impl::bump_version(*t);
   }
-  auto& s = rt.stats();
-  s.kernels_launched++;
-  s.simulated_cycles += r.cycles;
-  s.simulated_seconds += r.summary.seconds();
-  s.hbm_read_bytes += r.summary.hbm_read_bytes;
-  s.hbm_write_bytes += r.summary.hbm_write_bytes;
-  s.per_kernel[program.name].launches++;
-  s.per_kernel[program.name].cycles += r.cycles;
-  for (const auto& unit : r.summary.units) s.busy_cycles_per_unit[unit.name] += unit.busy_cycles;
-  rt.advance_clock(device, r.summary.seconds());
-  if (profiled) profiler::note_launches(device, host_start_ns, simulated_start, {{program.name, r.summary.seconds()}});
+  PlanRun run;
+  run.add(program.name, r);
+  count_launches(start, run);
   return r;
 }
 

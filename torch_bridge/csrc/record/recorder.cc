@@ -225,9 +225,7 @@ void Recorder::flush() {
   rt.stats().planning_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - planning_started).count();
   PlanRun run;
   rt.wait_until(device_, inputs_ready_at_);  // the flush starts once its inputs have arrived
-  const bool profiled = profiler::recording();
-  const int64_t host_start_ns = profiled ? profiler::host_now_ns() : 0;
-  const double simulated_start = rt.simulated_clock(device_);
+  const LaunchStart start = LaunchStart::now(device_);
   try {
     // Output buffers get HBM when the kernel writing them runs, like tensors allocated op by op.
     PlanExecution exec(device, *plan, bound, [&](int v) {
@@ -256,13 +254,28 @@ void Recorder::flush() {
                 "int32 words: |value| < 2^30 for add/sub, < 2^31 otherwise; pending results are lost): ", e.what());
     TORCH_CHECK(false, "vtpu: a kernel failed on the chip (pending results are lost): ", e.what());
   }
+  count_launches(start, run);
   auto& s = rt.stats();
   s.flushes++;
+  size_t live_nodes = 0;
+  for (const auto& l : plan->launches) live_nodes += std::count(l.label.begin(), l.label.end(), '+') + 1;
+  s.ops_fused_away += live_nodes - run.launches;
+  settle();
+}
+
+LaunchStart LaunchStart::now(int device) {
+  const bool profiled = profiler::recording();
+  return {device, Runtime::get().simulated_clock(device), profiled, profiled ? profiler::host_now_ns() : 0};
+}
+
+void count_launches(const LaunchStart& start, const PlanRun& run) {
+  auto& rt = Runtime::get();
+  auto& s = rt.stats();
   s.kernels_launched += run.launches;
   s.simulated_cycles += run.cycles;
   s.simulated_seconds += run.seconds;
-  rt.advance_clock(device_, run.seconds);
-  if (profiled) profiler::note_launches(device_, host_start_ns, simulated_start, run.timeline);
+  rt.advance_clock(start.device, run.seconds);
+  if (start.profiled) profiler::note_launches(start.device, start.host_ns, start.simulated, run.timeline);
   s.hbm_read_bytes += run.hbm_read_bytes;
   s.hbm_write_bytes += run.hbm_write_bytes;
   s.held_vmem_bytes += run.held_vmem_bytes;
@@ -273,10 +286,6 @@ void Recorder::flush() {
     s.per_kernel[label].launches += profile.launches;
     s.per_kernel[label].cycles += profile.cycles;
   }
-  size_t live_nodes = 0;
-  for (const auto& l : plan->launches) live_nodes += std::count(l.label.begin(), l.label.end(), '+') + 1;
-  s.ops_fused_away += live_nodes - run.launches;
-  settle();
 }
 
 void Recorder::input_done(int value) {

@@ -11,6 +11,7 @@
 
 #include "kernels/graph/graph.h"
 #include "sim/device.h"
+#include "torch_bridge/plan_runner/plan_runner.h"
 
 namespace vtpu::bridge {
 
@@ -60,6 +61,19 @@ class Recorder {
   std::vector<std::pair<int, sim::HbmAddress>> retired_;  // HBM replaced under pending readers, freed after the flush
   uint64_t ops_ = 0;
 };
+
+// Where a run of launches on a device began: the chip's simulated clock, and the host time when a
+// profile records (profiler.h). Taken just before the launches.
+struct LaunchStart {
+  int device = 0;
+  double simulated = 0;
+  bool profiled = false;
+  int64_t host_ns = 0;
+  static LaunchStart now(int device);
+};
+// What every run of launches (a flush, a user's kernel) adds: its time to the device's clock and
+// vtpu.stats() (kernels, cycles, HBM bytes, units, per kernel), its kernels to the profiler.
+void count_launches(const LaunchStart& start, const PlanRun& run);
 
 // The chip's dtype for a torch dtype; std::nullopt when the chip has no kernels for it.
 std::optional<kernels::DType> chip_dtype(c10::ScalarType t);

@@ -47,8 +47,7 @@ def _grid_sampler_2d(decomposition):
 def _register(op) -> None:
     decomposition = decomposition_table[op]
     kernel = _grid_sampler_2d(decomposition) if op is aten.grid_sampler_2d.default else decomposition
-    _library.impl(op._schema.name.split("::")[1] + ("" if op._overloadname == "default" else "." + op._overloadname),
-                  lambda *args, **kwargs: kernel(*args, **kwargs), "AutogradPrivateUse1")
+    _library.impl(op, kernel, "AutogradPrivateUse1")
 
 
 for _op in _OPS:

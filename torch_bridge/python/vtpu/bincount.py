@@ -1,7 +1,8 @@
 """torch.bincount on the chip: the counts (or the weights' sums) are a scatter_add into zeros, in
 index order as the CPU adds them. Its length depends on the largest value, so, as on CUDA, the
-input's range is found on the chip and read back first (a sync point). Counts are added in f32, exact below 2^24 per bin;
-weights other than f32 (the CPU returns float64 for them) fall back, named.
+input's range is found on the chip and read back first (a sync point). Counts are added in f32,
+exact below 2^24 per bin; weights other than f32 (the CPU returns float64 for them) fall back,
+named.
 """
 from __future__ import annotations
 

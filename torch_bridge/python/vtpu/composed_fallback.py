@@ -1,5 +1,4 @@
-"""The CPU fallback for ops vtpu composes in Python at the autograd key (embedding_bag,
-convolution_3d, pooling_3d) when a call needs what the composition does not cover: allowed only
+"""The CPU fallback for ops vtpu composes in Python (embedding_bag, pooling_3d, bincount) when a call needs what the composition does not cover: allowed only
 where the user allowed the fallback, warned once per op and counted like the C++ fallback. The
 inputs go to the CPU and the results come back by differentiable copies, so gradients still flow.
 """

@@ -13,6 +13,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from .depth_folding import as_three, batched, fold_depth, unfold_depth
+
 _library = torch.library.Library("aten", "IMPL")
 
 
@@ -25,10 +27,6 @@ def _accumulating_in_f32(conv):
             return conv(input, weight, bias, *args)
         return conv(input.float(), weight.float(), None if bias is None else bias.float(), *args).to(input.dtype)
     return run
-
-
-def _triple(v) -> list[int]:
-    return list(v) * 3 if len(v) == 1 else list(v)
 
 
 def _same_padding(x, weight, dilation):
@@ -44,33 +42,29 @@ def _same_padding(x, weight, dilation):
     return x, symmetric
 
 
-def conv3d(input, weight, bias=None, stride=(1,), padding=(0,), dilation=(1,), groups=1):
-    stride, dilation = _triple(stride), _triple(dilation)
-    unbatched = input.dim() == 4
-    x = input.unsqueeze(0) if unbatched else input
+@batched
+def conv3d(x, weight, bias=None, stride=(1,), padding=(0,), dilation=(1,), groups=1):
+    stride, dilation = as_three(stride), as_three(dilation)
     if isinstance(padding, str):
         if padding == "valid":
             padding = [0, 0, 0]
         else:
             x, padding = _same_padding(x, weight, dilation)
-    padding = _triple(padding)
+    padding = as_three(padding)
     if padding[0]:
         x = F.pad(x, [0, 0, 0, 0, padding[0], padding[0]])
-    n, c, depth = x.shape[:3]
-    taps = weight.shape[2]
+    depth, taps = x.shape[2], weight.shape[2]
     out_depth = (depth - dilation[0] * (taps - 1) - 1) // stride[0] + 1
     out = None
     for k in range(taps):
         start = k * dilation[0]
-        slices = x[:, :, start:start + (out_depth - 1) * stride[0] + 1:stride[0]]
-        folded = slices.transpose(1, 2).reshape(n * out_depth, c, *x.shape[3:])
-        y = F.conv2d(folded, weight[:, :, k], None, stride[1:], padding[1:], dilation[1:], groups)
+        slices = fold_depth(x[:, :, start:start + (out_depth - 1) * stride[0] + 1:stride[0]])
+        y = F.conv2d(slices, weight[:, :, k], None, stride[1:], padding[1:], dilation[1:], groups)
         out = y if out is None else out + y
-    out = out.reshape(n, out_depth, *out.shape[1:]).transpose(1, 2)
+    out = unfold_depth(out, x.shape[0]).transpose(1, 2)
     if bias is not None:
         out = out + bias.view(1, -1, 1, 1, 1)
-    out = out.contiguous()
-    return out.squeeze(0) if unbatched else out
+    return out.contiguous()
 
 
 def _at_depths(y, first, stride, total):
@@ -92,27 +86,23 @@ def _cropped(full, padding, output_padding):
     return full[..., padding[0]:padding[0] + out_h, padding[1]:padding[1] + out_w]
 
 
-def conv_transpose3d(input, weight, bias=None, stride=(1,), padding=(0,), output_padding=(0,), groups=1,
-                     dilation=(1,)):
-    stride, padding, dilation = _triple(stride), _triple(padding), _triple(dilation)
-    output_padding = _triple(output_padding)
-    unbatched = input.dim() == 4
-    x = input.unsqueeze(0) if unbatched else input
-    n, c, depth = x.shape[:3]
-    taps = weight.shape[2]
+@batched
+def conv_transpose3d(x, weight, bias=None, stride=(1,), padding=(0,), output_padding=(0,), groups=1, dilation=(1,)):
+    stride, padding, dilation = as_three(stride), as_three(padding), as_three(dilation)
+    output_padding = as_three(output_padding)
+    depth, taps = x.shape[2], weight.shape[2]
     total = (depth - 1) * stride[0] + dilation[0] * (taps - 1) + 1 + output_padding[0]
-    folded = x.transpose(1, 2).reshape(n * depth, c, *x.shape[3:])
+    slices = fold_depth(x)
     out = None
     for k in range(taps):
-        y = _cropped(F.conv_transpose2d(folded, weight[:, :, k], None, stride[1:], 0, 0, groups, dilation[1:]),
+        y = _cropped(F.conv_transpose2d(slices, weight[:, :, k], None, stride[1:], 0, 0, groups, dilation[1:]),
                      padding[1:], output_padding[1:])
-        y = _at_depths(y.reshape(n, depth, *y.shape[1:]).transpose(0, 1), k * dilation[0], stride[0], total)
+        y = _at_depths(unfold_depth(y, x.shape[0]).transpose(0, 1), k * dilation[0], stride[0], total)
         out = y if out is None else out + y
     out = out[padding[0]:total - padding[0]].permute(1, 2, 0, 3, 4)  # [n, channels, depth, h, w]
     if bias is not None:
         out = out + bias.view(1, -1, 1, 1, 1)
-    out = out.contiguous()
-    return out.squeeze(0) if unbatched else out
+    return out.contiguous()
 
 
 _library.impl("conv3d", _accumulating_in_f32(conv3d), "AutogradPrivateUse1")

@@ -5,8 +5,8 @@ autograd key (their forward ran as decompositions, their backward had no lowerin
     multilabel_margin:  sum over listed targets j and non-target classes i of relu(1 - x[j] + x[i]) / C
 
 where the targets of a multilabel row are its entries before the first -1 (a class listed twice
-counts twice, as the CPU's loop counts it). relu's gradient is 0 at
-0, as the CPU's backward (which counts only positive terms) has it.
+counts twice, as the CPU's loop counts it). relu's gradient is 0 at 0, as the CPU's backward
+(which counts only positive terms) has it.
 """
 from __future__ import annotations
 

@@ -15,45 +15,37 @@ import torch
 import torch.nn.functional as F
 
 from .composed_fallback import run_on_cpu
+from .depth_folding import as_three, batched, fold_depth, unfold_depth
 
 _library = torch.library.Library("aten", "IMPL")
 
 
-def _triple(v) -> list[int]:
-    v = [v] if isinstance(v, int) else list(v)
-    return v * 3 if len(v) == 1 else v
-
-
-def avg_pool3d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True,
+@batched
+def avg_pool3d(x, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     if ceil_mode or divisor_override is not None:
         why = "ceil_mode" if ceil_mode else "divisor_override"
-        return run_on_cpu("avg_pool3d", why, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+        return run_on_cpu("avg_pool3d", why, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
                           divisor_override)
-    kernel = _triple(kernel_size)
-    stride = _triple(stride) if len(stride) else kernel
-    padding = _triple(padding)
-    unbatched = input.dim() == 4
-    x = input.unsqueeze(0) if unbatched else input
-    depth = x.shape[2]
+    kernel = as_three(kernel_size)
+    stride = as_three(stride) if len(stride) else kernel
+    padding = as_three(padding)
+    n, depth = x.shape[0], x.shape[2]
     if padding[0]:
         x = F.pad(x, [0, 0, 0, 0, padding[0], padding[0]])
-    n, c = x.shape[:2]
     out_depth = (depth + 2 * padding[0] - kernel[0]) // stride[0] + 1
     total = None
     for t in range(kernel[0]):
-        slices = x[:, :, t:t + (out_depth - 1) * stride[0] + 1:stride[0]]
-        folded = slices.transpose(1, 2).reshape(n * out_depth, c, *x.shape[3:])
-        y = F.avg_pool2d(folded, kernel[1:], stride[1:], padding[1:], False, count_include_pad)
+        slices = fold_depth(x[:, :, t:t + (out_depth - 1) * stride[0] + 1:stride[0]])
+        y = F.avg_pool2d(slices, kernel[1:], stride[1:], padding[1:], False, count_include_pad)
         total = y if total is None else total + y
     if count_include_pad:
         taps = torch.full((out_depth,), float(kernel[0]))
     else:  # padded depth taps added zeros: divide by the taps inside the input
         start = torch.arange(out_depth) * stride[0] - padding[0]
         taps = (torch.minimum(start + kernel[0], torch.tensor(depth)) - torch.clamp(start, min=0)).float()
-    total = total.reshape(n, out_depth, *total.shape[1:])
-    out = (total / taps.to(total.device, total.dtype).view(1, -1, 1, 1, 1)).transpose(1, 2).contiguous()
-    return out.squeeze(0) if unbatched else out
+    total = unfold_depth(total, n)
+    return (total / taps.to(total.device, total.dtype).view(1, -1, 1, 1, 1)).transpose(1, 2).contiguous()
 
 
 def max_pool3d_with_indices_backward(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices):
@@ -72,29 +64,24 @@ def _depth_ranges(depth, out_depth):
 
 def _slab_pooled(x, start, end, pool):
     """pool (a 2-D adaptive pool) over the depth slices start:end of x, as [n, slices, c, h, w]."""
-    n, c = x.shape[:2]
-    folded = x[:, :, start:end].transpose(1, 2).reshape(n * (end - start), c, *x.shape[3:])
-    result = pool(folded)
-    unfold = lambda t: t.reshape(n, end - start, *t.shape[1:])  # noqa: E731
+    result = pool(fold_depth(x[:, :, start:end]))
+    unfold = lambda t: unfold_depth(t, x.shape[0])  # noqa: E731
     return tuple(map(unfold, result)) if isinstance(result, tuple) else unfold(result)
 
 
-def adaptive_avg_pool3d(input, output_size):
-    unbatched = input.dim() == 4
-    x = input.unsqueeze(0) if unbatched else input
+@batched
+def adaptive_avg_pool3d(x, output_size):
     out_depth, size2d = output_size[0], list(output_size[1:])
     pool = lambda t: F.adaptive_avg_pool2d(t, size2d)  # noqa: E731
-    out = torch.stack([_slab_pooled(x, a, b, pool).mean(1) for a, b in _depth_ranges(x.shape[2], out_depth)], dim=2)
-    return out.squeeze(0) if unbatched else out
+    return torch.stack([_slab_pooled(x, a, b, pool).mean(1) for a, b in _depth_ranges(x.shape[2], out_depth)], dim=2)
 
 
-def adaptive_max_pool3d(input, output_size):
-    unbatched = input.dim() == 4
-    x = input.unsqueeze(0) if unbatched else input
+@batched
+def adaptive_max_pool3d(x, output_size):
     out_depth, size2d = output_size[0], list(output_size[1:])
     plane = x.shape[3] * x.shape[4]
     if x.shape[2] * plane >= 2 ** 24:  # positions are combined exactly as f32 (int64 tensors do not concatenate)
-        return run_on_cpu("adaptive_max_pool3d", "volumes of 2^24 elements or more", input, output_size)
+        return run_on_cpu("adaptive_max_pool3d", "volumes of 2^24 elements or more", x, output_size)
     pool = lambda t: F.adaptive_max_pool2d(t, size2d, return_indices=True)  # noqa: E731
     values, indices = [], []
     for a, b in _depth_ranges(x.shape[2], out_depth):
@@ -103,8 +90,7 @@ def adaptive_max_pool3d(input, output_size):
         values.append(best)
         within = slab_indices.gather(1, which.unsqueeze(1)).squeeze(1)
         indices.append((which + a).float() * plane + within.float())
-    out, where = torch.stack(values, dim=2), torch.stack(indices, dim=2).long()
-    return (out.squeeze(0), where.squeeze(0)) if unbatched else (out, where)
+    return torch.stack(values, dim=2), torch.stack(indices, dim=2).long()
 
 
 _library.impl("avg_pool3d", avg_pool3d, "AutogradPrivateUse1")
