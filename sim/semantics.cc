@@ -12,6 +12,7 @@
 #include "isa/disassembler.h"
 #include "isa/verifier.h"
 #include "sim/bf16.h"
+#include "sim/f16.h"
 #include "sim/sim_error.h"
 
 namespace vtpu::sim {
@@ -228,6 +229,7 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
       break;
     }
     case Opcode::Vcvtbf: map1(v[o[0]], v[o[1]], round_to_bf16); break;
+    case Opcode::Vcvth: map1(v[o[0]], v[o[1]], round_to_f16); break;
     case Opcode::Vcvtf2i: map1(v[o[0]], v[o[1]], [](float a) { return std::bit_cast<float>(f32_to_i32_trunc(a)); }); break;
     case Opcode::Vcvti2f: map1(v[o[0]], v[o[1]], [](float a) { return static_cast<float>(std::bit_cast<int32_t>(a)); }); break;
     case Opcode::Vcvti8: map1(v[o[0]], v[o[1]], [](float a) {
@@ -292,8 +294,8 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
       for (int i = 0; i < isa::kVBlockRegs; ++i) v[o[0] + i] = r[i];
       break;
     }
-    case Opcode::Vld: case Opcode::Vldbf: case Opcode::Vldi8: vector_load(ins, out); break;
-    case Opcode::Vst: case Opcode::Vstbf: case Opcode::Vsti8: vector_store(ins, out); break;
+    case Opcode::Vld: case Opcode::Vldbf: case Opcode::Vldh: case Opcode::Vldi8: vector_load(ins, out); break;
+    case Opcode::Vst: case Opcode::Vstbf: case Opcode::Vsth: case Opcode::Vsti8: vector_store(ins, out); break;
     case Opcode::Mxlw: case Opcode::Mxlwi8: case Opcode::Mxlwb: mxu_load_weights(ins, out); break;
     case Opcode::Mxswap: {
       MxuState& mxu = core_.mxu(o[0]);

@@ -1,5 +1,5 @@
 // The semantics of the instructions that move data: vector loads and stores (masked, strided,
-// bf16/int8 forms), MXU weight loads and matmul pushes (bf16 products, f32 accumulation), and DMA
+// bf16/f16/int8 forms), MXU weight loads and matmul pushes (bf16 products, f32 accumulation), and DMA
 // between HBM and VMEM. Each checks its addresses and records the regions it touches for the
 // executor's race and ordering checks (semantics.h).
 #include "sim/semantics.h"
@@ -14,6 +14,7 @@
 #include "isa/disassembler.h"
 #include "isa/verifier.h"
 #include "sim/bf16.h"
+#include "sim/f16.h"
 #include "sim/sim_error.h"
 
 namespace vtpu::sim {
@@ -47,6 +48,7 @@ std::pair<int, int> enabled_lanes(const MaskReg& mask, int sl) {
 void Semantics::vector_load(const isa::Instruction& ins, StepOutcome& out) {
   const auto& o = ins.operands;
   const int elem = isa::vector_element_bytes(ins.opcode);
+  const bool half = ins.opcode == Opcode::Vldh;  // the other 2-byte load is bf16
   const MaskReg& mask = core_.masks[o[1]];
   const int64_t base = int64_t{static_cast<uint32_t>(core_.sregs[o[2]])} + o[3];
   const int64_t stride = o[4];
@@ -72,7 +74,7 @@ void Semantics::vector_load(const isa::Instruction& ins, StepOutcome& out) {
       } else if (elem == 2) {
         uint16_t bits;
         std::memcpy(&bits, src + 2 * l, 2);
-        dst[l] = bf16_bits_to_f32(bits);
+        dst[l] = half ? f16_bits_to_f32(bits) : bf16_bits_to_f32(bits);
       } else {
         dst[l] = std::bit_cast<float>(int32_t{static_cast<int8_t>(src[l])});
       }
@@ -85,6 +87,7 @@ void Semantics::vector_load(const isa::Instruction& ins, StepOutcome& out) {
 void Semantics::vector_store(const isa::Instruction& ins, StepOutcome& out) {
   const auto& o = ins.operands;
   const int elem = isa::vector_element_bytes(ins.opcode);
+  const bool half = ins.opcode == Opcode::Vsth;  // the other 2-byte store is bf16
   const MaskReg& mask = core_.masks[o[1]];
   const VReg& value = core_.vregs[o[0]];
   const int64_t base = int64_t{static_cast<uint32_t>(core_.sregs[o[2]])} + o[3];
@@ -107,7 +110,7 @@ void Semantics::vector_store(const isa::Instruction& ins, StepOutcome& out) {
       if (elem == 4) {
         std::memcpy(dst + 4 * l, &src[l], 4);
       } else if (elem == 2) {
-        const uint16_t bits = f32_to_bf16_bits(src[l]);
+        const uint16_t bits = half ? f32_to_f16_bits(src[l]) : f32_to_bf16_bits(src[l]);
         std::memcpy(dst + 2 * l, &bits, 2);
       } else {
         dst[l] = static_cast<uint8_t>(std::bit_cast<int32_t>(src[l]) & 0xff);

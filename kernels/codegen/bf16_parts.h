@@ -4,6 +4,7 @@
 // MXU rounds what it is pushed to bf16, so a vreg holding "part p and the rest" pushes part p).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -19,9 +20,12 @@ namespace vtpu::kernels {
 std::vector<std::pair<int, int>> mxu_pass_pairs(int passes);
 
 // How many bf16 parts an operand of `dtype` is split into at `passes` MXU passes: the most parts
-// any of mxu_pass_pairs(passes) reads (bf16 operands are their own single part).
+// any of mxu_pass_pairs(passes) reads. bf16 operands are their own single part; an f16 value
+// (11 significant bits) is exactly the sum of two bf16 parts, so it never needs a third.
 inline int bf16_part_count(DType dtype, int passes) {
-  return dtype == DType::F32 ? 1 + (passes >= 3) + (passes >= 6) : 1;
+  if (dtype == DType::BF16) return 1;
+  const int parts = 1 + (passes >= 3) + (passes >= 6);
+  return dtype == DType::F16 ? std::min(parts, 2) : parts;
 }
 
 // Stores the first `parts` bf16 parts of vreg `x` at s`addr` + offset + p * part_stride, rows

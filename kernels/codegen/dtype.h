@@ -1,5 +1,6 @@
 // Element types of tensors the kernels move and compute on, and how the chip holds each one.
-// The chip computes in f32 and int32 vregs; bf16 and int8 are storage formats widened on load.
+// The chip computes in f32 and int32 vregs; bf16, f16 and int8 are storage formats widened on load
+// (f16 as XLA holds it on TPUs: the VPU and MXU have no f16 arithmetic).
 #pragma once
 
 #include <cstdint>
@@ -32,9 +33,9 @@ inline std::string_view dtype_name(DType t) {
   return "?";
 }
 
-// Kernels load and store these directly. f16 and i64 have no vector load/store on the chip: the
-// planner rejects them (the bridge converts or falls back), rather than reinterpreting bits.
-inline bool dtype_on_chip(DType t) { return t != DType::F16 && t != DType::I64; }
+// Kernels load and store these directly. i64 has no vector load/store on the chip: the planner
+// rejects it (the bridge narrows it or falls back), rather than reinterpreting bits.
+inline bool dtype_on_chip(DType t) { return t != DType::I64; }
 inline bool dtype_is_float(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
 inline bool dtype_is_integer(DType t) { return !dtype_is_float(t); }  // bool counts: it promotes like one
 

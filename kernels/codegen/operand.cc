@@ -27,10 +27,11 @@ std::vector<int32_t> flat_stream_scalars(int64_t elements, int64_t width) {
 }
 
 ValueType register_type(DType dtype) {
-  return dtype == DType::F32 || dtype == DType::BF16 ? ValueType::F32 : ValueType::I32;
+  return dtype_is_float(dtype) ? ValueType::F32 : ValueType::I32;
 }
 
 const char* load_mnemonic(DType dtype) {
+  if (dtype == DType::F16) return "vld.f16";
   switch (dtype_bytes(dtype)) {
     case 2: return "vld.bf16";
     case 1: return "vld.i8";
@@ -39,6 +40,7 @@ const char* load_mnemonic(DType dtype) {
 }
 
 const char* store_mnemonic(DType dtype) {
+  if (dtype == DType::F16) return "vst.f16";
   switch (dtype_bytes(dtype)) {
     case 2: return "vst.bf16";
     case 1: return "vst.i8";

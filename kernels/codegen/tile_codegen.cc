@@ -169,6 +169,7 @@ TileValue TileCodegen::emit_node(const Expr& expr, int index, const std::vector<
     case ExprOp::Rsqrt: return unary("vrsqrt");
     case ExprOp::Reciprocal: return unary("vrcp");
     case ExprOp::RoundBf16: return unary("vcvt.bf16");
+    case ExprOp::RoundF16: return unary("vcvt.f16");
     case ExprOp::Sqrt: {  // 1/rsqrt keeps sqrt(0) = 0 and sqrt(inf) = inf
       const TileValue d = unary("vrsqrt");
       w_.line("vrcp v{}, v{}", d.reg, d.reg);

@@ -64,13 +64,19 @@ int Expr::cast(int a, ValueType type) {
   return push(n);
 }
 
+int Expr::round_to(DType dtype, int a) {
+  if (dtype == DType::BF16) return unary(ExprOp::RoundBf16, a);
+  if (dtype == DType::F16) return unary(ExprOp::RoundF16, a);
+  return a;
+}
+
 int Expr::unary(ExprOp op, int a) {
   ExprNode n;
   n.op = op;
   if (op == ExprOp::Not) {
     n.in[0] = cast(a, ValueType::Mask);
     n.type = ValueType::Mask;
-  } else if (op == ExprOp::RoundBf16) {
+  } else if (op == ExprOp::RoundBf16 || op == ExprOp::RoundF16) {
     n.in[0] = cast(a, ValueType::F32);
   } else {
     ValueType t = node(a).type == ValueType::Mask ? ValueType::I32 : node(a).type;

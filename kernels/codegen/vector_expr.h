@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/codegen/dtype.h"
 #include "kernels/codegen/kernel_error.h"
 
 namespace vtpu::kernels {
@@ -15,7 +16,7 @@ namespace vtpu::kernels {
 enum class ExprOp : uint8_t {
   Input, Constant,
   Neg, Abs, Exp, Log, Tanh, Sigmoid, Relu, GeluErf, GeluTanh, Silu, Sqrt, Rsqrt, Reciprocal, Square,
-  RoundBf16, Not, ToF32, ToI32, ToMask, FromMask, Erf, Sin, Cos,
+  RoundBf16, RoundF16, Not, ToF32, ToI32, ToMask, FromMask, Erf, Sin, Cos,
   Add, Sub, Mul, Div, Max, Min, Pow, Lt, Le, Gt, Ge, Eq, Ne, And, Or,
   Byte,  // byte b of an int32 word as 0..255 (b a constant 0..3): how integers split into exact bf16 digits
   Where,
@@ -42,6 +43,9 @@ class Expr {
   int binary(ExprOp op, int a, int b);
   int where(int condition, int a, int b);
   int cast(int a, ValueType type);
+  // `a` rounded as torch stores an op's result of `dtype`: bf16 and f16 results are rounded after
+  // every op even when computed in f32 (a fused chain must not keep the extra bits); others pass.
+  int round_to(DType dtype, int a);
   void add_output(int node) { outputs_.push_back(node); }
 
   const std::vector<ExprNode>& nodes() const { return nodes_; }

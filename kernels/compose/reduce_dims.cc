@@ -37,7 +37,7 @@ int reduce_dims(Graph& g, int v, const std::vector<int64_t>& dims, RowOp op, int
   const bool column_op = op == RowOp::Sum || op == RowOp::Mean || op == RowOp::Max ||
                          op == RowOp::Min;
   const DType dtype = g.node(v).type.dtype;
-  if (leading && column_op && kept_numel >= kLanes && (dtype == DType::F32 || dtype == DType::BF16)) {
+  if (leading && column_op && kept_numel >= kLanes && dtype_is_float(dtype)) {
     return g.reshape(g.column_reduce(op, g.reshape(v, {reduced_numel, kept_numel})), kept);
   }
   bool already_last = true;

@@ -193,7 +193,7 @@ void validate(const ColumnReduceSpec& spec) {
     throw KernelError(fmt::format("column reduce: {} is not a sum, mean, max or min", row_op_name(spec.op)));
   }
   for (DType t : {spec.in_dtype, spec.out_dtype}) {
-    if (t != DType::F32 && t != DType::BF16) throw KernelError(fmt::format("column reduce: {} (f32 or bf16)", dtype_name(t)));
+    if (!dtype_is_float(t)) throw KernelError(fmt::format("column reduce: {} (f32, bf16 or f16)", dtype_name(t)));
   }
   if (spec.cols < 1) throw KernelError("column reduce: no columns");
 }

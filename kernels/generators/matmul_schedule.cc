@@ -37,11 +37,11 @@ void MatmulSchedule::validate() {
   const auto& s = spec_;
   if (s.batch < 1 || s.m < 1 || s.n < 1 || s.k < 1) throw KernelError("matmul: every dimension must be at least 1");
   for (DType t : {s.a_dtype, s.b_dtype}) {
-    if (t != DType::F32 && t != DType::BF16) {
-      throw KernelError(fmt::format("matmul: {} operands are not supported (f32 or bf16)", dtype_name(t)));
+    if (!dtype_is_float(t)) {
+      throw KernelError(fmt::format("matmul: {} operands are not supported (f32, bf16 or f16)", dtype_name(t)));
     }
   }
-  if (s.out_dtype != DType::F32 && s.out_dtype != DType::BF16) throw KernelError("matmul: the output is f32 or bf16");
+  if (!dtype_is_float(s.out_dtype)) throw KernelError("matmul: the output is f32, bf16 or f16");
   if (s.epilogue && s.epilogue->outputs().size() != 1) throw KernelError("matmul: the epilogue has exactly one output");
   if (s.epilogue && s.epilogue->operand_count() > 1 + static_cast<int>(s.epilogue_inputs.size())) {
     throw KernelError("matmul: the epilogue reads an operand that has no input");

@@ -31,7 +31,7 @@ Expr shape_expr(const RandomSpec& spec) {
     const int z = e.binary(ExprOp::Mul, radius, e.unary(ExprOp::Cos, angle));
     out = e.binary(ExprOp::Add, e.constant(spec.a), e.binary(ExprOp::Mul, z, e.constant(spec.b)));
   }
-  if (spec.out == DType::BF16) out = e.unary(ExprOp::RoundBf16, out);
+  out = e.round_to(spec.out, out);
   e.add_output(out);
   return e;
 }

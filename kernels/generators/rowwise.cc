@@ -37,7 +37,7 @@ void RowwiseBuilder::validate() {
   const bool norm = spec_.op == RowOp::LayerNorm || spec_.op == RowOp::RmsNorm;
   if ((spec_.has_weight || spec_.has_bias) && !norm) throw KernelError("weight and bias belong to layer_norm / rms_norm");
   if (spec_.has_bias && spec_.op != RowOp::LayerNorm) throw KernelError("rms_norm has no bias");
-  if (spec_.out_dtype != DType::F32 && spec_.out_dtype != DType::BF16) throw KernelError("row kernels write f32 or bf16");
+  if (!dtype_is_float(spec_.out_dtype)) throw KernelError("row kernels write f32, bf16 or f16");
   if (spec_.whole_chunks && spec_.cols % kLanes != 0) throw KernelError("row kernel: whole chunks need a multiple of 128 columns");
   if (spec_.correction < 0) throw KernelError("var: negative correction");
 }

@@ -174,7 +174,7 @@ class GreedyPlanner {
     if (reads_alias_of(id, gi)) return false;
     if (head.type.shape != n.type.shape) return false;
     if (grp.kind == KernelGroup::Kind::MatMul) {
-      if (n.type.dtype != DType::F32 && n.type.dtype != DType::BF16) return false;  // the MXU path writes floats
+      if (!dtype_is_float(n.type.dtype)) return false;  // the MXU path writes floats
       // Only the matmul's (or its epilogue's) latest value, read by nobody else, can flow on.
       const int tail = grp.nodes.back();
       if (std::find(n.inputs.begin(), n.inputs.end(), tail) == n.inputs.end()) return false;

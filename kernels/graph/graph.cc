@@ -205,7 +205,7 @@ int Graph::matmul(int a, int b, bool transpose_b, int passes, std::string label,
   auto shape = ta.shape;
   shape[shape.size() - 2] = m;
   shape.back() = nn;
-  const DType out = (ta.dtype == DType::BF16 && tb.dtype == DType::BF16) ? DType::BF16 : DType::F32;
+  const DType out = ta.dtype == tb.dtype && dtype_is_float(ta.dtype) ? ta.dtype : DType::F32;
   n.type = {shape, out};
   return add(std::move(n));
 }
@@ -285,7 +285,7 @@ int Graph::row(RowOp op, int x, int weight, int bias, double eps, std::string la
   }
   if (row_op_reduces(op)) shape.pop_back();
   const DType in = node(x).type.dtype;
-  n.type = {shape, in == DType::BF16 ? DType::BF16 : DType::F32};
+  n.type = {shape, dtype_is_float(in) ? in : DType::F32};
   return add(std::move(n));
 }
 
@@ -300,7 +300,7 @@ int Graph::column_reduce(RowOp op, int x, std::string label) {
     throw KernelError(fmt::format("{}: only sums, means, maxima and minima reduce over the leading axis", n.label));
   }
   if (t.shape.size() != 2) throw KernelError(fmt::format("{}: reduces a 2-D tensor over its leading axis", n.label));
-  if (t.dtype != DType::F32 && t.dtype != DType::BF16) throw KernelError(fmt::format("{}: f32 or bf16", n.label));
+  if (!dtype_is_float(t.dtype)) throw KernelError(fmt::format("{}: f32, bf16 or f16", n.label));
   n.type = {{t.shape[1]}, t.dtype};
   return add(std::move(n));
 }

@@ -22,13 +22,14 @@ TEST_SUITE("isa") {
     }
   }
 
-  TEST_CASE("element widths come from the table's column: narrower only for bf16 and int8 loads and stores") {
+  TEST_CASE("element widths come from the table's column: narrower only for bf16, f16 and int8 loads and stores") {
     for (const auto& insn : all_instructions()) {
       INFO(insn.mnemonic);
       const int bytes = vector_element_bytes(insn.opcode);
-      const bool narrow_form = insn.mnemonic.ends_with(".bf16") || insn.mnemonic.ends_with(".i8");
+      const bool half_form = insn.mnemonic.ends_with(".bf16") || insn.mnemonic.ends_with(".f16");
+      const bool narrow_form = half_form || insn.mnemonic.ends_with(".i8");
       const bool memory = insn.unit == Unit::VLoad || insn.unit == Unit::VStore;
-      if (memory && insn.mnemonic.ends_with(".bf16")) {
+      if (memory && half_form) {
         CHECK(bytes == 2);
       } else if (memory && insn.mnemonic.ends_with(".i8")) {
         CHECK(bytes == 1);

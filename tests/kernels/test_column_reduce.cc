@@ -119,7 +119,7 @@ TEST_SUITE("kernels") {
     CHECK_THROWS_WITH_AS(kernels::make_column_reduce(spec, sim::load_chip("v5e")), doctest::Contains("not a sum"), kernels::KernelError);
     spec.op = RowOp::Sum;
     spec.in_dtype = DType::I32;
-    CHECK_THROWS_WITH_AS(kernels::make_column_reduce(spec, sim::load_chip("v5e")), doctest::Contains("f32 or bf16"), kernels::KernelError);
+    CHECK_THROWS_WITH_AS(kernels::make_column_reduce(spec, sim::load_chip("v5e")), doctest::Contains("f32, bf16 or f16"), kernels::KernelError);
     spec.in_dtype = DType::F32;
     CHECK_THROWS_WITH_AS(kernels::column_reduce_scalars(spec, 0, 4), doctest::Contains("launch"), kernels::KernelError);
   }

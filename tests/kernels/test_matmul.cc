@@ -10,6 +10,7 @@
 #include "kernels/generators/matmul.h"
 #include "kernels/generators/matmul_schedule.h"
 #include "sim/bf16.h"
+#include "sim/f16.h"
 #include "sim/sim_error.h"
 #include "support/numerics.h"
 #include "support/run_program.h"
@@ -23,21 +24,18 @@ using Mat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajo
 
 namespace {
 
-std::vector<uint16_t> to_bf16(const std::vector<float>& v) {
-  std::vector<uint16_t> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = sim::f32_to_bf16_bits(v[i]);
-  return out;
-}
-
 testing::HostBuffer as_dtype(const std::vector<float>& v, DType t) {
-  return t == DType::BF16 ? testing::HostBuffer::of(to_bf16(v)) : testing::HostBuffer::of(v);
+  if (t == DType::F32) return testing::HostBuffer::of(v);
+  std::vector<uint16_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = t == DType::BF16 ? sim::f32_to_bf16_bits(v[i]) : sim::f32_to_f16_bits(v[i]);
+  return testing::HostBuffer::of(out);
 }
 
 // The values the chip sees for an operand of dtype t.
 std::vector<float> seen(const std::vector<float>& v, DType t) {
-  if (t != DType::BF16) return v;
+  if (t == DType::F32) return v;
   std::vector<float> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = sim::round_to_bf16(v[i]);
+  for (size_t i = 0; i < v.size(); ++i) out[i] = t == DType::BF16 ? sim::round_to_bf16(v[i]) : sim::round_to_f16(v[i]);
   return out;
 }
 
@@ -65,7 +63,7 @@ Result run(const kernels::MatmulSpec& spec, const std::string& chip = "v5e", std
   }
   std::vector<testing::Arg> args = {testing::Arg::buf(as_dtype(a_given, spec.a_dtype)), testing::Arg::buf(as_dtype(w, spec.b_dtype))};
   for (auto& e : extra) args.push_back(testing::Arg::buf(std::move(e)));
-  args.push_back(testing::Arg::buf(testing::HostBuffer{std::vector<uint8_t>(b * m * n * (spec.out_dtype == DType::BF16 ? 2 : 4))}));
+  args.push_back(testing::Arg::buf(testing::HostBuffer{std::vector<uint8_t>(b * m * n * kernels::dtype_bytes(spec.out_dtype))}));
   const size_t c_index = args.size() - 1;
   // the launch's shape, unchecked: a shape outside the program must trap on the chip
   for (int64_t v : {m, n, k}) args.push_back(testing::Arg::val(int32_t(v)));
@@ -73,9 +71,9 @@ Result run(const kernels::MatmulSpec& spec, const std::string& chip = "v5e", std
   auto out = testing::run_program(program, args, chip);
   Result r;
   r.launch = out.result;
-  if (spec.out_dtype == DType::BF16) {
+  if (spec.out_dtype != DType::F32) {
     const auto bits = out.buffers[c_index].as<uint16_t>();
-    for (uint16_t x : bits) r.c.push_back(sim::bf16_bits_to_f32(x));
+    for (uint16_t x : bits) r.c.push_back(spec.out_dtype == DType::BF16 ? sim::bf16_bits_to_f32(x) : sim::f16_bits_to_f32(x));
   } else {
     r.c = out.buffers[c_index].as<float>();
   }
@@ -127,6 +125,22 @@ TEST_SUITE("kernels") {
       // Both sides sum exact products in f32 in some order: within K * 2^-24 * sum|ab| each.
       CHECK(worst_relative(r) <= 2.0 * k * std::ldexp(1.0, -24));
     }
+  }
+
+  TEST_CASE("f16 at 6 passes: two exact bf16 parts per operand, so exact products as the CPU's f32 accumulation") {
+    for (auto [m, n, k] : {std::array<int64_t, 3>{7, 129, 1000}, {200, 300, 130}}) {
+      auto spec = spec_of(m, n, k, DType::F16);
+      spec.passes = 6;
+      const auto r = run(spec);
+      CHECK(worst_relative(r) <= 2.0 * k * std::ldexp(1.0, -24));
+      spec.out_dtype = DType::F16;  // then rounded once to f16 (relative 2^-11 of each result)
+      const auto rounded = run(spec);
+      for (Eigen::Index i = 0; i < rounded.ref.size(); ++i) {
+        CHECK(std::fabs(rounded.c[i] - r.c[i]) <= std::ldexp(std::fabs(r.c[i]), -11) + std::ldexp(1.0, -24));
+      }
+    }
+    auto one_pass = spec_of(64, 128, 512, DType::F16);  // one pass rounds the operands to bf16: visibly worse
+    CHECK(worst_relative(run(one_pass)) > 4 * 512 * std::ldexp(1.0, -24));
   }
 
   TEST_CASE("v6e's 256-wide MXUs give the same answers") {

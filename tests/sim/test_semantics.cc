@@ -7,6 +7,7 @@
 #include <random>
 
 #include "sim/bf16.h"
+#include "sim/f16.h"
 #include "support/run_program.h"
 
 using namespace vtpu;
@@ -290,6 +291,17 @@ right:
     for (int i = 0; i < 1024; ++i) CHECK(kept[i] == (i < 5 ? x[1024 + i] : x[i]));
     const auto bf = vector_case("  vst.bf16 v1, m0, s3, 0, 256\n  vld.bf16 v10, m0, s3, 0, 256", x).out;
     for (int i = 0; i < 1024; ++i) CHECK(bf[i] == sim::round_to_bf16(x[i]));
+    // f16 keeps 3 more mantissa bits than bf16 but overflows past 65504: scale some lanes past it.
+    std::vector<float> wide = x;
+    for (int i = 1024; i < 2048; i += 7) wide[i] *= 60000.0f;
+    const auto half = vector_case("  vst.f16 v2, m0, s3, 0, 256\n  vld.f16 v10, m0, s3, 0, 256", wide).out;
+    const auto rounded = vector_case("  vcvt.f16 v10, v2", wide).out;
+    for (int i = 0; i < 1024; ++i) {
+      CHECK(half[i] == sim::round_to_f16(wide[1024 + i]));
+      CHECK(rounded[i] == half[i]);
+    }
+    CHECK(std::isinf(half[0]));
+    CHECK(half[1] != sim::round_to_bf16(wide[1025]));  // 2.025 rounds differently to f16 and bf16
     const auto i8 = vector_case("  vcvt.f2i v4, v1\n  vcvt.i8 v4, v4\n  vst.i8 v4, m0, s3, 0, 128\n  vld.i8 v10, m0, s3, 0, 128\n  vcvt.i2f v10, v10", x).out;
     for (int i = 0; i < 1024; ++i) CHECK(i8[i] == static_cast<float>(static_cast<int>(x[i])));
   }

@@ -20,6 +20,7 @@ std::optional<kernels::DType> chip_dtype(c10::ScalarType t) {
   switch (t) {
     case at::kFloat: return kernels::DType::F32;
     case at::kBFloat16: return kernels::DType::BF16;
+    case at::kHalf: return kernels::DType::F16;
     case at::kInt: return kernels::DType::I32;
     case at::kChar: return kernels::DType::I8;
     case at::kBool: return kernels::DType::Bool;
@@ -29,7 +30,7 @@ std::optional<kernels::DType> chip_dtype(c10::ScalarType t) {
 
 kernels::DType to_kernel_dtype(c10::ScalarType t) {
   const auto d = chip_dtype(t);
-  TORCH_CHECK_NOT_IMPLEMENTED(d, "vtpu: ", t, " tensors have no kernels on the chip (f32, bf16, int32, int8, bool)");
+  TORCH_CHECK_NOT_IMPLEMENTED(d, "vtpu: ", t, " tensors have no kernels on the chip (f32, bf16, f16, int32, int8, bool)");
   return *d;
 }
 
