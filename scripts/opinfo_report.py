@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Runs every OpInfo op's first samples on "tpu" and on the CPU in three passes (float32 forward,
-float32 backward, bfloat16 forward) and writes docs/opinfo.md: per op and pass native / fallback /
+float32 backward, bfloat16 and float16 forward) and writes docs/opinfo.md: per op and pass native / fallback /
 mismatch / unsupported / error / crash, with totals.
 
 Ops run in worker processes; a worker that dies (a crash in the bridge) has its current op
@@ -16,7 +16,8 @@ from sweep_workers import run_restartable
 
 
 # pass name -> (dtype name, backward)
-PASSES = {"float32": ("float32", False), "float32 backward": ("float32", True), "bfloat16": ("bfloat16", False)}
+PASSES = {"float32": ("float32", False), "float32 backward": ("float32", True), "bfloat16": ("bfloat16", False),
+          "float16": ("float16", False)}
 
 
 def ops_of(pass_name: str) -> list:
@@ -65,10 +66,11 @@ def main(out: pathlib.Path) -> None:
     passes = {name: sweep(name) for name in PASSES}
     lines = ["# OpInfo differential report", "",
              "`scripts/opinfo_report.py`: every OpInfo entry runs its first 3 samples on `tpu` (v5e, defer_and_fuse) "
-             "and on the CPU in three passes: **float32** forward (entries that support float32 on the CPU), "
+             "and on the CPU in four passes: **float32** forward (entries that support float32 on the CPU), "
              "**float32 backward** (entries that support autograd: the gradients of a fixed weighted sum of the "
-             "outputs with respect to every floating input) and **bfloat16** forward. Results are compared with "
-             "atol = rtol = 1e-4 (bfloat16: 1.6e-2), NaN equal to NaN only, except random ops (dropout, normal, "
+             "outputs with respect to every floating input), **bfloat16** and **float16** forward (the chip holds "
+             "float16 as a storage format and computes in f32, as XLA does on TPUs). Results are compared with "
+             "atol = rtol = 1e-4 (bfloat16: 1.6e-2, float16: 2e-3), NaN equal to NaN only, except random ops (dropout, normal, "
              "uniform, rand_like, ...: the chip's Philox stream is not the CPU's), whose shapes and dtypes are "
              "compared. An op's status is its worst sample's: crash > error > unsupported > mismatch > fallback > "
              "native. `native`: every aten op ran on the chip (lowered, or as torch's decomposition into lowered "

@@ -48,7 +48,7 @@ std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> c, std::array<uint
 }
 
 isa::Program make_random(const RandomSpec& spec, const sim::ChipConfig& chip) {
-  if (spec.out != DType::F32 && spec.out != DType::BF16) throw KernelError("random: the output is f32 or bf16");
+  if (!dtype_is_float(spec.out)) throw KernelError("random: the output is f32, bf16 or f16");
   constexpr uint64_t kKeyVmem = 0, kStagingVmem = 512;
   const Expr expr = shape_expr(spec);
 

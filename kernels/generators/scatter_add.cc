@@ -43,11 +43,14 @@ const char* kernel_name(ScatterCombine c) {
   return "scatter_add";
 }
 
-// The 32-bit word the output is cleared with: the combine's identity as an f32, or as two bf16
-// halves (the clearing DMAs copy bytes, whatever the dtype).
+// The 32-bit word the output is cleared with: the combine's identity as an f32, or as two bf16 or
+// f16 halves (the clearing DMAs copy bytes, whatever the dtype).
 uint32_t identity_word(ScatterCombine c, DType dtype) {
   const uint32_t f32 = c == ScatterCombine::Add ? 0u : c == ScatterCombine::Mul ? 0x3F800000u
                      : c == ScatterCombine::Max ? 0xFF800000u : 0x7F800000u;
+  const uint32_t f16 = c == ScatterCombine::Add ? 0u : c == ScatterCombine::Mul ? 0x3C00u  // 0, 1, -inf, inf
+                     : c == ScatterCombine::Max ? 0xFC00u : 0x7C00u;
+  if (dtype == DType::F16) return f16 << 16 | f16;
   return dtype == DType::BF16 ? (f32 & 0xFFFF0000u) | (f32 >> 16) : f32;
 }
 
@@ -106,7 +109,7 @@ void combine_row(AsmWriter& w, ScatterCombine combine, DType dtype, int64_t tile
 }  // namespace
 
 isa::Program make_scatter_add(const ScatterAddSpec& spec, const sim::ChipConfig& chip) {
-  if (spec.dtype != DType::F32 && spec.dtype != DType::BF16) throw KernelError("scatter_add: rows are f32 or bf16");
+  if (!dtype_is_float(spec.dtype)) throw KernelError("scatter_add: rows are f32, bf16 or f16");
   if (spec.width < 1) throw KernelError("scatter_add: empty rows need no kernel");
   const int eb = dtype_bytes(spec.dtype);
   const int64_t row_bytes = spec.width * eb, tiles = (spec.width + kTile - 1) / kTile;

@@ -114,7 +114,7 @@ int Graph::scatter_add(int src, int index, bool index_pairs, int64_t rows, int64
   if (const int64_t count = index_count(n.label, node(index).type, index_pairs); count != s.shape[0]) {
     throw KernelError(fmt::format("{}: {} indices for {} rows", n.label, count, s.shape[0]));
   }
-  if (s.dtype != DType::F32 && s.dtype != DType::BF16) throw KernelError(fmt::format("{}: rows are f32 or bf16", n.label));
+  if (!dtype_is_float(s.dtype)) throw KernelError(fmt::format("{}: rows are f32, bf16 or f16", n.label));
   n.type = s;
   n.type.shape[0] = rows;
   return add(std::move(n));
@@ -138,8 +138,8 @@ int Graph::random(TensorType type, RandomKind kind, double a, double b, int key,
   n.random_a = a;
   n.random_b = b;
   n.label = std::move(label);
-  if (n.type.dtype != DType::F32 && n.type.dtype != DType::BF16) {
-    throw KernelError(fmt::format("{}: random numbers are f32 or bf16, not {}", n.label, dtype_name(n.type.dtype)));
+  if (!dtype_is_float(n.type.dtype)) {
+    throw KernelError(fmt::format("{}: random numbers are f32, bf16 or f16, not {}", n.label, dtype_name(n.type.dtype)));
   }
   if (node(key).type != TensorType{{2}, DType::I32}) {
     throw KernelError(fmt::format("{}: the key is i32[2], not {}", n.label, to_string(node(key).type)));

@@ -46,8 +46,10 @@ def _to(device):
     return move
 
 
-# Comparison tolerances by dtype: float32 as before; bfloat16 about two of its ulps (8 bits).
-TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 1.6e-2}
+# Comparison tolerances by dtype: float32 as before; bfloat16 and float16 about two of their ulps
+# (8 and 11 significant bits).
+TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 1.6e-2, torch.float16: 2e-3}
+LOW_PRECISION = (torch.bfloat16, torch.float16)
 
 # torch's own tests that compare another device (or compiled code) with the CPU; an op's tolerance
 # overrides for them are what torch itself allows a device that is not the CPU.
@@ -126,15 +128,16 @@ def _compare_ties(op, sample, got, want, tol) -> str:
     return _compare((values, x.gather(dim, indices.cpu())), (want[0], x.gather(dim, want[1])), tol)
 
 
-def _compare_f32_reference(op, sample, got, tol) -> str:
-    """bfloat16 against the CPU's float32 result rounded to bfloat16: what a chip computing in f32
-    and rounding once gives, where the CPU's bfloat16 kernels round every intermediate (cross's
-    products, addr's outer product) and differ from it by more than the tolerance."""
+def _compare_f32_reference(op, sample, got, tol, dtype) -> str:
+    """bfloat16 or float16 against the CPU's float32 result rounded to that dtype: what a chip
+    computing in f32 and rounding once gives, where the CPU's low-precision kernels round every
+    intermediate (cross's products, addr's outer product) and differ from it by more than the
+    tolerance."""
     def widen(x):
-        return x.float() if isinstance(x, torch.Tensor) and x.dtype == torch.bfloat16 else x
+        return x.float() if isinstance(x, torch.Tensor) and x.dtype == dtype else x
 
     def narrow(x):
-        return x.to(torch.bfloat16) if isinstance(x, torch.Tensor) and x.dtype == torch.float32 else x
+        return x.to(dtype) if isinstance(x, torch.Tensor) and x.dtype == torch.float32 else x
 
     try:
         args = tree_map(widen, (sample.input, sample.args, sample.kwargs))
@@ -193,8 +196,8 @@ def run_sample(op, sample, dtype=torch.float32, backward=False) -> tuple[str, st
         if op.name in TIES and not backward:
             return _compare_ties(op, sample, got, want, tolerance(op, dtype))
         problem = _compare(got, want, tolerance(op, dtype))
-        if problem and dtype == torch.bfloat16 and not backward:
-            problem = _compare_f32_reference(op, sample, got, tolerance(op, dtype)) and problem
+        if problem and dtype in LOW_PRECISION and not backward:
+            problem = _compare_f32_reference(op, sample, got, tolerance(op, dtype), dtype) and problem
         return problem
 
     return classify(on_chip)

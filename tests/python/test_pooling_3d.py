@@ -54,3 +54,14 @@ def test_adaptive_pooling_matches_the_cpu(size, kind):
 def test_ceil_mode_is_not_composed_and_says_so(no_fallback):
     with pytest.raises(NotImplementedError, match="aten::avg_pool3d cannot run on the chip: ceil_mode"):
         F.avg_pool3d(torch.randn(1, 1, 5, 5, 5, device="tpu"), 2, ceil_mode=True)
+
+
+@pytest.mark.usefixtures("native_in_each_eager_mode")
+@pytest.mark.parametrize("fn", [lambda t: F.adaptive_avg_pool3d(t, (5, 7, 4)), lambda t: F.avg_pool3d(t, 2),
+                                lambda t: F.conv3d(t, torch.ones(2, 8, 2, 2, 2, device=t.device)),
+                                lambda t: F.conv_transpose3d(t, torch.ones(8, 2, 2, 2, 2, device=t.device))],
+                         ids=["adaptive_avg_pool3d", "avg_pool3d", "conv3d", "conv_transpose3d"])
+def test_an_empty_batch_gives_an_empty_result_of_the_right_shape(fn):
+    x = torch.randn(0, 8, 8, 8, 8)  # the depth folding's batch split cannot be inferred from no elements
+    got, want = fn(x.to("tpu")), fn(x)
+    assert got.shape == want.shape

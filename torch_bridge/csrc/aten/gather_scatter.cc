@@ -134,7 +134,7 @@ at::Tensor leading_block(const at::Tensor& src, const at::Tensor& index) {
 // Why scatter_add (and scatter_combined) cannot run on the chip (empty: they can).
 std::string scatter_unsupported(const at::Tensor& self, const at::Tensor& index, int64_t dim, const at::Tensor& src) {
   std::string why = unsupported(self, index, dim);
-  if (why.empty() && self.scalar_type() != at::kFloat && self.scalar_type() != at::kBFloat16) why = "scattering into non-float tensors";
+  if (why.empty() && !is_chip_float(self.scalar_type())) why = "scattering into non-float tensors";
   if (why.empty() && src.scalar_type() != self.scalar_type()) why = "a source of another dtype";
   return why;
 }
@@ -192,8 +192,8 @@ at::Tensor tpu_scatter_src(const at::Tensor& self, int64_t dim_arg, const at::Te
   const CpuFn cpu = [dim, index](const std::vector<at::Tensor>& c) { return at::scatter(c[0], dim, index.cpu(), c[1]); };
   std::string why = unsupported(self, index, dim);
   const auto t = self.scalar_type();
-  const bool exact_in_f32 = t == at::kFloat || t == at::kBFloat16 || t == at::kBool || t == at::kChar;
-  if (why.empty() && !exact_in_f32) why = "a dtype a scatter-add does not place exactly (f32, bf16, bool, int8)";
+  const bool exact_in_f32 = is_chip_float(t) || t == at::kBool || t == at::kChar;
+  if (why.empty() && !exact_in_f32) why = "a dtype a scatter-add does not place exactly (f32, bf16, f16, bool, int8)";
   if (why.empty() && src.scalar_type() != t) why = "a source of another dtype";
   if (!why.empty()) return run_on_cpu("scatter", {self, src}, cpu, why);
   const at::Tensor base = other_dims_offsets(self, index, dim).to(self.device());

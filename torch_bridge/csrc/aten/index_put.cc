@@ -139,9 +139,9 @@ std::string unsupported(const at::Tensor& self, const std::vector<std::optional<
     return {};
   }
   if (index.scalar_type() != at::kLong && index.scalar_type() != at::kInt) return "an index that is neither bool nor int32/int64";
-  const bool floats = self.scalar_type() == at::kFloat || self.scalar_type() == at::kBFloat16;
+  const bool floats = is_chip_float(self.scalar_type());
   if (accumulate && !floats) return "accumulating into non-float tensors";
-  if (!accumulate && !floats && self.scalar_type() != at::kLong) return "writing rows into tensors other than f32, bf16 and int64";
+  if (!accumulate && !floats && self.scalar_type() != at::kLong) return "writing rows into tensors other than f32, bf16, f16 and int64";
   if (!accumulate && self.scalar_type() == at::kLong) {
     const auto bound = values.device().is_privateuseone() && values.scalar_type() == at::kLong ? int64_bound_of(values) : std::nullopt;
     if (!bound || *bound >= (int64_t{1} << 24)) return "writing int64 values of unknown magnitude, or beyond 2^24";

@@ -31,7 +31,7 @@ at::Tensor& tpu_arange_out(const at::Scalar& start, const at::Scalar& end, const
   const auto type = out.scalar_type();
   const bool integral = at::isIntegralType(type, /*includeBool=*/false);
   std::string why;
-  if (type != at::kFloat && type != at::kBFloat16 && type != at::kInt && type != at::kLong) why = c10::str(type, " tensors");
+  if (!is_chip_float(type) && type != at::kInt && type != at::kLong) why = c10::str(type, " tensors");
   else if (integral && (!fits_int32(first) || !fits_int32(last))) why = "values beyond int32";
   else if (!integral && n > (int64_t{1} << 24)) why = "more than 2^24 floating-point values";
   if (!why.empty()) {
@@ -147,7 +147,7 @@ std::tuple<at::Tensor, at::Tensor> tpu_topk(const at::Tensor& self, c10::SymInt 
   const int64_t d = self.dim() > 0 ? at::maybe_wrap_dim(dim, self.dim()) : 0;
   const int64_t width = self.dim() > 0 ? self.size(d) : 1;
   std::string why;
-  if (!at::isFloatingType(self.scalar_type()) || self.scalar_type() == at::kHalf || self.scalar_type() == at::kDouble) why = "non-f32/bf16 inputs";
+  if (!is_chip_float(self.scalar_type())) why = "non-f32/bf16/f16 inputs";
   else if (self.dim() == 0 || self.numel() == 0) why = "0-dim or empty inputs";
   else if (k < 1) why = "k below 1";
   else if (k > width) why = "k larger than the dim";

@@ -128,11 +128,21 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_batch_norm(
 }
 
 // torch's group norm for backends without a kernel of their own (math_group_norm) views its input
-// flat, which a permuted input (an elementwise result in channels-last order) cannot give.
+// flat, which a permuted input (an elementwise result in channels-last order) cannot give. It
+// rounds each of its steps to a bf16 or f16 input's dtype; the CPU kernel computes in f32 and
+// rounds once, so those run in f32 here too (the casts fuse into the steps' kernels).
 std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_group_norm(const at::Tensor& input, const std::optional<at::Tensor>& weight,
                                                                      const std::optional<at::Tensor>& bias, int64_t n, int64_t c,
                                                                      int64_t hxw, int64_t group, double eps) {
-  return at::native::math_group_norm(input.contiguous(), weight, bias, n, c, hxw, group, eps);
+  const auto dtype = input.scalar_type();
+  if (dtype != at::kBFloat16 && dtype != at::kHalf) {
+    return at::native::math_group_norm(input.contiguous(), weight, bias, n, c, hxw, group, eps);
+  }
+  const auto wide = [](const std::optional<at::Tensor>& t) -> std::optional<at::Tensor> {
+    return t && t->defined() ? std::optional(t->to(at::kFloat)) : std::nullopt;
+  };
+  auto [out, mean, rstd] = at::native::math_group_norm(input.contiguous().to(at::kFloat), wide(weight), wide(bias), n, c, hxw, group, eps);
+  return {out.to(dtype), mean.to(dtype), rstd.to(dtype)};
 }
 
 // The functional batch norms torch's own code paths and decompositions call: with running

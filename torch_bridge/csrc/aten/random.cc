@@ -42,7 +42,7 @@ at::Tensor next_key(const at::Tensor& self, std::optional<at::Generator> gen) {
 }
 
 bool on_chip(const at::Tensor& self) {
-  return self.numel() > 0 && is_whole_buffer(self) && (self.scalar_type() == at::kFloat || self.scalar_type() == at::kBFloat16);
+  return self.numel() > 0 && is_whole_buffer(self) && is_chip_float(self.scalar_type());
 }
 
 // Fills `self` with `build(graph, uniform-or-normal value)`; `build` may shape the numbers further.
@@ -141,7 +141,7 @@ at::Tensor& bernoulli_(at::Tensor& self, double p, std::optional<at::Generator> 
 // probability 1 - p, scaled by 1 / (1 - p); the mask is returned for the backward.
 std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p, std::optional<bool> train) {
   TORCH_CHECK(0 <= p && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
-  const bool chip = input.numel() > 0 && (input.scalar_type() == at::kFloat || input.scalar_type() == at::kBFloat16);
+  const bool chip = input.numel() > 0 && is_chip_float(input.scalar_type());
   if (input.numel() == 0) return {at::empty_like(input), at::empty_like(input, input.options().dtype(at::kBool))};
   if (chip && (!train.value_or(true) || p == 0 || p == 1)) {  // the edge cases, on the chip
     const bool keep = !train.value_or(true) || p == 0;  // eval or p = 0: everything kept; p = 1: nothing

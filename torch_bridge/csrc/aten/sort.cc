@@ -25,8 +25,8 @@ std::string unsupported(const at::Tensor& self, int64_t n) {
   if (t == at::kLong) {
     const auto bound = int64_bound_of(self);
     if (!bound || *bound >= (int64_t{1} << 24)) return "int64 values of unknown magnitude, or beyond 2^24";
-  } else if (t != at::kFloat && t != at::kBFloat16 && t != at::kChar && t != at::kBool) {
-    return "a dtype the chip does not sort exactly in f32 (f32, bf16, int8, bool, small int64)";
+  } else if (!is_chip_float(t) && t != at::kChar && t != at::kBool) {
+    return "a dtype the chip does not sort exactly in f32 (f32, bf16, f16, int8, bool, small int64)";
   }
   if (n > kernels::kBitonicMaxLength || self.numel() > kernels::kBitonicMaxLength) return "more than 2^24 elements";
   return {};

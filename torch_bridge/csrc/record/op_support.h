@@ -14,6 +14,9 @@
 
 namespace vtpu::bridge {
 
+// f32, bf16 or f16: the floating dtypes the chip holds (the narrow two widened to f32 to compute).
+inline bool is_chip_float(c10::ScalarType t) { return t == c10::kFloat || t == c10::kBFloat16 || t == c10::kHalf; }
+
 using BuildFn = std::function<int(kernels::Graph& g, const std::vector<int>& values)>;
 using CpuFn = std::function<at::Tensor(const std::vector<at::Tensor>& cpu_inputs)>;
 using CpuOutputsFn = std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>& cpu_inputs)>;

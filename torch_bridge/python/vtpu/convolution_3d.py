@@ -61,7 +61,7 @@ def conv3d(x, weight, bias=None, stride=(1,), padding=(0,), dilation=(1,), group
         slices = fold_depth(x[:, :, start:start + (out_depth - 1) * stride[0] + 1:stride[0]])
         y = F.conv2d(slices, weight[:, :, k], None, stride[1:], padding[1:], dilation[1:], groups)
         out = y if out is None else out + y
-    out = unfold_depth(out, x.shape[0]).transpose(1, 2)
+    out = unfold_depth(out, x.shape[0], out_depth).transpose(1, 2)
     if bias is not None:
         out = out + bias.view(1, -1, 1, 1, 1)
     return out.contiguous()
@@ -97,7 +97,7 @@ def conv_transpose3d(x, weight, bias=None, stride=(1,), padding=(0,), output_pad
     for k in range(taps):
         y = _cropped(F.conv_transpose2d(slices, weight[:, :, k], None, stride[1:], 0, 0, groups, dilation[1:]),
                      padding[1:], output_padding[1:])
-        y = _at_depths(unfold_depth(y, x.shape[0]).transpose(0, 1), k * dilation[0], stride[0], total)
+        y = _at_depths(unfold_depth(y, x.shape[0], depth).transpose(0, 1), k * dilation[0], stride[0], total)
         out = y if out is None else out + y
     out = out[padding[0]:total - padding[0]].permute(1, 2, 0, 3, 4)  # [n, channels, depth, h, w]
     if bias is not None:

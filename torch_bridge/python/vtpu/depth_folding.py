@@ -29,6 +29,6 @@ def fold_depth(x):
     return x.transpose(1, 2).reshape(n * d, c, *x.shape[3:])
 
 
-def unfold_depth(y, n):
-    """fold_depth's batch split back: [n * d, ...] -> [n, d, ...]."""
-    return y.reshape(n, -1, *y.shape[1:])
+def unfold_depth(y, n, d):
+    """fold_depth's batch split back: [n * d, ...] -> [n, d, ...] (d given: an empty batch has no -1)."""
+    return y.reshape(n, d, *y.shape[1:])

@@ -44,7 +44,7 @@ def avg_pool3d(x, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_i
     else:  # padded depth taps added zeros: divide by the taps inside the input
         start = torch.arange(out_depth) * stride[0] - padding[0]
         taps = (torch.minimum(start + kernel[0], torch.tensor(depth)) - torch.clamp(start, min=0)).float()
-    total = unfold_depth(total, n)
+    total = unfold_depth(total, n, out_depth)
     return (total / taps.to(total.device, total.dtype).view(1, -1, 1, 1, 1)).transpose(1, 2).contiguous()
 
 
@@ -64,8 +64,9 @@ def _depth_ranges(depth, out_depth):
 
 def _slab_pooled(x, start, end, pool):
     """pool (a 2-D adaptive pool) over the depth slices start:end of x, as [n, slices, c, h, w]."""
-    result = pool(fold_depth(x[:, :, start:end]))
-    unfold = lambda t: unfold_depth(t, x.shape[0])  # noqa: E731
+    slab = x[:, :, start:end]
+    result = pool(fold_depth(slab))
+    unfold = lambda t: unfold_depth(t, x.shape[0], slab.shape[2])  # noqa: E731
     return tuple(map(unfold, result)) if isinstance(result, tuple) else unfold(result)
 
 
