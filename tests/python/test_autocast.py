@@ -1,6 +1,7 @@
-"""Mixed precision on tpu as on CUDA: torch.autocast("tpu") with CUDA's policy (bf16 matmuls,
-f32 reductions, softmax and losses), a bf16 training loop following the CPU's autocast loop,
-GradScaler's unscale/skip/backoff/growth on the chip, and Accelerate's and Trainer's bf16 switches."""
+"""Mixed precision on tpu as on CUDA: torch.autocast("tpu") with CUDA's policy (bf16 or fp16
+matmuls, f32 reductions, softmax and losses), bf16 and fp16 training loops following the CPU's
+autocast loops, GradScaler's unscale/skip/backoff/growth on the chip (fp16 gradients overflowing
+as they do on CUDA), and Accelerate's and Trainer's bf16 and fp16 switches."""
 import copy
 
 import pytest
@@ -18,17 +19,21 @@ def native_only():
     assert vtpu.stats()["cpu_fallback_ops"] == 0
 
 
-def test_policy_casts_like_cuda():
+LOW = [torch.bfloat16, torch.float16]
+
+
+@pytest.mark.parametrize("low", LOW, ids=str)
+def test_policy_casts_like_cuda(low):
     a, b = torch.randn(4, 8, device="tpu"), torch.randn(8, 3, device="tpu")
-    with torch.autocast("tpu", dtype=torch.bfloat16):
+    with torch.autocast("tpu", dtype=low):
         product = a @ b
-        assert product.dtype == torch.bfloat16  # lower_precision_fp
-        assert F.linear(a, b.t()).dtype == torch.bfloat16
+        assert product.dtype == low  # lower_precision_fp
+        assert F.linear(a, b.t()).dtype == low
         assert torch.softmax(product, -1).dtype == torch.float32  # fp32_set_opt_dtype
         assert torch.exp(product).dtype == torch.float32  # fp32
         assert F.layer_norm(product, (3,)).dtype == torch.float32
         assert F.cross_entropy(product, torch.tensor([0, 1, 2, 0], device="tpu")).dtype == torch.float32
-        assert (product + 1).dtype == torch.bfloat16  # unlisted ops keep their input's dtype
+        assert (product + 1).dtype == low  # unlisted ops keep their input's dtype
     assert (a @ b).dtype == torch.float32  # outside the region
 
 
@@ -38,7 +43,8 @@ def test_binary_cross_entropy_is_refused_under_autocast_as_on_cuda():
         F.binary_cross_entropy(p, torch.ones(4, device="tpu"))
 
 
-def test_bf16_training_loop_follows_the_cpus_autocast():
+@pytest.mark.parametrize("low", LOW, ids=str)
+def test_training_loop_follows_the_cpus_autocast(low):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.LayerNorm(32), torch.nn.Linear(32, 4))
     x, y = torch.randn(8, 16), torch.randint(0, 4, (8,))
@@ -48,13 +54,14 @@ def test_bf16_training_loop_follows_the_cpus_autocast():
         opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
         losses[device] = []
         for _ in range(4):
-            with torch.autocast(device, dtype=torch.bfloat16):
+            with torch.autocast(device, dtype=low):
                 loss = F.cross_entropy(m(x.to(device)), y.to(device))
             opt.zero_grad()
             loss.backward()
             opt.step()
             losses[device].append(loss.item())
-    torch.testing.assert_close(torch.tensor(losses["tpu"]), torch.tensor(losses["cpu"]), atol=2e-2, rtol=2e-2)
+    tolerance = 2e-2 if low == torch.bfloat16 else 2e-3
+    torch.testing.assert_close(torch.tensor(losses["tpu"]), torch.tensor(losses["cpu"]), atol=tolerance, rtol=tolerance)
 
 
 def test_grad_scaler_skips_backs_off_and_grows_like_the_cpus():
@@ -79,6 +86,50 @@ def test_grad_scaler_skips_backs_off_and_grows_like_the_cpus():
         results[device] = (scales, [p.detach().cpu() for p in m.parameters()])
     assert results["tpu"][0] == results["cpu"][0] == [65536.0, 131072.0, 65536.0, 65536.0, 131072.0]
     torch.testing.assert_close(results["tpu"][1], results["cpu"][1])
+
+
+@pytest.mark.parametrize("low", LOW, ids=str)
+def test_at_a_huge_scale_fp16_overflows_and_bf16_does_not_as_on_the_cpu(low):
+    """At a scale of 2^40 the f16 backward overflows (f16 tops out at 65504) and every step is
+    skipped, halving the scale; bf16 has f32's range, so nothing overflows and the scale grows."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    results = {}
+    for device in ("cpu", "tpu"):
+        m = copy.deepcopy(model).to(device)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        scaler = torch.amp.GradScaler(device, init_scale=2.0**40, growth_interval=1)
+        scales = []
+        for step in range(4):
+            g = torch.Generator().manual_seed(step)
+            x, y = torch.randn(8, 16, generator=g).to(device), torch.randn(8, 4, generator=g).to(device)
+            with torch.autocast(device, dtype=low):
+                out = m(x)
+                loss = F.mse_loss(out.float(), y)
+            assert out.dtype == low
+            opt.zero_grad()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            scales.append(scaler.get_scale())
+        results[device] = (scales, [p.detach().cpu() for p in m.parameters()])
+    want = [2.0**39, 2.0**38, 2.0**37, 2.0**36] if low == torch.float16 else [2.0**41, 2.0**42, 2.0**43, 2.0**44]
+    assert results["tpu"][0] == results["cpu"][0] == want
+    torch.testing.assert_close(results["tpu"][1], results["cpu"][1], atol=1e-3, rtol=1e-3)
+
+
+def test_accelerate_refuses_fp16_on_tpu_by_the_device_name():
+    """Accelerate turns fp16 down for any device named "tpu" (its reason: TorchTPU lacks
+    _amp_foreach_non_finite_check_and_unscale_, which vtpu has: the scaler tests above run it on
+    the chip). Its own check, before any tensor exists; bf16 is unaffected."""
+    accelerate = pytest.importorskip("accelerate")
+    state = accelerate.state.AcceleratorState
+    state._reset_state(True)
+    try:
+        with pytest.raises(ValueError, match="fp16 mixed precision is not supported on 'tpu'"):
+            accelerate.Accelerator(mixed_precision="fp16")
+    finally:
+        state._reset_state(True)
 
 
 def test_accelerate_bf16_autocasts_the_prepared_model():

@@ -193,3 +193,15 @@ def test_integer_division_by_zero_and_what_stays_on_the_cpu(no_fallback):
         torch.tensor([2**40]).to("tpu") // 3
     with pytest.raises(NotImplementedError, match="remainder"):
         torch.randn(3).to("tpu") % 2
+
+
+@pytest.mark.parametrize("dtype,exact_below", [(torch.float32, 2**24), (torch.float16, 2**11), (torch.bfloat16, 2**8)],
+                         ids=str)
+def test_int64_against_a_float_runs_on_the_chip_while_that_float_holds_it(dtype, exact_below, no_fallback):
+    """torch converts the int64 operand to the float's dtype first: exact below 2^24 (f32), 2^11
+    (f16), 2^8 (bf16), where computing in f32 gives the same; past that the rounding is the CPU's."""
+    x = torch.linspace(-3, 3, 7).to(dtype)
+    counts = torch.tensor([1, 2, 3, 5, 7, exact_below - 1, -(exact_below - 1)])
+    assert torch.equal((x.to("tpu") / counts.to("tpu")).cpu(), x / counts)
+    with pytest.raises(NotImplementedError, match="aten::div"):
+        x.to("tpu") / (counts + 1).to("tpu")  # reaches exact_below

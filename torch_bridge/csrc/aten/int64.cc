@@ -71,7 +71,7 @@ std::optional<at::Tensor> int64_binary(const char* op, ExprOp e, const at::Tenso
   // wrote them: host copies, arange, these ops); unknown ones stay off this path.
   std::vector<at::Tensor> inputs;
   int64_t magnitude[2] = {0, 0};
-  bool against_f32 = false;
+  int64_t exact_below = int64_t{1} << 62;  // against a float: the integers it holds exactly
   int k = 0;
   for (const at::Tensor* t : {&self, &other}) {
     int64_t& m = magnitude[k++];
@@ -86,15 +86,17 @@ std::optional<at::Tensor> int64_binary(const char* op, ExprOp e, const at::Tenso
     } else if (at::isIntegralType(t->scalar_type(), /*includeBool=*/true)) {
       m = int64_t{1} << 31;  // an int32 operand: only against int64 under comparisons' bound
       if (bound < m) return std::nullopt;
-    } else if (t->scalar_type() == at::kFloat && result_dtype == at::kFloat) {
-      m = 0;  // int64 against f32: exact below 2^24 (checked below), where f32 holds every integer
-      against_f32 = true;
+    } else if (is_chip_float(t->scalar_type()) && result_dtype == t->scalar_type()) {
+      // int64 against a float of the result's dtype: torch converts the int64 to that dtype
+      // first, exactly below 2^24 (f32), 2^11 (f16), 2^8 (bf16); checked below, the CPU past it.
+      m = 0;
+      exact_below = std::min(exact_below, int64_t{1} << (result_dtype == at::kFloat ? 24 : result_dtype == at::kHalf ? 11 : 8));
     } else {
       return std::nullopt;  // other floats: the CPU keeps torch's int64 -> float rounding
     }
     inputs.push_back(int64_on_chip(*t) ? index_words(*t) : *t);
   }
-  if (against_f32 && std::max(magnitude[0], magnitude[1]) >= (int64_t{1} << 24)) return std::nullopt;
+  if (std::max(magnitude[0], magnitude[1]) >= exact_below) return std::nullopt;
   if (e == ExprOp::Mul && magnitude[0] * magnitude[1] >= bound) return std::nullopt;  // the int32 product could wrap
   const bool long_result = result_dtype == at::kLong;
   const at::Tensor out = record(op, inputs, long_result ? at::kInt : result_dtype, [&](Graph& g, const std::vector<int>& v) {

@@ -137,7 +137,9 @@ def set_rng_state(new_state: torch.Tensor, device="tpu") -> None:
 
 
 def get_amp_supported_dtype():
-    return [torch.bfloat16]
+    """bf16 (the MXU's type, autocast's default on tpu) and f16 (a storage format: computed in f32,
+    rounded to f16 where torch rounds, as XLA does on TPUs)."""
+    return [torch.bfloat16, torch.float16]
 
 
 def memory_allocated(device=None) -> int:
