@@ -66,6 +66,8 @@ if torch._C._get_privateuse1_backend_name() != "tpu":
     torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True, for_packed_sequence=True,
                                                           for_storage=True)
 
+from . import special_functions as _special_functions  # noqa: E402,F401  (before decompositions: it serves these)
+from . import orthogonal_polynomials as _orthogonal_polynomials  # noqa: E402,F401
 from . import decompositions as _decompositions  # noqa: E402  (after the extension's lowerings registered)
 from . import module_conversion as _module_conversion  # noqa: E402,F401
 from . import transformer_fast_path as _transformer_fast_path  # noqa: E402,F401

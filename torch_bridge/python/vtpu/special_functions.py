@@ -1,0 +1,139 @@
+"""Special functions on the chip, composed of lowered elementwise ops the way the CPU evaluates
+them (ATen/native/Math.h): the modified Bessel functions (i0, i0e, i1, i1e, k0, k1, scaled k0
+and k1) as the same Cephes Chebyshev series (vtpu/cephes_tables.py, generated from torch's own
+header), ndtri as Cephes' rational approximations, spherical_bessel_j0 and angle. Each branch of
+the C code is computed for every element and the right one chosen with `where`, as XLA lowers
+them on TPUs; defer_and_fuse fuses each function into one kernel. Registered at PrivateUse1, so
+torch's derivative formulas (i0' = i1, ...) run on the chip too. The orthogonal polynomials are
+in vtpu/orthogonal_polynomials.py.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from . import cephes_tables as tables
+
+_library = torch.library.Library("aten", "IMPL")
+
+
+def chbevl(x, coefficients):
+    """Cephes' Chebyshev series sum (Clenshaw's recurrence), as Math.h's chbevl."""
+    b0, b1, b2 = coefficients[0], 0.0, 0.0
+    for c in coefficients[1:]:
+        b2, b1 = b1, b0
+        b0 = x * b1 - b2 + c
+    return 0.5 * (b0 - b2)
+
+
+def polevl(x, coefficients):
+    """Cephes' polynomial (highest power first), as Math.h's polevl."""
+    result = coefficients[0]
+    for c in coefficients[1:]:
+        result = result * x + c
+    return result
+
+
+def _floating(x):
+    return x if x.is_floating_point() else x.to(torch.get_default_dtype())
+
+
+def _exp_scaled_i0(x):
+    """exp(-|x|) I0(x) (i0e): one series on [0, 8], another in 1/x beyond."""
+    ax = x.abs()
+    small = chbevl(ax / 2 - 2, tables.CHEBYSHEV_COEFFICIENTS_I0E_A_COEFF)
+    large = chbevl(32 / ax - 2, tables.CHEBYSHEV_COEFFICIENTS_I0E_B_COEFF) / ax.sqrt()
+    return torch.where(ax <= 8, small, large)
+
+
+def _exp_scaled_i1(x):
+    """exp(-|x|) I1(x) (i1e), odd in x."""
+    ax = x.abs()
+    small = chbevl(ax / 2 - 2, tables.CHEBYSHEV_COEFFICIENTS_I1E_A_COEFF) * ax
+    large = chbevl(32 / ax - 2, tables.CHEBYSHEV_COEFFICIENTS_I1E_B_COEFF) / ax.sqrt()
+    out = torch.where(ax <= 8, small, large)
+    return torch.where(x < 0, -out, out)
+
+
+def i0(x):
+    x = _floating(x)
+    return _exp_scaled_i0(x) * x.abs().exp()
+
+
+def i0e(x):
+    return _exp_scaled_i0(_floating(x))
+
+
+def i1(x):
+    x = _floating(x)
+    return _exp_scaled_i1(x) * x.abs().exp()
+
+
+def i1e(x):
+    return _exp_scaled_i1(_floating(x))
+
+
+def _bessel_k(x, order, scaled):
+    """K0 / K1 (scaled: times exp(x)): a series in x^2 plus log(x/2) I_n(x) up to 2, a series in
+    8/x beyond; inf at 0 and NaN below it, as Math.h's modified_bessel_k*_forward."""
+    x = _floating(x)
+    prefix = ("SCALED_" if scaled else "") + f"MODIFIED_BESSEL_K{order}_FORWARD_"
+    near, far = getattr(tables, prefix + "A"), getattr(tables, prefix + "B")
+    series = chbevl(x * x - 2, near)
+    small = series - (0.5 * x).log() * i0(x) if order == 0 else (0.5 * x).log() * i1(x) + series / x
+    large = chbevl(8 / x - 2, far) / x.sqrt()
+    if scaled:
+        small = small * x.exp()
+    else:
+        large = large * (-x).exp()
+    out = torch.where(x <= 2, small, large)
+    out = torch.where(x == 0, math.inf, out)
+    return torch.where(x < 0, math.nan, out)
+
+
+def ndtri(y):
+    """The inverse of the standard normal CDF: Cephes' rational approximations, central and two
+    tails (as Math.h's calc_ndtri)."""
+    y = _floating(y)
+    exp_minus_2 = 0.13533528323661269189
+    upper = y > 1 - exp_minus_2  # the upper tail is the lower one mirrored
+    t = torch.where(upper, 1 - y, y)
+    centred = t - 0.5
+    c2 = centred * centred
+    central = (centred + centred * (c2 * polevl(c2, tables.CALC_NDTRI_P0) / polevl(c2, tables.CALC_NDTRI_Q0))) \
+        * 2.50662827463100050242
+    x = (-2 * t.log()).sqrt()
+    z = 1 / x
+    x1 = torch.where(x < 8, z * polevl(z, tables.CALC_NDTRI_P1) / polevl(z, tables.CALC_NDTRI_Q1),
+                     z * polevl(z, tables.CALC_NDTRI_P2) / polevl(z, tables.CALC_NDTRI_Q2))
+    tail = x - x.log() / x - x1
+    out = torch.where(t > exp_minus_2, central, torch.where(upper, tail, -tail))
+    out = torch.where(y == 0, -math.inf, torch.where(y == 1, math.inf, out))
+    return torch.where((y < 0) | (y > 1), math.nan, out)
+
+
+def spherical_bessel_j0(x):
+    """sin(x)/x, by its Taylor series below 0.5 (where the quotient loses digits), 0 at +-inf."""
+    x = _floating(x)
+    x2 = x * x
+    series = 1 + x2 * polevl(x2, [1 / 6227020800, -1 / 39916800, 1 / 362880, -1 / 5040, 1 / 120, -1 / 6])
+    out = torch.where(x.abs() < 0.5, series, x.sin() / x)
+    return torch.where(x.isinf(), 0.0, out)
+
+
+def angle(x):
+    """The argument of a real number: pi below zero, 0 otherwise, NaN kept."""
+    x = _floating(x)
+    return torch.where(x.isnan(), x, torch.where(x < 0, math.pi, 0.0).to(x.dtype))
+
+
+for _name, _fn in {"i0": i0, "special_i0e": i0e, "special_i1": i1, "special_i1e": i1e,
+                   "special_modified_bessel_i0": i0, "special_modified_bessel_i1": i1,
+                   "special_modified_bessel_k0": lambda x: _bessel_k(x, 0, False),
+                   "special_modified_bessel_k1": lambda x: _bessel_k(x, 1, False),
+                   "special_scaled_modified_bessel_k0": lambda x: _bessel_k(x, 0, True),
+                   "special_scaled_modified_bessel_k1": lambda x: _bessel_k(x, 1, True),
+                   "special_ndtri": ndtri, "special_spherical_bessel_j0": spherical_bessel_j0,
+                   "angle": angle}.items():
+    _library.impl(_name, _fn, "PrivateUse1")
