@@ -1,4 +1,4 @@
-// Ops built on the chip's iota (kernels/generators/iota.h): arange, tril/triu masks, argmax/argmin. int64
+// Ops built on the chip's iota (kernels/generators/iota.h): arange, tril/triu masks (and eye), argmax/argmin. int64
 // results (arange's default dtype, argmax's indices) are made as int32 (low, high) word pairs
 // (int64_words) and land in the int64 tensor's bytes; values outside int32 stay on the CPU.
 #include <ATen/ATen.h>
@@ -74,6 +74,19 @@ at::Tensor triangle(const char* op, const at::Tensor& self, int64_t diagonal, bo
 }
 at::Tensor tpu_tril(const at::Tensor& self, int64_t diagonal) { return triangle("tril", self, diagonal, true); }
 at::Tensor tpu_triu(const at::Tensor& self, int64_t diagonal) { return triangle("triu", self, diagonal, false); }
+
+// eye: ones kept on the main diagonal by triu then tril (torch's kernel writes the diagonal of a
+// zeroed buffer through a strided view, which the chip has no reason to imitate).
+at::Tensor& tpu_eye_m_out(int64_t n, int64_t m, at::Tensor& out) {
+  TORCH_CHECK(n >= 0, "n must be greater or equal to 0, got ", n);
+  TORCH_CHECK(m >= 0, "m must be greater or equal to 0, got ", m);
+  out.resize_({n, m});
+  // in f32 (triu has no int64 kernel), converted by the copy into any dtype
+  if (out.numel() > 0) out.copy_(tpu_tril(tpu_triu(at::ones({n, m}, out.options().dtype(at::kFloat)), 0), 0));
+  return out;
+}
+
+at::Tensor& tpu_eye_out(int64_t n, at::Tensor& out) { return tpu_eye_m_out(n, n, out); }
 
 // argmax / argmin over one dim (moved last) or over everything: the first position holding the
 // row's maximum (minimum), a NaN counting as the maximum and the minimum as torch has it.
@@ -202,6 +215,8 @@ at::Tensor tpu_min(const at::Tensor& self) { return at::amin(self, at::IntArrayR
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("arange.start_out", tpu_arange_out);
   m.impl("tril", tpu_tril);
+  m.impl("eye.out", tpu_eye_out);
+  m.impl("eye.m_out", tpu_eye_m_out);
   m.impl("triu", tpu_triu);
   m.impl("argmax", tpu_argmax);
   m.impl("argmin", tpu_argmin);
