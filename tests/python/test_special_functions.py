@@ -74,3 +74,18 @@ def test_degrees_past_the_limit_run_on_the_cpu_named(no_fallback):
         torch.testing.assert_close(got.cpu(), S.chebyshev_polynomial_t(x, n), equal_nan=True)
     finally:
         vtpu.set_cpu_fallback(False)
+
+
+@pytest.mark.usefixtures("native_in_each_eager_mode")
+def test_hurwitz_zeta_over_its_domain():
+    x = torch.tensor([1.0, 0.5, 1.5, 2.0, 3.0, 4.5, 6.0, 2.0, 3.0, 2.0, 2.5, 3.0, 5.0])
+    q = torch.tensor([2.0, 2.0, 0.3, 1.0, 7.5, 20.0, 0.01, -3.0, -2.5, -0.5, -0.5, 100.0, 9.5])
+    torch.testing.assert_close(S.zeta(x.to("tpu"), q.to("tpu")).cpu(), S.zeta(x, q), rtol=2e-5, atol=1e-6, equal_nan=True)
+    torch.testing.assert_close(S.zeta(x.to("tpu"), 2.0).cpu(), S.zeta(x, 2.0), rtol=2e-5, atol=1e-6, equal_nan=True)
+
+
+@pytest.mark.usefixtures("native_in_each_eager_mode")
+@pytest.mark.parametrize("n", [0, 1, 2, 4])
+def test_polygamma_and_its_gradient(n):
+    x = torch.cat([torch.linspace(0.1, 12, 40), torch.tensor([-2.5, -0.3])])
+    assert_matches_cpu(lambda t: torch.polygamma(n, t), x, rtol=5e-5, atol=1e-4)

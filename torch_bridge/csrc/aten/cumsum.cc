@@ -22,7 +22,10 @@ at::Tensor tpu_cumsum(const at::Tensor& self, int64_t dim_arg, std::optional<c10
   const CpuFn cpu = [dim_arg, dtype](const std::vector<at::Tensor>& c) { return at::cumsum(c[0], dim_arg, dtype); };
   const bool integral = at::isIntegralType(self.scalar_type(), true);
   const c10::ScalarType result = dtype.value_or(integral ? at::kLong : self.scalar_type());
-  if (self.dim() == 0 || self.numel() == 0) return run_on_cpu("cumsum", {self}, cpu, "an empty or 0-d cumsum");
+  if (self.dim() == 0 || self.numel() == 0) {  // nothing to scan: the element itself, in the result's dtype
+    at::maybe_wrap_dim(dim_arg, self.dim());
+    return self.to(result, /*non_blocking=*/false, /*copy=*/true);
+  }
   const int64_t dim = at::maybe_wrap_dim(dim_arg, self.dim());
   if (integral) {
     if (auto r = integer_cumsum(self, dim, result, cpu)) return *r;
@@ -30,7 +33,11 @@ at::Tensor tpu_cumsum(const at::Tensor& self, int64_t dim_arg, std::optional<c10
                       "an integer cumsum into int64 whose partial sums may reach 2^31, a scan over 65793 elements, or into "
                       "a dtype other than int32 and int64");
   }
-  if (result != self.scalar_type()) return run_on_cpu("cumsum", {self}, cpu, "a cumsum with a dtype argument");
+  if (result != self.scalar_type()) {
+    // a float dtype over a float input: the CPU converts first, then scans (in f32 either way here)
+    if (is_chip_float(result) && is_chip_float(self.scalar_type())) return tpu_cumsum(self.to(result), dim, std::nullopt);
+    return run_on_cpu("cumsum", {self}, cpu, "a cumsum with a dtype argument");
+  }
   const int passes = kernels::passes_for_precision(Runtime::get().matmul_precision());
   return record("cumsum", {self}, result, [&](kernels::Graph& g, const std::vector<int>& v) {
     return kernels::cumsum(g, v[0], dim, passes);

@@ -97,6 +97,7 @@ at::Tensor tpu_gather(const at::Tensor& self, int64_t dim_arg, const at::Tensor&
   const CpuFn cpu = [dim, index, sparse_grad](const std::vector<at::Tensor>& c) {
     return at::gather(c[0], dim, index.cpu(), sparse_grad);
   };
+  if (index.numel() == 0 && self.dim() > 0 && index.dim() == self.dim()) return at::empty(index.sizes(), self.options());
   if (const std::string why = unsupported(self, index, dim); !why.empty()) return run_on_cpu("gather", {self}, cpu, why);
   const bool i64 = self.scalar_type() == at::kLong;
   const int64_t numel = self.numel();

@@ -94,14 +94,23 @@ at::Tensor tpu_sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, boo
   const auto cpu = [d, keepdim, dtype](const std::vector<at::Tensor>& c) { return at::sum(c[0], d, keepdim, dtype); };
   // Integer sums are int64 anyway; other dtype arguments change the accumulation.
   const bool int64_anyway = dtype == at::kLong && at::isIntegralType(self.scalar_type(), true);
-  if (dtype && *dtype != self.scalar_type() && !int64_anyway) return run_on_cpu("sum", {self}, cpu, "a sum with a dtype argument");
+  if (dtype && *dtype != self.scalar_type() && !int64_anyway) {
+    // a float dtype over a float input: the CPU converts first, then sums (in f32 either way here);
+    // bools count exactly in f32 below 2^24 elements
+    const bool exact = is_chip_float(self.scalar_type()) || (self.scalar_type() == at::kBool && self.numel() < (1 << 24));
+    if (is_chip_float(*dtype) && exact) return tpu_sum_dim(self.to(*dtype), dims, keepdim, std::nullopt);
+    return run_on_cpu("sum", {self}, cpu, "a sum with a dtype argument");
+  }
   return reduce("sum", RowOp::Sum, self, dims, keepdim, cpu);
 }
 at::Tensor tpu_mean_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, bool keepdim, std::optional<c10::ScalarType> dtype) {
   std::vector<int64_t> d;
   if (dims) d.assign(dims->begin(), dims->end());
   const auto cpu = [d, keepdim, dtype](const std::vector<at::Tensor>& c) { return at::mean(c[0], d, keepdim, dtype); };
-  if (dtype && *dtype != self.scalar_type()) return run_on_cpu("mean", {self}, cpu, "a mean with a dtype argument");
+  if (dtype && *dtype != self.scalar_type()) {
+    if (is_chip_float(*dtype) && is_chip_float(self.scalar_type())) return tpu_mean_dim(self.to(*dtype), dims, keepdim, std::nullopt);
+    return run_on_cpu("mean", {self}, cpu, "a mean with a dtype argument");
+  }
   return reduce("mean", RowOp::Mean, self, dims, keepdim, cpu);
 }
 at::Tensor tpu_amax(const at::Tensor& self, at::IntArrayRef dims, bool keepdim) {

@@ -72,9 +72,27 @@ at::Tensor tpu_index_reduce(const at::Tensor& self, int64_t dim_arg, const at::T
   return tpu_scatter_reduce(self, dim, spread, source, reduce, include_self);
 }
 
+// The legacy scatter(reduce='add' | 'multiply'): scatter_reduce's sum and prod including self.
+at::Tensor tpu_scatter_legacy_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                                     c10::string_view reduce) {
+  TORCH_CHECK(reduce == "add" || reduce == "multiply", "reduce argument must be either add or multiply.");
+  return tpu_scatter_reduce(self, dim, index, src, reduce == "add" ? "sum" : "prod", true);
+}
+
+at::Tensor tpu_scatter_legacy_value_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                                           const at::Scalar& value, c10::string_view reduce) {
+  return tpu_scatter_legacy_reduce(self, dim, index, at::full(index.sizes(), value, self.options()), reduce);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("scatter.reduce", tpu_scatter_legacy_reduce);
+  m.impl("scatter.reduce_out", Variants<tpu_scatter_legacy_reduce>::out);
+  m.impl("scatter_.reduce", Variants<tpu_scatter_legacy_reduce>::inplace);
+  m.impl("scatter.value_reduce", tpu_scatter_legacy_value_reduce);
+  m.impl("scatter.value_reduce_out", Variants<tpu_scatter_legacy_value_reduce>::out);
+  m.impl("scatter_.value_reduce", Variants<tpu_scatter_legacy_value_reduce>::inplace);
   m.impl("scatter_reduce.two", tpu_scatter_reduce);
   m.impl("scatter_reduce.two_out", Variants<tpu_scatter_reduce>::out);
   m.impl("scatter_reduce_.two", Variants<tpu_scatter_reduce>::inplace);

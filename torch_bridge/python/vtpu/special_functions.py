@@ -1,7 +1,7 @@
 """Special functions on the chip, composed of lowered elementwise ops the way the CPU evaluates
 them (ATen/native/Math.h): the modified Bessel functions (i0, i0e, i1, i1e, k0, k1, scaled k0
 and k1) as the same Cephes Chebyshev series (vtpu/cephes_tables.py, generated from torch's own
-header), ndtri as Cephes' rational approximations, spherical_bessel_j0 and angle. Each branch of
+header), ndtri as Cephes' rational approximations, spherical_bessel_j0, angle, and the Hurwitz zeta (so polygamma). Each branch of
 the C code is computed for every element and the right one chosen with `where`, as XLA lowers
 them on TPUs; defer_and_fuse fuses each function into one kernel. Registered at PrivateUse1, so
 torch's derivative formulas (i0' = i1, ...) run on the chip too. The orthogonal polynomials are
@@ -122,6 +122,57 @@ def spherical_bessel_j0(x):
     return torch.where(x.isinf(), 0.0, out)
 
 
+# Euler-Maclaurin coefficients of Cephes' zeta: (2k)! / B_2k
+_ZETA_A = [12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, 7.47242496e10,
+           -2.950130727918164224e12, 1.1646782814350067249e14, -4.5979787224074726105e15, 1.8152105401943546773e17,
+           -7.1661652561756670113e18]
+
+
+def _power(base, exponent):
+    """base ** exponent for an integral exponent and any base's sign (the chip's pow is exp(e log b))."""
+    magnitude = (exponent * base.abs().log()).exp()
+    odd = exponent - 2 * (exponent / 2).floor() == 1
+    return torch.where((base < 0) & odd, -magnitude, magnitude)
+
+
+def zeta(x, q):
+    """Hurwitz zeta(x, q) as Math.h's zeta: terms (q + i)^-x until at least 9 of them and past
+    q + i = 9 (a count read back from q's minimum when q < 0), then 12 Euler-Maclaurin terms; the
+    CPU's early exits are not taken (their remaining terms are below f32's precision)."""
+    x, q = (v if isinstance(v, torch.Tensor) else torch.tensor(v) for v in (x, q))
+    result = torch.result_type(x, q)
+    result = result if result.is_floating_point else torch.get_default_dtype()
+    device = x.device if x.device.type != "cpu" else q.device
+    x, q = torch.broadcast_tensors(x.to(device, torch.float32), q.to(device, torch.float32))  # in f32, as the CPU widens
+    lowest = float(q.min()) if q.numel() else 0.0
+    steps = max(9, int(math.floor(9 - lowest)) + 2) if math.isfinite(lowest) else 9
+    total, a, b = _power(q, -x), q, torch.zeros_like(q)
+    for i in range(steps):
+        active = (a <= 9) if i >= 9 else torch.ones_like(q, dtype=torch.bool)
+        a = torch.where(active, a + 1, a)
+        term = _power(a, -x)
+        total, b = torch.where(active, total + term, total), torch.where(active, term, b)
+    w = a
+    total = total + b * w / (x - 1) - 0.5 * b
+    factor, k = torch.ones_like(x), 0.0
+    for coefficient in _ZETA_A:
+        factor, b = factor * (x + k), b / w
+        total = total + factor * b / coefficient
+        factor, b, k = factor * (x + k + 1), b / w, k + 2
+    integral_q = q == q.floor()
+    total = torch.where((q <= 0) & ~integral_q & (x != x.floor()), math.nan, total)
+    total = torch.where((q <= 0) & integral_q, math.inf, total)
+    return torch.where(x == 1, math.inf, torch.where(x < 1, math.nan, total)).to(result)
+
+
+def polygamma(n, x):
+    """digamma for n = 0, else (-1)^(n+1) n! zeta(n + 1, x), as Math.h's calc_polygamma."""
+    x = _floating(x)
+    if n == 0:
+        return torch.digamma(x)
+    return (1.0 if n % 2 else -1.0) * math.factorial(n) * zeta(torch.full_like(x, n + 1.0), x)
+
+
 def angle(x):
     """The argument of a real number: pi below zero, 0 otherwise, NaN kept."""
     x = _floating(x)
@@ -135,5 +186,5 @@ for _name, _fn in {"i0": i0, "special_i0e": i0e, "special_i1": i1, "special_i1e"
                    "special_scaled_modified_bessel_k0": lambda x: _bessel_k(x, 0, True),
                    "special_scaled_modified_bessel_k1": lambda x: _bessel_k(x, 1, True),
                    "special_ndtri": ndtri, "special_spherical_bessel_j0": spherical_bessel_j0,
-                   "angle": angle}.items():
+                   "angle": angle, "special_zeta": zeta, "polygamma": polygamma}.items():
     _library.impl(_name, _fn, "PrivateUse1")
