@@ -110,3 +110,25 @@ def test_matrices_above_the_order_limit_are_declined_named():
         torch.linalg.cholesky(big)
     with pytest.raises(NotImplementedError, match="linalg_lu_factor_ex cannot run on the chip: matrices of order 513"):
         torch.linalg.lu_factor(big)
+
+
+@pytest.mark.parametrize("shape", [(6, 4), (4, 6), (2, 5, 5)], ids=str)
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+def test_qr_matches_lapacks_signs_and_reflectors(shape, mode):
+    a = torch.randn(*shape, generator=torch.Generator().manual_seed(9))
+    for got, want in zip(torch.linalg.qr(a.to("tpu"), mode=mode), torch.linalg.qr(a, mode=mode)):
+        torch.testing.assert_close(got.cpu(), want, atol=1e-5, rtol=1e-5)
+    for got, want in zip(torch.geqrf(a.to("tpu")), torch.geqrf(a)):
+        torch.testing.assert_close(got.cpu(), want, atol=1e-5, rtol=1e-5)
+
+
+def test_qr_gradients_and_the_reflector_products():
+    a = torch.randn(6, 4, generator=torch.Generator().manual_seed(10))
+    assert_matches_cpu(lambda t: torch.cat([m.flatten() for m in torch.linalg.qr(t)]), a, atol=1e-4, rtol=1e-4)
+    reflectors, tau = torch.geqrf(a)
+    assert_matches_cpu(torch.linalg.householder_product, reflectors, tau, atol=1e-5, rtol=1e-5)
+    for left in (True, False):
+        for transpose in (False, True):
+            other = torch.randn(6, 3) if left else torch.randn(3, 6)
+            got = torch.ormqr(reflectors.to("tpu"), tau.to("tpu"), other.to("tpu"), left, transpose).cpu()
+            torch.testing.assert_close(got, torch.ormqr(reflectors, tau, other, left, transpose), atol=1e-5, rtol=1e-5)

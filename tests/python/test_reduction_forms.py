@@ -1,6 +1,7 @@
-"""Reduction and indexing forms that used to leave the chip: sum, mean and cumsum with a float
+"""Reduction, indexing and concatenation forms that used to leave the chip or fail on it: sum, mean and cumsum with a float
 dtype argument (the CPU converts first, then reduces), bool counts into floats, the scan of a 0-d
-or empty tensor, the legacy scatter(reduce='add' | 'multiply'), and a gather with an empty index;
+or empty tensor, the legacy scatter(reduce='add' | 'multiply'), a gather with an empty index and a cat of only
+legacy empty 1-d tensors;
 each against the CPU in each eager mode with no CPU op."""
 import warnings
 
@@ -60,3 +61,9 @@ def test_a_gather_with_an_empty_index_is_empty():
     assert got.shape == (3, 0) and got.device.type == "tpu"
     empty = torch.empty(0)
     assert torch.searchsorted(empty.to("tpu"), empty.to("tpu")).shape == torch.searchsorted(empty, empty).shape
+
+
+def test_a_cat_of_only_legacy_empty_tensors_is_empty():
+    parts = [torch.empty(0), torch.empty(0, dtype=torch.int32)]
+    got, want = torch.cat([p.to("tpu") for p in parts]), torch.cat(parts)
+    assert got.shape == want.shape and got.dtype == want.dtype and got.device.type == "tpu"

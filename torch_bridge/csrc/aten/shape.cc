@@ -19,10 +19,17 @@ using kernels::RowOp;
 
 at::Tensor tpu_cat(const at::ITensorListRef& tensors, int64_t dim) {
   std::vector<at::Tensor> inputs;
+  c10::optional<at::Tensor> first;
   for (const auto& t : tensors) {
+    if (!first) first = t;
     if (t.numel() > 0 || t.dim() > 1) inputs.push_back(t);  // torch skips legacy empty 1-d tensors
   }
-  TORCH_CHECK(!inputs.empty(), "vtpu: cat of no tensors");
+  TORCH_CHECK(first, "torch.cat(): expected a non-empty list of Tensors");
+  if (inputs.empty()) {  // only legacy empty 1-d tensors: an empty result of their promoted dtype
+    c10::ScalarType dtype = first->scalar_type();
+    for (const auto& t : tensors) dtype = c10::promoteTypes(dtype, t.scalar_type());
+    return at::empty({0}, first->options().dtype(dtype));
+  }
   const int64_t d = at::maybe_wrap_dim(dim, inputs[0].dim());
   c10::ScalarType dtype = inputs[0].scalar_type();
   for (const auto& t : inputs) dtype = c10::promoteTypes(dtype, t.scalar_type());
