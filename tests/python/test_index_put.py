@@ -1,7 +1,8 @@
 """x[index] = values on the chip (torch_bridge/csrc/aten/index_put.cc), against the CPU with the
 fallback off: boolean masks with one value (float and int64 tensors), accumulation at integer
 indices (repeated and negative ones, broadcast values, the backward of x[idx]), in both modes;
-an index outside the rows raises IndexError; what stays on the CPU says why."""
+masks with several values or past the first dim (as their true coordinates), masked_scatter and
+put_; an index outside the rows raises IndexError; what stays on the CPU says why."""
 import warnings
 
 import pytest
@@ -179,3 +180,46 @@ def test_index_put_with_several_index_tensors_on_the_chip(name):
         want[index] = values
         got[tuple(t.to("tpu") if isinstance(t, torch.Tensor) else t for t in index)] = values.to("tpu")
     torch.testing.assert_close(got.cpu(), want, atol=1e-6, rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+def test_masks_with_several_values_become_their_true_coordinates(mode):
+    """torch's expandTensors on the chip: a mask over k dims is nonzero's k coordinate columns (its
+    count read back), then the several-index path: values per true position or broadcast, masks
+    past the first dim, accumulation, and a mask with no true position writing nothing."""
+    vtpu.set_mode(mode)
+    x = torch.randn(4, 5, 6, generator=gen(11))
+    rows = torch.tensor([True, False, True, True])
+    plane = torch.rand(4, 5, generator=gen(12)) > 0.5
+    columns = torch.tensor([False, True, True, False, True])
+    count = int(plane.sum())
+    cases = [((rows,), torch.randn(3, 5, 6, generator=gen(13)), False),
+             ((rows,), torch.randn(6, generator=gen(14)), False),  # broadcast over the selected rows
+             ((plane,), torch.randn(count, 6, generator=gen(15)), False),  # a mask over two dims
+             ((rows,), torch.randn(3, 5, 6, generator=gen(16)), True),
+             ((torch.zeros(4, dtype=torch.bool),), torch.zeros(0, 5, 6), False)]
+    for indices, values, accumulate in cases:
+        got, want = put(x, list(indices), values, accumulate)
+        assert torch.equal(got, want)
+    t, c, values = x.to("tpu"), x.clone(), torch.randn(4, 3, 6, generator=gen(17))
+    t[:, columns.to("tpu")] = values.to("tpu")  # a mask past the first dim
+    c[:, columns] = values
+    assert torch.equal(t.cpu(), c)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+def test_masked_scatter_and_put(mode):
+    vtpu.set_mode(mode)
+    x = torch.randn(4, 5, generator=gen(16))
+    mask = torch.rand(5, generator=gen(17)) > 0.4  # broadcast over the rows
+    source = torch.arange(40.0).view(8, 5)
+    assert torch.equal(x.to("tpu").masked_scatter(mask.to("tpu"), source.to("tpu")).cpu(), x.masked_scatter(mask, source))
+    index, values = torch.tensor([0, -1, 7, 12]), torch.tensor([1.0, 2.0, 3.0, 4.0])
+    for accumulate in (False, True):
+        got = x.to("tpu").put_(index.to("tpu"), values.to("tpu"), accumulate).cpu()
+        assert torch.equal(got, x.clone().put_(index, values, accumulate))
+    strided = x.t()  # a non-contiguous self is written through a contiguous copy
+    got = strided.to("tpu").put(index.to("tpu"), values.to("tpu"))
+    assert torch.equal(got.cpu(), strided.put(index, values))
+    assert vtpu.stats()["cpu_fallback_ops"] == 0

@@ -199,9 +199,39 @@ bool put_several(at::Tensor& self, const std::vector<std::optional<at::Tensor>>&
   return true;
 }
 
+// torch's expandTensors: a boolean mask over k dims stands for k integer indices, the coordinates
+// of its true positions (nonzero on the chip; the count is read back, a sync point as on any
+// accelerator). Not taken for one mask and one value, which masked_put writes without a count.
+std::optional<std::vector<std::optional<at::Tensor>>> masks_as_coordinates(const at::Tensor& self,
+                                                                            const std::vector<std::optional<at::Tensor>>& list,
+                                                                            const at::Tensor& values) {
+  int64_t given = 0, masks = 0;
+  for (const auto& i : list) {
+    given += i && i->defined();
+    masks += i && i->defined() && i->scalar_type() == at::kBool;
+  }
+  if (masks == 0 || (given == 1 && masks == 1 && list[0] && list[0]->defined() && values.numel() == 1)) return std::nullopt;
+  std::vector<std::optional<at::Tensor>> out;
+  for (const auto& i : list) {
+    if (!(i && i->defined() && i->scalar_type() == at::kBool)) {
+      out.push_back(i);
+      continue;
+    }
+    const at::Tensor coordinates = at::nonzero(i->device() == self.device() ? *i : i->to(self.device()));
+    for (int64_t j = 0; j < i->dim(); ++j) out.push_back(coordinates.select(1, j));
+  }
+  return out;
+}
+
 at::Tensor& tpu_index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices, const at::Tensor& values,
                                 bool accumulate, bool unsafe) {
   const std::vector<std::optional<at::Tensor>> list(indices.begin(), indices.end());
+  if (auto expanded = masks_as_coordinates(self, list, values)) {
+    for (const auto& i : *expanded) {
+      if (i && i->defined() && i->numel() == 0) return self;  // no true position: nothing is written
+    }
+    return tpu_index_put_impl_(self, c10::List<std::optional<at::Tensor>>(*expanded), values, accumulate, unsafe);
+  }
   if (put_several(self, list, values, accumulate, unsafe)) return self;
   if (const std::string why = unsupported(self, list, values, accumulate); !why.empty()) return fallback(self, list, values, accumulate, why);
   const at::Tensor& index = *list[0];
@@ -219,8 +249,29 @@ at::Tensor& tpu_index_put_impl_(at::Tensor& self, const c10::List<std::optional<
   return self;
 }
 
+// put_: the flat view's index_put (negative indices count from the end there too); a
+// non-contiguous self is written through a contiguous copy.
+at::Tensor& tpu_put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& source, bool accumulate) {
+  TORCH_CHECK_INDEX(index.numel() == source.numel(), "put_(): Expected source and index to have the same number of elements, but got source.numel() = ",
+                    source.numel(), ", index.numel() = ", index.numel());
+  if (index.numel() == 0) return self;
+  at::Tensor flat = self.is_contiguous() ? self.view({-1}) : self.contiguous().view({-1});
+  flat.index_put_({index.reshape({-1})}, source.reshape({-1}), accumulate);
+  if (!flat.is_alias_of(self)) self.copy_(flat.view(self.sizes()));
+  return self;
+}
+
+at::Tensor tpu_put(const at::Tensor& self, const at::Tensor& index, const at::Tensor& source, bool accumulate) {
+  at::Tensor out = self.clone();
+  return tpu_put_(out, index, source, accumulate);
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("_index_put_impl_", tpu_index_put_impl_); }
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_index_put_impl_", tpu_index_put_impl_);
+  m.impl("put_", tpu_put_);
+  m.impl("put", tpu_put);
+}
 
 }  // namespace vtpu::bridge

@@ -88,7 +88,21 @@ std::optional<at::Tensor> masked_rows(const at::Tensor& self, const at::Tensor& 
   return out;
 }
 
+// masked_scatter_: the mask's true positions, in order, take source's leading elements; an
+// index_put with the (broadcast) mask, whose count is read back there.
+at::Tensor& tpu_masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& source) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_scatter_ only supports boolean masks, but got mask with dtype ", mask.scalar_type());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(), "masked_scatter_: expected self and source to have same dtypes but got ",
+              self.scalar_type(), " and ", source.scalar_type());
+  const at::Tensor expanded = mask.expand(self.sizes());
+  const int64_t count = expanded.sum().item<int64_t>();
+  TORCH_CHECK(count <= source.numel(), "masked_scatter: expected source to have at least ", count, " elements, got ", source.numel());
+  if (count == 0) return self;
+  return self.index_put_({expanded.to(self.device())}, source.reshape({-1}).narrow(0, 0, count));
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("masked_scatter_", tpu_masked_scatter_);
   m.impl("nonzero", tpu_nonzero);
   m.impl("nonzero.out", Variants<tpu_nonzero>::out);
   m.impl("masked_select", tpu_masked_select);
