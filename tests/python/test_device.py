@@ -212,6 +212,14 @@ def test_random_numbers_are_made_on_the_chip():
     assert torch.equal(w.grad.cpu(), y.detach().cpu())  # the backward reuses the forward's mask and scale
     coin = torch.empty(20000, device="tpu").bernoulli_(0.25).cpu()
     assert set(coin.unique().tolist()) <= {0.0, 1.0} and abs(coin.mean() - 0.25) < 0.015
+    p = torch.tensor([0.0, 0.2, 0.9, 1.0], device="tpu").repeat(10000)  # a probability per element
+    coins = torch.bernoulli(p).view(10000, 4).cpu()
+    assert coins[:, 0].sum() == 0 and coins[:, 3].sum() == 10000 and abs(coins[:, 1].mean() - 0.2) < 0.015
+    x = torch.cat([-torch.rand(20000), torch.rand(100) + 0.1]).to("tpu")
+    scaled = torch.nn.functional.rrelu(x, 0.1, 0.3, training=True).cpu()  # negatives times U(0.1, 0.3)
+    slopes = scaled[:20000] / x[:20000].cpu()
+    assert 0.1 <= slopes.min() and slopes.max() <= 0.3 and abs(slopes.mean() - 0.2) < 0.005
+    assert torch.equal(scaled[20000:], x[20000:].cpu())
     assert vtpu.stats()["cpu_fallback_ops"] == fallbacks
 
 

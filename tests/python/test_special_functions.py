@@ -89,3 +89,17 @@ def test_hurwitz_zeta_over_its_domain():
 def test_polygamma_and_its_gradient(n):
     x = torch.cat([torch.linspace(0.1, 12, 40), torch.tensor([-2.5, -0.3])])
     assert_matches_cpu(lambda t: torch.polygamma(n, t), x, rtol=5e-5, atol=1e-4)
+
+
+@pytest.mark.usefixtures("native_in_each_eager_mode")
+def test_erfinv_in_both_ranges_and_at_the_ends():
+    y = torch.cat([torch.linspace(-0.999, 0.999, 301), torch.tensor([0.0, 0.7, -0.7, 0.7001, 1.0, -1.0, 1.5, float("nan")])])
+    torch.testing.assert_close(torch.erfinv(y.to("tpu")).cpu(), torch.erfinv(y), rtol=1e-5, atol=2e-6, equal_nan=True)
+    assert_matches_cpu(torch.erfinv, torch.linspace(-0.9, 0.9, 50), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.usefixtures("native_in_each_eager_mode")
+def test_heaviside():
+    x = torch.tensor([-2.0, 0.0, 3.0, float("nan"), -0.0])
+    values = torch.tensor([0.5, 0.25, 0.5, 0.5, 0.75])
+    assert torch.equal(torch.heaviside(x.to("tpu"), values.to("tpu")).cpu(), torch.heaviside(x, values))

@@ -1,5 +1,5 @@
 // Random fills on the chip (Philox kernels, see kernels/generators/random.h): normal_, uniform_,
-// random_ (torch.randint), bernoulli_ and dropout. Each call takes a fresh 64-bit Philox key
+// random_ (torch.randint), bernoulli_ (a probability or a tensor of them), rrelu and dropout. Each call takes a fresh 64-bit Philox key
 // from the device's generator (a CPU generator seeded by torch.tpu.manual_seed), so seeds,
 // get_rng_state and set_rng_state work as on any device while the numbers themselves are made on
 // the chip. The key reaches the kernel as an 8-byte input tensor, so a training step's graph (and
@@ -137,6 +137,25 @@ at::Tensor& bernoulli_(at::Tensor& self, double p, std::optional<at::Generator> 
   return self;
 }
 
+// 1 where a uniform falls below each element of p (broadcast to self).
+at::Tensor& bernoulli_tensor_(at::Tensor& self, const at::Tensor& p, std::optional<at::Generator> gen) {
+  if (self.numel() == 0) return self;
+  at::Tensor u = at::empty(self.sizes(), self.options().dtype(at::kFloat));
+  uniform_(u, 0, 1, gen);
+  return self.copy_(u.lt(p.to(self.device())));
+}
+
+// RReLU: in training each non-positive element is scaled by a uniform draw from [lower, upper],
+// kept in `noise` (1 elsewhere) for the backward; in eval, leaky_relu at their midpoint.
+at::Tensor rrelu_with_noise(const at::Tensor& self, at::Tensor& noise, const at::Scalar& lower, const at::Scalar& upper,
+                            bool training, std::optional<at::Generator> gen) {
+  if (!training) return at::leaky_relu(self, (lower.toDouble() + upper.toDouble()) / 2);
+  at::Tensor draws = at::empty(self.sizes(), self.options());
+  uniform_(draws, lower.toDouble(), upper.toDouble(), gen);
+  noise.copy_(at::where(self.le(0), draws, at::ones_like(draws)));
+  return self * noise;
+}
+
 // Training-mode dropout (torch routes nn.Dropout here on accelerators): keep each element with
 // probability 1 - p, scaled by 1 / (1 - p); the mask is returned for the backward.
 std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p, std::optional<bool> train) {
@@ -178,6 +197,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("random_.to", random_to);
   m.impl("random_", random_full);
   m.impl("bernoulli_.float", bernoulli_);
+  m.impl("bernoulli_.Tensor", bernoulli_tensor_);
+  m.impl("rrelu_with_noise", rrelu_with_noise);
   m.impl("native_dropout", native_dropout);
   m.impl("native_dropout_backward", native_dropout_backward);
 }

@@ -1,7 +1,8 @@
 """Special functions on the chip, composed of lowered elementwise ops the way the CPU evaluates
 them (ATen/native/Math.h): the modified Bessel functions (i0, i0e, i1, i1e, k0, k1, scaled k0
 and k1) as the same Cephes Chebyshev series (vtpu/cephes_tables.py, generated from torch's own
-header), ndtri as Cephes' rational approximations, spherical_bessel_j0, angle, and the Hurwitz zeta (so polygamma). Each branch of
+header), ndtri as Cephes' rational approximations, spherical_bessel_j0, angle, erfinv (Newton steps on the chip's erf), heaviside, and the Hurwitz
+zeta (so polygamma). Each branch of
 the C code is computed for every element and the right one chosen with `where`, as XLA lowers
 them on TPUs; defer_and_fuse fuses each function into one kernel. Registered at PrivateUse1, so
 torch's derivative formulas (i0' = i1, ...) run on the chip too. The orthogonal polynomials are
@@ -173,6 +174,33 @@ def polygamma(n, x):
     return (1.0 if n % 2 else -1.0) * math.factorial(n) * zeta(torch.full_like(x, n + 1.0), x)
 
 
+_ERFINV_A = [-0.140543331, 0.914624893, -1.645349621, 0.886226899]  # Math.h's calc_erfinv, highest power first
+_ERFINV_B = [0.012229801, -0.329097515, 1.442710462, -2.118377725, 1.0]
+_ERFINV_C = [1.641345311, 3.429567803, -1.624906493, -1.970840454]
+_ERFINV_D = [1.637067800, 3.543889200, 1.0]
+
+
+def erfinv(y):
+    """Math.h's calc_erfinv: a rational first guess (central below |y| = 0.7, in
+    sqrt(-log((1 - |y|) / 2)) beyond), then two Newton steps on the chip's erf."""
+    y = _floating(y)
+    result, y = y.dtype, y.float()  # bf16 and f16 through f32, as the CPU
+    z = y * y
+    central = y * polevl(z, _ERFINV_A) / polevl(z, _ERFINV_B)
+    w = (-((1 - y.abs()) / 2).log()).sqrt()
+    tail = torch.where(y < 0, -1.0, 1.0) * polevl(w, _ERFINV_C) / polevl(w, _ERFINV_D)
+    x = torch.where(y.abs() <= 0.7, central, tail)
+    for _ in range(2):
+        x = x - (torch.erf(x) - y) / (2 / math.sqrt(math.pi) * (-x * x).exp())
+    x = torch.where(y.abs() == 1, torch.where(y < 0, -math.inf, math.inf), x)
+    return torch.where(y.abs() > 1, math.nan, x).to(result)
+
+
+def heaviside(x, values):
+    """0 below zero (and at NaN), values at zero, 1 above, as torch's reference."""
+    return torch.where(x == 0, values.to(x.dtype), (x > 0).to(x.dtype))
+
+
 def angle(x):
     """The argument of a real number: pi below zero, 0 otherwise, NaN kept."""
     x = _floating(x)
@@ -186,5 +214,6 @@ for _name, _fn in {"i0": i0, "special_i0e": i0e, "special_i1": i1, "special_i1e"
                    "special_scaled_modified_bessel_k0": lambda x: _bessel_k(x, 0, True),
                    "special_scaled_modified_bessel_k1": lambda x: _bessel_k(x, 1, True),
                    "special_ndtri": ndtri, "special_spherical_bessel_j0": spherical_bessel_j0,
-                   "angle": angle, "special_zeta": zeta, "polygamma": polygamma}.items():
+                   "angle": angle, "special_zeta": zeta, "polygamma": polygamma, "erfinv": erfinv,
+                   "heaviside": heaviside}.items():
     _library.impl(_name, _fn, "PrivateUse1")
