@@ -71,6 +71,9 @@ class Device {
   // Launches from now on are recorded into `trace` (nullptr: stop); the caller owns it. Devices
   // that cannot trace ignore it.
   virtual void set_trace(traces::TraceRecorder* trace) { (void)trace; }
+  // Launches from now on are drawn from `cycle` on the trace (the caller's clock, which counts
+  // waits for data in flight), back to back after it, instead of after the device's own cycles.
+  virtual void set_trace_origin(uint64_t cycle) { (void)cycle; }
   // A function launches call every few ms of host time; it may throw to abandon the launch.
   virtual void set_interrupt_poll(std::function<void()> poll) { (void)poll; }
   // Extra checks a debugging run asks of every launch from now on: reads of VMEM never written

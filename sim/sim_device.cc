@@ -71,7 +71,9 @@ void SimDevice::copy_on_device(HbmAddress dst, HbmAddress src, uint64_t bytes) {
 
 LaunchId SimDevice::launch(const isa::Program& program, std::span<const KernelArg> args) {
   std::lock_guard lock(mutex_);
-  if (trace_) trace_->set_time_offset(counters_.cycles);
+  if (trace_) {
+    trace_->set_time_offset(trace_origin_ ? trace_origin_->first + (counters_.cycles - trace_origin_->second) : counters_.cycles);
+  }
   LaunchResult result = execute(program, prepared_.get(program, chip_), args, chip_, hbm_, options_, trace_, &vmem_pool_, &held_);
   ++counters_.launches;
   counters_.cycles += result.cycles;
@@ -80,6 +82,11 @@ LaunchId SimDevice::launch(const isa::Program& program, std::span<const KernelAr
   const LaunchId id = next_id_++;
   finished_.emplace(id, std::move(result));
   return id;
+}
+
+void SimDevice::set_trace_origin(uint64_t cycle) {
+  std::lock_guard lock(mutex_);
+  trace_origin_ = std::make_pair(cycle, counters_.cycles);
 }
 
 LaunchResult SimDevice::wait(LaunchId id) {

@@ -5,6 +5,8 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
+#include <utility>
 
 #include "sim/device.h"
 #include "sim/hbm.h"
@@ -33,6 +35,7 @@ class SimDevice : public Device {
   void reset_peak_memory() override;
 
   void set_trace(traces::TraceRecorder* trace) override { trace_ = trace; }
+  void set_trace_origin(uint64_t cycle) override;
   SimOptions& options() { return options_; }
   void set_interrupt_poll(std::function<void()> poll) override { options_.poll = std::move(poll); }
   void set_debug_checks(bool on) override { options_.check_uninitialized = on; }
@@ -47,6 +50,7 @@ class SimDevice : public Device {
   Hbm held_;  // VMEM held across launches (chip.vmem_held_bytes), in its own address range
   uint64_t peak_combined_ = 0;  // of HBM and held VMEM allocated together
   traces::TraceRecorder* trace_ = nullptr;
+  std::optional<std::pair<uint64_t, uint64_t>> trace_origin_;  // (trace cycle, device cycles then)
   mutable std::mutex mutex_;
   DeviceCounters counters_;
   LaunchId next_id_ = 1;

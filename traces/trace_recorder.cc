@@ -3,14 +3,18 @@
 namespace vtpu::traces {
 
 int TraceRecorder::add_track(const std::string& name, const std::string& process) {
-  tracks_.push_back({name, process});
-  open_.emplace_back();
-  return static_cast<int>(tracks_.size()) - 1;
+  const auto [it, added] = track_ids_.try_emplace({name, prefix_ + process}, static_cast<int>(tracks_.size()));
+  if (added) {
+    tracks_.push_back({name, prefix_ + process});
+    open_.emplace_back();
+  }
+  return it->second;
 }
 
 int TraceRecorder::add_counter(const std::string& name, const std::string& process) {
-  counters_.push_back({name, process});
-  return static_cast<int>(counters_.size()) - 1;
+  const auto [it, added] = counter_ids_.try_emplace({name, prefix_ + process}, static_cast<int>(counters_.size()));
+  if (added) counters_.push_back({name, prefix_ + process});
+  return it->second;
 }
 
 void TraceRecorder::slice(int track, uint64_t start_cycle, uint64_t end_cycle, const char* name) {
@@ -30,6 +34,11 @@ void TraceRecorder::slice(int track, uint64_t start_cycle, uint64_t end_cycle, c
   const uint64_t start = open.active ? std::max(start_cycle, open.slice.end_cycle) : start_cycle;
   open.active = true;
   open.slice = {track, start, std::max(start, end_cycle), name, 1};
+}
+
+void TraceRecorder::interval(int track, uint64_t start_cycle, uint64_t end_cycle, const std::string& name) {
+  if (slices_.size() < max_slices_) slices_.push_back({track, start_cycle, std::max(start_cycle, end_cycle), name, 0});
+  else truncated_ = true;
 }
 
 void TraceRecorder::sample(int counter, uint64_t cycle, double value) {

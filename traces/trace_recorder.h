@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace vtpu::traces {
@@ -34,9 +36,16 @@ class TraceRecorder {
   explicit TraceRecorder(uint64_t merge_gap_cycles = 32, size_t max_slices = 500000)
       : merge_gap_(merge_gap_cycles), max_slices_(max_slices) {}
 
+  // A track (counter) is one unit's row: asking again for the same name in the same process (the
+  // prefix included) returns the same one, so every launch of a device draws on the same rows.
   int add_track(const std::string& name, const std::string& process);
   int add_counter(const std::string& name, const std::string& process);
   void slice(int track, uint64_t start_cycle, uint64_t end_cycle, const char* name);
+  // A slice at absolute cycles (no offset, no merging): work timed outside the simulator, such as
+  // a collective on the interconnect's closed-form timeline.
+  void interval(int track, uint64_t start_cycle, uint64_t end_cycle, const std::string& name);
+  // Prefixed to the process of tracks added from now on ("tpu:1 " names the chip of a slice).
+  void set_process_prefix(std::string prefix) { prefix_ = std::move(prefix); }
   void sample(int counter, uint64_t cycle, double value);
   // Shift all later events by `cycles` (a second launch on the same device follows the first).
   void set_time_offset(uint64_t cycles) { offset_ = cycles; }
@@ -56,6 +65,8 @@ class TraceRecorder {
   uint64_t merge_gap_;
   size_t max_slices_;
   uint64_t offset_ = 0;
+  std::string prefix_;
+  std::map<std::pair<std::string, std::string>, int> track_ids_, counter_ids_;
   bool truncated_ = false;
   std::vector<TrackInfo> tracks_;
   std::vector<TrackInfo> counters_;

@@ -3,7 +3,11 @@ gives what the same call gives on CPU tensors through Gloo, for each dtype and r
 no op on the CPU fallback; and each collective moves the ranks' simulated clocks to the same
 time, the latest rank's start plus the interconnect model's closed form."""
 
+import json
+
 import pytest
+
+import vtpu
 
 # Each rank builds the same inputs (seeded by rank), runs every collective once on tpu copies and
 # once on CPU tensors (which vtpu.distributed hands to Gloo as they are), and reports where the
@@ -162,3 +166,39 @@ def test_an_asynchronous_collective_runs_beside_compute(run_ranks):
 def test_a_topology_that_does_not_match_the_ranks_is_refused(run_ranks):
     with pytest.raises(AssertionError, match="VTPU_TOPOLOGY='2x2' has 4 chips, but the process group has 2 ranks"):
         run_ranks("print(json.dumps({}))", VTPU_TOPOLOGY="2x2")
+
+
+def test_ranks_traces_merge_into_one_timeline_with_their_collectives(run_ranks, tmp_path):
+    """Each rank traces its chip on the simulated clock (waits included) with an interconnect row;
+    merged, the all-reduce sits at the same time on both ranks, after the later rank's work, and
+    the kernel that reads its result starts after it ends."""
+    results = run_ranks(f"""
+        a = torch.randn(512 if rank == 1 else 64, 512, device="tpu")
+        g = torch.ones(1 << 18, device="tpu")
+        path = {str(tmp_path)!r} + f"/rank{{rank}}.json"
+        with vtpu.trace(path):
+            (a @ a.t()).sum().item()  # rank 1 works longer: rank 0 waits for it at the all-reduce
+            dist.all_reduce(g)
+            (g * 3).sum().item()
+        print(json.dumps({{"path": path, "clock_hz": json.load(open(path))["otherData"]["clock_hz"]}}))
+    """, VTPU_TOPOLOGY="2")
+    merged = tmp_path / "merged.json"
+    vtpu.merge_traces([r["path"] for r in results], str(merged))
+    events = json.loads(merged.read_text())["traceEvents"]
+    processes = {e["pid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
+    slices = [dict(e, process=processes[e["pid"]]) for e in events if e.get("ph") == "X"]
+    reduces = [s for s in slices if s["name"] == "all_reduce"]
+    assert sorted(s["process"] for s in reduces) == ["rank0 tpu:0 v5e links", "rank1 tpu:0 v5e links"]
+    assert reduces[0]["ts"] == pytest.approx(reduces[1]["ts"]) and reduces[0]["dur"] == pytest.approx(reduces[1]["dur"])
+    assert reduces[0]["dur"] > 0
+    start, end = reduces[0]["ts"], reduces[0]["ts"] + reduces[0]["dur"]
+    for rank in (0, 1):
+        kernels = sorted((s for s in slices if s["process"].startswith(f"rank{rank} tpu:0 v5e core")), key=lambda s: s["ts"])
+        before = [s for s in kernels if s["ts"] < start]
+        after = [s for s in kernels if s["ts"] >= start]
+        assert before and after, (rank, start, [(s["name"], s["ts"]) for s in kernels])
+        assert max(s["ts"] + s["dur"] for s in before) <= start + 1e-3  # the work before ended before it
+        assert min(s["ts"] for s in after) >= end - 1e-3  # the reader waited for its result
+    gap = lambda rank: start - max(s["ts"] + s["dur"] for s in slices  # noqa: E731
+                                   if s["process"].startswith(f"rank{rank} tpu:0 v5e core") and s["ts"] < start)
+    assert gap(0) > gap(1)  # rank 0 stalled for rank 1

@@ -37,4 +37,4 @@ def test_a_two_core_chip_is_one_device_whose_kernels_use_both_cores(run_isolated
     for e in events:
         if e.get("ph") == "X" and e.get("pid") in processes:
             busy[processes[e["pid"]]] += e.get("dur", 0)
-    assert busy.get("v5p core0", 0) > 0 and busy.get("v5p core1", 0) > 0, busy
+    assert busy.get("tpu:0 v5p core0", 0) > 0 and busy.get("tpu:0 v5p core1", 0) > 0, busy

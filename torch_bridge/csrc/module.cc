@@ -165,6 +165,9 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("start_trace", [] { Runtime::get().start_trace(); });
   m.def("stop_trace", [](const std::string& path) { Runtime::get().stop_trace(path); });
+  m.def("trace_interconnect", [](int device, const std::string& name, double start, double end) {
+    Runtime::get().trace_interconnect(device, name, start, end);
+  });
   register_build_info(m);
   register_slice(m);
   register_assembly_kernels(m);

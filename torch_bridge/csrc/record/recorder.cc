@@ -265,6 +265,7 @@ void Recorder::flush() {
 }
 
 LaunchStart LaunchStart::now(int device) {
+  Runtime::get().anchor_trace(device);
   const bool profiled = profiler::recording();
   return {device, Runtime::get().simulated_clock(device), profiled, profiled ? profiler::host_now_ns() : 0};
 }

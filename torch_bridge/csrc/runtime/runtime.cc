@@ -246,6 +246,22 @@ void Runtime::start_trace() {
   for (auto& d : devices_) d->set_trace(trace_.get());
 }
 
+void Runtime::anchor_trace(int device) {
+  std::lock_guard lock(mutex_);
+  if (!trace_) return;
+  trace_->set_process_prefix("tpu:" + std::to_string(device) + " ");
+  devices_.at(device)->set_trace_origin(uint64_t(std::llround(clocks_.at(device) * devices_[device]->chip().clock_hz)));
+}
+
+void Runtime::trace_interconnect(int device, const std::string& name, double start, double end) {
+  std::lock_guard lock(mutex_);
+  if (!trace_) return;
+  const double hz = devices_.at(device)->chip().clock_hz;
+  trace_->set_process_prefix("");
+  const int track = trace_->add_track("interconnect", "tpu:" + std::to_string(device) + " " + devices_[device]->chip().name + " links");
+  trace_->interval(track, uint64_t(std::llround(start * hz)), uint64_t(std::llround(end * hz)), name);
+}
+
 void Runtime::stop_trace(const std::string& path) {
   std::lock_guard lock(mutex_);
   TORCH_CHECK(trace_, "vtpu: no trace is being recorded");

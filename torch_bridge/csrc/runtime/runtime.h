@@ -131,6 +131,11 @@ class Runtime {
   // Tracing: launches on every device are recorded until stop_trace writes the file.
   void start_trace();
   void stop_trace(const std::string& path);
+  // While tracing: the device's next launches are drawn from its simulated clock (waits for data
+  // in flight included) on its own chip's rows ("tpu:N ..."); called as a flush starts.
+  void anchor_trace(int device);
+  // While tracing: `name` on the device's interconnect row from `start` to `end` (simulated seconds).
+  void trace_interconnect(int device, const std::string& name, double start, double end);
   bool tracing() const { return trace_ != nullptr; }
 
  private:

@@ -20,7 +20,7 @@ import sys
 
 import torch
 
-__all__ = ["set_mode", "get_mode", "set_fusion", "get_fusion", "set_cpu_fallback", "stats", "reset_stats", "trace",
+__all__ = ["set_mode", "get_mode", "set_fusion", "get_fusion", "set_cpu_fallback", "stats", "reset_stats", "trace", "merge_traces",
            "synchronize", "chip_name", "run_assembly"]
 
 
@@ -85,6 +85,7 @@ from . import amp as _amp  # noqa: E402,F401
 from . import distributed  # noqa: E402
 from . import debug_mode as _debug_mode  # noqa: E402
 from .assembly import run_assembly  # noqa: E402
+from .trace_merge import merge_traces  # noqa: E402
 
 distributed.register()  # torch.distributed backend "tpu_dist"
 if _C.get_mode() == "debug":  # VTPU_MODE=debug or VTPU_LAUNCH_BLOCKING=1

@@ -131,6 +131,7 @@ class ProcessGroupTPU(dist.ProcessGroup):
             return None
         end = float(starts.item()) + seconds
         interconnect_free_at[device] = end
+        _C.trace_interconnect(device, name, float(starts.item()), end)
         for t in staged.written:
             _C.set_arrival(t, end)
         record(name, nbytes, seconds)
@@ -286,6 +287,7 @@ class ProcessGroupTPU(dist.ProcessGroup):
             nbytes = _nbytes(tensors)
             seconds = self.interconnect.point_to_point(self.rank(), dst, nbytes)
             end = interconnect_free_at[staged.device] = ready + seconds
+            _C.trace_interconnect(staged.device, "send", ready, end)
             record("send", nbytes, seconds)
         return P2PWork(works, tensors, staged.device, lambda: end)
 
@@ -303,6 +305,7 @@ class ProcessGroupTPU(dist.ProcessGroup):
             seconds = self.interconnect.point_to_point(src, self.rank(), nbytes)
             start = max(float(clock.item()), interconnect_free_at.get(staged.device, 0.0))
             end = interconnect_free_at[staged.device] = start + seconds
+            _C.trace_interconnect(staged.device, "recv", start, end)
             for t in staged.written:
                 _C.set_arrival(t, end)
             record("recv", nbytes, seconds)
