@@ -5,6 +5,8 @@
 #include <bit>
 #include <cmath>
 #include <functional>
+#include <tuple>
+#include <vector>
 
 #include "kernels/generators/elementwise.h"
 #include "sim/bf16.h"
@@ -55,6 +57,28 @@ kernels::ElementwiseSpec unary_spec(int64_t rows, int64_t cols, ExprOp op) {
 double gelu_ref(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
 double gelu_tanh_ref(double x) {
   return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+// a (in `dtype`, encoded by `encode`) times b (f32) written in `dtype`, over 7 x 111 elements
+// drawn from [lo, hi]: the inputs' bits, b, and the result's bits.
+std::tuple<std::vector<uint16_t>, std::vector<float>, std::vector<uint16_t>> narrow_float_product(
+    DType dtype, uint16_t (*encode)(float), float lo, float hi) {
+  const int64_t n = 777;
+  kernels::ElementwiseSpec spec;
+  spec.rows = 7;
+  spec.cols = 111;
+  spec.inputs = {{dtype, Layout::Full}, {DType::F32, Layout::Full}};
+  spec.outputs = {dtype};
+  auto& e = spec.expr;
+  e.add_output(e.binary(ExprOp::Mul, e.input(0, ValueType::F32), e.input(1, ValueType::F32)));
+  const auto af = testing::random_floats(n, 11, lo, hi), b = testing::random_floats(n, 12, lo, hi);
+  std::vector<uint16_t> a(n);
+  for (int64_t i = 0; i < n; ++i) a[i] = encode(af[i]);
+  auto out = testing::run_program(kernels::make_elementwise(spec, v5e()),
+                                  {testing::Arg::buf(testing::HostBuffer::of(a)), testing::Arg::buf(testing::HostBuffer::of(b)),
+                                   testing::Arg::buf(testing::HostBuffer::of(std::vector<uint16_t>(n))),
+                                   testing::Arg::val(int32_t(spec.rows)), testing::Arg::val(int32_t(spec.cols))});
+  return {a, b, out.buffers[2].as<uint16_t>()};
 }
 
 }  // namespace
@@ -273,47 +297,17 @@ TEST_SUITE("kernels") {
   }
 
   TEST_CASE("bf16 in, bf16 out: widened exactly, rounded to nearest even once") {
-    const int64_t n = 777;
-    kernels::ElementwiseSpec spec;
-    spec.rows = 7;
-    spec.cols = 111;
-    spec.inputs = {{DType::BF16, Layout::Full}, {DType::F32, Layout::Full}};
-    spec.outputs = {DType::BF16};
-    auto& e = spec.expr;
-    e.add_output(e.binary(ExprOp::Mul, e.input(0, ValueType::F32), e.input(1, ValueType::F32)));
-    const auto af = testing::random_floats(n, 11), b = testing::random_floats(n, 12);
-    std::vector<uint16_t> a(n);
-    for (int64_t i = 0; i < n; ++i) a[i] = sim::f32_to_bf16_bits(af[i]);
-    auto out = testing::run_program(kernels::make_elementwise(spec, v5e()),
-                                    {testing::Arg::buf(testing::HostBuffer::of(a)), testing::Arg::buf(testing::HostBuffer::of(b)),
-                                     testing::Arg::buf(testing::HostBuffer::of(std::vector<uint16_t>(n))),
-                                     testing::Arg::val(int32_t(spec.rows)), testing::Arg::val(int32_t(spec.cols))});
-    const auto c = out.buffers[2].as<uint16_t>();
-    for (int64_t i = 0; i < n; ++i) {
+    const auto [a, b, c] = narrow_float_product(DType::BF16, sim::f32_to_bf16_bits, -3, 3);
+    for (size_t i = 0; i < a.size(); ++i) {
       CAPTURE(i);
       CHECK(c[i] == sim::f32_to_bf16_bits(sim::bf16_bits_to_f32(a[i]) * b[i]));
     }
   }
 
   TEST_CASE("f16 in, f16 out: widened exactly, rounded to nearest even once, overflow to inf") {
-    const int64_t n = 777;
-    kernels::ElementwiseSpec spec;
-    spec.rows = 7;
-    spec.cols = 111;
-    spec.inputs = {{DType::F16, Layout::Full}, {DType::F32, Layout::Full}};
-    spec.outputs = {DType::F16};
-    auto& e = spec.expr;
-    e.add_output(e.binary(ExprOp::Mul, e.input(0, ValueType::F32), e.input(1, ValueType::F32)));
-    const auto af = testing::random_floats(n, 11, -300, 300), b = testing::random_floats(n, 12, -300, 300);
-    std::vector<uint16_t> a(n);
-    for (int64_t i = 0; i < n; ++i) a[i] = sim::f32_to_f16_bits(af[i]);
-    auto out = testing::run_program(kernels::make_elementwise(spec, v5e()),
-                                    {testing::Arg::buf(testing::HostBuffer::of(a)), testing::Arg::buf(testing::HostBuffer::of(b)),
-                                     testing::Arg::buf(testing::HostBuffer::of(std::vector<uint16_t>(n))),
-                                     testing::Arg::val(int32_t(spec.rows)), testing::Arg::val(int32_t(spec.cols))});
-    const auto c = out.buffers[2].as<uint16_t>();
+    const auto [a, b, c] = narrow_float_product(DType::F16, sim::f32_to_f16_bits, -300, 300);
     int overflowed = 0;
-    for (int64_t i = 0; i < n; ++i) {
+    for (size_t i = 0; i < a.size(); ++i) {
       CAPTURE(i);
       CHECK(c[i] == sim::f32_to_f16_bits(sim::f16_bits_to_f32(a[i]) * b[i]));
       overflowed += (c[i] & 0x7fff) == 0x7c00;

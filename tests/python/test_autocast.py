@@ -64,26 +64,35 @@ def test_training_loop_follows_the_cpus_autocast(low):
     torch.testing.assert_close(torch.tensor(losses["tpu"]), torch.tensor(losses["cpu"]), atol=tolerance, rtol=tolerance)
 
 
-def test_grad_scaler_skips_backs_off_and_grows_like_the_cpus():
-    torch.manual_seed(1)
-    model = torch.nn.Linear(4, 2)
+def scaled_steps(model, loss_of, steps, **scaler_options):
+    """{device: (the scale after each step, the parameters after the last)} of `steps` SGD steps
+    through torch.amp.GradScaler on copies of `model` on the CPU and on tpu; loss_of(m, step,
+    device) gives each step's loss."""
     results = {}
     for device in ("cpu", "tpu"):
         m = copy.deepcopy(model).to(device)
         opt = torch.optim.SGD(m.parameters(), lr=0.1)
-        scaler = torch.amp.GradScaler(device, growth_interval=2)
+        scaler = torch.amp.GradScaler(device, **scaler_options)
         scales = []
-        for step in range(5):
-            x = torch.randn(3, 4, generator=torch.Generator().manual_seed(step)).to(device)
-            loss = m(x).square().mean()
-            if step == 2:
-                loss = loss * float("inf")  # this step must be skipped and the scale backed off
+        for step in range(steps):
+            loss = loss_of(m, step, device)
             opt.zero_grad()
             scaler.scale(loss).backward()
             scaler.step(opt)
             scaler.update()
             scales.append(scaler.get_scale())
         results[device] = (scales, [p.detach().cpu() for p in m.parameters()])
+    return results
+
+
+def test_grad_scaler_skips_backs_off_and_grows_like_the_cpus():
+    torch.manual_seed(1)
+
+    def loss_of(m, step, device):
+        loss = m(torch.randn(3, 4, generator=torch.Generator().manual_seed(step)).to(device)).square().mean()
+        return loss * float("inf") if step == 2 else loss  # step 2 must be skipped and the scale backed off
+
+    results = scaled_steps(torch.nn.Linear(4, 2), loss_of, 5, growth_interval=2)
     assert results["tpu"][0] == results["cpu"][0] == [65536.0, 131072.0, 65536.0, 65536.0, 131072.0]
     torch.testing.assert_close(results["tpu"][1], results["cpu"][1])
 
@@ -93,26 +102,17 @@ def test_at_a_huge_scale_fp16_overflows_and_bf16_does_not_as_on_the_cpu(low):
     """At a scale of 2^40 the f16 backward overflows (f16 tops out at 65504) and every step is
     skipped, halving the scale; bf16 has f32's range, so nothing overflows and the scale grows."""
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
-    results = {}
-    for device in ("cpu", "tpu"):
-        m = copy.deepcopy(model).to(device)
-        opt = torch.optim.SGD(m.parameters(), lr=0.1)
-        scaler = torch.amp.GradScaler(device, init_scale=2.0**40, growth_interval=1)
-        scales = []
-        for step in range(4):
-            g = torch.Generator().manual_seed(step)
-            x, y = torch.randn(8, 16, generator=g).to(device), torch.randn(8, 4, generator=g).to(device)
-            with torch.autocast(device, dtype=low):
-                out = m(x)
-                loss = F.mse_loss(out.float(), y)
+
+    def loss_of(m, step, device):
+        g = torch.Generator().manual_seed(step)
+        x, y = torch.randn(8, 16, generator=g).to(device), torch.randn(8, 4, generator=g).to(device)
+        with torch.autocast(device, dtype=low):
+            out = m(x)
             assert out.dtype == low
-            opt.zero_grad()
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-            scales.append(scaler.get_scale())
-        results[device] = (scales, [p.detach().cpu() for p in m.parameters()])
+            return F.mse_loss(out.float(), y)
+
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    results = scaled_steps(model, loss_of, 4, init_scale=2.0**40, growth_interval=1)
     want = [2.0**39, 2.0**38, 2.0**37, 2.0**36] if low == torch.float16 else [2.0**41, 2.0**42, 2.0**43, 2.0**44]
     assert results["tpu"][0] == results["cpu"][0] == want
     torch.testing.assert_close(results["tpu"][1], results["cpu"][1], atol=1e-3, rtol=1e-3)
