@@ -205,3 +205,15 @@ def test_int64_against_a_float_runs_on_the_chip_while_that_float_holds_it(dtype,
     assert torch.equal((x.to("tpu") / counts.to("tpu")).cpu(), x / counts)
     with pytest.raises(NotImplementedError, match="aten::div"):
         x.to("tpu") / (counts + 1).to("tpu")  # reaches exact_below
+
+
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+def test_cat_and_stack_move_int64_words_whatever_their_magnitude(mode, no_fallback):
+    vtpu.set_mode(mode)
+    a, b = torch.tensor([[2**40, -3], [5, 6]]), torch.tensor([[7, -2**35]])
+    narrow = torch.tensor([[1, 2]], dtype=torch.int32)  # widened to int64 words first
+    assert torch.equal(torch.cat([a.to("tpu"), b.to("tpu"), narrow.to("tpu")]).cpu(), torch.cat([a, b, narrow]))
+    assert torch.equal(torch.cat([a.to("tpu"), a.to("tpu")], 1).cpu(), torch.cat([a, a], 1))
+    positions = torch.stack([torch.arange(5, device="tpu"), torch.arange(5, device="tpu") * 2])
+    assert torch.equal((positions + 1).cpu(), torch.stack([torch.arange(5), torch.arange(5) * 2]) + 1)  # bounds carry over
+    assert vtpu.stats()["cpu_fallback_ops"] == 0

@@ -33,6 +33,23 @@ at::Tensor tpu_cat(const at::ITensorListRef& tensors, int64_t dim) {
   const int64_t d = at::maybe_wrap_dim(dim, inputs[0].dim());
   c10::ScalarType dtype = inputs[0].scalar_type();
   for (const auto& t : inputs) dtype = c10::promoteTypes(dtype, t.scalar_type());
+  if (dtype == at::kLong) {
+    // int64 pieces join as their int32 word pairs (a last dim of 2), whatever the magnitudes;
+    // narrower integer pieces are widened to int64 words first.
+    std::vector<at::Tensor> words;
+    std::optional<int64_t> bound = 0;
+    for (const auto& t : inputs) {
+      const at::Tensor wide = t.scalar_type() == at::kLong ? t.contiguous() : t.to(at::kLong);
+      const auto b = int64_bound_of(wide);
+      bound = bound && b ? std::optional(std::max(*bound, *b)) : std::nullopt;
+      std::vector<int64_t> shape = wide.sizes().vec();
+      shape.push_back(2);
+      words.push_back(wide.view(at::kInt).view(shape));
+    }
+    const at::Tensor out = as_int64(tpu_cat(words, d));
+    set_int64_bound(out, bound);
+    return out;
+  }
   return record("cat", inputs, dtype, [&](Graph& g, const std::vector<int>& v) {
     std::vector<int> cast;
     for (int x : v) cast.push_back(g.node(x).type.dtype == to_kernel_dtype(dtype) ? x : g.cast(x, to_kernel_dtype(dtype)));
