@@ -217,3 +217,18 @@ def test_cat_and_stack_move_int64_words_whatever_their_magnitude(mode, no_fallba
     positions = torch.stack([torch.arange(5, device="tpu"), torch.arange(5, device="tpu") * 2])
     assert torch.equal((positions + 1).cpu(), torch.stack([torch.arange(5), torch.arange(5) * 2]) + 1)  # bounds carry over
     assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
+def test_indexing_int64_tensors_gathers_their_words(mode, no_fallback):
+    """x[idx], x[:, idx], x[i, j], x[mask] and index_select of int64 data of any magnitude: each
+    element's two int32 words are gathered together; small values keep their bound."""
+    vtpu.set_mode(mode)
+    x = torch.tensor([[2**40, -3, 7], [5, 6, -2**33], [1, 2, 3]])
+    i, mask = torch.tensor([2, 0, -1]), torch.tensor([True, False, True])
+    for pick in (lambda t, j: t[j], lambda t, j: t[:, j], lambda t, j: t[j, j], lambda t, j: t.index_select(1, j.abs())):
+        assert torch.equal(pick(x.to("tpu"), i.to("tpu")).cpu(), pick(x, i))
+    assert torch.equal(x.to("tpu")[mask.to("tpu")].cpu(), x[mask])
+    positions = torch.arange(6, device="tpu").view(2, 3)
+    assert torch.equal((positions[:, torch.tensor([2, 0], device="tpu")] + 1).cpu(), torch.tensor([[3, 1], [6, 4]]))
+    assert vtpu.stats()["cpu_fallback_ops"] == 0

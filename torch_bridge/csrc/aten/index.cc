@@ -23,6 +23,20 @@ using kernels::RowOp;
 // int64 indices are handed over as their int32 word pairs (a view of the same bytes); an index
 // outside the table raises IndexError at the next synchronisation, like a device-side assert on
 // other accelerators. Other dims are moved first and back after (strided copies on the chip).
+// An int64 tensor as its int32 word pairs, a trailing dim of 2 that indexing leaves alone, and the
+// int64 tensor such a pair tensor picked, keeping the source's magnitude bound.
+at::Tensor word_pairs(const at::Tensor& self) {
+  std::vector<int64_t> shape = self.sizes().vec();
+  shape.push_back(2);
+  return self.contiguous().view(at::kInt).view(shape);
+}
+
+at::Tensor from_word_pairs(const at::Tensor& pairs, const at::Tensor& source) {
+  at::Tensor out = as_int64(pairs.contiguous());
+  set_int64_bound(out, int64_bound_of(source));
+  return out;
+}
+
 at::Tensor tpu_index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
   TORCH_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
   const int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
@@ -33,6 +47,7 @@ at::Tensor tpu_index_select(const at::Tensor& self, int64_t dim, const at::Tenso
     return tpu_index_select(self.reshape({1}), 0, index.reshape({1})).reshape({});
   }
   if (self.dim() == 0) return run_on_cpu("index_select", {self}, cpu, "a 0-d input with no index");
+  if (self.scalar_type() == at::kLong) return from_word_pairs(tpu_index_select(word_pairs(self), d, index), self);
   if (d != 0) return tpu_index_select(self.movedim(d, 0), 0, index).movedim(0, d).contiguous();
   if (!index.device().is_privateuseone()) return run_on_cpu("index_select", {self}, cpu, "indices on the CPU");
   return record("index_select", {self, index_words(index)}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
@@ -74,6 +89,9 @@ at::Tensor tpu_index(const at::Tensor& self, const c10::List<std::optional<at::T
       d = static_cast<int64_t>(k);
       ++given;
     }
+  }
+  if (self.scalar_type() == at::kLong && self.dim() > 0 && given > 0) {  // int64 data: its words, gathered alike
+    return from_word_pairs(tpu_index(word_pairs(self), indices), self);
   }
   if (given > 1 && self.dim() > 0) {
     if (auto linear = several_indices(self, list)) return *linear;
