@@ -56,10 +56,10 @@ def test_a_decomposition_that_comes_back_to_its_op_names_it_and_does_not_recurse
 
 
 def test_a_failing_inner_op_is_named_when_the_fallback_is_off():
-    # torch's decomposition of kthvalue does not exist; of special_zeta: a prim. Both stop at an
-    # op the message names, never a silent CPU run.
+    # torch's decomposition of special_bessel_j0 ends at a prim the chip has no kernel for: it
+    # stops at an op the message names, never a silent CPU run.
     with pytest.raises(NotImplementedError, match="aten::"):
-        torch.special.zeta(torch.rand(3, device="tpu") + 1, torch.rand(3, device="tpu") + 1)
+        torch.special.bessel_j0(torch.rand(3, device="tpu") + 1)
 
 
 def test_int64_where_keeps_values_past_int32():
