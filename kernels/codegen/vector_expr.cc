@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <iterator>
 #include <cmath>
 
 namespace vtpu::kernels {
@@ -24,8 +25,9 @@ const char* type_name(ValueType t) { return t == ValueType::F32 ? "f32" : t == V
 std::string_view expr_op_name(ExprOp op) {
   static constexpr std::string_view kNames[] = {
       "input", "const", "neg", "abs", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "gelu_tanh", "silu", "sqrt",
-      "rsqrt", "reciprocal", "square", "round_bf16", "not", "to_f32", "to_i32", "to_mask", "from_mask", "erf", "sin", "cos", "add", "sub",
+      "rsqrt", "reciprocal", "square", "round_bf16", "round_f16", "not", "to_f32", "to_i32", "to_mask", "from_mask", "erf", "sin", "cos", "add", "sub",
       "mul", "div", "max", "min", "pow", "lt", "le", "gt", "ge", "eq", "ne", "and", "or", "byte", "where"};
+  static_assert(std::size(kNames) == static_cast<size_t>(ExprOp::Where) + 1, "one name per ExprOp, in order");
   return kNames[static_cast<int>(op)];
 }
 
