@@ -23,14 +23,8 @@ using kernels::RowOp;
 // int64 indices are handed over as their int32 word pairs (a view of the same bytes); an index
 // outside the table raises IndexError at the next synchronisation, like a device-side assert on
 // other accelerators. Other dims are moved first and back after (strided copies on the chip).
-// An int64 tensor as its int32 word pairs, a trailing dim of 2 that indexing leaves alone, and the
-// int64 tensor such a pair tensor picked, keeping the source's magnitude bound.
-at::Tensor word_pairs(const at::Tensor& self) {
-  std::vector<int64_t> shape = self.sizes().vec();
-  shape.push_back(2);
-  return self.contiguous().view(at::kInt).view(shape);
-}
-
+// The int64 tensor a gather of int64_word_pairs(source) picked (indexing leaves the trailing 2
+// alone), keeping the source's magnitude bound.
 at::Tensor from_word_pairs(const at::Tensor& pairs, const at::Tensor& source) {
   at::Tensor out = as_int64(pairs.contiguous());
   set_int64_bound(out, int64_bound_of(source));
@@ -47,7 +41,7 @@ at::Tensor tpu_index_select(const at::Tensor& self, int64_t dim, const at::Tenso
     return tpu_index_select(self.reshape({1}), 0, index.reshape({1})).reshape({});
   }
   if (self.dim() == 0) return run_on_cpu("index_select", {self}, cpu, "a 0-d input with no index");
-  if (self.scalar_type() == at::kLong) return from_word_pairs(tpu_index_select(word_pairs(self), d, index), self);
+  if (self.scalar_type() == at::kLong) return from_word_pairs(tpu_index_select(int64_word_pairs(self), d, index), self);
   if (d != 0) return tpu_index_select(self.movedim(d, 0), 0, index).movedim(0, d).contiguous();
   if (!index.device().is_privateuseone()) return run_on_cpu("index_select", {self}, cpu, "indices on the CPU");
   return record("index_select", {self, index_words(index)}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
@@ -91,7 +85,7 @@ at::Tensor tpu_index(const at::Tensor& self, const c10::List<std::optional<at::T
     }
   }
   if (self.scalar_type() == at::kLong && self.dim() > 0 && given > 0) {  // int64 data: its words, gathered alike
-    return from_word_pairs(tpu_index(word_pairs(self), indices), self);
+    return from_word_pairs(tpu_index(int64_word_pairs(self), indices), self);
   }
   if (given > 1 && self.dim() > 0) {
     if (auto linear = several_indices(self, list)) return *linear;

@@ -39,12 +39,10 @@ at::Tensor tpu_cat(const at::ITensorListRef& tensors, int64_t dim) {
     std::vector<at::Tensor> words;
     std::optional<int64_t> bound = 0;
     for (const auto& t : inputs) {
-      const at::Tensor wide = t.scalar_type() == at::kLong ? t.contiguous() : t.to(at::kLong);
+      const at::Tensor wide = t.scalar_type() == at::kLong ? t : t.to(at::kLong);
       const auto b = int64_bound_of(wide);
       bound = bound && b ? std::optional(std::max(*bound, *b)) : std::nullopt;
-      std::vector<int64_t> shape = wide.sizes().vec();
-      shape.push_back(2);
-      words.push_back(wide.view(at::kInt).view(shape));
+      words.push_back(int64_word_pairs(wide));
     }
     const at::Tensor out = as_int64(tpu_cat(words, d));
     set_int64_bound(out, bound);

@@ -39,6 +39,12 @@ at::Tensor index_words(const at::Tensor& index) {
   return index.scalar_type() == at::kLong ? flat.view(at::kInt).view({flat.numel(), 2}) : flat;
 }
 
+at::Tensor int64_word_pairs(const at::Tensor& t) {
+  std::vector<int64_t> shape = t.sizes().vec();
+  shape.push_back(2);
+  return t.contiguous().view(at::kInt).view(shape);
+}
+
 kernels::TensorType tensor_type(const at::Tensor& t) {
   return {std::vector<int64_t>(t.sizes().begin(), t.sizes().end()), to_kernel_dtype(t.scalar_type())};
 }

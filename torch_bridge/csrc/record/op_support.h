@@ -59,6 +59,10 @@ std::vector<at::Tensor> run_on_cpu_outputs(const char* op, const std::vector<at:
 // check the high words). Non-contiguous indices are made dense through the host.
 at::Tensor index_words(const at::Tensor& index);
 
+// An int64 tensor's data as its int32 word pairs, shape [..., 2] (a dense copy first if needed):
+// data movement (gathers, cat) on it moves each element's two words together, at any magnitude.
+at::Tensor int64_word_pairs(const at::Tensor& t);
+
 // int32 value v ([..]) as int64's [.., 2] int32 words (the sign fills the high word), and the
 // int64 tensor a recorded [.., 2] int32 result holds (or the result itself when it already is
 // int64: the op ran on the CPU).
