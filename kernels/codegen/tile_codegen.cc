@@ -297,6 +297,21 @@ TileValue TileCodegen::emit_node(const Expr& expr, int index, const std::vector<
       vregs_.release(low_byte);
       return d;
     }
+    case ExprOp::BitAnd: return binary("vand", in(0), in(1));
+    case ExprOp::BitXor: return binary("vxor", in(0), in(1));
+    case ExprOp::BitOr: {  // a | b  ==  (a ^ b) ^ (a & b): the ISA has and and xor
+      const TileValue d = binary("vxor", in(0), in(1));
+      const int both = vregs_.take();
+      w_.line("vand v{}, v{}, v{}", both, in(0), in(1));
+      w_.line("vxor v{}, v{}, v{}", d.reg, d.reg, both);
+      vregs_.release(both);
+      return d;
+    }
+    case ExprOp::Shr: {
+      const TileValue d = fresh(n.type);
+      w_.line("vshri v{}, v{}, {}", d.reg, in(0), static_cast<int>(expr.node(n.in[1]).constant));
+      return d;
+    }
     case ExprOp::Lt: case ExprOp::Le: case ExprOp::Gt: case ExprOp::Ge: case ExprOp::Eq: case ExprOp::Ne: {
       const bool swap = n.op == ExprOp::Gt || n.op == ExprOp::Ge;
       const int a = swap ? in(1) : in(0), b = swap ? in(0) : in(1);

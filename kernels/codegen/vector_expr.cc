@@ -15,7 +15,7 @@ namespace {
 bool has_int_form(ExprOp op) {
   return op == ExprOp::Neg || op == ExprOp::Abs || op == ExprOp::Relu || op == ExprOp::Square || op == ExprOp::Add ||
          op == ExprOp::Sub || op == ExprOp::Mul || op == ExprOp::Max || op == ExprOp::Min || op == ExprOp::Byte ||
-         is_comparison(op);
+         is_bitwise(op) || is_comparison(op);
 }
 
 const char* type_name(ValueType t) { return t == ValueType::F32 ? "f32" : t == ValueType::I32 ? "i32" : "mask"; }
@@ -26,7 +26,7 @@ std::string_view expr_op_name(ExprOp op) {
   static constexpr std::string_view kNames[] = {
       "input", "const", "neg", "abs", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "gelu_tanh", "silu", "sqrt",
       "rsqrt", "reciprocal", "square", "round_bf16", "round_f16", "not", "to_f32", "to_i32", "to_mask", "from_mask", "erf", "sin", "cos", "add", "sub",
-      "mul", "div", "max", "min", "pow", "lt", "le", "gt", "ge", "eq", "ne", "and", "or", "byte", "where"};
+      "mul", "div", "max", "min", "pow", "lt", "le", "gt", "ge", "eq", "ne", "and", "or", "byte", "bit_and", "bit_or", "bit_xor", "shr", "where"};
   static_assert(std::size(kNames) == static_cast<size_t>(ExprOp::Where) + 1, "one name per ExprOp, in order");
   return kNames[static_cast<int>(op)];
 }
@@ -98,8 +98,14 @@ int Expr::binary(ExprOp op, int a, int b) {
     return push(n);
   }
   const auto arith = [&](int x) { return node(x).type == ValueType::Mask ? ValueType::I32 : node(x).type; };
-  if (op == ExprOp::Byte && (arith(a) != ValueType::I32 || node(b).op != ExprOp::Constant)) {
-    throw KernelError("byte: takes an int32 value and a constant byte number");
+  if ((op == ExprOp::Byte || op == ExprOp::Shr) && (arith(a) != ValueType::I32 || node(b).op != ExprOp::Constant)) {
+    throw KernelError(fmt::format("{}: takes an int32 value and a constant", expr_op_name(op)));
+  }
+  if (op == ExprOp::Shr && (node(b).constant < 0 || node(b).constant > 31)) {
+    throw KernelError(fmt::format("shr: a shift of {} bits (0..31)", node(b).constant));
+  }
+  if (is_bitwise(op) && (arith(a) != ValueType::I32 || arith(b) != ValueType::I32)) {
+    throw KernelError(fmt::format("{}: takes int32 bit patterns", expr_op_name(op)));
   }
   ValueType t = (arith(a) == ValueType::I32 && arith(b) == ValueType::I32) ? ValueType::I32 : ValueType::F32;
   if (t == ValueType::I32 && !has_int_form(op)) t = ValueType::F32;  // int / int is true division in torch

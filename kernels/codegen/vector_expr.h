@@ -19,6 +19,8 @@ enum class ExprOp : uint8_t {
   RoundBf16, RoundF16, Not, ToF32, ToI32, ToMask, FromMask, Erf, Sin, Cos,
   Add, Sub, Mul, Div, Max, Min, Pow, Lt, Le, Gt, Ge, Eq, Ne, And, Or,
   Byte,  // byte b of an int32 word as 0..255 (b a constant 0..3): how integers split into exact bf16 digits
+  BitAnd, BitOr, BitXor,  // int32 bit patterns (int64 too, word by word: kernels/compose/int64_words.h)
+  Shr,    // int32 >> a constant 0..31, logical (zeros shift in): carries between int64's words
   Where,
 };
 
@@ -66,6 +68,11 @@ std::string_view expr_op_name(ExprOp op);
 inline bool is_comparison(ExprOp op) {
   return op == ExprOp::Lt || op == ExprOp::Le || op == ExprOp::Gt || op == ExprOp::Ge || op == ExprOp::Eq ||
          op == ExprOp::Ne;
+}
+
+// Ops on int32 bit patterns (shifts included): integer in, integer out, never through f32.
+inline bool is_bitwise(ExprOp op) {
+  return op == ExprOp::BitAnd || op == ExprOp::BitOr || op == ExprOp::BitXor || op == ExprOp::Shr;
 }
 
 }  // namespace vtpu::kernels

@@ -39,6 +39,14 @@ int upper_ones(Graph& g, int64_t n, const char* label) {
   return g.cast(g.binary(ExprOp::Le, k, j, label), DType::BF16, label);
 }
 
+void check_byte_scan_length(Graph& g, int x, int64_t dim, const char* label) {
+  const auto& shape = g.node(x).type.shape;
+  if (dim >= 0 && dim < static_cast<int64_t>(shape.size()) && shape[dim] > kMaxExactByteSum) {
+    throw KernelError(fmt::format("{}: {} elements along dim {}; byte sums stay exact in f32 up to {}", label, shape[dim], dim,
+                                  kMaxExactByteSum));
+  }
+}
+
 }  // namespace
 
 int cumsum(Graph& g, int x, int64_t dim, int passes) {
@@ -53,11 +61,7 @@ int cumsum_int32(Graph& g, int x, int64_t dim) {
   if (g.node(x).type.dtype != DType::I32) {
     throw KernelError(fmt::format("cumsum_int32: takes int32 values (got {})", to_string(g.node(x).type)));
   }
-  const auto& shape = g.node(x).type.shape;
-  if (dim >= 0 && dim < static_cast<int64_t>(shape.size()) && shape[dim] > kMaxExactByteScan) {
-    throw KernelError(fmt::format("cumsum_int32: {} elements along dim {}; byte sums stay exact in f32 up to {}",
-                                  shape[dim], dim, kMaxExactByteScan));
-  }
+  check_byte_scan_length(g, x, dim, "cumsum_int32");
   return along_last(g, x, dim, "cumsum", [&](int flat) {
     const int upper = upper_ones(g, g.node(flat).type.shape[1], "cumsum");
     int sum = -1;
@@ -71,6 +75,18 @@ int cumsum_int32(Graph& g, int x, int64_t dim) {
     }
     return sum;
   });
+}
+
+int cumsum_int64(Graph& g, int pairs, int64_t dim) {
+  const Int64Words x = split_words(g, pairs, "cumsum");
+  check_byte_scan_length(g, x.lo, dim, "cumsum_int64");
+  const Int64Words sums = sum_int64_bytes(g, x, [&](int plane) {
+    return along_last(g, plane, dim, "cumsum", [&](int flat) {
+      // one bf16 pass: a byte and U's ones are exact in bf16, their sums exact in f32
+      return g.matmul(flat, upper_ones(g, g.node(flat).type.shape[1], "cumsum"), false, 1, "cumsum");
+    });
+  }, "cumsum");
+  return join_words(g, sums, "cumsum");
 }
 
 }  // namespace vtpu::kernels

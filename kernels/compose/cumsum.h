@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "kernels/compose/int64_words.h"
 #include "kernels/graph/graph.h"
 
 namespace vtpu::kernels {
@@ -16,14 +17,16 @@ namespace vtpu::kernels {
 // below 2^24 and `passes` covers their bits: 6 for 24-bit integers) along `dim` (non-negative).
 int cumsum(Graph& g, int x, int64_t dim, int passes);
 
-// The longest int32 scan whose byte sums f32 holds exactly: 255 * n < 2^24.
-inline constexpr int64_t kMaxExactByteScan = ((int64_t{1} << 24) - 1) / 255;
-
 // The int32 cumulative sum of int32 x along `dim`, exact for every int32 value and wrapping as
 // torch's int32 cumsum does: the words split into four bytes (exact bf16 digits), each byte plane
 // is scanned by one bf16 MXU pass with f32 accumulation, and the planes recombine as
 // sum(scan_b * 2^(8b)) in wrapping int32. Four passes, like f32's 'high' precision; lengths above
-// kMaxExactByteScan are refused.
+// kMaxExactByteSum (int64_words.h) are refused.
 int cumsum_int32(Graph& g, int x, int64_t dim);
+
+// The int64 cumulative sum of int64 `pairs` (i32[..., 2] word pairs, int64_words.h) along `dim` of
+// their leading shape, as word pairs: exact for every value and wrapping modulo 2^64 as torch's, by
+// eight byte planes of one bf16 pass each. Lengths above kMaxExactByteSum are refused.
+int cumsum_int64(Graph& g, int pairs, int64_t dim);
 
 }  // namespace vtpu::kernels

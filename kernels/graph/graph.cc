@@ -28,7 +28,7 @@ DType promote(DType a, DType b) {
 bool float_result(ExprOp op) {
   return !(op == ExprOp::Neg || op == ExprOp::Abs || op == ExprOp::Relu || op == ExprOp::Square || op == ExprOp::Add ||
            op == ExprOp::Sub || op == ExprOp::Mul || op == ExprOp::Max || op == ExprOp::Min || op == ExprOp::Not ||
-           op == ExprOp::And || op == ExprOp::Or || op == ExprOp::Byte || is_comparison(op));
+           op == ExprOp::And || op == ExprOp::Or || op == ExprOp::Byte || is_bitwise(op) || is_comparison(op));
 }
 
 DType result_dtype(ExprOp op, DType in) {
@@ -114,6 +114,9 @@ int Graph::streamable(int x, const std::vector<int64_t>& out) {
 }
 
 int Graph::binary(ExprOp op, int a, int b, std::string label) {
+  if (is_bitwise(op) && (dtype_is_float(node(a).type.dtype) || dtype_is_float(node(b).type.dtype))) {
+    throw KernelError(fmt::format("{}: bit patterns of integers, not {} and {}", label, to_string(node(a).type), to_string(node(b).type)));
+  }
   const auto shape = broadcast_shapes(node(a).type.shape, node(b).type.shape);
   a = streamable(a, shape);
   b = streamable(b, shape);

@@ -67,7 +67,7 @@ TEST_SUITE("kernels") {
 
   TEST_CASE("cumsum_int32: refuses scans longer than f32 holds byte sums exactly, and non-int32 values") {
     kernels::Graph g;
-    const int long_rows = g.input({{2, kernels::kMaxExactByteScan + 1}, DType::I32}, "x");
+    const int long_rows = g.input({{2, kernels::kMaxExactByteSum + 1}, DType::I32}, "x");
     CHECK_THROWS_WITH_AS(kernels::cumsum_int32(g, long_rows, 1), doctest::Contains("stay exact in f32 up to 65793"),
                          kernels::KernelError);
     const int floats = g.input({{2, 3}, DType::F32}, "y");

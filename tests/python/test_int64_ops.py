@@ -1,7 +1,8 @@
 """int64 arithmetic on the chip (torch_bridge/csrc/aten/int64.h): add/sub/mul/comparisons/max/min
-and true division of int64 tensors whose magnitude is known, run on their int32 words; unknown or
-large magnitudes stay off the chip (an error naming the op without the fallback, the CPU's
-answer with it); and the position-id arithmetic of decoder models end to end."""
+and true division of int64 tensors whose magnitude is known, run on their narrowed int32 words;
+add/sub/comparisons/max/min at any magnitude on the exact 64-bit word arithmetic; what neither
+covers stays off the chip (an error naming the op); and the position-id arithmetic of decoder
+models end to end."""
 import pytest
 import torch
 
@@ -38,32 +39,58 @@ def test_int64_ops_match_cpu(name, mode, no_fallback):
     vtpu.set_mode("defer_and_fuse")
 
 
-def test_large_or_unknown_magnitudes_stay_off_the_chip(no_fallback):
-    big = torch.tensor([2**40, -3])
-    with pytest.raises(NotImplementedError, match="aten::add"):
-        big.to("tpu") + 1
-    at_bound = torch.tensor([2**30])  # add needs |value| < 2^30, so int32 sums cannot wrap
-    with pytest.raises(NotImplementedError, match="aten::add"):
-        at_bound.to("tpu") + 1
-    vtpu.set_cpu_fallback(True)
-    try:
-        with pytest.warns(UserWarning):
-            assert (big.to("tpu") + 1).cpu().tolist() == [2**40 + 1, -2]
-        assert ((at_bound.to("tpu") < 5)).cpu().tolist() == [False]  # comparisons allow up to 2^31
-    finally:
-        vtpu.set_cpu_fallback(False)
+EXACT_OPS = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "sub_alpha_scalar": lambda a, b: torch.sub(a, 2**35, alpha=3),
+    "rsub_scalar": lambda a, b: 5 - a,
+    "add_int32": lambda a, b: a + b[0].int(),
+    "add_in_place": lambda a, b: a.clone().add_(b),
+    "maximum": lambda a, b: torch.maximum(a, b),
+    "minimum_row": lambda a, b: torch.minimum(a, b[:1]),
+    "lt": lambda a, b: a < b,
+    "le": lambda a, b: a <= b,
+    "gt_scalar": lambda a, b: a > -(2**40),
+    "ge": lambda a, b: a >= b,
+    "eq": lambda a, b: a == b,
+    "ne_scalar": lambda a, b: a != 0,
+}
 
 
-def test_bounds_follow_the_arithmetic(no_fallback):
-    # Each sum doubles the known bound; past 2^30 the chip stops taking the operands.
+@pytest.mark.parametrize("name", sorted(EXACT_OPS))
+def test_any_magnitude_runs_exactly_on_the_words(name, no_fallback):
+    # int64 extremes, carries across the low word, equal high words: what only 64-bit arithmetic
+    # gets right (kernels/compose/int64_words.h); sums wrap modulo 2^64 as torch's do.
+    torch.manual_seed(0)
+    a = torch.randint(-2**62, 2**62, (5, 6))
+    a[0, :4] = torch.tensor([2**63 - 1, -2**63, 0, 2**32 - 1])
+    b = torch.randint(-2**62, 2**62, (5, 6))
+    b[0, :4] = torch.tensor([1, -1, -1, 1])
+    b[1] = a[1]
+    b[2] = a[2] + 1
+    got, want = EXACT_OPS[name](a.to("tpu"), b.to("tpu")), EXACT_OPS[name](a, b)
+    assert got.dtype == want.dtype and torch.equal(got.cpu(), want)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_bounds_follow_the_arithmetic_and_past_them_the_words_take_over(no_fallback):
+    # Each sum doubles the known bound; past 2^30 the narrowed int32 path stops taking the
+    # operands and the exact word arithmetic runs instead (int32 sums there could wrap).
     x = torch.tensor([2**27]).to("tpu")
     y = x + x  # 2^28
     y = y + y  # 2^29
     assert (y - 1).cpu().tolist() == [2**29 - 1]
-    z = y + y  # 2^30: at the bound, its own sums leave the chip
-    assert z.cpu().tolist() == [2**30]
+    z = y + y  # 2^30
+    assert (z + z + 2**31).cpu().tolist() == [2**31 + 2**31]
+    assert (torch.tensor([2**40, -3]).to("tpu") + 1).cpu().tolist() == [2**40 + 1, -2]
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_float_operands_of_unknown_int64_stay_off_the_chip(no_fallback):
+    # torch converts the int64 to the float first; past 2^24 f32 rounds it, which the chip's
+    # narrowed path does not do: the op names itself instead of answering differently.
     with pytest.raises(NotImplementedError, match="aten::add"):
-        z + 1
+        torch.tensor([2**40, -3]).to("tpu") + torch.ones(2, device="tpu")
 
 
 def test_products_that_could_wrap_int32_stay_off_the_chip(no_fallback):

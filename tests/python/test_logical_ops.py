@@ -49,9 +49,28 @@ def test_all_any_match_cpu(args):
     assert torch.equal(f.to("tpu").all(1).cpu(), f.all(1))
 
 
-def test_integer_bitwise_and_says_why():
-    with pytest.raises(NotImplementedError, match="bitwise_and.*integer bit patterns"):
-        torch.ones(3, dtype=torch.int32, device="tpu") & torch.ones(3, dtype=torch.int32, device="tpu")
+@pytest.mark.parametrize("dtype", [torch.bool, torch.int8, torch.int32, torch.int64])
+def test_bitwise_ops_on_integer_bit_patterns_match_cpu(dtype, no_fallback):
+    torch.manual_seed(0)
+    info = torch.iinfo(dtype) if dtype != torch.bool else None
+    make = (lambda: torch.rand(4, 5) > 0.5) if info is None else (lambda: torch.randint(info.min, info.max, (4, 5), dtype=dtype))
+    a, b = make(), make()
+    cases = {
+        "and": lambda x, y: x & y, "or": lambda x, y: x | y, "xor": lambda x, y: x ^ y, "not": lambda x, y: ~x,
+        "or_broadcast_row": lambda x, y: x | y[:1], "xor_in_place": lambda x, y: x.clone().bitwise_xor_(y),
+    }
+    if dtype != torch.bool:
+        cases["and_scalar"] = lambda x, y: x & 6
+        cases["or_int32"] = lambda x, y: x | y.int()
+    for name, f in cases.items():
+        got, want = f(a.to("tpu"), b.to("tpu")).cpu(), f(a, b)
+        assert got.dtype == want.dtype and torch.equal(got, want), name
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_bitwise_ops_on_floats_say_why():
+    with pytest.raises(NotImplementedError, match="bitwise_and.*floating-point inputs"):
+        torch.ones(3, device="tpu") & torch.ones(3, device="tpu")
 
 
 @pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])

@@ -62,9 +62,11 @@ at::Tensor int64_where(const at::Tensor& condition, const at::Tensor& self, cons
   return out;
 }
 
-std::optional<at::Tensor> int64_binary(const char* op, ExprOp e, const at::Tensor& self, const at::Tensor& other, double alpha,
-                                       c10::ScalarType result_dtype, const CpuFn& cpu) {
-  if (!int64_on_chip(self) && !int64_on_chip(other)) return std::nullopt;
+namespace {
+
+// int64_binary's cheaper path: both operands narrowed to int32 when their known bounds allow.
+std::optional<at::Tensor> narrowed_binary(const char* op, ExprOp e, const at::Tensor& self, const at::Tensor& other, double alpha,
+                                          c10::ScalarType result_dtype, const CpuFn& cpu) {
   const int64_t bound = bound_for(e);
   if (bound == 0 || alpha != 1.0) return std::nullopt;
   // Each operand's known magnitude: int64 tensors carry it with their buffer (set by whoever
@@ -126,6 +128,15 @@ std::optional<at::Tensor> int64_binary(const char* op, ExprOp e, const at::Tenso
                                                                          : std::max(magnitude[0], magnitude[1]);
   set_int64_bound(result, bound_of_result);
   return result;
+}
+
+}  // namespace
+
+std::optional<at::Tensor> int64_binary(const char* op, ExprOp e, const at::Tensor& self, const at::Tensor& other, double alpha,
+                                       c10::ScalarType result_dtype, const CpuFn& cpu) {
+  if (!int64_on_chip(self) && !int64_on_chip(other)) return std::nullopt;
+  if (auto narrowed = narrowed_binary(op, e, self, other, alpha, result_dtype, cpu)) return narrowed;
+  return int64_exact_binary(op, e, self, other, alpha, result_dtype, cpu);
 }
 
 namespace {
@@ -206,16 +217,35 @@ bool int64_copy_on_chip(const at::Tensor& dst, const at::Tensor& src) {
   return true;
 }
 
+namespace {
+
+// The int64 cumsum of any int64, int32, int8 or bool values, exact at any magnitude
+// (kernels/compose/cumsum.h: eight byte planes); its result's range is not known.
+at::Tensor int64_cumsum(const at::Tensor& self, int64_t dim, const CpuFn& cpu) {
+  const bool words = int64_on_chip(self);
+  const at::Tensor input = words ? int64_word_pairs(self) : self;
+  const at::Tensor out = record("cumsum", {input}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
+    return kernels::cumsum_int64(g, words ? v[0] : int64_words(g, g.cast(v[0], kernels::DType::I32, "cumsum")), dim);
+  }, [cpu, self](const std::vector<at::Tensor>&) { return cpu({self.cpu()}); });
+  return as_int64(out);
+}
+
+}  // namespace
+
 std::optional<at::Tensor> integer_cumsum(const at::Tensor& self, int64_t dim, c10::ScalarType result, const CpuFn& cpu) {
   const auto t = self.scalar_type();
   const int64_t n = self.size(dim);
   // the largest |element|, inclusive: int32 words of any value scan exactly too
   const std::optional<int64_t> magnitude = t == at::kInt ? std::optional<int64_t>(int64_t{1} << 31) : summable_magnitude(self);
-  if (!magnitude || n > kernels::kMaxExactByteScan || (result != at::kInt && result != at::kLong)) return std::nullopt;
-  if (t == at::kLong && *magnitude >= (int64_t{1} << 31)) return std::nullopt;  // not int32 words
+  if (n > kernels::kMaxExactByteSum || (result != at::kInt && result != at::kLong)) return std::nullopt;
+  // int64 of unknown or large magnitude: into int64, exactly at any magnitude; into int32, the CPU
+  if (t == at::kLong && (!magnitude || *magnitude >= (int64_t{1} << 31))) {
+    return result == at::kLong ? std::optional(int64_cumsum(self, dim, cpu)) : std::nullopt;
+  }
+  if (!magnitude) return std::nullopt;
   // int64 results need every partial sum to fit int32; int32 results wrap as torch's do
   const int64_t sum_bound = *magnitude * n;
-  if (result == at::kLong && sum_bound >= (int64_t{1} << 31)) return std::nullopt;
+  if (result == at::kLong && sum_bound >= (int64_t{1} << 31)) return int64_cumsum(self, dim, cpu);
   const bool words = int64_on_chip(self);
   const at::Tensor input = words ? index_words(self) : self;
   const auto shape = self.sizes().vec();

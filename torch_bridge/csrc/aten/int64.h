@@ -1,4 +1,4 @@
-// int64 elementwise ops on the chip: the operands' int32 words are narrowed on the chip (checked:
+// int64 elementwise ops on the chip. Where the operands' magnitude is known small, their int32 words are narrowed on the chip (checked:
 // kernels/generators/int64_narrow.h), the op runs in int32, and int64 results are widened back to word
 // pairs. Add and sub need |values| < 2^30 (so no int32 sum wraps), comparisons, max/min and true
 // division < 2^31, multiplication |a| * |b| < 2^31 as well. Operands run this way only when their
@@ -22,6 +22,13 @@ namespace vtpu::bridge {
 std::optional<at::Tensor> int64_binary(const char* op, kernels::ExprOp e, const at::Tensor& self, const at::Tensor& other,
                                        double alpha, c10::ScalarType result_dtype, const CpuFn& cpu);
 
+// int64_binary's path at any magnitude (int64_exact.cc): add, sub (alpha 1, or folded into a host
+// scalar), comparisons, maximum, minimum and bitwise and/or/xor, computed on the word pairs
+// (kernels/compose/int64_words.h). Operands: integer tpu tensors (narrower ones sign-extended) and
+// integer host scalars; nullopt for others (a float operand: torch converts the int64 to it first).
+std::optional<at::Tensor> int64_exact_binary(const char* op, kernels::ExprOp e, const at::Tensor& self, const at::Tensor& other,
+                                             double alpha, c10::ScalarType result_dtype, const CpuFn& cpu);
+
 // -x or |x| of an int64 tpu tensor of known magnitude below 2^31 (the bound carries over); nullopt
 // for other tensors (the caller's path decides).
 std::optional<at::Tensor> int64_sign_op(const char* op, kernels::ExprOp e, const at::Tensor& self, const CpuFn& cpu);
@@ -42,10 +49,11 @@ std::optional<at::Tensor> int64_sum(const at::Tensor& self, const std::vector<in
 // where the chip would saturate). False when it is not: the caller copies through the host.
 bool int64_copy_on_chip(const at::Tensor& dst, const at::Tensor& src);
 
-// The cumulative sum along `dim` of an integer tensor held as int32 words on the chip (bool,
-// int8, int32, or int64 of known magnitude below 2^31) into `result`: int32, exact and wrapping
-// as torch's, or int64 when every partial sum is known to stay below 2^31 (kernels/compose/cumsum.h:
-// byte planes scanned exactly, up to kMaxExactByteScan elements). nullopt otherwise.
+// The cumulative sum along `dim` of an integer tensor on the chip (bool, int8, int32, int64) into
+// `result`, exact and wrapping as torch's (kernels/compose/cumsum.h: byte planes scanned exactly,
+// up to kMaxExactByteSum elements): int32 from int32 words (int64 of known magnitude below 2^31
+// narrowed), int64 from any of them (by int32 words when every partial sum is known to stay below
+// 2^31, else by int64's eight byte planes). nullopt otherwise.
 std::optional<at::Tensor> integer_cumsum(const at::Tensor& self, int64_t dim, c10::ScalarType result, const CpuFn& cpu);
 
 }  // namespace vtpu::bridge

@@ -1,5 +1,5 @@
 // Predicates and boolean algebra on the chip: isnan/isinf/isneginf/isposinf, logical_not/and/or/xor,
-// bitwise not/and/or/xor of bool tensors, equal, and all/any over any dims (a min/max of the 0/1 values). What
+// bitwise_not, equal, and all/any over any dims (a min/max of the 0/1 values). What
 // attention's masking path runs (torch's _safe_softmax asks isneginf(...).all(dim)).
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtils.h>
@@ -69,26 +69,18 @@ at::Tensor tpu_logical_or(const at::Tensor& self, const at::Tensor& other) {
 at::Tensor tpu_logical_xor(const at::Tensor& self, const at::Tensor& other) {
   return logical("logical_xor", ExprOp::Ne, self, other, [](const std::vector<at::Tensor>& c) { return at::logical_xor(c[0], c[1]); });
 }
-// Bitwise ops equal the logical ones on bool tensors; integer bit patterns stay on the CPU.
+// bitwise_not: logical not on bool tensors; on integers x ^ -1, word by word for int64 (its word
+// pairs flip as one int32 tensor). bitwise and/or/xor are pointwise.cc's table rows.
 at::Tensor tpu_bitwise_not(const at::Tensor& self) {
-  if (self.scalar_type() != at::kBool) {
-    return run_on_cpu("bitwise_not", {self}, [](const std::vector<at::Tensor>& c) { return at::bitwise_not(c[0]); },
-                      "integer bit patterns");
-  }
-  return tpu_logical_not(self);
-}
-at::Tensor bitwise(const char* op, ExprOp e, const at::Tensor& self, const at::Tensor& other, const CpuFn& cpu) {
-  if (self.scalar_type() != at::kBool || other.scalar_type() != at::kBool) return run_on_cpu(op, {self, other}, cpu, "integer bit patterns");
-  return logical(op, e, self, other, cpu);
-}
-at::Tensor tpu_bitwise_and(const at::Tensor& self, const at::Tensor& other) {
-  return bitwise("bitwise_and", ExprOp::And, self, other, [](const std::vector<at::Tensor>& c) { return at::bitwise_and(c[0], c[1]); });
-}
-at::Tensor tpu_bitwise_or(const at::Tensor& self, const at::Tensor& other) {
-  return bitwise("bitwise_or", ExprOp::Or, self, other, [](const std::vector<at::Tensor>& c) { return at::bitwise_or(c[0], c[1]); });
-}
-at::Tensor tpu_bitwise_xor(const at::Tensor& self, const at::Tensor& other) {
-  return bitwise("bitwise_xor", ExprOp::Ne, self, other, [](const std::vector<at::Tensor>& c) { return at::bitwise_xor(c[0], c[1]); });
+  if (self.scalar_type() == at::kBool) return tpu_logical_not(self);
+  const CpuFn cpu = [](const std::vector<at::Tensor>& c) { return at::bitwise_not(c[0]); };
+  if (!at::isIntegralType(self.scalar_type(), false)) return run_on_cpu("bitwise_not", {self}, cpu, "floating-point inputs");
+  const bool words = self.scalar_type() == at::kLong;
+  const at::Tensor input = words ? int64_word_pairs(self) : self;
+  const at::Tensor out = record_elementwise("bitwise_not", {input}, input.scalar_type(), [](Graph& g, const std::vector<int>& v) {
+    return g.binary_scalar(ExprOp::BitXor, v[0], -1);
+  }, [self, cpu](const std::vector<at::Tensor>&) { return cpu({self.cpu()}); });
+  return words ? as_int64(out) : out;
 }
 
 // all / any over `dims` (none: every dim): the min / max of the elements as 0.0 / 1.0.
@@ -141,11 +133,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("bitwise_not", tpu_bitwise_not);
   m.impl("bitwise_not_", Variants<tpu_bitwise_not>::inplace);
   m.impl("bitwise_not.out", Variants<tpu_bitwise_not>::out);
-  m.impl("bitwise_and.Tensor", tpu_bitwise_and);
-  m.impl("bitwise_or.Tensor", tpu_bitwise_or);
-  m.impl("bitwise_xor.Tensor", tpu_bitwise_xor);
-  m.impl("bitwise_xor_.Tensor", Variants<tpu_bitwise_xor>::inplace);
-  m.impl("bitwise_xor.Tensor_out", Variants<tpu_bitwise_xor>::out);
   m.impl("all", tpu_all);
   m.impl("any", tpu_any);
   m.impl("all.dim", tpu_all_dim);

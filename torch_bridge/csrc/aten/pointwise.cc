@@ -42,6 +42,9 @@ at::Tensor binary(const char* op, ExprOp e, const at::Tensor& self, const at::Te
   const bool true_div = e == ExprOp::Div && at::isIntegralType(dtype, true);
   const auto result = true_div ? at::kFloat : dtype;
   const double a = alpha.toDouble();
+  if (kernels::is_bitwise(e) && !at::isIntegralType(result, /*includeBool=*/true)) {
+    return run_on_cpu(op, {self, other}, cpu, "floating-point inputs");  // where torch says why it refuses them
+  }
   if (auto words = int64_binary(op, e, self, other, a, result, cpu)) return *words;
   if (is_cpu_scalar(other)) {
     const double s = other.item().toDouble() * a;
@@ -88,7 +91,10 @@ at::Tensor binary(const char* op, ExprOp e, const at::Tensor& self, const at::Te
   X(div, "div.Tensor", "div_.Tensor", "div.out", Div, at::div)                     \
   X(maximum, "maximum", "", "maximum.out", Max, at::maximum)                       \
   X(minimum, "minimum", "", "minimum.out", Min, at::minimum)                       \
-  X(pow_tensor, "pow.Tensor_Tensor", "pow_.Tensor", "pow.Tensor_Tensor_out", Pow, at::pow)
+  X(pow_tensor, "pow.Tensor_Tensor", "pow_.Tensor", "pow.Tensor_Tensor_out", Pow, at::pow)                 \
+  X(bitwise_and, "bitwise_and.Tensor", "bitwise_and_.Tensor", "bitwise_and.Tensor_out", BitAnd, at::bitwise_and) \
+  X(bitwise_or, "bitwise_or.Tensor", "bitwise_or_.Tensor", "bitwise_or.Tensor_out", BitOr, at::bitwise_or)       \
+  X(bitwise_xor, "bitwise_xor.Tensor", "bitwise_xor_.Tensor", "bitwise_xor.Tensor_out", BitXor, at::bitwise_xor)
 
 // Comparisons register their .Tensor and .Scalar overloads.
 #define VTPU_COMPARE_OPS(X) \

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "kernels/codegen/kernel_error.h"
+#include "kernels/compose/int64_words.h"
 #include "kernels/graph/fusion.h"
 #include "kernels/codegen/vreg_shape.h"
 #include "torch_bridge/csrc/record/layout.h"
@@ -190,11 +191,7 @@ void fill_on_chip(const at::Tensor& t, double value) {
 }
 
 int int64_words(kernels::Graph& g, int v) {
-  auto shape = g.node(v).type.shape;
-  shape.push_back(1);
-  const int low = g.reshape(v, shape);
-  const int high = g.unary(kernels::ExprOp::Neg, g.cast(g.binary_scalar(kernels::ExprOp::Lt, low, 0), kernels::DType::I32));
-  return g.concat({low, high}, static_cast<int64_t>(shape.size()) - 1, "int64_words");
+  return kernels::join_words(g, kernels::widen_to_int64(g, v, "int64_words"), "int64_words");
 }
 
 std::optional<int64_t> int64_bound_of(const at::Tensor& t) { return Runtime::get().buffer(storage_vaddr(t)).int64_bound; }

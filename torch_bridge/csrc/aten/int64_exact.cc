@@ -1,0 +1,84 @@
+// int64 elementwise ops at any magnitude: the operands' word pairs go to the chip as they are and
+// kernels/compose/int64_words.h computes the 64-bit result from int32 ops, so nothing needs to know
+// how large the values are (int64.cc's narrowed path is cheaper and runs first when it can).
+#include <ATen/ATen.h>
+
+#include "kernels/compose/int64_words.h"
+#include "torch_bridge/csrc/aten/int64.h"
+
+namespace vtpu::bridge {
+namespace {
+
+using kernels::ExprOp;
+using kernels::Graph;
+using kernels::Int64Words;
+
+bool is_device_integer(const at::Tensor& t) {
+  return t.device().is_privateuseone() && at::isIntegralType(t.scalar_type(), /*includeBool=*/true);
+}
+
+// One operand in the recorded graph: a host scalar becomes a constant, an int64 tensor its word
+// pairs, a narrower integer tensor its sign extension.
+Int64Words operand_words(Graph& g, const at::Tensor& t, std::optional<int64_t> host_value, int value, const char* op) {
+  if (host_value) return kernels::int64_constant(g, *host_value, op);
+  if (t.scalar_type() == at::kLong) return kernels::split_words(g, value, op);
+  return kernels::widen_to_int64(g, value, op);
+}
+
+int compare(Graph& g, ExprOp e, Int64Words a, Int64Words b, const char* op) {
+  switch (e) {
+    case ExprOp::Lt: return kernels::less_int64(g, a, b, op);
+    case ExprOp::Gt: return kernels::less_int64(g, b, a, op);
+    case ExprOp::Le: return g.unary(ExprOp::Not, kernels::less_int64(g, b, a, op), op);
+    case ExprOp::Ge: return g.unary(ExprOp::Not, kernels::less_int64(g, a, b, op), op);
+    case ExprOp::Eq: return kernels::equal_int64(g, a, b, op);
+    default: return g.unary(ExprOp::Not, kernels::equal_int64(g, a, b, op), op);  // Ne
+  }
+}
+
+Int64Words combine(Graph& g, ExprOp e, Int64Words a, Int64Words b, const char* op) {
+  switch (e) {
+    case ExprOp::Add: return kernels::add_int64(g, a, b, op);
+    case ExprOp::Sub: return kernels::sub_int64(g, a, b, op);
+    case ExprOp::Max: return kernels::select_int64(g, kernels::less_int64(g, a, b, op), b, a, op);
+    case ExprOp::Min: return kernels::select_int64(g, kernels::less_int64(g, a, b, op), a, b, op);
+    default: return kernels::bitwise_int64(g, e, a, b, op);
+  }
+}
+
+}  // namespace
+
+std::optional<at::Tensor> int64_exact_binary(const char* op, ExprOp e, const at::Tensor& self, const at::Tensor& other,
+                                             double alpha, c10::ScalarType result_dtype, const CpuFn& cpu) {
+  const bool comparison = kernels::is_comparison(e);
+  const bool words_op = e == ExprOp::Add || e == ExprOp::Sub || e == ExprOp::Max || e == ExprOp::Min ||
+                        e == ExprOp::BitAnd || e == ExprOp::BitOr || e == ExprOp::BitXor;
+  if (!(comparison ? result_dtype == at::kBool : words_op && result_dtype == at::kLong)) return std::nullopt;
+  // Operands: integer tpu tensors, or integer host scalars (alpha folds into a scalar `other`).
+  std::optional<int64_t> host[2];
+  std::vector<at::Tensor> inputs;
+  int k = 0;
+  for (const at::Tensor* t : {&self, &other}) {
+    const bool second = k++ == 1;
+    if (is_cpu_scalar(*t)) {
+      if (!at::isIntegralType(t->scalar_type(), /*includeBool=*/true)) return std::nullopt;
+      const double scale = second ? alpha : 1.0;
+      if (scale != static_cast<double>(static_cast<int64_t>(scale))) return std::nullopt;
+      host[second] = t->item().toLong() * static_cast<int64_t>(scale);
+    } else if (is_device_integer(*t) && (!second || alpha == 1.0)) {
+      inputs.push_back(t->scalar_type() == at::kLong ? int64_word_pairs(*t) : *t);
+    } else {
+      return std::nullopt;  // floats (torch converts the int64 to float first), or alpha on a tensor
+    }
+  }
+  if (inputs.empty()) return std::nullopt;
+  const at::Tensor out = record(op, inputs, comparison ? at::kBool : at::kInt, [&](Graph& g, const std::vector<int>& v) {
+    size_t next = 0;
+    const Int64Words a = operand_words(g, self, host[0], host[0] ? -1 : v[next++], op);
+    const Int64Words b = operand_words(g, other, host[1], host[1] ? -1 : v[next++], op);
+    return comparison ? compare(g, e, a, b, op) : kernels::join_words(g, combine(g, e, a, b, op), op);
+  }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other.cpu()}); });
+  return comparison ? out : as_int64(out);
+}
+
+}  // namespace vtpu::bridge
