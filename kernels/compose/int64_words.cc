@@ -124,4 +124,44 @@ Int64Words sum_int64_bytes(Graph& g, Int64Words x, const std::function<int(int f
   return {word_from_bytes(g, low, label), word_from_bytes(g, high, label)};
 }
 
+RowExtreme row_extreme_int64(Graph& g, Int64Words x, bool max, bool int32_values, const std::string& label) {
+  const auto& shape = g.node(x.lo).type.shape;
+  if (shape.size() != 2 || shape[1] > (int64_t{1} << 24)) {
+    throw KernelError(fmt::format("{}: rows of at most 2^24 words, not {}", label, to_string(g.node(x.lo).type)));
+  }
+  const int64_t rows = shape[0], width = shape[1];
+  // 16-bit digits, exact in f32; a signed word's top digit biased by 2^15 keeps its order unsigned.
+  const auto top = [&](int word) { return g.binary_scalar(ExprOp::BitXor, g.binary_scalar(ExprOp::Shr, word, 16, false, label), 32768, false, label); };
+  const auto bottom = [&](int word) { return g.binary_scalar(ExprOp::BitAnd, word, 65535, false, label); };
+  std::vector<int> digits;
+  if (int32_values) digits = {top(x.lo), bottom(x.lo)};
+  else digits = {top(x.hi), bottom(x.hi), g.binary_scalar(ExprOp::Shr, x.lo, 16, false, label), bottom(x.lo)};
+  const double loser = max ? -1.0 : 65536.0;  // below (above) every digit
+  int tied = -1;  // the elements equal to the row's extreme on the digits so far (bool [rows, width])
+  std::vector<int> best;
+  for (int digit : digits) {
+    const int f = g.cast(digit, DType::F32, label);
+    const int candidates = tied < 0 ? f : g.where(tied, f, g.full({{1}, DType::F32}, loser, label), label);
+    const int extreme = g.reshape(g.row(max ? RowOp::Max : RowOp::Min, candidates, -1, -1, 1e-5, label), {rows, 1}, label);
+    const int equal = g.binary(ExprOp::Eq, candidates, extreme, label);
+    tied = tied < 0 ? equal : g.binary(ExprOp::And, tied, equal, label);
+    best.push_back(g.cast(g.reshape(extreme, {rows}, label), DType::I32, label));
+  }
+  // the digits back into words: the top digit unbiased, each word = high digit * 2^16 + low digit (wrapping)
+  const auto word = [&](int high, int low, bool biased) {
+    const int h = biased ? g.binary_scalar(ExprOp::BitXor, high, 32768, false, label) : high;
+    return g.binary(ExprOp::Add, g.binary_scalar(ExprOp::Mul, h, 65536, false, label), low, label);
+  };
+  RowExtreme r;
+  if (int32_values) {
+    r.value.lo = word(best[0], best[1], true);
+    r.value.hi = widen_to_int64(g, r.value.lo, label).hi;
+  } else {
+    r.value = {word(best[2], best[3], false), word(best[0], best[1], true)};
+  }
+  const int position = g.where(tied, g.iota({{width}, DType::F32}, label), g.full({{1}, DType::F32}, double(width), label), label);
+  r.position = g.cast(g.row(RowOp::Min, position, -1, -1, 1e-5, label), DType::I32, label);
+  return r;
+}
+
 }  // namespace vtpu::kernels

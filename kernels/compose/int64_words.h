@@ -44,4 +44,15 @@ inline constexpr int64_t kMaxExactByteSum = ((int64_t{1} << 24) - 1) / 255;
 Int64Words sum_int64_bytes(Graph& g, Int64Words x, const std::function<int(int f32_plane)>& reduce,
                            const std::string& label);
 
+// The largest (or smallest) value of each row of `x` (words of shape [rows, width]) and the first
+// position holding it (i32 [rows]), exact at any magnitude: x splits into four 16-bit digits, most
+// significant first (the sign's digit biased so unsigned order is signed order), and each round
+// takes an f32 row max (min) of one digit among the elements that tied on all digits before.
+// `int32_values`: x is a sign-extended int32 whose high word carries nothing, so two rounds do.
+struct RowExtreme {
+  Int64Words value;  // [rows]
+  int position;      // [rows], i32
+};
+RowExtreme row_extreme_int64(Graph& g, Int64Words x, bool max, bool int32_values, const std::string& label);
+
 }  // namespace vtpu::kernels

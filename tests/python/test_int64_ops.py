@@ -113,7 +113,7 @@ def test_decoder_position_ids_and_causal_mask_on_the_chip(no_fallback):
 
 
 @pytest.mark.parametrize("args", [(), (1,), (0, True)])
-def test_integer_sums_run_on_the_chip_when_f32_counts_exactly(args, no_fallback):
+def test_integer_sums_run_on_the_chip_exactly(args, no_fallback):
     mask = torch.rand(5, 9) > 0.4
     small = torch.randint(-128, 128, (5, 9), dtype=torch.int8)
     for t in (mask, small, torch.arange(45).view(5, 9)):
@@ -122,8 +122,15 @@ def test_integer_sums_run_on_the_chip_when_f32_counts_exactly(args, no_fallback)
         assert torch.equal(got.cpu(), want)
     assert (mask.to("tpu").sum() == mask.numel()).item() == bool(mask.all())  # transformers' fast_all
     assert vtpu.stats()["cpu_fallback_ops"] == 0
-    with pytest.raises(NotImplementedError, match="integer reductions"):
-        torch.ones(4, dtype=torch.int32, device="tpu").sum()  # int32: magnitude unknown
+    # any int32 and int64 values: byte planes summed exactly, wrapping modulo 2^64 as torch's
+    big = torch.randint(-2**62, 2**62, (5, 9))
+    big[0, :3] = torch.tensor([2**63 - 1, 2**63 - 1, 5])
+    for t in (torch.randint(-2**31, 2**31 - 1, (5, 9), dtype=torch.int32), big):
+        got, want = t.to("tpu").sum(*args), t.sum(*args)
+        assert got.dtype == want.dtype and torch.equal(got.cpu(), want)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+    with pytest.raises(NotImplementedError, match="integer sums"):
+        torch.ones(70000, dtype=torch.int32, device="tpu").sum()  # past 65793 elements a byte sum may round
 
 
 def test_integer_sums_of_one_element_tensors(no_fallback):
@@ -258,4 +265,35 @@ def test_indexing_int64_tensors_gathers_their_words(mode, no_fallback):
     assert torch.equal(x.to("tpu")[mask.to("tpu")].cpu(), x[mask])
     positions = torch.arange(6, device="tpu").view(2, 3)
     assert torch.equal((positions[:, torch.tensor([2, 0], device="tpu")] + 1).cpu(), torch.tensor([[3, 1], [6, 4]]))
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+EXTREMES = {
+    "amax": lambda t: t.amax(),
+    "amin_dim": lambda t: t.amin(1),
+    "amax_dims": lambda t: t.amax((0, 2)),
+    "max": lambda t: t.max(),
+    "argmax": lambda t: t.argmax(),
+    "argmin_dim": lambda t: t.argmin(2),
+    "argmax_keepdim": lambda t: t.argmax(1, keepdim=True),
+    "max_dim": lambda t: t.max(1),
+    "min_dim": lambda t: t.min(0),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int8])
+@pytest.mark.parametrize("name", sorted(EXTREMES))
+def test_integer_max_min_and_their_positions_at_any_magnitude(name, dtype, no_fallback):
+    # ties (the first position wins), the type's extremes, and int64 values that differ only in
+    # the low word or only in the high word
+    torch.manual_seed(0)
+    info = torch.iinfo(dtype)
+    x = torch.randint(info.min, info.max, (4, 5, 3), dtype=dtype)
+    x[0, 0, 0], x[1, :, 1] = info.max, info.min
+    x[2, 1:3, :] = x[2, 0, 0]
+    if dtype == torch.int64:
+        x[3, :, 2] = torch.tensor([2**40, 2**40 + 1, -(2**40), 2**40 + 1, 5])
+    got, want = EXTREMES[name](x.to("tpu")), EXTREMES[name](x)
+    for g, w in zip(got if isinstance(got, tuple) else [got], want if isinstance(want, tuple) else [want]):
+        assert g.dtype == w.dtype and torch.equal(g.cpu(), w)
     assert vtpu.stats()["cpu_fallback_ops"] == 0

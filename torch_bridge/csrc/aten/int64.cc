@@ -171,9 +171,17 @@ std::optional<at::Tensor> int64_accumulate(const char* op, const at::Tensor& sel
 std::optional<at::Tensor> int64_sum(const at::Tensor& self, const std::vector<int64_t>& dims, const CpuFn& cpu) {
   int64_t extent = 1;
   for (int64_t d : dims) extent *= self.size(d);
-  return int64_accumulate("sum", self, extent, [&](Graph& g, int x) {
-    return kernels::reduce_dims(g, x, dims, kernels::RowOp::Sum);
-  }, cpu);
+  const auto reduce = [&](Graph& g, int x) { return kernels::reduce_dims(g, x, dims, kernels::RowOp::Sum); };
+  if (auto counted = int64_accumulate("sum", self, extent, reduce, cpu)) return counted;
+  if (extent > kernels::kMaxExactByteSum || !(self.scalar_type() == at::kInt || int64_on_chip(self))) return std::nullopt;
+  // any int32 or int64 values: eight byte planes summed exactly, recombined modulo 2^64 as torch's
+  const bool words = int64_on_chip(self);
+  const at::Tensor input = words ? int64_word_pairs(self) : self;
+  const at::Tensor out = record("sum", {input}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
+    const kernels::Int64Words x = words ? kernels::split_words(g, v[0], "sum") : kernels::widen_to_int64(g, v[0], "sum");
+    return kernels::join_words(g, kernels::sum_int64_bytes(g, x, [&](int plane) { return reduce(g, plane); }, "sum"), "sum");
+  }, [cpu, self](const std::vector<at::Tensor>&) { return cpu({self.cpu()}); });
+  return as_int64(out);
 }
 
 bool int64_copy_on_chip(const at::Tensor& dst, const at::Tensor& src) {

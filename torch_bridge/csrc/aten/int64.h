@@ -29,6 +29,13 @@ std::optional<at::Tensor> int64_binary(const char* op, kernels::ExprOp e, const 
 std::optional<at::Tensor> int64_exact_binary(const char* op, kernels::ExprOp e, const at::Tensor& self, const at::Tensor& other,
                                              double alpha, c10::ScalarType result_dtype, const CpuFn& cpu);
 
+// The max (max) or min of a non-empty integer tpu tensor over `dims` (sorted): its values in
+// self's dtype, or (position) the first flat position among the reduced elements holding them,
+// int64 — in the kept dims' shape, exact at any magnitude (kernels/compose/int64_words.h:
+// row_extreme_int64).
+at::Tensor integer_extreme(const char* op, const at::Tensor& self, const std::vector<int64_t>& dims, bool max, bool position,
+                           const CpuFn& cpu);
+
 // -x or |x| of an int64 tpu tensor of known magnitude below 2^31 (the bound carries over); nullopt
 // for other tensors (the caller's path decides).
 std::optional<at::Tensor> int64_sign_op(const char* op, kernels::ExprOp e, const at::Tensor& self, const CpuFn& cpu);
@@ -38,8 +45,10 @@ std::optional<at::Tensor> int64_sign_op(const char* op, kernels::ExprOp e, const
 // that are not int64 are converted first; host scalars are uploaded as one element.
 at::Tensor int64_where(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other);
 
-// The int64 sum of an integer tensor over `dims` (sorted), when f32 accumulation is exact for it:
-// bool and int8 elements, or int64 ones of known magnitude, with |sum| < 2^24. nullopt otherwise.
+// The int64 sum of an integer tensor over `dims` (sorted): in f32 when that is exact for it (bool
+// and int8 elements, or int64 ones of known magnitude, with |sum| < 2^24); otherwise int32 and
+// int64 of any magnitude by eight byte planes (kernels/compose/int64_words.h), up to
+// kMaxExactByteSum elements per sum. nullopt past that.
 std::optional<at::Tensor> int64_sum(const at::Tensor& self, const std::vector<int64_t>& dims, const CpuFn& cpu);
 
 // dst (a whole dense buffer) <- src on the chip when one of them is int64 and the conversion is

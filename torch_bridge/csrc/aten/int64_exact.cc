@@ -3,6 +3,8 @@
 // how large the values are (int64.cc's narrowed path is cheaper and runs first when it can).
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 #include "kernels/compose/int64_words.h"
 #include "torch_bridge/csrc/aten/int64.h"
 
@@ -79,6 +81,37 @@ std::optional<at::Tensor> int64_exact_binary(const char* op, ExprOp e, const at:
     return comparison ? compare(g, e, a, b, op) : kernels::join_words(g, combine(g, e, a, b, op), op);
   }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other.cpu()}); });
   return comparison ? out : as_int64(out);
+}
+
+at::Tensor integer_extreme(const char* op, const at::Tensor& self, const std::vector<int64_t>& dims, bool max, bool position,
+                           const CpuFn& cpu) {
+  const bool words = self.scalar_type() == at::kLong;
+  std::vector<int64_t> order, kept_shape;
+  int64_t rows = 1, width = 1;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (std::find(dims.begin(), dims.end(), d) != dims.end()) continue;
+    order.push_back(d);
+    kept_shape.push_back(self.size(d));
+    rows *= self.size(d);
+  }
+  for (int64_t d : dims) {
+    order.push_back(d);
+    width *= self.size(d);
+  }
+  const at::Tensor input = words ? int64_word_pairs(self) : self;
+  const bool pairs_out = words || position;
+  const at::Tensor out = record(op, {input}, pairs_out ? at::kInt : self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    Int64Words x = words ? kernels::split_words(g, v[0], op) : kernels::widen_to_int64(g, v[0], op);
+    for (int* word : {&x.lo, &x.hi}) {
+      if (!std::is_sorted(order.begin(), order.end())) *word = g.permute(*word, order, op);
+      *word = g.reshape(*word, {rows, width}, op);
+    }
+    const kernels::RowExtreme r = kernels::row_extreme_int64(g, x, max, /*int32_values=*/!words, op);
+    if (position) return kernels::join_words(g, kernels::widen_to_int64(g, r.position, op), op);
+    return words ? kernels::join_words(g, r.value, op) : g.cast(r.value.lo, g.node(v[0]).type.dtype, op);
+  }, [cpu, self](const std::vector<at::Tensor>&) { return cpu({self.cpu()}); });
+  if (!pairs_out) return out.reshape(kept_shape);
+  return (position ? as_int64(out, width - 1) : as_int64(out)).reshape(kept_shape);
 }
 
 }  // namespace vtpu::bridge

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 
+#include "torch_bridge/csrc/aten/int64.h"
 #include "torch_bridge/csrc/aten/order_statistics.h"
 #include "torch_bridge/csrc/record/op_support.h"
 #include "torch_bridge/csrc/record/recorder.h"
@@ -98,10 +99,19 @@ at::Tensor arg_extreme(const char* op, const at::Tensor& self, std::optional<int
     if (dim) (void)at::maybe_wrap_dim(*dim, int64_t{0});  // torch's IndexError for a dim a 0-d tensor lacks
     return arg_extreme(op, self.reshape({1}), 0, false, max).reshape({});
   }
-  if (self.numel() == 0 || !at::isFloatingType(self.scalar_type())) {
-    return run_on_cpu(op, {self}, cpu, "empty or integer inputs");
+  if (self.numel() == 0 || !(at::isFloatingType(self.scalar_type()) || at::isIntegralType(self.scalar_type(), true))) {
+    return run_on_cpu(op, {self}, cpu, "empty or complex inputs");
   }
   const int64_t d = dim ? at::maybe_wrap_dim(*dim, self.dim()) : -1;
+  if (at::isIntegralType(self.scalar_type(), true)) {  // exact at any magnitude (int64.h)
+    std::vector<int64_t> dims;
+    for (int64_t k = 0; k < self.dim(); ++k) {
+      if (!dim || k == d) dims.push_back(k);
+    }
+    const at::Tensor indices = integer_extreme(op, self, dims, max, /*position=*/true, cpu);
+    if (!dim) return keepdim ? indices.reshape(std::vector<int64_t>(self.dim(), 1)) : indices.reshape({});
+    return keepdim ? indices.unsqueeze(d) : indices;
+  }
   const at::Tensor rows = dim ? self.movedim(d, -1) : self.reshape({1, self.numel()});
   const int64_t width = rows.size(-1);
   if (width > (int64_t{1} << 24)) return run_on_cpu(op, {self}, cpu, "more than 2^24 elements per reduction");
@@ -134,11 +144,11 @@ std::tuple<at::Tensor, at::Tensor> extreme_dim(const char* op, const at::Tensor&
     auto [values, indices] = extreme_dim(op, self.reshape({1}), 0, false, max);
     return {values.reshape({}), indices.reshape({})};
   }
-  if (self.numel() == 0 || !at::isFloatingType(self.scalar_type())) {
+  if (self.numel() == 0 || !(at::isFloatingType(self.scalar_type()) || at::isIntegralType(self.scalar_type(), true))) {
     const auto r = run_on_cpu_outputs(op, {self}, [dim, keepdim, max](const std::vector<at::Tensor>& c) {
       auto [values, indices] = max ? at::max(c[0], dim, keepdim) : at::min(c[0], dim, keepdim);
       return std::vector<at::Tensor>{values, indices};
-    }, "empty or integer inputs");
+    }, "empty or complex inputs");
     return {r[0], r[1]};
   }
   return {max ? at::amax(self, {dim}, keepdim) : at::amin(self, {dim}, keepdim), arg_extreme(op, self, dim, keepdim, max)};

@@ -68,7 +68,7 @@ at::Tensor tpu_safe_softmax(const at::Tensor& self, int64_t dim, std::optional<c
 
 // sum / mean / amax / amin over any dims (none given: all). The reduced dims are permuted last on the
 // chip when needed (see reduce_dims); integer sums run when f32 accumulation is exact for them
-// (int64_sum), other integer reductions fall back.
+// (int64_sum), integer max/min at any magnitude (integer_extreme), other integer reductions fall back.
 at::Tensor reduce(const char* op, RowOp r, const at::Tensor& self, at::OptionalIntArrayRef dims_opt, bool keepdim,
                   const CpuFn& cpu, int64_t correction = 1) {
   const auto [dims, shape] = reduction_over(self, dims_opt, keepdim);
@@ -80,7 +80,8 @@ at::Tensor reduce(const char* op, RowOp r, const at::Tensor& self, at::OptionalI
     if (r == RowOp::Sum) {
       if (auto counted = int64_sum(self, dims, cpu)) return counted->view(shape);
     }
-    return run_on_cpu(op, {self}, cpu, "integer reductions of unknown magnitude (sums of bool, int8 and small int64 run)");
+    if (r == RowOp::Max || r == RowOp::Min) return integer_extreme(op, self, dims, r == RowOp::Max, false, cpu).reshape(shape);
+    return run_on_cpu(op, {self}, cpu, "integer sums and means of unknown magnitude (sums of bool, int8 and small int64 run)");
   }
   at::Tensor out = record(op, {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
     return kernels::reduce_dims(g, v[0], dims, r, correction);
