@@ -16,6 +16,7 @@
 #include <limits>
 #include <numbers>
 
+#include "torch_bridge/csrc/aten/int64.h"
 #include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
 
@@ -272,6 +273,9 @@ at::Tensor composed_unary(const char* op, int (*formula)(const Vpu&, int), bool 
                           const CpuFn& cpu) {
   const bool integral = at::isIntegralType(self.scalar_type(), /*includeBool=*/true);
   if (integral && keeps_integers && op != std::string_view("sign")) return self.clone();  // already integers
+  if (op == std::string_view("sign") && self.scalar_type() == at::kLong && self.device().is_privateuseone()) {
+    return int64_exact_unary(op, Int64Unary::Sign, self, cpu);  // f32 would do, but not for int64's words
+  }
   const auto dtype = integral && !keeps_integers ? at::kFloat : self.scalar_type();
   return record_elementwise(op, {self}, dtype, [&](Graph& g, const std::vector<int>& v) {
     const int x = g.node(v[0]).type.dtype == DType::F32 ? v[0] : g.cast(v[0], DType::F32, op);

@@ -44,7 +44,7 @@ std::optional<at::Tensor> int64_sign_op(const char* op, ExprOp e, const at::Tens
   if (!int64_on_chip(self)) return std::nullopt;
   const auto known = int64_bound_of(self);
   const int64_t bound = int64_t{1} << 31;
-  if (!known || *known >= bound) return std::nullopt;
+  if (!known || *known >= bound) return int64_exact_unary(op, e == ExprOp::Neg ? Int64Unary::Neg : Int64Unary::Abs, self, cpu);
   const at::Tensor words = record(op, {index_words(self)}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
     return int64_words(g, g.unary(e, g.reshape(g.int64_narrow(v[0], bound, op), self.sizes().vec()), op));
   }, [cpu, self](const std::vector<at::Tensor>&) { return cpu({self.cpu()}); });

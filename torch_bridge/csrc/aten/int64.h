@@ -36,8 +36,13 @@ std::optional<at::Tensor> int64_exact_binary(const char* op, kernels::ExprOp e, 
 at::Tensor integer_extreme(const char* op, const at::Tensor& self, const std::vector<int64_t>& dims, bool max, bool position,
                            const CpuFn& cpu);
 
-// -x or |x| of an int64 tpu tensor of known magnitude below 2^31 (the bound carries over); nullopt
-// for other tensors (the caller's path decides).
+// -x, |x| or sign(x) of an int64 tpu tensor at any magnitude, on its word pairs (wrapping as
+// torch's: -(-2^63) is -2^63).
+enum class Int64Unary { Neg, Abs, Sign };
+at::Tensor int64_exact_unary(const char* op, Int64Unary kind, const at::Tensor& self, const CpuFn& cpu);
+
+// -x or |x| of an int64 tpu tensor: narrowed when its magnitude is known below 2^31 (the bound
+// carries over), int64_exact_unary otherwise; nullopt for other tensors (the caller's path decides).
 std::optional<at::Tensor> int64_sign_op(const char* op, kernels::ExprOp e, const at::Tensor& self, const CpuFn& cpu);
 
 // where(condition, self, other) into an int64 result, for any values: each element's two int32

@@ -83,6 +83,20 @@ std::optional<at::Tensor> int64_exact_binary(const char* op, ExprOp e, const at:
   return comparison ? out : as_int64(out);
 }
 
+at::Tensor int64_exact_unary(const char* op, Int64Unary kind, const at::Tensor& self, const CpuFn& cpu) {
+  const at::Tensor out = record(op, {int64_word_pairs(self)}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
+    const Int64Words x = kernels::split_words(g, v[0], op);
+    const int negative = g.binary_scalar(ExprOp::Lt, x.hi, 0, false, op);
+    const Int64Words minus = kernels::sub_int64(g, kernels::int64_constant(g, 0, op), x, op);
+    if (kind == Int64Unary::Neg) return kernels::join_words(g, minus, op);
+    if (kind == Int64Unary::Abs) return kernels::join_words(g, kernels::select_int64(g, negative, minus, x, op), op);
+    const int nonzero = g.binary(ExprOp::Or, g.binary_scalar(ExprOp::Ne, x.lo, 0, false, op), g.binary_scalar(ExprOp::Ne, x.hi, 0, false, op), op);
+    const int sign = g.where(negative, g.full({{1}, kernels::DType::I32}, -1, op), g.cast(nonzero, kernels::DType::I32, op), op);
+    return kernels::join_words(g, kernels::widen_to_int64(g, sign, op), op);
+  }, [cpu, self](const std::vector<at::Tensor>&) { return cpu({self.cpu()}); });
+  return kind == Int64Unary::Sign ? as_int64(out, 1) : as_int64(out);
+}
+
 at::Tensor integer_extreme(const char* op, const at::Tensor& self, const std::vector<int64_t>& dims, bool max, bool position,
                            const CpuFn& cpu) {
   const bool words = self.scalar_type() == at::kLong;

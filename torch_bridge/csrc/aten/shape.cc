@@ -4,9 +4,11 @@
 #include <ATen/WrapDimUtils.h>
 
 #include <algorithm>
+#include <limits>
 
 #include <torch/library.h>
 
+#include "kernels/compose/int64_words.h"
 #include "torch_bridge/csrc/record/op_support.h"
 #include "torch_bridge/csrc/record/recorder.h"
 
@@ -63,9 +65,11 @@ at::Tensor tpu_constant_pad_nd(const at::Tensor& self, at::IntArrayRef pad, cons
   bool malformed = p.size() % 2 || int64_t(p.size()) > 2 * self.dim();
   for (size_t i = 0; !malformed && i < p.size() / 2; ++i) malformed |= self.size(self.dim() - 1 - i) + p[2 * i] + p[2 * i + 1] <= 0;
   if (malformed) return run_on_cpu("constant_pad_nd", {self}, cpu, "malformed padding, or cropping everything");
+  // int64: each word padded on its own (the value's low and high words), the pairs joined back
+  const bool words = self.scalar_type() == at::kLong;
+  const auto bits = static_cast<uint64_t>(words ? value.toLong() : 0);
   const double fill = value.toDouble();
-  return record("constant_pad_nd", {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
-    int x = v[0];
+  const auto pad_value = [&](Graph& g, int x, double fill) {
     for (size_t i = 0; i < p.size() / 2; ++i) {
       x = g.pad(x, self.dim() - 1 - static_cast<int64_t>(i), std::max<int64_t>(p[2 * i], 0), std::max<int64_t>(p[2 * i + 1], 0), fill);
     }
@@ -81,7 +85,18 @@ at::Tensor tpu_constant_pad_nd(const at::Tensor& self, at::IntArrayRef pad, cons
       cropping |= before < 0 || after < 0;
     }
     return cropping ? g.strided_copy(x, sizes, strides, offset, "crop") : x;
-  }, cpu);
+  };
+  const at::Tensor out = record("constant_pad_nd", {words ? int64_word_pairs(self) : self}, words ? at::kInt : self.scalar_type(),
+                                [&](Graph& g, const std::vector<int>& v) {
+    if (!words) return pad_value(g, v[0], fill);
+    const kernels::Int64Words x = kernels::split_words(g, v[0], "constant_pad_nd");
+    return kernels::join_words(g, {pad_value(g, x.lo, static_cast<int32_t>(static_cast<uint32_t>(bits))),
+                                   pad_value(g, x.hi, static_cast<int32_t>(static_cast<uint32_t>(bits >> 32)))}, "constant_pad_nd");
+  }, [cpu, self](const std::vector<at::Tensor>&) { return cpu({self.cpu()}); });
+  if (!words) return out;
+  const auto bound = int64_bound_of(self);  // the padding's value joins the elements' known range
+  const int64_t padded = value.toLong() == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : std::abs(value.toLong());
+  return bound ? as_int64(out, std::max(*bound, padded)) : as_int64(out);
 }
 
 // torch's clone: preserve_format keeps a dense tensor's strides (the copy runs in its dim order).
