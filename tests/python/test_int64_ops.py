@@ -302,3 +302,14 @@ def test_integer_max_min_and_their_positions_at_any_magnitude(name, dtype, no_fa
     for g, w in zip(got if isinstance(got, tuple) else [got], want if isinstance(want, tuple) else [want]):
         assert g.dtype == w.dtype and torch.equal(g.cpu(), w)
     assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+@pytest.mark.parametrize("scalar", [float("inf"), float("-inf"), float("nan"), 2.5, 16777217.0, -16777217.0, 2.0**40, 9.3e18, 1e30])
+def test_int64_against_a_float_number_compares_as_torch_rounds_it(scalar, no_fallback):
+    # torch compares f32(x) with f32(s): 2^24 + 1 rounds to 2^24, so it is not > 16777217.0; the
+    # chip compares the words against the integer where f32 rounding crosses s.
+    x = torch.tensor([0, 1, -1, 2**24, 2**24 + 1, 2**24 + 2, 2**24 + 3, -(2**24) - 1, 2**40 + 12345, 2**63 - 1, -(2**63)])
+    for f in (lambda a: a < scalar, lambda a: a <= scalar, lambda a: a > scalar, lambda a: a >= scalar,
+              lambda a: a == scalar, lambda a: a != scalar, lambda a: scalar < a, lambda a: scalar >= a):
+        assert torch.equal(f(x.to("tpu")).cpu(), f(x))
+    assert vtpu.stats()["cpu_fallback_ops"] == 0

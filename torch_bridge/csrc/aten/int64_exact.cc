@@ -4,6 +4,8 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "kernels/compose/int64_words.h"
 #include "torch_bridge/csrc/aten/int64.h"
@@ -48,6 +50,52 @@ Int64Words combine(Graph& g, ExprOp e, Int64Words a, Int64Words b, const char* o
   }
 }
 
+// The smallest int64 x whose f32 rounding is >= f (> f when `strictly`): where comparisons of int64
+// against f32 (which torch rounds the int64 to first) switch. nullopt when no int64 gets there.
+std::optional<int64_t> first_rounding_past(float f, bool strictly) {
+  const auto past = [&](int64_t x) { return strictly ? static_cast<float>(x) > f : static_cast<float>(x) >= f; };
+  int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  if (!past(hi)) return std::nullopt;
+  if (past(lo)) return lo;
+  while (static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) > 1) {  // past(lo) false, past(hi) true
+    const int64_t mid = lo + static_cast<int64_t>((static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo)) / 2);
+    (past(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+// x (e) s for int64 x and a float host scalar s, as torch computes it: f32(x) (e) f32(s). Rounding
+// is monotonic, so each comparison is one against an integer threshold, exact on the words.
+at::Tensor compare_with_float(const char* op, ExprOp e, const at::Tensor& x, double scalar, bool scalar_first, const CpuFn& cpu,
+                              const at::Tensor& self, const at::Tensor& other) {
+  if (scalar_first) {  // s < x  ==  x > s, and so on
+    e = e == ExprOp::Lt ? ExprOp::Gt : e == ExprOp::Gt ? ExprOp::Lt : e == ExprOp::Le ? ExprOp::Ge : e == ExprOp::Ge ? ExprOp::Le : e;
+  }
+  const auto f = static_cast<float>(scalar);
+  const auto below = first_rounding_past(f, false);  // f32(x) < f  ==  x < below
+  const auto at_most = first_rounding_past(f, true);  // f32(x) <= f  ==  x < at_most
+  return record(op, {int64_word_pairs(x)}, at::kBool, [&](Graph& g, const std::vector<int>& v) {
+    const Int64Words w = kernels::split_words(g, v[0], op);
+    const auto less_than = [&](std::optional<int64_t> c) {  // x < c; no c: every x is
+      if (!c) return g.binary(ExprOp::Eq, w.lo, w.lo, op);
+      return kernels::less_int64(g, w, kernels::int64_constant(g, *c, op), op);
+    };
+    const auto negate = [&](int m) { return g.unary(ExprOp::Not, m, op); };
+    if (std::isnan(f)) {  // every comparison false but !=
+      const int none = negate(less_than(std::nullopt));
+      return e == ExprOp::Ne ? negate(none) : none;
+    }
+    switch (e) {
+      case ExprOp::Lt: return less_than(below);
+      case ExprOp::Le: return less_than(at_most);
+      case ExprOp::Gt: return negate(less_than(at_most));
+      case ExprOp::Ge: return negate(less_than(below));
+      case ExprOp::Eq: return g.binary(ExprOp::And, negate(less_than(below)), less_than(at_most), op);
+      default: return g.binary(ExprOp::Or, less_than(below), negate(less_than(at_most)), op);  // Ne
+    }
+  }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other.cpu()}); });
+}
+
 }  // namespace
 
 std::optional<at::Tensor> int64_exact_binary(const char* op, ExprOp e, const at::Tensor& self, const at::Tensor& other,
@@ -56,6 +104,14 @@ std::optional<at::Tensor> int64_exact_binary(const char* op, ExprOp e, const at:
   const bool words_op = e == ExprOp::Add || e == ExprOp::Sub || e == ExprOp::Max || e == ExprOp::Min ||
                         e == ExprOp::BitAnd || e == ExprOp::BitOr || e == ExprOp::BitXor;
   if (!(comparison ? result_dtype == at::kBool : words_op && result_dtype == at::kLong)) return std::nullopt;
+  for (const bool first : {false, true}) {  // int64 against a float Python number (masks against inf, thresholds)
+    const at::Tensor& x = first ? other : self;
+    const at::Tensor& s = first ? self : other;
+    if (comparison && is_cpu_scalar(s) && at::isFloatingType(s.scalar_type()) && x.scalar_type() == at::kLong &&
+        x.device().is_privateuseone() && at::result_type(self, other) == at::kFloat) {
+      return compare_with_float(op, e, x, s.item().toDouble(), first, cpu, self, other);
+    }
+  }
   // Operands: integer tpu tensors, or integer host scalars (alpha folds into a scalar `other`).
   std::optional<int64_t> host[2];
   std::vector<at::Tensor> inputs;

@@ -43,7 +43,8 @@ at::Tensor index_words(const at::Tensor& index) {
 at::Tensor int64_word_pairs(const at::Tensor& t) {
   std::vector<int64_t> shape = t.sizes().vec();
   shape.push_back(2);
-  return t.contiguous().view(at::kInt).view(shape);
+  const at::Tensor dense = t.contiguous();
+  return (t.dim() == 0 ? dense.reshape({1}) : dense).view(at::kInt).view(shape);  // a 0-d view cannot change element size
 }
 
 kernels::TensorType tensor_type(const at::Tensor& t) {
