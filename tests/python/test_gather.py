@@ -102,24 +102,28 @@ def test_scatter_add_matches_the_cpu(mode, shape, dim, index_shape):
     assert vtpu.stats()["cpu_fallback_ops"] == 0
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32, torch.bool])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32, torch.int64, torch.bool])
 def test_scatter_of_a_value(dtype):
     x = (torch.randn(5, 6, generator=gen(14)) * 10).to(dtype)
     index = torch.randint(0, 6, (5, 3), generator=gen(15))  # repeats: the same value either way
     got = x.to("tpu").scatter(1, index.to("tpu"), 1)
     assert got.dtype == dtype and torch.equal(got.cpu(), x.scatter(1, index, 1))
+    if dtype == torch.int64:  # a value past int32: each word filled with its own
+        assert torch.equal(x.to("tpu").scatter(1, index.to("tpu"), -(2**40)).cpu(), x.scatter(1, index, -(2**40)))
     assert vtpu.stats()["cpu_fallback_ops"] == 0
 
 
 @pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.bool, torch.int8])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.bool, torch.int8, torch.int32, torch.int64])
 @pytest.mark.parametrize("shape,dim,index_shape", [((7,), 0, (5,)), ((4, 7), 1, (4, 5)), ((5, 3), 0, (5, 2)),
                                                    ((2, 3, 129), -1, (2, 2, 100))])
 def test_scatter_of_a_source_without_repeats_runs_on_the_chip(mode, dtype, shape, dim, index_shape):
     """Each row along dim names distinct positions (a slice of a permutation), so every write lands
     alone and the result is exact; the source is larger than the index."""
     vtpu.set_mode(mode)
-    values = (lambda t: t > 0) if dtype == torch.bool else (lambda t: (t * 50).to(dtype))  # int8: as the CPU converts them
+    # int8: as the CPU converts them; int32 and int64 across their range (words placed by 16-bit halves)
+    scale = {torch.int32: 5e8, torch.int64: 1e8}.get(dtype, 50)
+    values = (lambda t: t > 0) if dtype == torch.bool else (lambda t: (t * scale).to(dtype) * (10**10 if dtype == torch.int64 else 1))
     x = values(torch.randn(*shape, generator=gen(21)))
     dim = dim % len(shape)
     lines = torch.tensor(index_shape).prod().item() // index_shape[dim]

@@ -16,8 +16,10 @@
 #include <torch/library.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 
+#include "kernels/compose/int64_words.h"
 #include "torch_bridge/csrc/aten/gather_scatter.h"
 #include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
@@ -164,28 +166,41 @@ at::Tensor tpu_scatter_value(const at::Tensor& self, int64_t dim_arg, const at::
   if (scalar_form(self, index)) return tpu_scatter_value(self.reshape({1}), 0, index.reshape({1}), value).squeeze(0);
   const int64_t dim = at::maybe_wrap_dim(dim_arg, std::max<int64_t>(self.dim(), 1));
   const CpuFn cpu = [dim, index, value](const std::vector<at::Tensor>& c) { return at::scatter(c[0], dim, index.cpu(), value); };
-  std::string why = unsupported(self, index, dim);
-  if (why.empty() && self.scalar_type() == at::kLong) why = "int64 tensors";
-  if (!why.empty()) return run_on_cpu("scatter", {self}, cpu, why);
+  if (const std::string why = unsupported(self, index, dim); !why.empty()) return run_on_cpu("scatter", {self}, cpu, why);
   const at::Tensor base = other_dims_offsets(self, index, dim).to(self.device());
   const DimIndexing indexing(self, index, dim);
   const std::vector<int64_t> shape = self.sizes().vec();
-  const double v = value.toDouble();
   const int64_t n = index.numel();
-  return record("scatter", {self, index_words(index), base}, self.scalar_type(), [&](Graph& g, const std::vector<int>& in) {
+  const bool words = self.scalar_type() == at::kLong;  // int64: each word selected on its own
+  const at::Tensor out = record("scatter", {words ? int64_word_pairs(self) : self, index_words(index), base},
+                                words ? at::kInt : self.scalar_type(), [&](Graph& g, const std::vector<int>& in) {
     const int ones = g.full({{n, 1}, DType::F32}, 1.0, "scatter");
-    const int hits = scattered(g, ones, in[1], in[2], indexing, shape, "scatter");
-    const int fill = g.full({{1}, g.node(in[0]).type.dtype}, v, "scatter");
-    return g.where(g.binary_scalar(ExprOp::Gt, hits, 0, false, "scatter"), fill, in[0], "scatter");
-  }, cpu);
+    const int hit = g.binary_scalar(ExprOp::Gt, scattered(g, ones, in[1], in[2], indexing, shape, "scatter"), 0, false, "scatter");
+    if (words) {
+      const kernels::Int64Words fill = kernels::int64_constant(g, value.toLong(), "scatter");
+      return kernels::join_words(g, kernels::select_int64(g, hit, fill, kernels::split_words(g, in[0], "scatter"), "scatter"), "scatter");
+    }
+    return g.where(hit, g.full({{1}, g.node(in[0]).type.dtype}, value.toDouble(), "scatter"), in[0], "scatter");
+  }, [cpu, self](const std::vector<at::Tensor>&) { return cpu({self.cpu()}); });
+  return words ? as_int64(out) : out;
+}
+
+// An int32 word placed by the f32 scatter-add, which moves integers exactly below 2^24: as its two
+// 16-bit halves, each placed alone (no element is named twice) and joined back in wrapping int32.
+int place_word(Graph& g, int word, const std::function<int(int)>& place) {
+  const auto half = [&](int bits) { return place(g.cast(bits, DType::F32, "scatter")); };
+  const int high = half(g.binary_scalar(ExprOp::Shr, word, 16, false, "scatter"));
+  const int low = half(g.binary_scalar(ExprOp::BitAnd, word, 65535, false, "scatter"));
+  return g.binary(ExprOp::Add, g.binary_scalar(ExprOp::Mul, g.cast(high, DType::I32, "scatter"), 65536, false, "scatter"),
+                  g.cast(low, DType::I32, "scatter"), "scatter");
 }
 
 // scatter of a source tensor. torch's CPU kernel writes in index order, so where an element is
 // named twice the last write wins, which a scatter-add cannot give: how often each element is
 // named is counted on the chip and its maximum read first (a synchronisation, as index_put_'s
 // writes). When none is named twice, the source elements are placed by a scatter-add into zeros
-// (each lands alone, exactly: f32 and bf16, and bool and int8 through f32) and taken where
-// named; repeated indices run on the CPU.
+// (each lands alone, exactly: floats, bool and int8 through f32, int32 and int64 words by halves) and taken where
+// named; repeated indices run on the CPU. int32 and int64 words are placed as 16-bit halves.
 at::Tensor tpu_scatter_src(const at::Tensor& self, int64_t dim_arg, const at::Tensor& index, const at::Tensor& src) {
   check_index_dtype(index, "scatter");
   if (scalar_form(self, index)) return tpu_scatter_src(self.reshape({1}), 0, index.reshape({1}), src.reshape({-1})).squeeze(0);
@@ -193,8 +208,6 @@ at::Tensor tpu_scatter_src(const at::Tensor& self, int64_t dim_arg, const at::Te
   const CpuFn cpu = [dim, index](const std::vector<at::Tensor>& c) { return at::scatter(c[0], dim, index.cpu(), c[1]); };
   std::string why = unsupported(self, index, dim);
   const auto t = self.scalar_type();
-  const bool exact_in_f32 = is_chip_float(t) || t == at::kBool || t == at::kChar;
-  if (why.empty() && !exact_in_f32) why = "a dtype a scatter-add does not place exactly (f32, bf16, f16, bool, int8)";
   if (why.empty() && src.scalar_type() != t) why = "a source of another dtype";
   if (!why.empty()) return run_on_cpu("scatter", {self, src}, cpu, why);
   const at::Tensor base = other_dims_offsets(self, index, dim).to(self.device());
@@ -208,16 +221,24 @@ at::Tensor tpu_scatter_src(const at::Tensor& self, int64_t dim_arg, const at::Te
     return at::zeros(shape).scatter_add(dim, where, at::ones(where.sizes()));
   });
   if (hits.max().item<double>() > 1) return run_on_cpu("scatter", {self, src}, cpu, "repeated indices (the last write wins)");
-  const at::Tensor rows = leading_block(src, index).reshape({n, 1});
-  return record("scatter", {self, rows, index_words(index), base, hits}, t, [&](Graph& g, const std::vector<int>& v) {
-    // bool and int8 values are placed as f32 (exact) and cast back
+  const bool words = t == at::kLong;
+  const at::Tensor rows = words ? int64_word_pairs(leading_block(src, index)).reshape({n, 2}) : leading_block(src, index).reshape({n, 1});
+  const at::Tensor out = record("scatter", {words ? int64_word_pairs(self) : self, rows, index_words(index), base, hits},
+                                words ? at::kInt : t, [&](Graph& g, const std::vector<int>& v) {
+    const int hit = g.binary_scalar(ExprOp::Gt, v[4], 0, false, "scatter");
+    const auto place = [&](int values) { return scattered(g, g.reshape(values, {n, 1}, "scatter"), v[2], v[3], indexing, shape, "scatter"); };
+    if (words) {
+      const kernels::Int64Words x = kernels::split_words(g, v[1], "scatter");
+      const kernels::Int64Words placed{place_word(g, x.lo, place), place_word(g, x.hi, place)};
+      return kernels::join_words(g, kernels::select_int64(g, hit, placed, kernels::split_words(g, v[0], "scatter"), "scatter"), "scatter");
+    }
     const DType dtype = g.node(v[0]).type.dtype;
-    const bool as_f32 = !dtype_is_float(dtype);
-    const int values = as_f32 ? g.cast(v[1], DType::F32, "scatter") : v[1];
-    int placed = scattered(g, values, v[2], v[3], indexing, shape, "scatter");
-    if (as_f32) placed = g.cast(placed, dtype, "scatter");
-    return g.where(g.binary_scalar(ExprOp::Gt, v[4], 0, false, "scatter"), placed, v[0], "scatter");
-  }, [cpu, src](const std::vector<at::Tensor>& c) { return cpu({c[0], src.cpu()}); });
+    const int placed = dtype == DType::I32 ? place_word(g, v[1], place)
+                       : dtype_is_float(dtype) ? place(v[1])
+                                               : g.cast(place(g.cast(v[1], DType::F32, "scatter")), dtype, "scatter");  // bool, int8: exact in f32
+    return g.where(hit, placed, v[0], "scatter");
+  }, [cpu, src, self](const std::vector<at::Tensor>&) { return cpu({self.cpu(), src.cpu()}); });
+  return words ? as_int64(out) : out;
 }
 
 at::Tensor& tpu_scatter_src_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
