@@ -99,3 +99,17 @@ def test_in_place_relu_in_a_training_step_stays_on_the_chip():
     loss.backward()
     torch.testing.assert_close(loss.cpu(), cpu_loss, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(model[0].weight.grad.cpu(), cpu_grad, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("base", [2.0, 0.5, 10.0])
+def test_a_number_to_a_tensors_power(base):
+    # pow.Scalar (ALiBi slopes, XLNet's frequencies): float and int64 exponents, and its out= form
+    x = torch.linspace(-5, 5, 40)
+    close(torch.pow(base, x.to("tpu")), torch.pow(base, x))
+    n = torch.arange(-3, 9)
+    close(torch.pow(base, n.to("tpu")), torch.pow(base, n))
+    out = torch.empty(40, device="tpu")
+    torch.pow(base, x.to("tpu"), out=out)
+    close(out, torch.pow(base, x))
+    with pytest.raises(NotImplementedError, match="pow.*integer powers"):
+        torch.pow(3, n.to("tpu"))  # an int64 result: exact on the CPU only

@@ -161,6 +161,16 @@ at::Tensor tpu_sub(const at::Tensor& self, const at::Tensor& other, const at::Sc
 at::Tensor tpu_pow_scalar(const at::Tensor& self, const at::Scalar& exponent) {
   return tpu_pow_tensor(self, wrapped_scalar(exponent));
 }
+// base ** tensor (ALiBi slopes, relative-position scales): integer results stay exact on the CPU
+at::Tensor tpu_scalar_pow(const at::Scalar& base, const at::Tensor& exponent) {
+  const at::Tensor b = wrapped_scalar(base);
+  if (at::isIntegralType(at::result_type(b, exponent), /*includeBool=*/true)) {
+    return run_on_cpu("pow", {exponent}, [base](const std::vector<at::Tensor>& c) { return at::pow(base, c[0]); },
+                      "integer powers (exact on the CPU, f32 on the chip)");
+  }
+  const auto dtype = at::result_type(b, exponent);  // an integer exponent converts first, as torch's does
+  return tpu_pow_tensor(b, exponent.scalar_type() == dtype ? exponent : exponent.to(dtype));
+}
 
 at::Tensor tpu_clamp(const at::Tensor& self, const std::optional<at::Scalar>& lo, const std::optional<at::Scalar>& hi) {
   if (self.scalar_type() == at::kLong && (!lo || lo->isIntegral(false)) && (!hi || hi->isIntegral(false))) {
@@ -250,6 +260,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("add_.Tensor", Variants<tpu_add>::inplace);
   m.impl("sub_.Tensor", Variants<tpu_sub>::inplace);
   m.impl("pow.Tensor_Scalar", tpu_pow_scalar);
+  m.impl("pow.Scalar", tpu_scalar_pow);
+  m.impl("pow.Scalar_out", Variants<tpu_scalar_pow>::out);
   m.impl("clamp", tpu_clamp);
   m.impl("where.self", tpu_where);
   m.impl("where.self_out", Variants<tpu_where>::out);
