@@ -313,3 +313,25 @@ def test_int64_against_a_float_number_compares_as_torch_rounds_it(scalar, no_fal
               lambda a: a == scalar, lambda a: a != scalar, lambda a: scalar < a, lambda a: scalar >= a):
         assert torch.equal(f(x.to("tpu")).cpu(), f(x))
     assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+DIV_MODES = {
+    "trunc_by_constant": lambda x, y: x.div(3, rounding_mode="trunc"),
+    "trunc_by_negative_constant": lambda x, y: x.div(-4, rounding_mode="trunc"),
+    "trunc_by_tensor": lambda x, y: x.div(y, rounding_mode="trunc"),
+    "floor_by_tensor": lambda x, y: x.div(y, rounding_mode="floor"),
+    "float_trunc": lambda x, y: x.float().div(2.5, rounding_mode="trunc"),
+    "bf16_trunc_in_f32": lambda x, y: x.bfloat16().div(y.bfloat16(), rounding_mode="trunc"),
+    "int_by_float_trunc": lambda x, y: x.div(2.5, rounding_mode="trunc"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DIV_MODES))
+def test_division_rounding_modes(name, no_fallback):
+    # MoE routing's token index (slot.div(top_k, rounding_mode="trunc")), negatives included
+    a, b = torch.arange(-20, 20), torch.tensor([3, -3, 7, -1] * 10)
+    got, want = DIV_MODES[name](a.to("tpu"), b.to("tpu")), DIV_MODES[name](a, b)
+    assert got.dtype == want.dtype and torch.equal(got.cpu(), want)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+    with pytest.raises(NotImplementedError, match="floor division of floats"):
+        torch.ones(3, device="tpu").div(2, rounding_mode="floor")

@@ -4,10 +4,13 @@
 // (flat slot // top_k). Magnitudes must be known below 2^24; other integer and float divisions
 // run on the CPU (floats' floor division rounds as torch's does there), and an integer division
 // by zero raises ZeroDivisionError as on the CPU (for a tensor divisor, read before dividing).
+// div's rounding modes are here too: trunc from the floor division's remainder, and trunc(a / b)
+// of floats.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
 #include "kernels/compose/integer_division.h"
+#include "torch_bridge/csrc/aten/pointwise.h"
 #include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
 
@@ -15,6 +18,19 @@ namespace vtpu::bridge {
 namespace {
 
 constexpr int64_t kExact = int64_t{1} << 24;
+
+// Which result of the division an op wants: `//`, `%`, or div(rounding_mode="trunc").
+enum class Wanted { FloorQuotient, Remainder, TruncQuotient };
+
+// The wanted result from the floor division of a by b: trunc differs from floor by one where the
+// division leaves a remainder and a and b differ in sign (the exact quotient is negative).
+int wanted_result(kernels::Graph& g, const kernels::FloorDivision& r, int a, int b_negative, Wanted wanted, const char* op) {
+  if (wanted == Wanted::Remainder) return r.remainder;
+  if (wanted == Wanted::FloorQuotient) return r.quotient;
+  const int inexact = g.binary_scalar(kernels::ExprOp::Ne, r.remainder, 0, false, op);
+  const int signs_differ = g.binary(kernels::ExprOp::Ne, g.binary_scalar(kernels::ExprOp::Lt, a, 0, false, op), b_negative, op);
+  return g.binary(kernels::ExprOp::Add, r.quotient, g.cast(g.binary(kernels::ExprOp::And, inexact, signs_differ, op), kernels::DType::I32, op), op);
+}
 
 // The divisor when `other` is an integer constant (a Python number or a 0-d CPU tensor).
 std::optional<int64_t> constant_divisor(const at::Tensor& other) {
@@ -32,7 +48,7 @@ std::optional<int64_t> small_int64(const at::Tensor& t) {
 // self // other (or %) for two int64 tpu tensors of known magnitude below 2^24, broadcast. A zero
 // divisor must raise as on the CPU, so whether any divisor is zero is read first (a
 // synchronisation); the division itself is exact (kernels/compose/integer_division.h).
-at::Tensor divide_by_tensor(const char* op, const at::Tensor& self, const at::Tensor& other, bool remainder, int64_t bound,
+at::Tensor divide_by_tensor(const char* op, const at::Tensor& self, const at::Tensor& other, Wanted wanted, int64_t bound,
                             int64_t divisor_bound, const CpuFn& cpu) {
   TORCH_CHECK(!at::eq(other, 0).any().item<bool>(), "ZeroDivisionError");
   const auto shape = at::infer_size(self.sizes(), other.sizes());
@@ -41,19 +57,19 @@ at::Tensor divide_by_tensor(const char* op, const at::Tensor& self, const at::Te
     const int a = g.reshape(g.int64_narrow(v[0], bound + 1, op), a_shape, op);
     const int b = g.reshape(g.int64_narrow(v[1], divisor_bound + 1, op), b_shape, op);
     const auto r = kernels::floor_divide_by(g, a, b, op);
-    return int64_words(g, remainder ? r.remainder : r.quotient);
+    return int64_words(g, wanted_result(g, r, a, g.binary_scalar(kernels::ExprOp::Lt, b, 0, false, op), wanted, op));
   }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other.cpu()}); });
   // |floor(a / b)| <= |a| for |b| >= 1; |a mod b| < |b|
-  return as_int64(words, remainder ? divisor_bound : bound).view(shape);
+  return as_int64(words, wanted == Wanted::Remainder ? divisor_bound : bound).view(shape);
 }
 
-at::Tensor divide(const char* op, const at::Tensor& self, const at::Tensor& other, bool remainder, const CpuFn& cpu) {
+at::Tensor divide(const char* op, const at::Tensor& self, const at::Tensor& other, Wanted wanted, const CpuFn& cpu) {
   const auto divisor = constant_divisor(other);
   TORCH_CHECK(!(divisor && *divisor == 0 && at::isIntegralType(self.scalar_type(), true)), "ZeroDivisionError");
   const auto bound = small_int64(self);
   if (!divisor) {
     const auto divisor_bound = small_int64(other);
-    if (bound && divisor_bound) return divide_by_tensor(op, self, other, remainder, *bound, *divisor_bound, cpu);
+    if (bound && divisor_bound) return divide_by_tensor(op, self, other, wanted, *bound, *divisor_bound, cpu);
   }
   if (!divisor || !bound || std::abs(*divisor) >= kExact) {
     return run_on_cpu(op, {self, other}, cpu,
@@ -63,27 +79,51 @@ at::Tensor divide(const char* op, const at::Tensor& self, const at::Tensor& othe
   const at::Tensor words = record(op, {index_words(self)}, at::kInt, [&](kernels::Graph& g, const std::vector<int>& v) {
     const int a = g.int64_narrow(v[0], *bound + 1, op);
     const auto r = kernels::floor_divide(g, a, b, op);
-    return int64_words(g, remainder ? r.remainder : r.quotient);
+    const int b_negative = g.cast(g.full({{1}, kernels::DType::I32}, b < 0 ? 1 : 0, op), kernels::DType::Bool, op);
+    return int64_words(g, wanted_result(g, r, a, b_negative, wanted, op));
   }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other}); });  // int64 itself
-  return as_int64(words, remainder ? std::abs(b) : *bound / std::abs(b) + 1).view(self.sizes());
+  return as_int64(words, wanted == Wanted::Remainder ? std::abs(b) : *bound / std::abs(b) + 1).view(self.sizes());
 }
 
 at::Tensor tpu_floor_divide(const at::Tensor& self, const at::Tensor& other) {
-  return divide("floor_divide", self, other, false, [](const std::vector<at::Tensor>& c) { return at::floor_divide(c[0], c[1]); });
+  return divide("floor_divide", self, other, Wanted::FloorQuotient, [](const std::vector<at::Tensor>& c) { return at::floor_divide(c[0], c[1]); });
 }
 at::Tensor tpu_floor_divide_scalar(const at::Tensor& self, const at::Scalar& other) {
   return tpu_floor_divide(self, at::scalar_tensor(other, at::TensorOptions().dtype(other.type())));
 }
 at::Tensor tpu_remainder(const at::Tensor& self, const at::Tensor& other) {
-  return divide("remainder", self, other, true, [](const std::vector<at::Tensor>& c) { return at::remainder(c[0], c[1]); });
+  return divide("remainder", self, other, Wanted::Remainder, [](const std::vector<at::Tensor>& c) { return at::remainder(c[0], c[1]); });
 }
 at::Tensor tpu_remainder_scalar(const at::Tensor& self, const at::Scalar& other) {
   return tpu_remainder(self, at::scalar_tensor(other, at::TensorOptions().dtype(other.type())));
 }
 
+// div with a rounding mode. Integers: `//` or its trunc form as above. Floats: trunc(a / b) as torch
+// computes it (the quotient rounded once, in f32 for bf16 and f16 too); floor division of floats
+// needs torch's exact fmod and runs on the CPU.
+at::Tensor tpu_div_mode(const at::Tensor& self, const at::Tensor& other, std::optional<c10::string_view> mode) {
+  if (!mode) return at::div(self, other);
+  const std::string rounding(*mode);
+  const CpuFn cpu = [rounding](const std::vector<at::Tensor>& c) { return at::div(c[0], c[1], rounding); };
+  const auto dtype = at::result_type(self, other);
+  if (at::isIntegralType(dtype, /*includeBool=*/true)) {
+    return divide("div", self, other, rounding == "trunc" ? Wanted::TruncQuotient : Wanted::FloorQuotient, cpu);
+  }
+  if (rounding != "trunc") return run_on_cpu("div", {self, other}, cpu, "floor division of floats (torch's exact fmod)");
+  if (dtype == at::kFloat) return at::trunc(at::div(self, other));
+  const auto f32 = [](const at::Tensor& t) { return at::isFloatingType(t.scalar_type()) ? t.to(at::kFloat) : t; };
+  return at::trunc(at::div(f32(self), f32(other))).to(dtype);
+}
+at::Tensor tpu_div_scalar_mode(const at::Tensor& self, const at::Scalar& other, std::optional<c10::string_view> mode) {
+  return tpu_div_mode(self, pointwise::wrapped_scalar(other), mode);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("div.Tensor_mode", tpu_div_mode);
+  m.impl("div.Scalar_mode", tpu_div_scalar_mode);
+  m.impl("div.out_mode", Variants<tpu_div_mode>::out);
   m.impl("floor_divide", tpu_floor_divide);
   m.impl("floor_divide.Scalar", tpu_floor_divide_scalar);
   m.impl("floor_divide.out", Variants<tpu_floor_divide>::out);
