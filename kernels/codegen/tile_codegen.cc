@@ -307,6 +307,12 @@ TileValue TileCodegen::emit_node(const Expr& expr, int index, const std::vector<
       vregs_.release(both);
       return d;
     }
+    case ExprOp::Fma: {
+      const TileValue d = fresh(n.type);
+      w_.line("vfma v{}, v{}, v{}, v{}", d.reg, in(0), in(1), in(2));
+      return d;
+    }
+    case ExprOp::AsBits: case ExprOp::FromBits: return unary("vmov");  // vregs hold 32 untyped bits
     case ExprOp::Shr: {
       const TileValue d = fresh(n.type);
       w_.line("vshri v{}, v{}, {}", d.reg, in(0), static_cast<int>(expr.node(n.in[1]).constant));

@@ -26,7 +26,7 @@ std::string_view expr_op_name(ExprOp op) {
   static constexpr std::string_view kNames[] = {
       "input", "const", "neg", "abs", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "gelu_tanh", "silu", "sqrt",
       "rsqrt", "reciprocal", "square", "round_bf16", "round_f16", "not", "to_f32", "to_i32", "to_mask", "from_mask", "erf", "sin", "cos", "add", "sub",
-      "mul", "div", "max", "min", "pow", "lt", "le", "gt", "ge", "eq", "ne", "and", "or", "byte", "bit_and", "bit_or", "bit_xor", "shr", "where"};
+      "mul", "div", "max", "min", "pow", "lt", "le", "gt", "ge", "eq", "ne", "and", "or", "byte", "bit_and", "bit_or", "bit_xor", "shr", "fma", "as_bits", "from_bits", "where"};
   static_assert(std::size(kNames) == static_cast<size_t>(ExprOp::Where) + 1, "one name per ExprOp, in order");
   return kNames[static_cast<int>(op)];
 }
@@ -80,6 +80,11 @@ int Expr::unary(ExprOp op, int a) {
     n.type = ValueType::Mask;
   } else if (op == ExprOp::RoundBf16 || op == ExprOp::RoundF16) {
     n.in[0] = cast(a, ValueType::F32);
+  } else if (op == ExprOp::AsBits || op == ExprOp::FromBits) {  // reinterpretations: no conversion
+    const ValueType from = op == ExprOp::AsBits ? ValueType::F32 : ValueType::I32;
+    if (node(a).type != from) throw KernelError(fmt::format("{}: takes a {} value", expr_op_name(op), type_name(from)));
+    n.in[0] = a;
+    n.type = op == ExprOp::AsBits ? ValueType::I32 : ValueType::F32;
   } else {
     ValueType t = node(a).type == ValueType::Mask ? ValueType::I32 : node(a).type;
     if (t == ValueType::I32 && !has_int_form(op)) t = ValueType::F32;
@@ -121,6 +126,14 @@ int Expr::where(int condition, int a, int b) {
   n.op = ExprOp::Where;
   n.in = {cast(condition, ValueType::Mask), cast(a, t), cast(b, t)};
   n.type = t;
+  return push(n);
+}
+
+int Expr::fma(int a, int b, int c) {
+  ExprNode n;
+  n.op = ExprOp::Fma;
+  n.in = {cast(a, ValueType::F32), cast(b, ValueType::F32), cast(c, ValueType::F32)};
+  n.type = ValueType::F32;
   return push(n);
 }
 

@@ -21,6 +21,8 @@ enum class ExprOp : uint8_t {
   Byte,  // byte b of an int32 word as 0..255 (b a constant 0..3): how integers split into exact bf16 digits
   BitAnd, BitOr, BitXor,  // int32 bit patterns (int64 too, word by word: kernels/compose/int64_words.h)
   Shr,    // int32 >> a constant 0..31, logical (zeros shift in): carries between int64's words
+  Fma,    // a * b + c in f32 with one rounding: exact remainders (kernels/compose/float_remainder.h)
+  AsBits, FromBits,  // an f32's bit pattern as int32, and back: exponents, exact powers of two
   Where,
 };
 
@@ -44,6 +46,7 @@ class Expr {
   int unary(ExprOp op, int a);
   int binary(ExprOp op, int a, int b);
   int where(int condition, int a, int b);
+  int fma(int a, int b, int c);
   int cast(int a, ValueType type);
   // `a` rounded as torch stores an op's result of `dtype`: bf16 and f16 results are rounded after
   // every op even when computed in f32 (a fused chain must not keep the extra bits); others pass.

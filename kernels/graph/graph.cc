@@ -166,6 +166,42 @@ int Graph::where(int condition, int a, int b, std::string label) {
   return add(std::move(n));
 }
 
+int Graph::fma(int a, int b, int c, std::string label) {
+  for (int x : {a, b, c}) {
+    if (node(x).type.dtype != DType::F32) throw KernelError(fmt::format("{}: f32 operands, not {}", label, to_string(node(x).type)));
+  }
+  const auto shape = broadcast_shapes(node(a).type.shape, broadcast_shapes(node(b).type.shape, node(c).type.shape));
+  Node n;
+  n.kind = NodeKind::Elementwise;
+  n.expr_op = ExprOp::Fma;
+  n.inputs = {streamable(a, shape), streamable(b, shape), streamable(c, shape)};
+  n.label = std::move(label);
+  n.type = {shape, DType::F32};
+  return add(std::move(n));
+}
+
+int Graph::bits_of(int x, std::string label) {
+  if (node(x).type.dtype != DType::F32) throw KernelError(fmt::format("{}: the bits of f32 values, not {}", label, to_string(node(x).type)));
+  Node n;
+  n.kind = NodeKind::Elementwise;
+  n.expr_op = ExprOp::AsBits;
+  n.inputs = {x};
+  n.label = std::move(label);
+  n.type = {node(x).type.shape, DType::I32};
+  return add(std::move(n));
+}
+
+int Graph::float_from_bits(int x, std::string label) {
+  if (node(x).type.dtype != DType::I32) throw KernelError(fmt::format("{}: int32 bit patterns, not {}", label, to_string(node(x).type)));
+  Node n;
+  n.kind = NodeKind::Elementwise;
+  n.expr_op = ExprOp::FromBits;
+  n.inputs = {x};
+  n.label = std::move(label);
+  n.type = {node(x).type.shape, DType::F32};
+  return add(std::move(n));
+}
+
 int Graph::cast(int x, DType dtype, std::string label) {
   Node n;
   n.kind = NodeKind::Elementwise;

@@ -88,6 +88,11 @@ class Graph {
   int binary(ExprOp op, int a, int b, std::string label = "");
   int binary_scalar(ExprOp op, int a, double scalar, bool scalar_first = false, std::string label = "");
   int where(int condition, int a, int b, std::string label = "");
+  // a * b + c with one f32 rounding (broadcast); f32 operands.
+  int fma(int a, int b, int c, std::string label = "fma");
+  // An f32 value's bit pattern as int32, and an int32 bit pattern as f32 (free: a vreg is 32 bits).
+  int bits_of(int x, std::string label = "as_bits");
+  int float_from_bits(int x, std::string label = "from_bits");
   int cast(int x, DType dtype, std::string label = "");
   // byte b (0..3) of each int32 element, as an int32 0..255 (the top byte unsigned too): the exact
   // bf16 digits an int32 splits into.

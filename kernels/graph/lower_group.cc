@@ -51,6 +51,8 @@ class ExprBuilder {
       if (n.type.dtype == DType::Bool) out = e_.cast(out, ValueType::Mask);
     } else if (n.expr_op == ExprOp::Where) {
       out = e_.where(value(n.inputs[0]), value(n.inputs[1]), value(n.inputs[2]));
+    } else if (n.expr_op == ExprOp::Fma) {
+      out = e_.fma(value(n.inputs[0]), value(n.inputs[1]), value(n.inputs[2]));
     } else if (n.expr_op == ExprOp::ToF32) {  // Graph::cast
       const int x = value(n.inputs[0]);
       if (n.type.dtype == DType::Bool) out = e_.cast(x, ValueType::Mask);

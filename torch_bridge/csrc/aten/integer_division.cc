@@ -9,10 +9,12 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include "kernels/compose/float_remainder.h"
 #include "kernels/compose/integer_division.h"
 #include "torch_bridge/csrc/aten/pointwise.h"
 #include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
+#include "torch_bridge/csrc/record/recorder.h"
 
 namespace vtpu::bridge {
 namespace {
@@ -20,16 +22,35 @@ namespace {
 constexpr int64_t kExact = int64_t{1} << 24;
 
 // Which result of the division an op wants: `//`, `%`, or div(rounding_mode="trunc").
-enum class Wanted { FloorQuotient, Remainder, TruncQuotient };
+enum class Wanted { FloorQuotient, Remainder, TruncQuotient, TruncRemainder };
 
 // The wanted result from the floor division of a by b: trunc differs from floor by one where the
 // division leaves a remainder and a and b differ in sign (the exact quotient is negative).
-int wanted_result(kernels::Graph& g, const kernels::FloorDivision& r, int a, int b_negative, Wanted wanted, const char* op) {
+int wanted_result(kernels::Graph& g, const kernels::FloorDivision& r, int a, int b, int b_negative, Wanted wanted, const char* op) {
   if (wanted == Wanted::Remainder) return r.remainder;
   if (wanted == Wanted::FloorQuotient) return r.quotient;
   const int inexact = g.binary_scalar(kernels::ExprOp::Ne, r.remainder, 0, false, op);
   const int signs_differ = g.binary(kernels::ExprOp::Ne, g.binary_scalar(kernels::ExprOp::Lt, a, 0, false, op), b_negative, op);
-  return g.binary(kernels::ExprOp::Add, r.quotient, g.cast(g.binary(kernels::ExprOp::And, inexact, signs_differ, op), kernels::DType::I32, op), op);
+  const int off_by_one = g.binary(kernels::ExprOp::And, inexact, signs_differ, op);
+  if (wanted == Wanted::TruncQuotient) return g.binary(kernels::ExprOp::Add, r.quotient, g.cast(off_by_one, kernels::DType::I32, op), op);
+  // fmod: a - trunc(a / b) b, the floor remainder less b where the quotients differ
+  return g.where(off_by_one, g.binary(kernels::ExprOp::Sub, r.remainder, b, op), r.remainder, op);
+}
+
+// The wanted result of float operands (kernels/compose/float_remainder.h: exact fmod and torch's
+// formulas on it): fmod and remainder computed in f32 and rounded once to `dtype`, floor division
+// rounded to it step by step as torch's formula is.
+at::Tensor float_divide(const char* op, const at::Tensor& self, const at::Tensor& other, Wanted wanted, c10::ScalarType dtype,
+                        const CpuFn& cpu) {
+  const c10::Device device = self.device().is_privateuseone() ? self.device() : other.device();
+  const auto on_chip = [&](const at::Tensor& t) { return is_cpu_scalar(t) ? t.to(device, dtype) : t; };
+  return record(op, {on_chip(self), on_chip(other)}, dtype, [&](kernels::Graph& g, const std::vector<int>& v) {
+    const auto as = [&](int x, kernels::DType t) { return g.node(x).type.dtype == t ? x : g.cast(x, t, op); };
+    const kernels::DType t = to_kernel_dtype(dtype), f32 = kernels::DType::F32;
+    if (wanted == Wanted::FloorQuotient) return kernels::floor_divide_f32(g, as(v[0], t), as(v[1], t), op);  // rounds as torch, step by step
+    const int a = as(v[0], f32), b = as(v[1], f32);
+    return as(wanted == Wanted::Remainder ? kernels::remainder_f32(g, a, b, op) : kernels::fmod_f32(g, a, b, op), t);
+  }, cpu);
 }
 
 // The divisor when `other` is an integer constant (a Python number or a 0-d CPU tensor).
@@ -57,13 +78,14 @@ at::Tensor divide_by_tensor(const char* op, const at::Tensor& self, const at::Te
     const int a = g.reshape(g.int64_narrow(v[0], bound + 1, op), a_shape, op);
     const int b = g.reshape(g.int64_narrow(v[1], divisor_bound + 1, op), b_shape, op);
     const auto r = kernels::floor_divide_by(g, a, b, op);
-    return int64_words(g, wanted_result(g, r, a, g.binary_scalar(kernels::ExprOp::Lt, b, 0, false, op), wanted, op));
+    return int64_words(g, wanted_result(g, r, a, b, g.binary_scalar(kernels::ExprOp::Lt, b, 0, false, op), wanted, op));
   }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other.cpu()}); });
   // |floor(a / b)| <= |a| for |b| >= 1; |a mod b| < |b|
-  return as_int64(words, wanted == Wanted::Remainder ? divisor_bound : bound).view(shape);
+  return as_int64(words, wanted == Wanted::Remainder || wanted == Wanted::TruncRemainder ? divisor_bound : bound).view(shape);
 }
 
 at::Tensor divide(const char* op, const at::Tensor& self, const at::Tensor& other, Wanted wanted, const CpuFn& cpu) {
+  if (const auto dtype = at::result_type(self, other); is_chip_float(dtype)) return float_divide(op, self, other, wanted, dtype, cpu);
   const auto divisor = constant_divisor(other);
   TORCH_CHECK(!(divisor && *divisor == 0 && at::isIntegralType(self.scalar_type(), true)), "ZeroDivisionError");
   const auto bound = small_int64(self);
@@ -80,9 +102,10 @@ at::Tensor divide(const char* op, const at::Tensor& self, const at::Tensor& othe
     const int a = g.int64_narrow(v[0], *bound + 1, op);
     const auto r = kernels::floor_divide(g, a, b, op);
     const int b_negative = g.cast(g.full({{1}, kernels::DType::I32}, b < 0 ? 1 : 0, op), kernels::DType::Bool, op);
-    return int64_words(g, wanted_result(g, r, a, b_negative, wanted, op));
+    return int64_words(g, wanted_result(g, r, a, g.full({{1}, kernels::DType::I32}, double(b), op), b_negative, wanted, op));
   }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other}); });  // int64 itself
-  return as_int64(words, wanted == Wanted::Remainder ? std::abs(b) : *bound / std::abs(b) + 1).view(self.sizes());
+  const bool remainder = wanted == Wanted::Remainder || wanted == Wanted::TruncRemainder;
+  return as_int64(words, remainder ? std::abs(b) : *bound / std::abs(b) + 1).view(self.sizes());
 }
 
 at::Tensor tpu_floor_divide(const at::Tensor& self, const at::Tensor& other) {
@@ -109,11 +132,15 @@ at::Tensor tpu_div_mode(const at::Tensor& self, const at::Tensor& other, std::op
   if (at::isIntegralType(dtype, /*includeBool=*/true)) {
     return divide("div", self, other, rounding == "trunc" ? Wanted::TruncQuotient : Wanted::FloorQuotient, cpu);
   }
-  if (rounding != "trunc") return run_on_cpu("div", {self, other}, cpu, "floor division of floats (torch's exact fmod)");
+  if (rounding != "trunc") return divide("div", self, other, Wanted::FloorQuotient, cpu);
   if (dtype == at::kFloat) return at::trunc(at::div(self, other));
   const auto f32 = [](const at::Tensor& t) { return at::isFloatingType(t.scalar_type()) ? t.to(at::kFloat) : t; };
   return at::trunc(at::div(f32(self), f32(other))).to(dtype);
 }
+at::Tensor tpu_fmod(const at::Tensor& self, const at::Tensor& other) {
+  return divide("fmod", self, other, Wanted::TruncRemainder, [](const std::vector<at::Tensor>& c) { return at::fmod(c[0], c[1]); });
+}
+at::Tensor tpu_fmod_scalar(const at::Tensor& self, const at::Scalar& other) { return tpu_fmod(self, pointwise::wrapped_scalar(other)); }
 at::Tensor tpu_div_scalar_mode(const at::Tensor& self, const at::Scalar& other, std::optional<c10::string_view> mode) {
   return tpu_div_mode(self, pointwise::wrapped_scalar(other), mode);
 }
@@ -121,6 +148,12 @@ at::Tensor tpu_div_scalar_mode(const at::Tensor& self, const at::Scalar& other, 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("fmod.Tensor", tpu_fmod);
+  m.impl("fmod.Scalar", tpu_fmod_scalar);
+  m.impl("fmod_.Tensor", Variants<tpu_fmod>::inplace);
+  m.impl("fmod_.Scalar", Variants<tpu_fmod_scalar>::inplace);
+  m.impl("fmod.Tensor_out", Variants<tpu_fmod>::out);
+  m.impl("fmod.Scalar_out", Variants<tpu_fmod_scalar>::out);
   m.impl("div.Tensor_mode", tpu_div_mode);
   m.impl("div.Scalar_mode", tpu_div_scalar_mode);
   m.impl("div.out_mode", Variants<tpu_div_mode>::out);
