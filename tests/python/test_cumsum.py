@@ -1,9 +1,8 @@
 """torch.cumsum on the chip (torch_bridge/csrc/aten/cumsum.cc, kernels/compose/cumsum.h: a matmul with a
 triangular matrix of ones): float dims and dtypes against the CPU; integer scans (byte planes,
-exact) into int32 over the whole int32 range, wrapping as torch does, and into int64 from bool
-and known-magnitude int64 inputs (position ids from an attention mask); and what still falls
-back."""
-import warnings
+exact) into int32 over the whole int32 range, wrapping as torch does, and into int64 from any
+integer input (position ids from an attention mask; int64 by its eight byte planes); and what
+still falls back."""
 
 import pytest
 import torch
@@ -85,14 +84,15 @@ def test_int64_results_up_to_2_to_the_31():
     assert vtpu.stats()["cpu_fallback_ops"] == 0
 
 
-def test_int64_sums_that_may_reach_2_to_the_31_are_refused():
-    big = torch.full((2, 4), 1 << 29, dtype=torch.int64)  # partial sums may reach 2^31
-    with pytest.raises(NotImplementedError, match="cumsum"):
-        big.to("tpu").cumsum(1)
-    vtpu.set_cpu_fallback(True)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the one-time fallback warning is tested elsewhere
-            assert torch.equal(big.to("tpu").cumsum(1).cpu(), big.cumsum(1))
-    finally:
-        vtpu.set_cpu_fallback(False)
+def test_int64_sums_past_2_to_the_31_scan_exactly_on_the_words():
+    # any int64 and int32 values: eight byte planes scanned, recombined modulo 2^64 as torch's
+    big = torch.full((2, 4), 1 << 29, dtype=torch.int64)
+    assert torch.equal(big.to("tpu").cumsum(1).cpu(), big.cumsum(1))
+    g = torch.Generator().manual_seed(3)
+    huge = torch.randint(-(2**62), 2**62, (3, 40), generator=g)
+    huge[0, :2] = 2**63 - 1  # wraps, as on the CPU
+    words = torch.randint(-(2**31), 2**31 - 1, (3, 40), generator=g, dtype=torch.int32)
+    for t in (huge, words):
+        assert torch.equal(t.to("tpu").cumsum(1).cpu(), t.cumsum(1))
+        assert torch.equal(t.to("tpu").cumsum(0).cpu(), t.cumsum(0))
+    assert vtpu.stats()["cpu_fallback_ops"] == 0

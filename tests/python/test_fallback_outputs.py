@@ -33,13 +33,6 @@ def test_integer_topk_runs_once():
     assert torch.equal(values.cpu(), want.values) and torch.equal(indices.cpu(), want.indices)
 
 
-def test_integer_max_over_a_dim_runs_once():
-    x = torch.randint(-50, 50, (4, 9), generator=torch.Generator().manual_seed(2), dtype=torch.int32)
-    (values, indices), want, runs = run_once(lambda t: t.max(dim=1), x)
-    assert runs == 1
-    assert torch.equal(values.cpu(), want.values) and torch.equal(indices.cpu(), want.indices)
-
-
 def module_grads(module, x, loss):
     """The gradients of loss(module(x)) for x and each parameter, in that order."""
     x = x.detach().requires_grad_()
