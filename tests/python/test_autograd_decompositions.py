@@ -1,7 +1,9 @@
 """Gradients of ops decomposed above autograd on the chip (vtpu/autograd_decompositions.py): every
 F.interpolate mode in 1-D, 2-D and 3-D, with and without align_corners; grid_sample's modes (the
 grid's gradient too, zero for nearest as torch gives it); take. Outputs and gradients against the
-CPU with the fallback off."""
+CPU with the fallback off; weight norm's gradients."""
+import copy
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -42,3 +44,17 @@ def test_grid_sample_and_its_gradients_match_the_cpu(config):
 def test_take_and_its_gradient_match_the_cpu():
     x, index = torch.randn(6, 10, generator=torch.Generator().manual_seed(2)), torch.tensor([[0, 5], [59, 5]])
     assert_matches_cpu(torch.take, x, index)
+
+
+@pytest.mark.parametrize("dim", [0, 2])
+def test_weight_norm_trains_on_the_chip(dim):
+    # nn.utils.weight_norm (wav2vec2's positional convolution): _weight_norm_interface runs as its
+    # decomposition above autograd, so its backward is the decomposed ops' own
+    torch.manual_seed(0)
+    conv = torch.nn.utils.parametrizations.weight_norm(torch.nn.Conv1d(4, 6, 3), dim=dim)
+    x = torch.randn(2, 4, 9)
+    on_chip = copy.deepcopy(conv).to("tpu")
+    conv(x).square().mean().backward()
+    on_chip(x.to("tpu")).square().mean().backward()
+    for p, q in zip(conv.parameters(), on_chip.parameters()):
+        torch.testing.assert_close(q.grad.cpu(), p.grad, rtol=1e-4, atol=1e-6)

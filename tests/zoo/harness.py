@@ -92,7 +92,7 @@ def build_model(model_type: str, level: str = "small"):
         torch.manual_seed(0)
         model = transformers.AutoModel.from_config(config).eval()
     except Exception as e:  # noqa: BLE001  (any failure to build counts as not buildable)
-        raise NotBuildable(f"building: {type(e).__name__}: {_first_line(e)}") from e
+        raise NotBuildable(f"building: {type(e).__name__}: {first_line(e)}") from e
     parameters = sum(p.numel() for p in model.parameters())
     if parameters > MAX_PARAMETERS:
         raise NotBuildable(f"{parameters / 1e6:.0f}M parameters after shrinking")
@@ -137,7 +137,7 @@ def _main_input(name: str, config, g: torch.Generator) -> dict:
     raise NotBuildable(f"no inputs for main input '{name}'")
 
 
-def _float_tensors(output) -> list:
+def float_tensors(output) -> list:
     if isinstance(output, torch.Tensor):
         return [output] if output.is_floating_point() else []
     if hasattr(output, "to_tuple"):
@@ -145,11 +145,11 @@ def _float_tensors(output) -> list:
     if isinstance(output, dict):
         output = list(output.values())
     if isinstance(output, (list, tuple)):
-        return [t for item in output for t in _float_tensors(item)]
+        return [t for item in output for t in float_tensors(item)]
     return []
 
 
-def _first_line(e: BaseException) -> str:
+def first_line(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [""])[0][:200]
 
 
@@ -195,13 +195,14 @@ def run_on_tpu(model, inputs: dict, mode: str, fallback: bool) -> tuple[list, di
         runner = torch.compile(on_chip, backend="tpu")
     torch.manual_seed(0)  # models that draw random numbers in forward (masking) draw the CPU's
     with torch.no_grad():
-        outputs = [t.cpu() for t in _float_tensors(runner(**tpu_inputs))]
+        outputs = [t.cpu() for t in float_tensors(runner(**tpu_inputs))]
     vtpu.synchronize()
     return outputs, vtpu.stats()
 
 
-def run_architecture(model_type: str, modes=MODES) -> dict:
-    """One architecture through every mode: {'model_type', 'status', 'modes': {...}, 'native': {...}}.
+def run_architecture(model_type: str, modes=MODES, training: bool = True) -> dict:
+    """One architecture through every mode: {'model_type', 'status', 'modes': {...}, 'native': {...},
+    'training': {...}} (training: one native training step, tests/zoo/training_step.py).
     status: 'not_buildable' | 'cpu_error' | 'ran' (see each mode's own status)."""
     started = time.perf_counter()
     result = {"model_type": model_type}
@@ -217,10 +218,10 @@ def run_architecture(model_type: str, modes=MODES) -> dict:
         try:
             torch.manual_seed(0)
             with torch.no_grad():
-                expected = [t.clone() for t in _float_tensors(model(**inputs))]
+                expected = [t.clone() for t in float_tensors(model(**inputs))]
             break
         except Exception as e:  # noqa: BLE001
-            failure = {**result, "status": "cpu_error", "reason": f"{type(e).__name__}: {_first_line(e)}"}
+            failure = {**result, "status": "cpu_error", "reason": f"{type(e).__name__}: {first_line(e)}"}
     else:
         return failure
     result["shrink"] = level
@@ -239,13 +240,17 @@ def run_architecture(model_type: str, modes=MODES) -> dict:
                 "simulated_seconds": stats["simulated_seconds"],
             }
         except Exception as e:  # noqa: BLE001  (reported per mode, never hidden)
-            result["modes"][mode] = {"status": "error", "error": f"{type(e).__name__}: {_first_line(e)}",
+            result["modes"][mode] = {"status": "error", "error": f"{type(e).__name__}: {first_line(e)}",
                                      "failing_op": failing_aten_op(e)}
     try:
         run_on_tpu(model, inputs, "defer_and_fuse", fallback=False)
         result["native"] = {"status": "pass"}
     except Exception as e:  # noqa: BLE001
-        result["native"] = {"status": "error", "failing_op": failing_aten_op(e), "error": _first_line(e)}
+        result["native"] = {"status": "error", "failing_op": failing_aten_op(e), "error": first_line(e)}
+    if training:
+        import training_step
+
+        result["training"] = training_step.run_training(model, inputs)
     result["seconds"] = round(time.perf_counter() - started, 2)
     return result
 
@@ -260,7 +265,7 @@ def _worker(model_types: list[str]) -> None:
         try:
             result = run_architecture(model_type)
         except BaseException as e:  # noqa: BLE001  (the harness itself failed: report, go on)
-            result = {"model_type": model_type, "status": "harness_error", "reason": f"{type(e).__name__}: {_first_line(e)}"}
+            result = {"model_type": model_type, "status": "harness_error", "reason": f"{type(e).__name__}: {first_line(e)}"}
         print("RESULT " + json.dumps(result), flush=True)
         sys.stdout.flush()
 

@@ -1,6 +1,6 @@
 """A fixed sample of the model zoo (the full sweep is scripts/zoo_sweep.py, report in docs/zoo.md):
 text decoders and encoders, an encoder-decoder, vision and audio models, each compared with the
-CPU in strict_eager, defer_and_fuse and compiled mode."""
+CPU in strict_eager, defer_and_fuse and compiled mode, and one native training step each."""
 import pathlib
 import sys
 
@@ -25,6 +25,8 @@ def test_architecture_matches_cpu_in_every_mode(model_type):
     assert result["modes"]["defer_and_fuse"]["kernels"] < result["modes"]["strict_eager"]["kernels"]
     if model_type in NATIVE:
         assert result["native"]["status"] == "pass", result["native"]
+    # one training step with the fallback off (tests/zoo/training_step.py): every sample model trains on the chip
+    assert result["training"]["status"] == "pass", result["training"]
 
 
 def test_compare_catches_a_wrong_answer():
@@ -57,7 +59,7 @@ def test_afmoe_mismatches_only_through_its_all_zero_routers_ties():
             w.copy_(torch.randn(w.shape, generator=g) * 0.02)
     inputs = harness.make_inputs(model, config)
     with torch.no_grad():
-        expected = harness._float_tensors(model(**inputs))
+        expected = harness.float_tensors(model(**inputs))
     for mode in ("strict_eager", "defer_and_fuse"):
         got, stats = harness.run_on_tpu(model, inputs, mode, fallback=False)
         assert harness.compare(expected, got) <= harness.TOLERANCE, mode

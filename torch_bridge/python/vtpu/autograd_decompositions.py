@@ -19,6 +19,7 @@ _OPS = [
     aten.upsample_bicubic2d.default, aten.upsample_trilinear3d.default,
     aten.grid_sampler_2d.default,  # (bilinear and nearest sampling at computed positions, like upsampling)
     aten.take.default,  # (a gather from the flattened input: its backward an index_put on the first dim)
+    aten._weight_norm_interface.default,  # (v * (g / ||v||): nn.utils.weight_norm, wav2vec2's positional conv)
 ]
 
 
