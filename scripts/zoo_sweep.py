@@ -5,6 +5,7 @@ docs/zoo.md (the report) and docs/zoo.json (every result).
 
     scripts/zoo_sweep.py                  # all architectures, 2 worker processes (~1 hour here)
     scripts/zoo_sweep.py --only gpt2 bert # a few
+    scripts/zoo_sweep.py --training-only  # the training column alone, merged into docs/zoo.json
 
 Architectures run in batches inside worker processes; one that crashes its process or runs past
 --timeout is recorded as such and the batch goes on in a new process.
@@ -16,6 +17,7 @@ import collections
 import json
 import pathlib
 import queue
+import re
 import subprocess
 import sys
 import threading
@@ -33,9 +35,10 @@ def all_model_types() -> list[str]:
     return sorted(MODEL_MAPPING_NAMES)
 
 
-def run_batch(batch: list[str], timeout: float, results: dict, retry: queue.Queue) -> None:
+def run_batch(batch: list[str], timeout: float, results: dict, retry: queue.Queue, training_only: bool) -> None:
     """Runs a batch in one worker; whatever it did not finish goes back on the queue."""
-    proc = subprocess.Popen([sys.executable, str(HARNESS), *batch], stdout=subprocess.PIPE,
+    flags = ["--training-only"] if training_only else []
+    proc = subprocess.Popen([sys.executable, str(HARNESS), *flags, *batch], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
     current = {"type": None, "timed_out": False}
     timer = None
@@ -72,10 +75,13 @@ def run_batch(batch: list[str], timeout: float, results: dict, retry: queue.Queu
 def summary_word(result: dict) -> str:
     if result["status"] != "ran":
         return result["status"]
-    return " ".join(f"{m}={r['status']}" for m, r in result["modes"].items())
+    words = [f"{m}={r['status']}" for m, r in result["modes"].items()]
+    if "training" in result:
+        words.append(f"training={result['training']['status']}")
+    return " ".join(words)
 
 
-def sweep(model_types: list[str], jobs: int, batch_size: int, timeout: float) -> dict:
+def sweep(model_types: list[str], jobs: int, batch_size: int, timeout: float, training_only: bool = False) -> dict:
     work: queue.Queue = queue.Queue()
     for i in range(0, len(model_types), batch_size):
         work.put(model_types[i:i + batch_size])
@@ -89,7 +95,7 @@ def sweep(model_types: list[str], jobs: int, batch_size: int, timeout: float) ->
                 if all(t in results for t in model_types):
                     return
                 continue
-            run_batch(batch, timeout, results, work)
+            run_batch(batch, timeout, results, work, training_only)
 
     threads = [threading.Thread(target=worker) for _ in range(jobs)]
     for t in threads:
@@ -97,6 +103,23 @@ def sweep(model_types: list[str], jobs: int, batch_size: int, timeout: float) ->
     for t in threads:
         t.join()
     return results
+
+
+def training_totals(ran: list, pct) -> list[str]:
+    """The training column's totals and what stops it (tests/zoo/training_step.py), when measured."""
+    trained = [r for r in ran if "training" in r and r["training"]["status"] != "cpu_error"]
+    if not trained:
+        return []
+    c = collections.Counter(r["training"]["status"] for r in trained)
+    commit = next((r["training"]["commit"] for r in trained if "commit" in r["training"]), "")
+    stops = collections.Counter(r["training"].get("failing_op") or r["training"].get("error", "")[:100]
+                                for r in trained if r["training"]["status"] == "error")
+    out = [f"- training (one step natively: forward, MSE loss against random targets, backward, AdamW; "
+           f"tests/zoo/training_step.py{', commit ' + commit if commit else ''}): pass {pct(c['pass'], len(trained))} "
+           f"of the {len(trained)} that train on the CPU, mismatch {c['mismatch']}, error {c['error']}", "",
+           "What stops the training step on the chip:", "", "| first missing op or error | architectures |", "|---|---|"]
+    out += [f"| `{op}` | {n} |" for op, n in stops.most_common(25)]
+    return out
 
 
 def write_report(results: dict, seconds: float, md_path: pathlib.Path, json_path: pathlib.Path,
@@ -136,7 +159,9 @@ def write_report(results: dict, seconds: float, md_path: pathlib.Path, json_path
     for m in modes:
         c = mode_counts[m]
         out.append(f"- {m}: pass {pct(c['pass'], len(ran))}, mismatch {c['mismatch']}, error {c['error']}")
-    out += [f"- native (no CPU fallback, defer_and_fuse): pass {pct(native_pass, len(ran))}", "",
+    out += [f"- native (no CPU fallback, defer_and_fuse): pass {pct(native_pass, len(ran))}"]
+    out += training_totals(ran, pct)
+    out += ["",
             "## What keeps models off the chip", "",
             "First aten op without a lowering, over the architectures that do not run natively:", "",
             "| aten op | architectures |", "|---|---|"]
@@ -159,11 +184,11 @@ def write_report(results: dict, seconds: float, md_path: pathlib.Path, json_path
             "| mode | cause | architectures |", "|---|---|---|"]
     out += [f"| {m} | {cause.replace('|', '/')} | {n} |" for (m, cause), n in sorted(causes.items(), key=lambda x: -x[1])]
     out += ["", "## Per architecture", "",
-            "| model type | strict_eager | defer_and_fuse | compiled | native: first missing op | note |",
-            "|---|---|---|---|---|---|"]
+            "| model type | strict_eager | defer_and_fuse | compiled | native: first missing op | training | note |",
+            "|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["status"] != "ran":
-            out.append(f"| {r['model_type']} | — | — | — | — | {r['status']}: {r.get('reason', '')[:120]} |")
+            out.append(f"| {r['model_type']} | — | — | — | — | — | {r['status']}: {r.get('reason', '')[:120]} |")
             continue
         cells = []
         notes = []
@@ -175,7 +200,11 @@ def write_report(results: dict, seconds: float, md_path: pathlib.Path, json_path
             elif mr["status"] == "mismatch":
                 notes.append(f"{m}: relative error {mr['relative_error']:.1e}")
         native = "all on chip" if r["native"]["status"] == "pass" else f"`{r['native'].get('failing_op')}`"
-        out.append(f"| {r['model_type']} | {' | '.join(cells)} | {native} | {'; '.join(notes).replace('|', '/')} |")
+        training = r.get("training", {})
+        trained = training.get("status", "—")
+        if trained == "error":
+            trained = f"`{training.get('failing_op')}`" if training.get("failing_op") else "error"
+        out.append(f"| {r['model_type']} | {' | '.join(cells)} | {native} | {trained} | {'; '.join(notes).replace('|', '/')} |")
     md_path.write_text("\n".join(out) + "\n")
     json_path.write_text(json.dumps(rows, indent=1) + "\n")
 
@@ -190,6 +219,8 @@ def main() -> int:
     parser.add_argument("--report-from", help="re-render the report from a zoo.json instead of running")
     parser.add_argument("--minutes", type=float, default=0, help="with --report-from: the sweep's duration")
     parser.add_argument("--commit", help="the commit the results were measured at (default: HEAD)")
+    parser.add_argument("--training-only", action="store_true",
+                        help="run the training step alone and merge it into the existing zoo.json")
     args = parser.parse_args()
     commit = args.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                                            cwd=ROOT).stdout.strip()
@@ -197,6 +228,19 @@ def main() -> int:
     if args.report_from:
         rows = json.loads(pathlib.Path(args.report_from).read_text())
         write_report({r["model_type"]: r for r in rows}, args.minutes * 60, md, md.with_suffix(".json"), commit)
+        return 0
+    if args.training_only:  # the forward results stay as measured; each gains its training result
+        rows = {r["model_type"]: r for r in json.loads(md.with_suffix(".json").read_text())}
+        forward_commit = re.search(r"commit (\w+)\)", md.read_text()).group(1)
+        minutes = float(re.search(r"(\d+) min on this machine", md.read_text()).group(1))
+        ran = [t for t in (args.only or sorted(rows)) if rows.get(t, {}).get("status") == "ran"]
+        print(f"zoo: training {len(ran)} architectures, {args.jobs} workers", flush=True)
+        started = time.time()
+        for t, r in sweep(ran, args.jobs, args.batch, args.timeout, training_only=True).items():
+            rows[t]["training"] = r.get("training") or {"status": "error", "error": f"{r['status']}: {r.get('reason', '')}"}
+            rows[t]["training"]["commit"] = commit
+        write_report(rows, minutes * 60, md, md.with_suffix(".json"), forward_commit)
+        print(f"zoo: training merged into {md} in {(time.time() - started) / 60:.1f} min")
         return 0
     model_types = args.only or all_model_types()
     print(f"zoo: {len(model_types)} architectures, {args.jobs} workers", flush=True)

@@ -200,7 +200,7 @@ def run_on_tpu(model, inputs: dict, mode: str, fallback: bool) -> tuple[list, di
     return outputs, vtpu.stats()
 
 
-def run_architecture(model_type: str, modes=MODES, training: bool = True) -> dict:
+def run_architecture(model_type: str, modes=MODES, native: bool = True, training: bool = True) -> dict:
     """One architecture through every mode: {'model_type', 'status', 'modes': {...}, 'native': {...},
     'training': {...}} (training: one native training step, tests/zoo/training_step.py).
     status: 'not_buildable' | 'cpu_error' | 'ran' (see each mode's own status)."""
@@ -243,8 +243,9 @@ def run_architecture(model_type: str, modes=MODES, training: bool = True) -> dic
             result["modes"][mode] = {"status": "error", "error": f"{type(e).__name__}: {first_line(e)}",
                                      "failing_op": failing_aten_op(e)}
     try:
-        run_on_tpu(model, inputs, "defer_and_fuse", fallback=False)
-        result["native"] = {"status": "pass"}
+        if native:
+            run_on_tpu(model, inputs, "defer_and_fuse", fallback=False)
+            result["native"] = {"status": "pass"}
     except Exception as e:  # noqa: BLE001
         result["native"] = {"status": "error", "failing_op": failing_aten_op(e), "error": first_line(e)}
     if training:
@@ -256,14 +257,16 @@ def run_architecture(model_type: str, modes=MODES, training: bool = True) -> dic
 
 
 def _worker(model_types: list[str]) -> None:
-    """scripts/zoo_sweep.py runs this in subprocesses: 'START <type>' then one JSON line per type."""
+    """scripts/zoo_sweep.py runs this in subprocesses: 'START <type>' then one JSON line per type
+    (with a first argument --training-only: the training step alone, no forward modes)."""
     import json
     import sys
 
-    for model_type in model_types:
+    training_only = model_types[:1] == ["--training-only"]
+    for model_type in model_types[training_only:]:
         print(f"START {model_type}", flush=True)
         try:
-            result = run_architecture(model_type)
+            result = run_architecture(model_type, modes=() if training_only else MODES, native=not training_only)
         except BaseException as e:  # noqa: BLE001  (the harness itself failed: report, go on)
             result = {"model_type": model_type, "status": "harness_error", "reason": f"{type(e).__name__}: {first_line(e)}"}
         print("RESULT " + json.dumps(result), flush=True)
