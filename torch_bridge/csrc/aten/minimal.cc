@@ -91,6 +91,7 @@ at::Tensor to_host(const at::Tensor& src) {
   Recorder::of(device).flush();
   const uint64_t vaddr = storage_vaddr(src);
   const Buffer& b = rt.buffer(vaddr);
+  check_not_lost(b);
   rt.wait_until(device, b.ready_at);  // the host reads it once it has arrived
   at::Tensor storage_copy = at::empty({static_cast<int64_t>(b.bytes)}, at::TensorOptions().dtype(at::kByte));
   if (b.bytes > 0) {
@@ -120,7 +121,10 @@ void from_host(const at::Tensor& dst, const at::Tensor& host) {
   Buffer& b = rt.buffer(vaddr);
   {
     const std::optional<int64_t> written = dst.scalar_type() == at::kLong ? host_int64_bound(host) : std::nullopt;
-    if (is_whole_buffer(dst)) b.int64_bound = written;
+    if (is_whole_buffer(dst)) {
+      b.int64_bound = written;
+      b.lost.clear();  // a whole new value
+    }
     else b.int64_bound = b.int64_bound && written ? std::optional(std::max(*b.int64_bound, *written)) : std::nullopt;
   }
   const uint64_t offset = dst.storage_offset() * dst.element_size();

@@ -78,6 +78,7 @@ std::optional<int> Recorder::strided_view(const at::Tensor& t) {
   auto& rt = Runtime::get();
   const uint64_t vaddr = storage_vaddr(t);
   Buffer& b = rt.buffer(vaddr);
+  check_not_lost(b);
   inputs_ready_at_ = std::max(inputs_ready_at_, b.ready_at);
   const auto chip = chip_dtype(t.scalar_type());
   if (!chip) return std::nullopt;
@@ -107,6 +108,7 @@ int Recorder::value_of(const at::Tensor& t) {
   const uint64_t vaddr = storage_vaddr(dense);
   const uint64_t offset = dense.storage_offset() * dense.element_size();
   Buffer& b = rt.buffer(vaddr);
+  check_not_lost(b);
   inputs_ready_at_ = std::max(inputs_ready_at_, b.ready_at);
   if (b.pending_value >= 0) {
     const auto& pending = graph_.node(b.pending_value).type;
@@ -171,6 +173,7 @@ void Recorder::define_output(const at::Tensor& out, int value, const char* op) {
     }
   }
   b.pending_value = value;
+  b.lost.clear();         // a whole new value
   b.int64_bound.reset();  // the op that knows its values' range says so (set_int64_bound)
   outputs_[value] = {vaddr, 0};
 }
@@ -220,7 +223,7 @@ void Recorder::flush() {
     plan = rt.plans().get_or_make(graph_, rt.fusion(), device.chip(), rt.cache(), &hit);
     (hit ? rt.stats().plan_cache_hits : rt.stats().plan_cache_misses)++;
   } catch (const kernels::KernelError& e) {
-    settle();
+    abandon(std::string("the pending ops could not be lowered: ") + e.what());
     TORCH_CHECK(false, "vtpu: could not lower the pending ops: ", e.what());
   }
   rt.stats().planning_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - planning_started).count();
@@ -236,17 +239,17 @@ void Recorder::flush() {
     }, [this](int v) { input_done(v); });
     run = exec.run();
   } catch (const pybind11::error_already_set&) {
-    settle();  // Ctrl-C (KeyboardInterrupt) abandoned the launch: the pending results are lost
+    abandon("a KeyboardInterrupt stopped its flush");  // Ctrl-C abandoned the launch: the pending results are lost
     throw;
   } catch (const c10::OutOfMemoryError& e) {
     // An output found no HBM: the flush stops there and, as after a kernel error, its pending
     // results are lost, so the device is usable again (tensors already given memory keep it).
-    settle();
+    abandon(std::string("its flush ran out of HBM: ") + e.msg());
     TORCH_CHECK_WITH(OutOfMemoryError, false, e.msg(), " (at a flush: the pending results of this flush are lost)");
   } catch (const sim::SimError& e) {
-    // Like a device-side assert: the pending results are lost (their tensors keep whatever their
-    // buffers held) and the error reaches the op that synchronised, not the one that caused it.
-    settle();
+    // Like a device-side assert: the pending results are lost (reading one raises) and the error
+    // reaches the op that synchronised, not the one that caused it.
+    abandon(std::string("a kernel of its flush failed: ") + e.what());
     TORCH_CHECK_INDEX(!(e.kind() == sim::SimErrorKind::Trap && e.trap_code() == kernels::trap_number(kernels::TrapCode::IndexOutOfRange)),
                       "index out of range in self (vtpu: a gather kernel (index_select, embedding, x[idx], torch.gather) "
                       "met an index outside its table; pending results are lost): ", e.what());
@@ -301,6 +304,12 @@ void Recorder::input_done(int value) {
   const Buffer* b = Runtime::get().find_buffer(reinterpret_cast<uint64_t>(it->second.data_ptr().get()));
   if (b && b->pending_value >= 0) return;
   input_storage_.erase(it);
+}
+
+void Recorder::abandon(const std::string& why) {
+  auto& rt = Runtime::get();
+  for (const auto& [v, out] : outputs_) rt.buffer(out.vaddr).lost = why;
+  settle();
 }
 
 void Recorder::settle() {

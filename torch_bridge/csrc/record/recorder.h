@@ -46,6 +46,9 @@ class Recorder {
   // Ends a flush, run or failed: its outputs' buffers stop being pending, the HBM retired under
   // pending readers is freed, and the graph is cleared.
   void settle();
+  // A failed flush: settle, and mark every result it would have written as lost (`why`), so that
+  // reading one raises instead of returning whatever its buffer held.
+  void abandon(const std::string& why);
   // After the last kernel reading input `value`: the flush stops holding its storage, so a storage
   // no tensor holds any more is freed then (and its HBM with it).
   void input_done(int value);

@@ -61,6 +61,11 @@ Mode mode_from_name(const std::string& name) {
   throw std::invalid_argument("unknown vtpu mode '" + name + "' (strict_eager, defer_and_fuse, debug)");
 }
 
+void check_not_lost(const Buffer& b) {
+  TORCH_CHECK(b.lost.empty(), "vtpu: this tensor's value was lost: ", b.lost,
+              ". Write it again (or recompute it) before reading it");
+}
+
 std::string mode_name(Mode mode) {
   switch (mode) {
     case Mode::StrictEager: return "strict_eager";
@@ -188,7 +193,9 @@ uint64_t Runtime::allocate(int device_index, uint64_t bytes) {
                    " bytes free of ", memory.capacity_bytes, " total (live tensors hold ", live, ")");
   const uint64_t vaddr = next_vaddr_;
   next_vaddr_ += (std::max<uint64_t>(bytes, 1) + 4095) / 4096 * 4096 + 4096;  // a gap catches overruns
-  buffers_[vaddr] = Buffer{device_index, bytes, std::nullopt, -1, std::nullopt};
+  Buffer& b = buffers_[vaddr] = Buffer{};
+  b.device = device_index;
+  b.bytes = bytes;
   live += bytes;
   if (runs_each_op_at_once() && bytes > 0) {
     try {

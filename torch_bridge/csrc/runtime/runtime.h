@@ -45,7 +45,13 @@ struct Buffer {
   // Simulated time at which its data arrives over the interconnect (a collective's result, written
   // while the chip went on computing); whatever reads it first waits for that (0: already here).
   double ready_at = 0;
+  // Non-empty: its value was lost when the flush that was to write it failed (why); reading it
+  // raises until a whole new value is written.
+  std::string lost;
 };
+
+// Raises RuntimeError when the buffer's value was lost to a failed flush.
+void check_not_lost(const Buffer& b);
 
 struct Stats {
   uint64_t kernels_launched = 0;
