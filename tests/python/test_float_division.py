@@ -88,3 +88,10 @@ def test_fmod_is_exact_across_the_whole_f32_range():
 
     want = torch.tensor([math.fmod(x, y) for x, y in zip(a.tolist(), b.tolist())], dtype=torch.float32)
     assert same(torch.fmod(a.to("tpu"), b.to("tpu")).cpu(), want)
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_zero_dim_operands_keep_a_zero_dim_result(name, no_fallback):
+    a, b = torch.tensor(5.5), torch.tensor(-2.0)
+    got, want = OPS[name](a.to("tpu"), b.to("tpu")), OPS[name](a, b)
+    assert got.shape == want.shape == () and torch.equal(got.cpu(), want)

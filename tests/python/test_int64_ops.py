@@ -336,3 +336,11 @@ def test_division_rounding_modes(name, no_fallback):
     got, want = DIV_MODES[name](a.to("tpu"), b.to("tpu")), DIV_MODES[name](a, b)
     assert got.dtype == want.dtype and torch.equal(got.cpu(), want)
     assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_zero_dim_int64_keeps_a_zero_dim_result(no_fallback):
+    n = torch.tensor(2**40)
+    for f in (lambda x: x + 1, lambda x: -x, lambda x: x.sign(), lambda x: x < 2.5, lambda x: x == 3,
+              lambda x: torch.maximum(x, torch.tensor(3))):
+        got, want = f(n.to("tpu")), f(n)
+        assert got.shape == want.shape == () and torch.equal(got.cpu(), want)

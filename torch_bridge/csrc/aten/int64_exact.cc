@@ -93,7 +93,7 @@ at::Tensor compare_with_float(const char* op, ExprOp e, const at::Tensor& x, dou
       case ExprOp::Eq: return g.binary(ExprOp::And, negate(less_than(below)), less_than(at_most), op);
       default: return g.binary(ExprOp::Or, less_than(below), negate(less_than(at_most)), op);  // Ne
     }
-  }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other.cpu()}); });
+  }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other.cpu()}); }).view(x.sizes());
 }
 
 }  // namespace
@@ -136,7 +136,9 @@ std::optional<at::Tensor> int64_exact_binary(const char* op, ExprOp e, const at:
     const Int64Words b = operand_words(g, other, host[1], host[1] ? -1 : v[next++], op);
     return comparison ? compare(g, e, a, b, op) : kernels::join_words(g, combine(g, e, a, b, op), op);
   }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other.cpu()}); });
-  return comparison ? out : as_int64(out);
+  // [1]-shaped constants broadcast a 0-d operand to [1]: the result takes torch's shape back
+  const auto shape = at::infer_size(self.sizes(), other.sizes());
+  return (comparison ? out : as_int64(out)).view(shape);
 }
 
 at::Tensor int64_exact_unary(const char* op, Int64Unary kind, const at::Tensor& self, const CpuFn& cpu) {
@@ -150,7 +152,7 @@ at::Tensor int64_exact_unary(const char* op, Int64Unary kind, const at::Tensor& 
     const int sign = g.where(negative, g.full({{1}, kernels::DType::I32}, -1, op), g.cast(nonzero, kernels::DType::I32, op), op);
     return kernels::join_words(g, kernels::widen_to_int64(g, sign, op), op);
   }, [cpu, self](const std::vector<at::Tensor>&) { return cpu({self.cpu()}); });
-  return kind == Int64Unary::Sign ? as_int64(out, 1) : as_int64(out);
+  return (kind == Int64Unary::Sign ? as_int64(out, 1) : as_int64(out)).view(self.sizes());  // a 0-d self stays 0-d
 }
 
 at::Tensor integer_extreme(const char* op, const at::Tensor& self, const std::vector<int64_t>& dims, bool max, bool position,

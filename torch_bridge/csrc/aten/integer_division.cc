@@ -44,13 +44,14 @@ at::Tensor float_divide(const char* op, const at::Tensor& self, const at::Tensor
                         const CpuFn& cpu) {
   const c10::Device device = self.device().is_privateuseone() ? self.device() : other.device();
   const auto on_chip = [&](const at::Tensor& t) { return is_cpu_scalar(t) ? t.to(device, dtype) : t; };
+  const auto shape = at::infer_size(self.sizes(), other.sizes());  // ([1]-shaped constants widen 0-d operands)
   return record(op, {on_chip(self), on_chip(other)}, dtype, [&](kernels::Graph& g, const std::vector<int>& v) {
     const auto as = [&](int x, kernels::DType t) { return g.node(x).type.dtype == t ? x : g.cast(x, t, op); };
     const kernels::DType t = to_kernel_dtype(dtype), f32 = kernels::DType::F32;
     if (wanted == Wanted::FloorQuotient) return kernels::floor_divide_f32(g, as(v[0], t), as(v[1], t), op);  // rounds as torch, step by step
     const int a = as(v[0], f32), b = as(v[1], f32);
     return as(wanted == Wanted::Remainder ? kernels::remainder_f32(g, a, b, op) : kernels::fmod_f32(g, a, b, op), t);
-  }, cpu);
+  }, cpu).view(shape);
 }
 
 // The divisor when `other` is an integer constant (a Python number or a 0-d CPU tensor).
