@@ -102,3 +102,31 @@ def test_training_steps_run_natively_and_follow_the_cpu(case):
     assert result["stopped_at"] is None
     assert result["stats"]["cpu_fallback_ops"] == 0
     torch.testing.assert_close(result["tpu_losses"], result["cpu_losses"], atol=1e-4, rtol=1e-5)
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_batch_norm_backward_with_a_gradient_laid_out_channels_last(training):
+    # CvT's and LeViT's projections: conv -> BatchNorm2d -> view -> permute, so the gradient reaching
+    # batch norm is a permuted (channels-last-like) view while its input is contiguous. The chip's
+    # gradients equal the math computed on a contiguous gradient in float64. (torch's CPU kernel
+    # differs here: it reads the mixed layouts as one, which is why the zoo's training column counts
+    # cvt and levit as mismatches.)
+    torch.manual_seed(0)
+    bn = torch.nn.BatchNorm2d(8).train(training)
+    x = torch.randn(2, 8, 2, 2)
+    g = torch.randn(2, 4, 8)
+
+    def grads(module, x, g):
+        x = x.detach().requires_grad_()
+        module.zero_grad()
+        out = module(x * 2).view(x.shape[0], 8, 4).permute(0, 2, 1)
+        (out * g).sum().backward()
+        return [x.grad, module.weight.grad, module.bias.grad]
+
+    import copy
+
+    reference = copy.deepcopy(bn).double()
+    want = grads(reference, x.double(), g.double().permute(0, 2, 1).contiguous().permute(0, 2, 1))
+    got = grads(copy.deepcopy(bn).to("tpu"), x.to("tpu"), g.to("tpu"))
+    for a, b in zip(want, got):
+        torch.testing.assert_close(b.cpu().double(), a, rtol=1e-4, atol=1e-5)
