@@ -180,26 +180,24 @@ int Graph::fma(int a, int b, int c, std::string label) {
   return add(std::move(n));
 }
 
-int Graph::bits_of(int x, std::string label) {
-  if (node(x).type.dtype != DType::F32) throw KernelError(fmt::format("{}: the bits of f32 values, not {}", label, to_string(node(x).type)));
+// The same 32 bits read as another dtype (f32 <-> int32): a node that computes nothing.
+int Graph::reinterpret(int x, DType from, DType to, ExprOp op, std::string label) {
+  if (node(x).type.dtype != from) {
+    throw KernelError(fmt::format("{}: takes {} values, not {}", label, dtype_name(from), to_string(node(x).type)));
+  }
   Node n;
   n.kind = NodeKind::Elementwise;
-  n.expr_op = ExprOp::AsBits;
+  n.expr_op = op;
   n.inputs = {x};
   n.label = std::move(label);
-  n.type = {node(x).type.shape, DType::I32};
+  n.type = {node(x).type.shape, to};
   return add(std::move(n));
 }
 
+int Graph::bits_of(int x, std::string label) { return reinterpret(x, DType::F32, DType::I32, ExprOp::AsBits, std::move(label)); }
+
 int Graph::float_from_bits(int x, std::string label) {
-  if (node(x).type.dtype != DType::I32) throw KernelError(fmt::format("{}: int32 bit patterns, not {}", label, to_string(node(x).type)));
-  Node n;
-  n.kind = NodeKind::Elementwise;
-  n.expr_op = ExprOp::FromBits;
-  n.inputs = {x};
-  n.label = std::move(label);
-  n.type = {node(x).type.shape, DType::F32};
-  return add(std::move(n));
+  return reinterpret(x, DType::I32, DType::F32, ExprOp::FromBits, std::move(label));
 }
 
 int Graph::cast(int x, DType dtype, std::string label) {

@@ -162,6 +162,7 @@ class Graph {
 
  private:
   int add(Node node);
+  int reinterpret(int x, DType from, DType to, ExprOp op, std::string label);
   // x itself when kernels can stream it broadcast to `out`, else an expanding strided copy of it
   // (broadcasts such as [8,1] -> [2,8,64] have no streaming layout).
   int streamable(int x, const std::vector<int64_t>& out);
