@@ -3,9 +3,10 @@ few small layers (random weights, nothing downloaded), runs one forward pass on 
 device "tpu" in each mode, and compares. Used by tests/zoo (a fixed sample) and by
 scripts/zoo_sweep.py (every architecture, writing docs/zoo.md).
 
-Each mode runs with the CPU fallback on (the int64 bookkeeping of these models has no kernels on
-the chip); a separate `native` run with the fallback off records the first aten op that is not
-lowered, so the report shows both whether the model works and how much of it the chip runs.
+Each mode runs with the CPU fallback on (so a model with an op the chip lacks is still compared);
+a separate `native` run with the fallback off records the first aten op that is not lowered, so
+the report shows both whether the model works and how much of it the chip runs. A training step
+with the fallback off follows (tests/zoo/training_step.py).
 """
 from __future__ import annotations
 
