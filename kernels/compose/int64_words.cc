@@ -106,6 +106,14 @@ Int64Words bitwise_int64(Graph& g, ExprOp op, Int64Words a, Int64Words b, const 
   return {g.binary(op, a.lo, b.lo, label), g.binary(op, a.hi, b.hi, label)};
 }
 
+WordHalves halves_of(Graph& g, int word, const std::string& label) {
+  return {g.binary_scalar(ExprOp::Shr, word, 16, false, label), g.binary_scalar(ExprOp::BitAnd, word, 65535, false, label)};
+}
+
+int word_from_halves(Graph& g, int high, int low, const std::string& label) {
+  return g.binary(ExprOp::Add, g.binary_scalar(ExprOp::Mul, as_i32(g, high, label), 65536, false, label), as_i32(g, low, label), label);
+}
+
 Int64Words sum_int64_bytes(Graph& g, Int64Words x, const std::function<int(int f32_plane)>& reduce, const std::string& label) {
   // Reading every byte unsigned sums x + 2^64 for negative x: the same value modulo 2^64.
   std::array<int, 8> sums{};
@@ -131,11 +139,13 @@ RowExtreme row_extreme_int64(Graph& g, Int64Words x, bool max, bool int32_values
   }
   const int64_t rows = shape[0], width = shape[1];
   // 16-bit digits, exact in f32; a signed word's top digit biased by 2^15 keeps its order unsigned.
-  const auto top = [&](int word) { return g.binary_scalar(ExprOp::BitXor, g.binary_scalar(ExprOp::Shr, word, 16, false, label), 32768, false, label); };
-  const auto bottom = [&](int word) { return g.binary_scalar(ExprOp::BitAnd, word, 65535, false, label); };
-  std::vector<int> digits;
-  if (int32_values) digits = {top(x.lo), bottom(x.lo)};
-  else digits = {top(x.hi), bottom(x.hi), g.binary_scalar(ExprOp::Shr, x.lo, 16, false, label), bottom(x.lo)};
+  const auto bias = [&](int digit) { return g.binary_scalar(ExprOp::BitXor, digit, 32768, false, label); };
+  const WordHalves lo = halves_of(g, x.lo, label);
+  std::vector<int> digits = {bias(lo.high), lo.low};
+  if (!int32_values) {
+    const WordHalves hi = halves_of(g, x.hi, label);
+    digits = {bias(hi.high), hi.low, lo.high, lo.low};
+  }
   const double loser = max ? -1.0 : 65536.0;  // below (above) every digit
   int tied = -1;  // the elements equal to the row's extreme on the digits so far (bool [rows, width])
   std::vector<int> best;
@@ -147,17 +157,13 @@ RowExtreme row_extreme_int64(Graph& g, Int64Words x, bool max, bool int32_values
     tied = tied < 0 ? equal : g.binary(ExprOp::And, tied, equal, label);
     best.push_back(g.cast(g.reshape(extreme, {rows}, label), DType::I32, label));
   }
-  // the digits back into words: the top digit unbiased, each word = high digit * 2^16 + low digit (wrapping)
-  const auto word = [&](int high, int low, bool biased) {
-    const int h = biased ? g.binary_scalar(ExprOp::BitXor, high, 32768, false, label) : high;
-    return g.binary(ExprOp::Add, g.binary_scalar(ExprOp::Mul, h, 65536, false, label), low, label);
-  };
+  // the digits back into words, the top digit unbiased
   RowExtreme r;
   if (int32_values) {
-    r.value.lo = word(best[0], best[1], true);
+    r.value.lo = word_from_halves(g, bias(best[0]), best[1], label);
     r.value.hi = widen_to_int64(g, r.value.lo, label).hi;
   } else {
-    r.value = {word(best[2], best[3], false), word(best[0], best[1], true)};
+    r.value = {word_from_halves(g, best[2], best[3], label), word_from_halves(g, bias(best[0]), best[1], label)};
   }
   const int position = g.where(tied, g.iota({{width}, DType::F32}, label), g.full({{1}, DType::F32}, double(width), label), label);
   r.position = g.cast(g.row(RowOp::Min, position, -1, -1, 1e-5, label), DType::I32, label);

@@ -35,6 +35,14 @@ Int64Words select_int64(Graph& g, int condition, Int64Words a, Int64Words b, con
 // and, or, xor: word by word.
 Int64Words bitwise_int64(Graph& g, ExprOp op, Int64Words a, Int64Words b, const std::string& label);
 
+// An int32 word's two 16-bit halves, each read unsigned (0..65535: exact in f32, exact through an
+// f32 scatter-add or row max), and the word back from them (high * 2^16 + low, wrapping).
+struct WordHalves {
+  int high = -1, low = -1;
+};
+WordHalves halves_of(Graph& g, int word, const std::string& label);
+int word_from_halves(Graph& g, int high, int low, const std::string& label);
+
 // The longest sum of bytes f32 holds exactly: 255 * n < 2^24.
 inline constexpr int64_t kMaxExactByteSum = ((int64_t{1} << 24) - 1) / 255;
 

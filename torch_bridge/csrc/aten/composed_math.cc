@@ -287,9 +287,8 @@ at::Tensor composed_binary(const char* op, int (*formula)(const Vpu&, int, int),
                            const at::Tensor& other, const CpuFn& cpu) {
   auto dtype = at::result_type(self, other);
   if (at::isIntegralType(dtype, /*includeBool=*/true)) dtype = at::kFloat;
-  const c10::Device device = self.device().is_privateuseone() ? self.device() : other.device();
-  const auto on_chip = [&](const at::Tensor& t) { return is_cpu_scalar(t) ? t.to(device, dtype) : t; };
-  return record_elementwise(op, {on_chip(self), on_chip(other)}, dtype, [&](Graph& g, const std::vector<int>& v) {
+  const auto [a, b] = with_scalar_uploaded(self, other, dtype);
+  return record_elementwise(op, {a, b}, dtype, [&](Graph& g, const std::vector<int>& v) {
     const auto f32 = [&](int x) { return g.node(x).type.dtype == DType::F32 ? x : g.cast(x, DType::F32, op); };
     return formula(Vpu{g, op}, f32(v[0]), f32(v[1]));
   }, cpu);

@@ -188,11 +188,9 @@ at::Tensor tpu_scatter_value(const at::Tensor& self, int64_t dim_arg, const at::
 // An int32 word placed by the f32 scatter-add, which moves integers exactly below 2^24: as its two
 // 16-bit halves, each placed alone (no element is named twice) and joined back in wrapping int32.
 int place_word(Graph& g, int word, const std::function<int(int)>& place) {
-  const auto half = [&](int bits) { return place(g.cast(bits, DType::F32, "scatter")); };
-  const int high = half(g.binary_scalar(ExprOp::Shr, word, 16, false, "scatter"));
-  const int low = half(g.binary_scalar(ExprOp::BitAnd, word, 65535, false, "scatter"));
-  return g.binary(ExprOp::Add, g.binary_scalar(ExprOp::Mul, g.cast(high, DType::I32, "scatter"), 65536, false, "scatter"),
-                  g.cast(low, DType::I32, "scatter"), "scatter");
+  const auto placed = [&](int half) { return place(g.cast(half, DType::F32, "scatter")); };
+  const kernels::WordHalves halves = kernels::halves_of(g, word, "scatter");
+  return kernels::word_from_halves(g, placed(halves.high), placed(halves.low), "scatter");
 }
 
 // scatter of a source tensor. torch's CPU kernel writes in index order, so where an element is

@@ -30,13 +30,6 @@ int64_t bound_for(ExprOp e) {
 
 bool int64_on_chip(const at::Tensor& t) { return t.device().is_privateuseone() && t.scalar_type() == at::kLong; }
 
-// t as an int64 tensor on `device`, dense, viewed as its [.., 2] int32 words.
-at::Tensor int64_words_of(const at::Tensor& t, c10::Device device) {
-  const at::Tensor dense = t.to(device, at::kLong).contiguous().reshape(t.dim() == 0 ? at::IntArrayRef{1} : t.sizes());
-  std::vector<int64_t> shape = dense.sizes().vec();
-  shape.push_back(2);
-  return dense.view(at::kInt).view(shape);
-}
 
 }  // namespace
 
@@ -53,7 +46,8 @@ std::optional<at::Tensor> int64_sign_op(const char* op, ExprOp e, const at::Tens
 
 at::Tensor int64_where(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other) {
   const c10::Device device = condition.device();
-  const at::Tensor picked = at::where(condition.unsqueeze(-1), int64_words_of(self, device), int64_words_of(other, device));
+  const at::Tensor picked = at::where(condition.unsqueeze(-1), int64_word_pairs(self.to(device, at::kLong)),
+                                      int64_word_pairs(other.to(device, at::kLong)));
   const auto shape = at::infer_size(at::infer_size(condition.sizes(), self.sizes()), other.sizes());
   at::Tensor out = as_int64(picked.contiguous()).view(shape);
   const auto a = self.scalar_type() == at::kLong ? int64_bound_of(self) : std::optional<int64_t>(int64_t{1} << 31);
@@ -175,10 +169,8 @@ std::optional<at::Tensor> int64_sum(const at::Tensor& self, const std::vector<in
   if (auto counted = int64_accumulate("sum", self, extent, reduce, cpu)) return counted;
   if (extent > kernels::kMaxExactByteSum || !(self.scalar_type() == at::kInt || int64_on_chip(self))) return std::nullopt;
   // any int32 or int64 values: eight byte planes summed exactly, recombined modulo 2^64 as torch's
-  const bool words = int64_on_chip(self);
-  const at::Tensor input = words ? int64_word_pairs(self) : self;
-  const at::Tensor out = record("sum", {input}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
-    const kernels::Int64Words x = words ? kernels::split_words(g, v[0], "sum") : kernels::widen_to_int64(g, v[0], "sum");
+  const at::Tensor out = record("sum", {integer_words_input(self)}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
+    const kernels::Int64Words x = integer_words(g, self, v[0], "sum");
     return kernels::join_words(g, kernels::sum_int64_bytes(g, x, [&](int plane) { return reduce(g, plane); }, "sum"), "sum");
   }, [cpu, self](const std::vector<at::Tensor>&) { return cpu({self.cpu()}); });
   return as_int64(out);
@@ -230,10 +222,8 @@ namespace {
 // The int64 cumsum of any int64, int32, int8 or bool values, exact at any magnitude
 // (kernels/compose/cumsum.h: eight byte planes); its result's range is not known.
 at::Tensor int64_cumsum(const at::Tensor& self, int64_t dim, const CpuFn& cpu) {
-  const bool words = int64_on_chip(self);
-  const at::Tensor input = words ? int64_word_pairs(self) : self;
-  const at::Tensor out = record("cumsum", {input}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
-    return kernels::cumsum_int64(g, words ? v[0] : int64_words(g, g.cast(v[0], kernels::DType::I32, "cumsum")), dim);
+  const at::Tensor out = record("cumsum", {integer_words_input(self)}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
+    return kernels::cumsum_int64(g, self.scalar_type() == at::kLong ? v[0] : int64_words(g, v[0]), dim);  // pairs as they are
   }, [cpu, self](const std::vector<at::Tensor>&) { return cpu({self.cpu()}); });
   return as_int64(out);
 }

@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "kernels/codegen/vector_expr.h"
+#include "kernels/compose/int64_words.h"
 #include "torch_bridge/csrc/record/op_support.h"
 
 namespace vtpu::bridge {
@@ -28,6 +29,12 @@ std::optional<at::Tensor> int64_binary(const char* op, kernels::ExprOp e, const 
 // integer host scalars; nullopt for others (a float operand: torch converts the int64 to it first).
 std::optional<at::Tensor> int64_exact_binary(const char* op, kernels::ExprOp e, const at::Tensor& self, const at::Tensor& other,
                                              double alpha, c10::ScalarType result_dtype, const CpuFn& cpu);
+
+// An integer tpu tensor as the input of an op computing on int64 words: an int64 tensor as its
+// word pairs (int64_word_pairs), a narrower one as it is; and, in the recorded graph, the int64
+// words that input's `value` holds (the pairs split, or the narrower values sign-extended).
+at::Tensor integer_words_input(const at::Tensor& t);
+kernels::Int64Words integer_words(kernels::Graph& g, const at::Tensor& t, int value, const char* op);
 
 // The max (max) or min of a non-empty integer tpu tensor over `dims` (sorted): its values in
 // self's dtype, or (position) the first flat position among the reduced elements holding them,

@@ -21,12 +21,9 @@ bool is_device_integer(const at::Tensor& t) {
   return t.device().is_privateuseone() && at::isIntegralType(t.scalar_type(), /*includeBool=*/true);
 }
 
-// One operand in the recorded graph: a host scalar becomes a constant, an int64 tensor its word
-// pairs, a narrower integer tensor its sign extension.
+// One operand in the recorded graph: a host scalar becomes a constant, a tensor its words.
 Int64Words operand_words(Graph& g, const at::Tensor& t, std::optional<int64_t> host_value, int value, const char* op) {
-  if (host_value) return kernels::int64_constant(g, *host_value, op);
-  if (t.scalar_type() == at::kLong) return kernels::split_words(g, value, op);
-  return kernels::widen_to_int64(g, value, op);
+  return host_value ? kernels::int64_constant(g, *host_value, op) : integer_words(g, t, value, op);
 }
 
 int compare(Graph& g, ExprOp e, Int64Words a, Int64Words b, const char* op) {
@@ -98,6 +95,12 @@ at::Tensor compare_with_float(const char* op, ExprOp e, const at::Tensor& x, dou
 
 }  // namespace
 
+at::Tensor integer_words_input(const at::Tensor& t) { return t.scalar_type() == at::kLong ? int64_word_pairs(t) : t; }
+
+Int64Words integer_words(Graph& g, const at::Tensor& t, int value, const char* op) {
+  return t.scalar_type() == at::kLong ? kernels::split_words(g, value, op) : kernels::widen_to_int64(g, value, op);
+}
+
 std::optional<at::Tensor> int64_exact_binary(const char* op, ExprOp e, const at::Tensor& self, const at::Tensor& other,
                                              double alpha, c10::ScalarType result_dtype, const CpuFn& cpu) {
   const bool comparison = kernels::is_comparison(e);
@@ -124,7 +127,7 @@ std::optional<at::Tensor> int64_exact_binary(const char* op, ExprOp e, const at:
       if (scale != static_cast<double>(static_cast<int64_t>(scale))) return std::nullopt;
       host[second] = t->item().toLong() * static_cast<int64_t>(scale);
     } else if (is_device_integer(*t) && (!second || alpha == 1.0)) {
-      inputs.push_back(t->scalar_type() == at::kLong ? int64_word_pairs(*t) : *t);
+      inputs.push_back(integer_words_input(*t));
     } else {
       return std::nullopt;  // floats (torch converts the int64 to float first), or alpha on a tensor
     }
@@ -170,10 +173,9 @@ at::Tensor integer_extreme(const char* op, const at::Tensor& self, const std::ve
     order.push_back(d);
     width *= self.size(d);
   }
-  const at::Tensor input = words ? int64_word_pairs(self) : self;
   const bool pairs_out = words || position;
-  const at::Tensor out = record(op, {input}, pairs_out ? at::kInt : self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
-    Int64Words x = words ? kernels::split_words(g, v[0], op) : kernels::widen_to_int64(g, v[0], op);
+  const at::Tensor out = record(op, {integer_words_input(self)}, pairs_out ? at::kInt : self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+    Int64Words x = integer_words(g, self, v[0], op);
     for (int* word : {&x.lo, &x.hi}) {
       if (!std::is_sorted(order.begin(), order.end())) *word = g.permute(*word, order, op);
       *word = g.reshape(*word, {rows, width}, op);

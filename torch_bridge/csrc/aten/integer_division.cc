@@ -42,10 +42,9 @@ int wanted_result(kernels::Graph& g, const kernels::FloorDivision& r, int a, int
 // rounded to it step by step as torch's formula is.
 at::Tensor float_divide(const char* op, const at::Tensor& self, const at::Tensor& other, Wanted wanted, c10::ScalarType dtype,
                         const CpuFn& cpu) {
-  const c10::Device device = self.device().is_privateuseone() ? self.device() : other.device();
-  const auto on_chip = [&](const at::Tensor& t) { return is_cpu_scalar(t) ? t.to(device, dtype) : t; };
+  const auto [a_in, b_in] = with_scalar_uploaded(self, other, dtype);
   const auto shape = at::infer_size(self.sizes(), other.sizes());  // ([1]-shaped constants widen 0-d operands)
-  return record(op, {on_chip(self), on_chip(other)}, dtype, [&](kernels::Graph& g, const std::vector<int>& v) {
+  return record(op, {a_in, b_in}, dtype, [&](kernels::Graph& g, const std::vector<int>& v) {
     const auto as = [&](int x, kernels::DType t) { return g.node(x).type.dtype == t ? x : g.cast(x, t, op); };
     const kernels::DType t = to_kernel_dtype(dtype), f32 = kernels::DType::F32;
     if (wanted == Wanted::FloorQuotient) return kernels::floor_divide_f32(g, as(v[0], t), as(v[1], t), op);  // rounds as torch, step by step

@@ -5,8 +5,18 @@
 
 #include <ATen/ATen.h>
 
+#include <array>
+
 namespace vtpu::bridge {
 
 inline bool is_cpu_scalar(const at::Tensor& t) { return t.is_cpu() && t.dim() == 0; }
+
+// Both operands of a binary op as tpu tensors of `dtype` where one is a CPU scalar, for kernels
+// that take every operand from memory: the scalar is uploaded to the other operand's device.
+inline std::array<at::Tensor, 2> with_scalar_uploaded(const at::Tensor& self, const at::Tensor& other, c10::ScalarType dtype) {
+  const c10::Device device = self.device().is_privateuseone() ? self.device() : other.device();
+  const auto on_chip = [&](const at::Tensor& t) { return is_cpu_scalar(t) ? t.to(device, dtype) : t; };
+  return {on_chip(self), on_chip(other)};
+}
 
 }  // namespace vtpu::bridge
