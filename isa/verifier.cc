@@ -168,7 +168,7 @@ class Checker {
         const int64_t last = *base + int64_t{limits_.mxu_dim - 1} * ins.operands[2];
         check_vmem(pc, ins, std::min(*base, last), std::max(*base, last) + int64_t{limits_.mxu_dim} * elem);
       }
-    } else if (meta.unit == Unit::Dma) {
+    } else if (meta.unit == Unit::Dma && ins.opcode != Opcode::Dmaremote) {  // dma.remote touches no VMEM
       const auto vmem = known[ins.operands[2]];
       const auto rows = known[ins.operands[4]];
       const auto row_bytes = known[ins.operands[5]];

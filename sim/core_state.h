@@ -46,6 +46,8 @@ struct MxuState {
 struct CoreState {
   int core_index = 0;
   int core_count = 1;  // TensorCores running the launch
+  int chip_index = 0;  // in a slice launch (sim/slice_launch.h)
+  int chip_count = 1;
   std::array<int32_t, isa::kScalarRegs> sregs{};
   std::array<VReg, isa::kVectorRegs> vregs{};
   std::array<MaskReg, isa::kMaskRegs> masks{};

@@ -79,10 +79,16 @@ void DmaTracker::signal(int sem, int count, uint64_t cycle) {
   queue.insert(pos, s);
 }
 
+int DmaTracker::available(int sem) const {
+  int count = 0;
+  for (const auto& s : signals_[sem]) count += s.count;
+  return count;
+}
+
 WaitOutcome DmaTracker::wait(int sem, int count) {
   auto& queue = signals_[sem];
   WaitOutcome out;
-  for (const auto& s : queue) out.available += s.count;
+  out.available = available(sem);
   if (out.available < count) return out;
   out.satisfied = true;
   int needed = count;

@@ -47,6 +47,8 @@ class DmaTracker {
 
   void add(DmaRecord record);
   void signal(int sem, int count, uint64_t cycle);
+  // Signals of `sem` sent so far and not consumed (landed or still in flight).
+  int available(int sem) const;
   // Consumes `count` signals of `sem`, earliest-landing first; not satisfied = would deadlock.
   WaitOutcome wait(int sem, int count);
   uint64_t last_completion_cycle() const { return last_completion_; }

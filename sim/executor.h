@@ -3,8 +3,10 @@
 #pragma once
 
 #include <span>
+#include <vector>
 
 #include "isa/program.h"
+#include "sim/arg_window.h"
 #include "sim/chip_config.h"
 #include "sim/hbm.h"
 #include "sim/launch.h"
@@ -13,6 +15,19 @@
 #include "traces/trace_recorder.h"
 
 namespace vtpu::sim {
+
+struct CoreRun;
+
+// A launch's buffer arguments mapped into the kernel's address window (buffers whose address lies
+// in `held` are VMEM held across launches), and the values `sarg` reads. Throws SimError for
+// arguments that do not match the program's.
+struct MappedArguments {
+  ArgWindow window;
+  std::vector<int32_t> values;
+};
+MappedArguments map_arguments(const isa::Program& program, std::span<const KernelArg> args, Hbm& hbm, Hbm* held = nullptr);
+// One launch's summary from its cores' runs.
+LaunchResult summarize(const ChipConfig& chip, int cores, const std::vector<CoreRun>& runs);
 
 // Throws SimError (or its subclasses) for anything the program does wrong; HBM keeps whatever the
 // program wrote before the error.

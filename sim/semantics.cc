@@ -155,6 +155,8 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
     case Opcode::Sargw: args_[o[0]] = s[o[1]]; break;
     case Opcode::Score: s[o[0]] = core_.core_index; break;
     case Opcode::Sncore: s[o[0]] = core_.core_count; break;
+    case Opcode::Schip: s[o[0]] = core_.chip_index; break;
+    case Opcode::Snchip: s[o[0]] = core_.chip_count; break;
     case Opcode::Sld: {
       const int64_t at = int64_t{static_cast<uint32_t>(s[o[1]])} + o[2];
       if (at % 4 != 0) fail(SimErrorKind::Misaligned, fmt::format("address {} not aligned to 4 bytes", at));
@@ -323,6 +325,7 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
       break;
     }
     case Opcode::Dmah2v: case Opcode::Dmav2h: dma(ins, out); break;
+    case Opcode::Dmaremote: remote_dma(ins, out); break;
     case Opcode::Semwait: case Opcode::Semsig: break;  // synchronisation is the executor's (needs time)
   }
   return out;

@@ -14,6 +14,7 @@
 #include "sim/dma_tracker.h"
 #include "sim/launch.h"
 #include "sim/sim_error.h"
+#include "sim/slice_peers.h"
 
 namespace vtpu::sim {
 
@@ -26,6 +27,8 @@ struct StepOutcome {
   DmaRecord dma;                   // done_cycle filled in by the timing model
   uint64_t dma_bytes = 0;
   bool dma_on_chip = false;        // the far side is VMEM held across launches, not HBM
+  int remote_chip = -1;            // dma.remote: the destination chip
+  DmaRecord remote_inbound;        // dma.remote: the destination's side (done_cycle filled in later)
   double macs = 0;                 // MXU multiply-accumulates done
 };
 
@@ -38,6 +41,8 @@ class Semantics {
   }
 
   StepOutcome step(const isa::Instruction& ins, size_t pc);
+  // The other chips of a slice launch (nullptr: a single-chip launch).
+  void set_peers(SlicePeers* peers) { peers_ = peers; }
 
  private:
   [[noreturn]] void fail(SimErrorKind kind, const std::string& message, int trap_code = -1) const;
@@ -49,6 +54,7 @@ class Semantics {
   void mxu_load_weights(const isa::Instruction& ins, StepOutcome& out);
   void mxu_matmul(const isa::Instruction& ins, StepOutcome& out);
   void dma(const isa::Instruction& ins, StepOutcome& out);
+  void remote_dma(const isa::Instruction& ins, StepOutcome& out);
 
   CoreState& core_;
   const ArgWindow& window_;
@@ -59,6 +65,7 @@ class Semantics {
   const DmaTracker& dmas_;
   const ChipConfig& chip_;
   const SimOptions& options_;
+  SlicePeers* peers_ = nullptr;
   const isa::Instruction* current_ = nullptr;
   size_t pc_ = 0;
 };

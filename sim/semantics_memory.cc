@@ -233,4 +233,47 @@ void Semantics::dma(const isa::Instruction& ins, StepOutcome& out) {
   out.dma = rec;
   out.dma_bytes = static_cast<uint64_t>(rows * row_bytes);
 }
+
+// The data moves when the DMA issues (as local DMAs do); the sender may not write its source, and
+// the receiver may not touch its destination, until the DMA's semaphore on their side is waited
+// for: both sides record it as in flight, so either race is reported.
+void Semantics::remote_dma(const isa::Instruction& ins, StepOutcome& out) {
+  const auto& o = ins.operands;
+  const auto& s = core_.sregs;
+  const int chip = s[o[3]];
+  const uint64_t dst = static_cast<uint32_t>(s[o[4]]), src = static_cast<uint32_t>(s[o[5]]);
+  const int64_t bytes = s[o[6]];
+  if (!peers_) fail(SimErrorKind::BadLaunch, "dma.remote outside a slice launch (no other chips to reach)");
+  if (chip < 0 || chip >= peers_->chip_count() || chip == core_.chip_index) {
+    fail(SimErrorKind::BadLaunch, fmt::format("dma.remote to chip {}: the slice has chips 0..{} and this is chip {}", chip,
+                                              peers_->chip_count() - 1, core_.chip_index));
+  }
+  if (bytes < 0) fail(SimErrorKind::BadLaunch, fmt::format("dma.remote of {} bytes", bytes));
+  const std::string what = fmt::format("chip {} instruction {} `{}`", core_.chip_index, pc_, isa::format_instruction(ins));
+  DmaRecord sent;
+  sent.pc = pc_;
+  sent.to_vmem = true;  // reads this chip's HBM, as dma.h2v does
+  sent.sem = o[1];
+  DmaRecord inbound;
+  inbound.pc = pc_;
+  inbound.to_vmem = false;  // writes the destination's HBM, as dma.v2h does
+  inbound.sem = o[2];
+  if (bytes > 0) {
+    sent.hbm = Region::range(src, src + bytes);
+    inbound.hbm = Region::range(dst, dst + bytes);
+    if (const DmaRecord* conflict = dmas_.hbm_read_conflict(sent.hbm)) {
+      fail(SimErrorKind::Race, fmt::format("HBM range [0x{:x}, 0x{:x}) races the DMA issued by instruction {} that has "
+                                           "not been waited for", sent.hbm.lo(), sent.hbm.hi(), conflict->pc));
+    }
+    const auto from = window_.view(src, bytes, what);
+    const auto to = peers_->view(chip, dst, bytes, what + fmt::format(" (destination on chip {})", chip));
+    std::memcpy(to.data(), from.data(), bytes);
+  }
+  out.is_dma = true;
+  out.dma = sent;
+  out.dma_bytes = static_cast<uint64_t>(bytes);
+  out.remote_chip = chip;
+  out.remote_inbound = inbound;
+}
+
 }  // namespace vtpu::sim

@@ -292,65 +292,8 @@ Scheduled TimingModel::schedule_mxu(const isa::Instruction& ins, const StepOutco
   return s;
 }
 
-// A DMA: accepted by its queue, then its transfer in turn on the core's HBM timeline (or on chip).
-Scheduled TimingModel::schedule_dma(const isa::Instruction& ins, const StepOutcome& outcome, uint64_t deps) {
-  const auto& meta = isa::info(ins.opcode);
-  Scheduled s;
-  // The queue accepts the descriptor at dispatch; the transfer itself waits its turn on the
-  // core's HBM timeline (FIFO), so a queue's transfers never overlap and bandwidth is shared.
-  Track& q = tracks_[dma_tracks_[ins.operands[0]]];
-  const uint64_t accept = std::max({dispatch(q), deps, vmem_ready(outcome.vmem_read)});
-  if (outcome.dma_on_chip) return schedule_local_dma(ins, outcome, q, accept);
-  const double transfer = double(outcome.dma_bytes) / hbm_bytes_per_cycle_;
-  const double hbm_start = std::max(double(accept), hbm_free_);
-  hbm_free_ = hbm_start + transfer;
-  const uint64_t hs = static_cast<uint64_t>(hbm_start);
-  const uint64_t hbm_end = static_cast<uint64_t>(std::ceil(hbm_free_));
-  // in issue order, behind a long local DMA too (schedule_local_dma)
-  const uint64_t done = std::max(hbm_end + hbm_latency_cycles_, last_dma_done_);
-  s = {accept, hbm_end, done};
-  q.free_at = std::max(q.free_at, hbm_end);
-  q.busy_cycles += hbm_end - hs;
-  ++q.instructions;
-  q.recent_starts.push_back(accept);
-  Track& h = tracks_[hbm_track_];
-  h.busy_cycles += hbm_end - hs;
-  ++h.instructions;
-  h.free_at = std::max(h.free_at, hbm_end);
-  if (trace_) {
-    trace_->slice(q.trace_id, hs, hbm_end, meta.mnemonic.data());
-    trace_->slice(h.trace_id, hs, hbm_end, ins.opcode == Opcode::Dmah2v ? "read" : "write");
-    trace_->sample(hbm_counter_, hs, hbm_bytes_per_cycle_ * chip_.clock_hz / 1e9);
-    trace_->sample(hbm_counter_, hbm_end, 0);
-  }
-  (ins.opcode == Opcode::Dmah2v ? hbm_read_bytes_ : hbm_write_bytes_) += outcome.dma_bytes;
-  vmem_written(outcome.vmem_write, done);
-  last_dma_done_ = std::max(last_dma_done_, done);
-  return s;
-}
-
-// A DMA between a kernel's VMEM and VMEM held across launches stays on chip: it keeps its queue
-// busy at VMEM bandwidth and lands after the local latency, with no HBM bandwidth or round trip.
-// It still lands no earlier than the DMAs issued before it: HBM's FIFO makes DMAs land in issue
-// order, and kernels count on it when several DMAs signal one semaphore.
-Scheduled TimingModel::schedule_local_dma(const isa::Instruction& ins, const StepOutcome& outcome, Track& q, uint64_t accept) {
-  const uint64_t start = std::max(accept, q.free_at);
-  const auto transfer = static_cast<uint64_t>(std::ceil(double(outcome.dma_bytes) / local_dma_bytes_per_cycle_));
-  const uint64_t end = start + transfer;
-  const uint64_t done = std::max(end + uint64_t(chip_.local_dma_latency_cycles), last_dma_done_);
-  q.free_at = end;
-  q.busy_cycles += transfer;
-  ++q.instructions;
-  q.recent_starts.push_back(accept);
-  if (trace_) trace_->slice(q.trace_id, start, end, ins.opcode == isa::Opcode::Dmah2v ? "dma.h2v (held VMEM)" : "dma.v2h (held VMEM)");
-  local_dma_bytes_ += outcome.dma_bytes;
-  vmem_written(outcome.vmem_write, done);
-  last_dma_done_ = std::max(last_dma_done_, done);
-  return {accept, end, done};
-}
-
 uint64_t TimingModel::finish_cycle() const {
-  uint64_t end = std::max<uint64_t>(issue_ + 1, last_dma_done_);
+  uint64_t end = std::max<uint64_t>({issue_ + 1, last_dma_done_, remote_done_});
   for (const auto& t : tracks_) end = std::max(end, t.free_at);
   for (uint64_t r : vreg_ready_) end = std::max(end, r);
   return end;

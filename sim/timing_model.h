@@ -13,6 +13,7 @@
 #include "isa/instruction.h"
 #include "sim/chip_config.h"
 #include "sim/semantics.h"
+#include "sim/slice_peers.h"
 #include "traces/summary.h"
 #include "traces/trace_recorder.h"
 
@@ -38,6 +39,12 @@ class TimingModel {
   uint64_t hbm_read_bytes() const { return hbm_read_bytes_; }
   uint64_t hbm_write_bytes() const { return hbm_write_bytes_; }
   uint64_t local_dma_bytes() const { return local_dma_bytes_; }  // to or from VMEM held across launches
+  uint64_t ici_bytes() const { return ici_bytes_; }              // sent to other chips
+  // The chips of a slice launch, this core's being `chip_index` (dma.remote needs them).
+  void set_peers(SlicePeers* peers, int chip_index) {
+    peers_ = peers;
+    chip_index_ = chip_index;
+  }
 
  private:
   struct Track {
@@ -68,6 +75,7 @@ class TimingModel {
   Scheduled schedule_front_end(const isa::Instruction& ins, const StepOutcome& outcome, uint64_t deps, uint64_t wait_ready);
   Scheduled schedule_mxu(const isa::Instruction& ins, const StepOutcome& outcome, uint64_t deps);
   Scheduled schedule_dma(const isa::Instruction& ins, const StepOutcome& outcome, uint64_t deps);
+  Scheduled schedule_remote_dma(const isa::Instruction& ins, const StepOutcome& outcome, uint64_t deps);
   Scheduled schedule_local_dma(const isa::Instruction& ins, const StepOutcome& outcome, Track& q, uint64_t accept);
 
   const ChipConfig& chip_;
@@ -88,6 +96,10 @@ class TimingModel {
   uint64_t hbm_read_bytes_ = 0, hbm_write_bytes_ = 0;
   uint64_t local_dma_bytes_ = 0;
   uint64_t last_dma_done_ = 0;
+  uint64_t remote_done_ = 0;  // when the last copy to another chip lands
+  uint64_t ici_bytes_ = 0;
+  SlicePeers* peers_ = nullptr;
+  int chip_index_ = 0;
   int hbm_counter_ = -1;
 
   // Readiness, in cycles, of scalar, vector and mask registers and MXU accumulator slots.

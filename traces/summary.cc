@@ -17,6 +17,7 @@ std::string render_text(const RunSummary& s) {
   out += fmt::format("  HBM: {} bytes read, {} bytes written ({:.1f}% of peak bandwidth)\n", s.hbm_read_bytes,
                      s.hbm_write_bytes, s.seconds() > 0 ? 100.0 * s.memory_bound_seconds() / s.seconds() : 0.0);
   if (s.held_vmem_bytes) out += fmt::format("  held VMEM: {} bytes moved on chip\n", s.held_vmem_bytes);
+  if (s.ici_bytes) out += fmt::format("  ICI: {} bytes sent to other chips\n", s.ici_bytes);
   out += fmt::format("  MXU: {:.4g} FLOP, {:.4g} FLOP/s achieved = {:.1f}% of peak {:.4g}\n", s.flops,
                      s.achieved_flops(), s.peak_flops > 0 ? 100.0 * s.achieved_flops() / s.peak_flops : 0.0,
                      s.peak_flops);
@@ -41,6 +42,7 @@ nlohmann::json to_json(const RunSummary& s) {
           {"hbm_read_bytes", s.hbm_read_bytes},
           {"hbm_write_bytes", s.hbm_write_bytes},
           {"held_vmem_bytes", s.held_vmem_bytes},
+          {"ici_bytes", s.ici_bytes},
           {"flops", s.flops},
           {"peak_flops", s.peak_flops},
           {"achieved_flops", s.achieved_flops()},

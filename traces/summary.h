@@ -26,6 +26,7 @@ struct RunSummary {
   uint64_t hbm_read_bytes = 0;
   uint64_t hbm_write_bytes = 0;
   uint64_t held_vmem_bytes = 0;  // DMA traffic to and from VMEM held across launches (on chip, not HBM)
+  uint64_t ici_bytes = 0;        // sent to other chips of a slice launch (dma.remote)
   double flops = 0;            // MXU multiply-adds x 2, as executed
   double peak_flops = 0;       // of the cores that ran
   double hbm_bandwidth_bytes_per_s = 0;
