@@ -66,6 +66,7 @@ CoreRunner::Step CoreRunner::step() {
     out.dma.done_cycle = s.ready;
     dmas_.add(out.dma);
     if (out.remote_chip >= 0) {
+      out.remote_inbound.start_cycle = s.start;
       out.remote_inbound.done_cycle = s.ready;
       peers_->deliver(out.remote_chip, out.remote_inbound);
     }

@@ -59,6 +59,13 @@ const DmaRecord* DmaTracker::hbm_write_conflict(const Region& r) const {
   return nullptr;
 }
 
+const DmaRecord* DmaTracker::remote_write_conflict(const Region& r, uint64_t start_cycle) const {
+  for (const auto& d : in_flight_) {
+    if (d.done_cycle > start_cycle && overlaps(r, d.hbm)) return &d;
+  }
+  return nullptr;
+}
+
 void DmaTracker::add(DmaRecord record) {
   record.sequence = next_sequence_++;
   last_completion_ = std::max(last_completion_, record.done_cycle);

@@ -25,6 +25,7 @@ struct DmaRecord {
   bool to_vmem = true;           // h2v (true) or v2h
   Region vmem, hbm;              // hbm in kernel-visible (virtual) addresses
   int sem = 0;
+  uint64_t start_cycle = 0;  // when its queue accepted it
   uint64_t done_cycle = 0;
   uint64_t sequence = 0;
 };
@@ -44,6 +45,9 @@ class DmaTracker {
   const DmaRecord* vmem_write_conflict(const Region& r) const;  // with any DMA using it
   const DmaRecord* hbm_read_conflict(const Region& r) const;    // with an outbound DMA
   const DmaRecord* hbm_write_conflict(const Region& r) const;   // with any DMA using it
+  // Another chip writing `r` from `start_cycle` on: a DMA of this chip's still using it then.
+  // (This chip need not have waited for its DMA: the other chip cannot know, only the clock can.)
+  const DmaRecord* remote_write_conflict(const Region& r, uint64_t start_cycle) const;
 
   void add(DmaRecord record);
   void signal(int sem, int count, uint64_t cycle);

@@ -27,10 +27,10 @@ class Peers : public SlicePeers {
   void deliver(int dst, const DmaRecord& inbound) override {
     DmaTracker& dmas = (*runners_)[dst]->dmas();
     if (inbound.hbm.rows > 0) {
-      if (const DmaRecord* conflict = dmas.hbm_write_conflict(inbound.hbm)) {
+      if (const DmaRecord* conflict = dmas.remote_write_conflict(inbound.hbm, inbound.start_cycle)) {
         throw SimError(SimErrorKind::Race,
                        fmt::format("dma.remote into chip {}'s HBM [0x{:x}, 0x{:x}) races that chip's DMA issued by "
-                                   "instruction {} that has not been waited for",
+                                   "instruction {}, still in flight",
                                    dst, inbound.hbm.lo(), inbound.hbm.hi(), conflict->pc));
       }
     }

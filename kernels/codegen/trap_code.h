@@ -10,6 +10,7 @@ enum class TrapCode : int {
   IndexOutOfRange = 2,      // an index read on the chip outside [0, table rows) (gather, scatter-add)
   Int64OutOfRange = 3,      // an int64 value outside the bound its int32 narrowing was given, or a
                             // high word that is not the low word's sign extension
+  ChunkNotTiled = 4,        // a reducing collective's chunk that is not a whole number of its tiles
 };
 
 constexpr int trap_number(TrapCode code) { return static_cast<int>(code); }

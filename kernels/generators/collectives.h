@@ -29,4 +29,18 @@ struct SliceShape {
 // not one to three axes of at least one chip.
 isa::Program make_all_gather(const SliceShape& slice, const sim::ChipConfig& chip);
 
+// A sum reduce-scatter of f32: on entry every chip holds a whole array of chips * chunk_bytes in
+// `data`; on exit chip r's chunk r of `data` holds the sum over chips of their chunk r (the rest
+// of `data` holds partial sums). Axes are reduced first to last, each shrinking the data by its
+// size (the reverse of the all-gather). A piece is added to what arrived for it (through VMEM) and sent on, pieces at a
+// time, so the adds of one piece overlap the transfer of the one before. Kernel arguments: `data`,
+// then `from_previous` and `from_next` (scratch the size of `data`, where pieces from the
+// neighbours land), then chunk_bytes (a scalar, a multiple of 8 KiB: whole vreg tiles in halves of
+// a chunk; the kernel traps otherwise).
+isa::Program make_reduce_scatter(const SliceShape& slice, const sim::ChipConfig& chip);
+
+// A sum all-reduce of f32: the reduce-scatter, then the all-gather of its chunks; the same
+// arguments, and on exit every chip's `data` holds the whole sum.
+isa::Program make_all_reduce(const SliceShape& slice, const sim::ChipConfig& chip);
+
 }  // namespace vtpu::kernels
