@@ -10,10 +10,12 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "isa/program.h"
 #include "sim/chip_config.h"
 #include "sim/launch.h"
+#include "sim/slice_launch.h"
 #include "traces/trace_recorder.h"
 
 namespace vtpu::sim {
@@ -83,5 +85,21 @@ class Device {
 
 // The simulator behind the interface, for code above the seam that must not name SimDevice.
 std::unique_ptr<Device> make_sim_device(ChipConfig chip);
+
+// A slice of chips joined by ICI links, behind the same seam: one program launched on every chip
+// at once (sim/slice_launch.h), as collective kernels are. Its chips' memories are its own.
+class SliceDevice {
+ public:
+  virtual ~SliceDevice() = default;
+  virtual const ChipConfig& chip() const = 0;
+  virtual int chips() const = 0;
+  virtual HbmAddress allocate(int chip, uint64_t bytes) = 0;  // throws OutOfMemoryError
+  virtual void free(int chip, HbmAddress address) = 0;
+  // args[c]: chip c's arguments. Returns once every chip has finished; throws SimError.
+  virtual SliceLaunchResult launch(const isa::Program& program, std::span<const std::vector<KernelArg>> args) = 0;
+};
+
+// A simulated slice of `axes` chips of `chip` (wraparound as sim::Slice decides).
+std::unique_ptr<SliceDevice> make_sim_slice(ChipConfig chip, std::vector<int> axes);
 
 }  // namespace vtpu::sim

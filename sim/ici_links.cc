@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <stdexcept>
 
 namespace vtpu::sim {
@@ -45,7 +46,9 @@ std::vector<int> IciLinks::route(int src, int dst) const {
     const int n = axes[a];
     const bool ring = slice_.wraps()[a] && n > 2;
     const int ahead = ((to[a] - at[a]) % n + n) % n;  // steps forward round the ring
-    const bool forward = ring ? ahead <= n / 2 : to[a] > at[a];
+    // the way opposite is as short both ways: chips at even coordinates go forward, odd ones
+    // back, so those transfers split evenly between the two directions
+    const bool forward = ring ? (ahead < n - ahead || (ahead == n - ahead && at[a] % 2 == 0)) : to[a] > at[a];
     const int steps = ring ? (forward ? ahead : n - ahead) : std::abs(to[a] - at[a]);
     for (int s = 0; s < steps; ++s) {
       int chip = 0;
@@ -57,14 +60,28 @@ std::vector<int> IciLinks::route(int src, int dst) const {
   return links;
 }
 
+double IciLinks::Link::earliest(double at, double duration) const {
+  // busy intervals are disjoint and sorted: walk the ones that end after `at`
+  for (auto it = busy_intervals.upper_bound(at); ; ++it) {
+    if (it != busy_intervals.begin()) {
+      const auto before = std::prev(it);
+      at = std::max(at, before->second);
+    }
+    if (it == busy_intervals.end() || at + duration <= it->first) return at;
+  }
+}
+
 uint64_t IciLinks::transfer(int src, int dst, uint64_t bytes, uint64_t ready_cycle) {
   const std::vector<int> path = route(src, dst);
-  double start = double(ready_cycle);
-  for (int l : path) start = std::max(start, links_[l].free_at);
   const double duration = double(bytes) / bytes_per_cycle_;
+  // Each link carries the transfer in its first free interval long enough, no sooner than a hop
+  // after the link before started it: a multi-hop transfer is pipelined link by link (cut-through),
+  // and a link idle before a transfer asked for earlier but starting later serves this one first.
+  double start = double(ready_cycle) - double(hop_latency_cycles_);
   for (int l : path) {
     Link& link = links_[l];
-    link.free_at = start + duration;
+    start = link.earliest(start + double(hop_latency_cycles_), duration);
+    if (duration > 0) link.busy_intervals.emplace(start, start + duration);
     link.busy += duration;
     link.bytes += bytes;
     ++link.transfers;
@@ -74,7 +91,7 @@ uint64_t IciLinks::transfer(int src, int dst, uint64_t bytes, uint64_t ready_cyc
                        fmt::format("{} bytes, chip {} -> chip {}", bytes, src, dst));
     }
   }
-  return static_cast<uint64_t>(std::ceil(start + duration)) + path.size() * hop_latency_cycles_;
+  return static_cast<uint64_t>(std::ceil(start + duration)) + hop_latency_cycles_;
 }
 
 std::vector<LinkUsage> IciLinks::usage() const {

@@ -1,12 +1,14 @@
 // The ICI links of a slice as units with timelines: one per direction of each link between torus
 // neighbours (a wrapped axis of more than two chips is a ring, otherwise a line, as sim::Slice
 // decides). A transfer takes the dimension-order route (axis 0 first, the shorter way round a
-// ring), streams over every link of it at once (cut-through) at the preset's one-way link
-// bandwidth, starts when all of them are free, and lands a hop latency per link later. Transfers
-// sharing a link therefore share its bandwidth, in the order they are asked for.
+// ring, half of the chips each way to the chip opposite) at the preset's one-way link bandwidth, pipelined link by link (cut-through: each link
+// starts it a hop after the one before, in its first free interval), and lands a hop latency
+// after the last link. Transfers sharing a link share its bandwidth: a link serves them as they
+// come, filling any gap a transfer asked for earlier left before it.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -41,10 +43,14 @@ class IciLinks {
  private:
   struct Link {
     std::string name;
-    double free_at = 0;  // fractional cycles: back-to-back small transfers must not round up each
+    // start -> end of each transfer it carries, in fractional cycles (back-to-back small transfers
+    // must not round up each)
+    std::map<double, double> busy_intervals;
     uint64_t bytes = 0, transfers = 0;
     double busy = 0;
     int trace_id = -1;
+    // The earliest start at or after `at` of an interval of `duration` that is free.
+    double earliest(double at, double duration) const;
   };
   int link_index(int chip, size_t axis, bool forward) const;
 

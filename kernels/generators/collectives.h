@@ -1,6 +1,6 @@
 // Collectives as kernels over chip-to-chip DMA (dma.remote), run on every chip of a slice launch:
-// their time is the links' and the chips', as the simulator models them, not a formula. Each axis
-// of the torus is done in turn with the algorithm its shape allows (the JAX scaling book's):
+// their time is the links' and the chips', as the simulator models them, not a formula. Gathers
+// and reductions go axis by axis, each with the algorithm its shape allows (the JAX scaling book's):
 //   ring (a wrapped axis of more than two chips): every chip sends both ways round, each piece
 //     travelling at most half way, the one opposite split in halves, so each link direction carries
 //     (n - 1) / 2 pieces of the axis;
@@ -42,5 +42,10 @@ isa::Program make_reduce_scatter(const SliceShape& slice, const sim::ChipConfig&
 // A sum all-reduce of f32: the reduce-scatter, then the all-gather of its chunks; the same
 // arguments, and on exit every chip's `data` holds the whole sum.
 isa::Program make_all_reduce(const SliceShape& slice, const sim::ChipConfig& chip);
+
+// An all-to-all of equal chunks: chip r sends chunk j of `input` to chunk r of chip j's `output`,
+// each straight to its destination over the links' routes (not axis by axis). Kernel arguments:
+// `input`, `output` (chips * chunk_bytes each), then chunk_bytes (a scalar).
+isa::Program make_all_to_all(const SliceShape& slice, const sim::ChipConfig& chip);
 
 }  // namespace vtpu::kernels

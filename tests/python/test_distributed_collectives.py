@@ -1,7 +1,8 @@
 """The torch.distributed backend "tpu_dist" (vtpu.distributed): every collective on tpu tensors
 gives what the same call gives on CPU tensors through Gloo, for each dtype and reduce op, with
 no op on the CPU fallback; and each collective moves the ranks' simulated clocks to the same
-time, the latest rank's start plus the interconnect model's closed form."""
+time, the latest rank's start plus the interconnect model's time (a collective kernel run on a
+simulated slice, or a closed form)."""
 
 import json
 
@@ -101,7 +102,7 @@ def test_every_collective_on_tpu_matches_gloo_on_cpu(run_ranks, world_size):
 
 def test_collectives_agree_on_the_simulated_clock(run_ranks):
     # Rank 0 computes longer first; the all-reduce starts when it arrives, on both ranks, and
-    # takes the interconnect's closed form for its bytes; a synchronous collective makes each chip
+    # takes the interconnect model's time for its bytes; a synchronous collective makes each chip
     # wait for its end, so the ranks' clocks then agree.
     results = run_ranks("""
         from vtpu.distributed import interconnect
@@ -117,15 +118,15 @@ def test_collectives_agree_on_the_simulated_clock(run_ranks):
         model = interconnect.for_group(world, world)
         s = vtpu.stats()
         print(json.dumps({"before": before, "latest_start": max(s.item() for s in starts), "after": after,
-                          "closed_form": model.all_reduce(4 << 20), "sum": g[0].item(),
+                          "modelled": model.all_reduce(4 << 20), "sum": g[0].item(),
                           "stats": s["interconnect"]["all_reduce"], "waited": s["interconnect_wait_seconds"]}))
     """, VTPU_TOPOLOGY="2")
     assert results[0]["before"] > results[1]["before"]  # rank 0 did more work
     for r in results:
         assert r["sum"] == 2.0
-        assert r["after"] == pytest.approx(r["latest_start"] + r["closed_form"], rel=1e-9)
+        assert r["after"] == pytest.approx(r["latest_start"] + r["modelled"], rel=1e-9)
         assert r["stats"]["calls"] == 1 and r["stats"]["bytes"] == 4 << 20
-        assert r["stats"]["modelled_seconds"] == pytest.approx(r["closed_form"])
+        assert r["stats"]["modelled_seconds"] == pytest.approx(r["modelled"])
         assert r["waited"] == pytest.approx(r["after"] - r["before"])  # all of it stalled this chip
     assert results[0]["after"] == pytest.approx(results[1]["after"], rel=1e-12)
 

@@ -1,23 +1,42 @@
 """The interconnect as PyTorch users meet it: the slice a process group is timed on
-(vtpu.distributed.interconnect over sim/interconnect.h, whose closed forms
-tests/sim/test_interconnect.cc checks), and copies between the chips of one process
-(VTPU_CHIPS=N), which move both chips' clocks by the slice's point-to-point time."""
+(vtpu.distributed.interconnect: collective kernels run on a simulated slice, beside the closed
+forms of sim/interconnect.h that tests/sim/test_interconnect.cc checks), and copies between the
+chips of one process (VTPU_CHIPS=N), which move both chips' clocks by the slice's point-to-point
+time."""
 
 import json
 
 import pytest
+import vtpu
 from vtpu.distributed import interconnect
 
 
 def test_a_group_is_timed_on_the_slice_or_on_a_line_of_its_ranks():
     whole = interconnect.for_group(8, 8, topology="2x4", chip="v5e")
     assert whole.axes == [2, 4] and whole.wraps == [False, False]
-    assert whole.all_reduce(1 << 20) == pytest.approx(2 * whole.reduce_scatter(1 << 20))
+    closed = whole.closed_form
+    assert closed.all_reduce(1 << 20) == pytest.approx(2 * closed.reduce_scatter(1 << 20))
     # a mesh dimension of 2 of those 8 ranks: a line of 2, whatever the slice
     sub = interconnect.for_group(8, 2, topology="2x4", chip="v5e")
     assert sub.axes == [2]
     pod_side = interconnect.for_group(16, 16, topology="16", chip="v6e")
     assert pod_side.wraps == [True]
+
+
+def test_collectives_are_timed_by_running_their_kernels_on_a_simulated_slice():
+    whole = interconnect.for_group(8, 8, topology="2x4", chip="v5e")
+    big = 16 << 20  # bandwidth-bound: the kernels keep the links busy, as the closed forms assume
+    for kind in ("all_gather", "reduce_scatter", "all_reduce"):
+        assert getattr(whole, kind)(big) == pytest.approx(getattr(whole.closed_form, kind)(big), rel=0.05), kind
+    # latency-bound: a reduction's adds (a round trip through VMEM per step) come on top
+    assert whole.all_reduce(4096) > 1.2 * whole.closed_form.all_reduce(4096)
+    assert whole.all_gather(4096) == pytest.approx(whole.closed_form.all_gather(4096), rel=0.05)
+    # past the largest size timed by running (16 MiB), time grows linearly, as bandwidth-bound
+    t16, t32, t64 = (whole.all_gather(n << 20) for n in (16, 32, 64))
+    assert t64 - t32 == pytest.approx(2 * (t32 - t16), rel=1e-9)
+    assert t64 == pytest.approx(whole.closed_form.all_gather(64 << 20), rel=0.05)
+    with pytest.raises(ValueError, match="no collective kernel named 'gossip'"):
+        vtpu._C.simulated_collective_seconds("gossip", [2], "v5e", 1024.0)
 
 
 def test_topologies_are_checked():

@@ -1,8 +1,10 @@
-// vtpu._C.Slice: the interconnect's closed forms (sim/interconnect.h) for Python, where the
-// torch.distributed backend (vtpu.distributed) charges each collective to the ranks' clocks.
+// vtpu._C.Slice: the interconnect's closed forms (sim/interconnect.h) for Python, and the
+// simulated time of collective kernels, which the torch.distributed backend (vtpu.distributed)
+// charges to the ranks' clocks.
 #include <torch/extension.h>
 
 #include "sim/interconnect.h"
+#include "torch_bridge/csrc/runtime/collective_timing.h"
 #include "torch_bridge/csrc/runtime/runtime.h"
 
 namespace vtpu::bridge {
@@ -30,6 +32,22 @@ void register_slice(py::module& m) {
         return "Slice(" + axes + ")";
       });
   m.def("parse_topology", &sim::parse_topology);
+  // Seconds of a collective kernel run on a simulated slice (collective_timing.h); kind is
+  // "all_gather", "reduce_scatter", "all_reduce" or "all_to_all".
+  m.def(
+      "simulated_collective_seconds",
+      [](const std::string& kind, std::vector<int> axes, const std::string& chip, double nbytes) {
+        static const std::map<std::string, CollectiveKind> kinds{{"all_gather", CollectiveKind::AllGather},
+                                                                 {"reduce_scatter", CollectiveKind::ReduceScatter},
+                                                                 {"all_reduce", CollectiveKind::AllReduce},
+                                                                 {"all_to_all", CollectiveKind::AllToAll}};
+        const auto it = kinds.find(kind);
+        if (it == kinds.end()) throw std::invalid_argument("vtpu: no collective kernel named '" + kind + "'");
+        const sim::ChipConfig preset = chip.empty() ? Runtime::get().device(0).chip() : sim::load_chip(chip);
+        py::gil_scoped_release release;
+        return simulated_collective_seconds(it->second, axes, preset, nbytes);
+      },
+      py::arg("kind"), py::arg("axes"), py::arg("chip"), py::arg("nbytes"));
 }
 
 }  // namespace vtpu::bridge

@@ -1,6 +1,10 @@
-"""Which slice a process group's collectives are timed on. The closed forms themselves are the
-simulator's (sim/interconnect.h, bound as vtpu._C.Slice): ring and torus costs per axis, which
-axes wrap around by the chip's generation, the preset's link bandwidth and hop latency.
+"""Which slice a process group's collectives are timed on, and how. All-gather, reduce-scatter,
+all-reduce and all-to-all take the time of their collective kernels run on a simulated slice of
+the group's chips (kernels/generators/collectives.h over chip-to-chip DMA, through vtpu._C; timed
+once per size): links, hops, DMAs and the reductions' adds as the simulator models them.
+Broadcast and point-to-point have no kernel yet and take the slice's closed forms
+(sim/interconnect.h, bound as vtpu._C.Slice): ring and torus costs per axis, which axes wrap
+around by the chip's generation, the preset's link bandwidth and hop latency.
 
 The whole world is the slice `VTPU_TOPOLOGY` names (one axis of all the ranks by default), one
 chip per rank; a smaller group (a mesh dimension) is modelled as a line of its ranks, since which
@@ -21,7 +25,37 @@ def parse_topology(text: str) -> tuple[int, ...]:
     return tuple(_C.parse_topology(text))  # ValueError naming the form when it is not a slice
 
 
-def for_group(world_size: int, group_size: int, topology: str | None = None, chip: str = "") -> Slice:
+class SimulatedSlice:
+    """A slice whose all-gather, reduce-scatter and all-reduce are simulated kernels; the rest of
+    Slice's methods, and `closed_form`, are the closed forms."""
+
+    def __init__(self, closed_form: Slice, chip: str = ""):
+        self.closed_form = closed_form
+        self._chip = chip
+
+    def _simulated(self, kind: str, nbytes: float) -> float:
+        return _C.simulated_collective_seconds(kind, list(self.closed_form.axes), self._chip, float(nbytes))
+
+    def all_gather(self, output_bytes: float) -> float:
+        return self._simulated("all_gather", output_bytes)
+
+    def reduce_scatter(self, input_bytes: float) -> float:
+        return self._simulated("reduce_scatter", input_bytes)
+
+    def all_reduce(self, nbytes: float) -> float:
+        return self._simulated("all_reduce", nbytes)
+
+    def all_to_all(self, input_bytes: float) -> float:  # uneven splits timed as equal chunks
+        return self._simulated("all_to_all", input_bytes)
+
+    def __getattr__(self, name):  # axes, wraps, size, broadcast, point_to_point
+        return getattr(self.closed_form, name)
+
+    def __repr__(self) -> str:
+        return f"Simulated{self.closed_form!r}"
+
+
+def for_group(world_size: int, group_size: int, topology: str | None = None, chip: str = "") -> SimulatedSlice:
     topology = topology if topology is not None else os.environ.get("VTPU_TOPOLOGY")
     if group_size == world_size and topology:
         axes = parse_topology(topology)
@@ -30,4 +64,4 @@ def for_group(world_size: int, group_size: int, topology: str | None = None, chi
                              f"but the process group has {world_size} ranks (one chip each)")
     else:
         axes = (group_size,)
-    return Slice(list(axes), chip)
+    return SimulatedSlice(Slice(list(axes), chip), chip)

@@ -1,0 +1,68 @@
+#include "torch_bridge/csrc/runtime/collective_timing.h"
+
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "kernels/generators/collectives.h"
+#include "sim/device.h"
+#include "sim/interconnect.h"
+
+namespace vtpu::bridge {
+namespace {
+
+constexpr int64_t kTileBytesPerChip = 8192;  // the reduce kernels' chunk multiple
+
+double run(CollectiveKind kind, const std::vector<int>& axes, const sim::ChipConfig& chip, int64_t bytes) {
+  auto slice = sim::make_sim_slice(chip, axes);
+  const int chips = slice->chips();
+  const sim::Slice topology(chip, axes);
+  const kernels::SliceShape shape{topology.axes(), topology.wraps()};
+  const bool reduces = kind == CollectiveKind::ReduceScatter || kind == CollectiveKind::AllReduce;
+  const int64_t multiple = reduces ? kTileBytesPerChip * chips : chips;
+  const int64_t total = std::max<int64_t>(multiple, (bytes + multiple - 1) / multiple * multiple);
+  isa::Program program;
+  int buffers = 1;
+  switch (kind) {
+    case CollectiveKind::AllGather: program = kernels::make_all_gather(shape, chip); break;
+    case CollectiveKind::ReduceScatter: program = kernels::make_reduce_scatter(shape, chip), buffers = 3; break;
+    case CollectiveKind::AllReduce: program = kernels::make_all_reduce(shape, chip), buffers = 3; break;
+    case CollectiveKind::AllToAll: program = kernels::make_all_to_all(shape, chip), buffers = 2; break;
+  }
+  std::vector<std::vector<sim::KernelArg>> args(chips);
+  std::vector<std::vector<sim::HbmAddress>> held(chips);
+  for (int c = 0; c < chips; ++c) {
+    for (int b = 0; b < buffers; ++b) {  // the data (and output, or the reductions' two inboxes)
+      held[c].push_back(slice->allocate(c, uint64_t(total)));
+      args[c].push_back(sim::KernelArg::buffer(held[c].back(), uint64_t(total)));
+    }
+    args[c].push_back(sim::KernelArg::value(int32_t(total / chips)));
+  }
+  const auto result = slice->launch(program, args);
+  return double(result.cycles) / chip.clock_hz;
+}
+
+}  // namespace
+
+double simulated_collective_seconds(CollectiveKind kind, const std::vector<int>& axes, const sim::ChipConfig& chip,
+                                    double bytes) {
+  int chips = 1;
+  for (int n : axes) chips *= n;
+  if (chips <= 1 || bytes <= 0) return 0;
+  static std::mutex mutex;
+  static std::map<std::tuple<int, std::vector<int>, std::string, int64_t>, double> cache;
+  const auto timed = [&](int64_t size) {
+    const std::lock_guard lock(mutex);
+    const auto key = std::make_tuple(int(kind), axes, chip.name, size);
+    auto it = cache.find(key);
+    if (it == cache.end()) it = cache.emplace(key, run(kind, axes, chip, size)).first;
+    return it->second;
+  };
+  if (bytes <= kMaxTimedBytes) return timed(static_cast<int64_t>(std::ceil(bytes)));
+  const double at_max = timed(int64_t(kMaxTimedBytes)), at_half = timed(int64_t(kMaxTimedBytes / 2));
+  return at_max + (bytes - kMaxTimedBytes) * (at_max - at_half) / (kMaxTimedBytes / 2);
+}
+
+}  // namespace vtpu::bridge

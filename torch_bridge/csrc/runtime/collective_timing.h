@@ -1,0 +1,26 @@
+// How long a collective takes on a slice, as the simulator runs it: the collective kernel
+// (kernels/generators/collectives.h) launched on every chip of a simulated slice (sim::SliceDevice).
+// The torch.distributed backend moves the data itself (over Gloo) and charges this time to the
+// ranks' clocks. Timed once per kind, slice and size; sizes past kMaxTimedBytes are extrapolated.
+#pragma once
+
+#include <vector>
+
+#include "sim/chip_config.h"
+
+namespace vtpu::bridge {
+
+enum class CollectiveKind { AllGather, ReduceScatter, AllReduce, AllToAll };
+
+// The largest array timed by running it (the slice holds it, and scratch for the reductions, on
+// every chip); larger ones are bandwidth-bound, so their time is extended linearly from the time
+// of kMaxTimedBytes and of half that.
+inline constexpr double kMaxTimedBytes = 16.0 * (1 << 20);
+
+// Seconds for `bytes` (each chip's whole array: all-gather's output, reduce-scatter's input,
+// all-reduce's tensor, all-to-all's input, in equal chunks) on a slice of `axes` chips of `chip` (cached by its name). Reductions are timed as f32
+// sums over whole vreg tiles: `bytes` is rounded up to 8 KiB per chip.
+double simulated_collective_seconds(CollectiveKind kind, const std::vector<int>& axes, const sim::ChipConfig& chip,
+                                    double bytes);
+
+}  // namespace vtpu::bridge
