@@ -1,7 +1,7 @@
 """Collective kernels (kernels/generators/collectives.h, run on a simulated slice over chip-to-chip
 DMA) against the torus closed forms (sim/interconnect.h) they should approach once
-bandwidth-bound: all-gather, reduce-scatter and all-reduce on lines, rings, 2-D and 3-D tori,
-from latency-bound (8 KiB per chip) to bandwidth-bound (16 MiB) arrays. Prints a Markdown table
+bandwidth-bound: all-gather, reduce-scatter, all-reduce and all-to-all on lines, rings, 2-D and
+3-D tori, from latency-bound (8 KiB per chip) to bandwidth-bound (8-16 MiB) arrays. Prints a Markdown table
 (docs/distributed.md quotes it). The same kernels give tpu_dist its collective times.
 Usage: PYTHONPATH=torch_bridge/python python3 bench/collective_kernels.py   (about 3 minutes here)
 """
@@ -13,7 +13,7 @@ import vtpu
 
 SLICES = [("v4", "4", "line"), ("v5e", "8", "line"), ("v5e", "16", "ring"), ("v5e", "2x4", "2-D lines"),
           ("v5e", "4x16", "2-D, one ring"), ("v4", "2x2x2", "3-D lines"), ("v4", "4x4x4", "3-D torus")]
-KINDS = ["all_gather", "reduce_scatter", "all_reduce"]
+KINDS = ["all_gather", "reduce_scatter", "all_reduce", "all_to_all"]
 
 
 def main() -> None:
