@@ -13,6 +13,24 @@ namespace vtpu::sim {
 
 using isa::Opcode;
 
+// `bytes` moved in turn on the core's HBM timeline from `accept` on, for queue `q`: the cycles
+// the transfer starts and ends, both tracks' accounts kept.
+std::pair<uint64_t, uint64_t> TimingModel::take_hbm_turn(Track& q, uint64_t accept, uint64_t bytes) {
+  const double hbm_start = std::max(double(accept), hbm_free_);
+  hbm_free_ = hbm_start + double(bytes) / hbm_bytes_per_cycle_;
+  const auto hs = static_cast<uint64_t>(hbm_start);
+  const auto hbm_end = static_cast<uint64_t>(std::ceil(hbm_free_));
+  q.free_at = std::max(q.free_at, hbm_end);
+  q.busy_cycles += hbm_end - hs;
+  ++q.instructions;
+  q.recent_starts.push_back(accept);
+  Track& h = tracks_[hbm_track_];
+  h.busy_cycles += hbm_end - hs;
+  ++h.instructions;
+  h.free_at = std::max(h.free_at, hbm_end);
+  return {hs, hbm_end};
+}
+
 // A DMA: accepted by its queue, then its transfer in turn on the core's HBM timeline (or on chip).
 Scheduled TimingModel::schedule_dma(const isa::Instruction& ins, const StepOutcome& outcome, uint64_t deps) {
   if (ins.opcode == Opcode::Dmaremote) return schedule_remote_dma(ins, outcome, deps);
@@ -23,25 +41,13 @@ Scheduled TimingModel::schedule_dma(const isa::Instruction& ins, const StepOutco
   Track& q = tracks_[dma_tracks_[ins.operands[0]]];
   const uint64_t accept = std::max({dispatch(q), deps, vmem_ready(outcome.vmem_read)});
   if (outcome.dma_on_chip) return schedule_local_dma(ins, outcome, q, accept);
-  const double transfer = double(outcome.dma_bytes) / hbm_bytes_per_cycle_;
-  const double hbm_start = std::max(double(accept), hbm_free_);
-  hbm_free_ = hbm_start + transfer;
-  const uint64_t hs = static_cast<uint64_t>(hbm_start);
-  const uint64_t hbm_end = static_cast<uint64_t>(std::ceil(hbm_free_));
+  const auto [hs, hbm_end] = take_hbm_turn(q, accept, outcome.dma_bytes);
   // in issue order, behind a long local DMA too (schedule_local_dma)
   const uint64_t done = std::max(hbm_end + hbm_latency_cycles_, last_dma_done_);
   s = {accept, hbm_end, done};
-  q.free_at = std::max(q.free_at, hbm_end);
-  q.busy_cycles += hbm_end - hs;
-  ++q.instructions;
-  q.recent_starts.push_back(accept);
-  Track& h = tracks_[hbm_track_];
-  h.busy_cycles += hbm_end - hs;
-  ++h.instructions;
-  h.free_at = std::max(h.free_at, hbm_end);
   if (trace_) {
     trace_->slice(q.trace_id, hs, hbm_end, meta.mnemonic.data());
-    trace_->slice(h.trace_id, hs, hbm_end, ins.opcode == Opcode::Dmah2v ? "read" : "write");
+    trace_->slice(tracks_[hbm_track_].trace_id, hs, hbm_end, ins.opcode == Opcode::Dmah2v ? "read" : "write");
     trace_->sample(hbm_counter_, hs, hbm_bytes_per_cycle_ * chip_.clock_hz / 1e9);
     trace_->sample(hbm_counter_, hbm_end, 0);
   }
@@ -71,7 +77,6 @@ Scheduled TimingModel::schedule_local_dma(const isa::Instruction& ins, const Ste
   return {accept, end, done};
 }
 
-
 // A copy to another chip streams from HBM onto the links of its route from the moment its queue
 // accepts it: a link is some twenty times slower than HBM, so the read is paced by the link and
 // does not wait its turn behind the other DMAs' reads (which would serialise a chip's two ring
@@ -82,23 +87,12 @@ Scheduled TimingModel::schedule_remote_dma(const isa::Instruction& ins, const St
   if (!peers_) throw std::logic_error("vtpu: dma.remote timed without a slice");
   Track& q = tracks_[dma_tracks_[ins.operands[0]]];
   const uint64_t accept = std::max(dispatch(q), deps);
-  const double hbm_start = std::max(double(accept), hbm_free_);
-  hbm_free_ = hbm_start + double(outcome.dma_bytes) / hbm_bytes_per_cycle_;
-  const auto hs = static_cast<uint64_t>(hbm_start);
-  const auto hbm_end = static_cast<uint64_t>(std::ceil(hbm_free_));
+  const auto [hs, hbm_end] = take_hbm_turn(q, accept, outcome.dma_bytes);
   const uint64_t landed = peers_->transfer(chip_index_, outcome.remote_chip, outcome.dma_bytes, accept);
   const uint64_t done = std::max(landed, hbm_end + hbm_latency_cycles_);
-  q.free_at = std::max(q.free_at, hbm_end);
-  q.busy_cycles += hbm_end - hs;
-  ++q.instructions;
-  q.recent_starts.push_back(accept);
-  Track& h = tracks_[hbm_track_];
-  h.busy_cycles += hbm_end - hs;
-  ++h.instructions;
-  h.free_at = std::max(h.free_at, hbm_end);
   if (trace_) {
     trace_->slice(q.trace_id, hs, done, fmt::format("dma.remote to chip {}", outcome.remote_chip).c_str());
-    trace_->slice(h.trace_id, hs, hbm_end, "read");
+    trace_->slice(tracks_[hbm_track_].trace_id, hs, hbm_end, "read");
   }
   hbm_read_bytes_ += outcome.dma_bytes;
   ici_bytes_ += outcome.dma_bytes;

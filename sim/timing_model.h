@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "isa/instruction.h"
@@ -75,6 +76,7 @@ class TimingModel {
   Scheduled schedule_front_end(const isa::Instruction& ins, const StepOutcome& outcome, uint64_t deps, uint64_t wait_ready);
   Scheduled schedule_mxu(const isa::Instruction& ins, const StepOutcome& outcome, uint64_t deps);
   Scheduled schedule_dma(const isa::Instruction& ins, const StepOutcome& outcome, uint64_t deps);
+  std::pair<uint64_t, uint64_t> take_hbm_turn(Track& q, uint64_t accept, uint64_t bytes);
   Scheduled schedule_remote_dma(const isa::Instruction& ins, const StepOutcome& outcome, uint64_t deps);
   Scheduled schedule_local_dma(const isa::Instruction& ins, const StepOutcome& outcome, Track& q, uint64_t accept);
 

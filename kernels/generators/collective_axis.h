@@ -7,7 +7,7 @@
 #include <string>
 
 #include "kernels/codegen/asm_writer.h"
-#include "kernels/generators/collectives.h"
+#include "kernels/generators/slice_shape.h"
 
 namespace vtpu::kernels {
 
@@ -18,10 +18,6 @@ inline constexpr int kFromPrevious = 0, kFromNext = 1, kSent = 2;
 inline constexpr int kForwardQueue = 0, kBackwardQueue = 1;
 
 void check_slice_shape(const SliceShape& slice, const char* what);
-
-// The all-gather's code over `out` (collectives.cc), for the all-reduce to follow its
-// reduce-scatter with; `sent` counts the sends to drain.
-void emit_all_gather(AsmWriter& w, const SliceShape& slice, int rank, int out, int chunk, int sent);
 
 class CollectiveAxis {
  public:

@@ -8,19 +8,11 @@
 // Both forward a piece a step after receiving it, so a step costs a piece over one link plus a hop.
 #pragma once
 
-#include <vector>
-
 #include "isa/program.h"
+#include "kernels/generators/slice_shape.h"
 #include "sim/chip_config.h"
 
 namespace vtpu::kernels {
-
-// The slice a collective runs over: chips per axis (ranks row-major) and which axes wrap around
-// (from sim::Slice, which decides it per generation).
-struct SliceShape {
-  std::vector<int> axes;
-  std::vector<bool> wraps;
-};
 
 // An in-place all-gather: on entry chip r holds its chunk at byte offset r * chunk_bytes of `out`;
 // on exit every chip holds every chip's chunk there. Axes are gathered last first, so each step
@@ -32,16 +24,22 @@ isa::Program make_all_gather(const SliceShape& slice, const sim::ChipConfig& chi
 // A sum reduce-scatter of f32: on entry every chip holds a whole array of chips * chunk_bytes in
 // `data`; on exit chip r's chunk r of `data` holds the sum over chips of their chunk r (the rest
 // of `data` holds partial sums). Axes are reduced first to last, each shrinking the data by its
-// size (the reverse of the all-gather). A piece is added to what arrived for it (through VMEM) and sent on, pieces at a
-// time, so the adds of one piece overlap the transfer of the one before. Kernel arguments: `data`,
-// then `from_previous` and `from_next` (scratch the size of `data`, where pieces from the
-// neighbours land), then chunk_bytes (a scalar, a multiple of 8 KiB: whole vreg tiles in halves of
-// a chunk; the kernel traps otherwise).
+// size (the reverse of the all-gather). A piece is added to what arrived for it (through VMEM)
+// and sent on, pieces at a time, so the adds of one piece overlap the transfer of the one before.
+// Kernel arguments: `data`, then `from_previous` and `from_next` (scratch the size of `data`,
+// where pieces from the neighbours land), then chunk_bytes (a scalar, a multiple of 8 KiB: whole
+// vreg tiles in halves of a chunk; the kernel traps otherwise).
 isa::Program make_reduce_scatter(const SliceShape& slice, const sim::ChipConfig& chip);
 
 // A sum all-reduce of f32: the reduce-scatter, then the all-gather of its chunks; the same
 // arguments, and on exit every chip's `data` holds the whole sum.
 isa::Program make_all_reduce(const SliceShape& slice, const sim::ChipConfig& chip);
+
+class AsmWriter;
+// The all-gather's code over `out` into a program being written (the all-reduce follows its
+// reduce-scatter with it): registers hold this chip's index, `out` and the chunk bytes; `sent`
+// counts the sends it issues, to drain before the program ends.
+void emit_all_gather(AsmWriter& w, const SliceShape& slice, int rank, int out, int chunk, int sent);
 
 // An all-to-all of equal chunks: chip r sends chunk j of `input` to chunk r of chip j's `output`,
 // each straight to its destination over the links' routes (not axis by axis). Kernel arguments:

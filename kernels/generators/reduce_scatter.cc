@@ -104,7 +104,7 @@ class ReduceScatterAxis {
   void step(const Flow& f, const Flow& b, int segment) {
     auto& s = w_.sregs();
     const int f_base = s.take(), b_base = s.take(), length = s.take(), offset = s.take(), bytes = s.take(),
-              piece = s.take(), zero = s.take();
+              limit = s.take(), zero = s.take();
     a_.block_address(f_base, f.owner);
     a_.block_address(b_base, b.owner);
     w_.line("smov s{}, s{}", length, a_.block());
@@ -119,8 +119,8 @@ class ReduceScatterAxis {
     w_.place(loop);
     w_.line("bge s{}, s{}, {}", offset, length, done);
     w_.line("ssub s{}, s{}, s{}", bytes, length, offset);
-    w_.load_immediate(piece, kPieceBytes);
-    w_.line("smin s{}, s{}, s{}", bytes, bytes, piece);
+    w_.load_immediate(limit, kPieceBytes);
+    w_.line("smin s{}, s{}, s{}", bytes, bytes, limit);
     // Both flows' adds at once, so their HBM round trips overlap: load, add, store, then send.
     const std::pair<const Flow*, int> flows[] = {{&f, f_base}, {&b, b_base}};
     const int work = s.take();
@@ -148,7 +148,7 @@ class ReduceScatterAxis {
     w_.line("sadd s{}, s{}, s{}", offset, offset, bytes);
     w_.line("jmp {}", loop);
     w_.place(done);
-    for (int r : {f_base, b_base, length, offset, bytes, piece, zero}) s.release(r);
+    for (int r : {f_base, b_base, length, offset, bytes, limit, zero}) s.release(r);
   }
 
   void send_piece(int piece, int bytes, bool forward) {
@@ -310,15 +310,16 @@ isa::Program make_reducing(const SliceShape& slice, const char* name, bool then_
   w.line("sarg s{}, {}", chunk, chunk_arg);
   w.line("sli s{}, 0", sent);
   {  // whole tiles in every half of a chunk
-    const int t = s.take();
+    const int t = s.take(), zero = s.take();
     const std::string tiled = w.new_label("chunk_tiled");
     w.line("sli s{}, {}", t, kChunkMultiple);
     w.line("srem s{}, s{}, s{}", t, chunk, t);
-    w.line("sli s{}, 0", sent);
-    w.line("beq s{}, s{}, {}", t, sent, tiled);
+    w.line("sli s{}, 0", zero);
+    w.line("beq s{}, s{}, {}", t, zero, tiled);
     w.trap(TrapCode::ChunkNotTiled);
     w.place(tiled);
     s.release(t);
+    s.release(zero);
   }
   {
     CollectiveAxis axis(w, rank, b.data, chunk);
