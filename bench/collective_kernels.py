@@ -1,8 +1,8 @@
 """Collective kernels (kernels/generators/collectives.h, run on a simulated slice over chip-to-chip
 DMA) against the torus closed forms (sim/interconnect.h) they should approach once
-bandwidth-bound: all-gather, reduce-scatter, all-reduce and all-to-all on lines, rings, 2-D and
-3-D tori, from latency-bound (8 KiB per chip) to bandwidth-bound (8-16 MiB) arrays. Prints a Markdown table
-(docs/distributed.md quotes it). The same kernels give tpu_dist its collective times.
+bandwidth-bound: all-gather, reduce-scatter, all-reduce, all-to-all and broadcast on lines,
+rings, 2-D and 3-D tori, from latency-bound (8 KiB per chip) to bandwidth-bound (8-16 MiB)
+arrays. Prints a Markdown table (docs/distributed.md quotes it). The same kernels give tpu_dist its collective times.
 Usage: PYTHONPATH=torch_bridge/python python3 bench/collective_kernels.py   (about 3 minutes here)
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import vtpu
 
 SLICES = [("v4", "4", "line"), ("v5e", "8", "line"), ("v5e", "16", "ring"), ("v5e", "2x4", "2-D lines"),
           ("v5e", "4x16", "2-D, one ring"), ("v4", "2x2x2", "3-D lines"), ("v4", "4x4x4", "3-D torus")]
-KINDS = ["all_gather", "reduce_scatter", "all_reduce", "all_to_all"]
+KINDS = ["all_gather", "reduce_scatter", "all_reduce", "all_to_all", "broadcast"]
 
 
 def main() -> None:

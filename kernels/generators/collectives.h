@@ -35,6 +35,11 @@ isa::Program make_reduce_scatter(const SliceShape& slice, const sim::ChipConfig&
 // arguments, and on exit every chip's `data` holds the whole sum.
 isa::Program make_all_reduce(const SliceShape& slice, const sim::ChipConfig& chip);
 
+// A broadcast from chip 0: on exit every chip's `data` holds chip 0's. Kernel arguments: `data`,
+// then its bytes (a scalar). Chip 0 is the root: a broadcast from another chip takes the same time
+// on a ring and, at most, the same on a line.
+isa::Program make_broadcast(const SliceShape& slice, const sim::ChipConfig& chip);
+
 class AsmWriter;
 // The all-gather's code over `out` into a program being written (the all-reduce follows its
 // reduce-scatter with it): registers hold this chip's index, `out` and the chunk bytes; `sent`

@@ -190,6 +190,30 @@ TEST_SUITE("kernels") {
     }
   }
 
+  TEST_CASE("broadcast: every chip ends with chip 0's data, pipelined: within 5% of the closed form") {
+    struct Case {
+      const char* chip;
+      const char* topology;
+    };
+    for (const Case c : {Case{"v4", "4"}, Case{"v5e", "8"}, Case{"v5e", "16"}, Case{"v5e", "2x4"}, Case{"v4", "2x2x2"}}) {
+      const auto& chip = sim::load_chip(c.chip);
+      const sim::Slice slice(chip, sim::parse_topology(c.topology));
+      const int64_t bytes = 16 << 20, n = bytes / 4;
+      auto out = testing::run_slice(kernels::make_broadcast(shape_of(slice), chip), chip, slice, [&](int r) {
+        return std::vector<Arg>{Arg::buf(HostBuffer::of(std::vector<int32_t>(n, r == 0 ? 7 : -1))), Arg::val(int32_t(bytes))};
+      });
+      for (int r = 0; r < slice.size(); ++r) {
+        INFO(std::string(c.topology), " chip ", r);
+        REQUIRE(out.chips[r][0].as<int32_t>() == std::vector<int32_t>(n, 7));
+      }
+      const double simulated = double(out.result.cycles) / chip.clock_hz, expected = slice.broadcast(double(bytes));
+      INFO(std::string(c.chip), " ", std::string(c.topology), ": simulated ", simulated * 1e6, " us, closed form ",
+           expected * 1e6, " us");
+      CHECK(simulated >= expected * 0.95);
+      CHECK(simulated <= expected * 1.05);
+    }
+  }
+
   TEST_CASE("collectives refuse a slice that is not one to three axes") {
     CHECK_THROWS_WITH_AS(kernels::make_all_gather({{}, {}}, sim::load_chip("v5e")),
                          doctest::Contains("one to three axes"), kernels::KernelError);

@@ -21,7 +21,8 @@ double run(CollectiveKind kind, const std::vector<int>& axes, const sim::ChipCon
   const sim::Slice topology(chip, axes);
   const kernels::SliceShape shape{topology.axes(), topology.wraps()};
   const bool reduces = kind == CollectiveKind::ReduceScatter || kind == CollectiveKind::AllReduce;
-  const int64_t multiple = reduces ? kTileBytesPerChip * chips : chips;
+  const bool chunked = kind != CollectiveKind::Broadcast;
+  const int64_t multiple = reduces ? kTileBytesPerChip * chips : chunked ? chips : 1;
   const int64_t total = std::max<int64_t>(multiple, (bytes + multiple - 1) / multiple * multiple);
   isa::Program program;
   int buffers = 1;
@@ -30,6 +31,7 @@ double run(CollectiveKind kind, const std::vector<int>& axes, const sim::ChipCon
     case CollectiveKind::ReduceScatter: program = kernels::make_reduce_scatter(shape, chip), buffers = 3; break;
     case CollectiveKind::AllReduce: program = kernels::make_all_reduce(shape, chip), buffers = 3; break;
     case CollectiveKind::AllToAll: program = kernels::make_all_to_all(shape, chip), buffers = 2; break;
+    case CollectiveKind::Broadcast: program = kernels::make_broadcast(shape, chip); break;
   }
   std::vector<std::vector<sim::KernelArg>> args(chips);
   std::vector<std::vector<sim::HbmAddress>> held(chips);
@@ -38,7 +40,7 @@ double run(CollectiveKind kind, const std::vector<int>& axes, const sim::ChipCon
       held[c].push_back(slice->allocate(c, uint64_t(total)));
       args[c].push_back(sim::KernelArg::buffer(held[c].back(), uint64_t(total)));
     }
-    args[c].push_back(sim::KernelArg::value(int32_t(total / chips)));
+    args[c].push_back(sim::KernelArg::value(int32_t(chunked ? total / chips : total)));
   }
   const auto result = slice->launch(program, args);
   return double(result.cycles) / chip.clock_hz;

@@ -10,7 +10,7 @@
 
 namespace vtpu::bridge {
 
-enum class CollectiveKind { AllGather, ReduceScatter, AllReduce, AllToAll };
+enum class CollectiveKind { AllGather, ReduceScatter, AllReduce, AllToAll, Broadcast };
 
 // The largest array timed by running it (the slice holds it, and scratch for the reductions, on
 // every chip); larger ones are bandwidth-bound, so their time is extended linearly from the time
@@ -18,7 +18,7 @@ enum class CollectiveKind { AllGather, ReduceScatter, AllReduce, AllToAll };
 inline constexpr double kMaxTimedBytes = 16.0 * (1 << 20);
 
 // Seconds for `bytes` (each chip's whole array: all-gather's output, reduce-scatter's input,
-// all-reduce's tensor, all-to-all's input, in equal chunks) on a slice of `axes` chips of `chip` (cached by its name). Reductions are timed as f32
+// all-reduce's tensor, all-to-all's input in equal chunks, the tensor broadcast) on a slice of `axes` chips of `chip` (cached by its name). Reductions are timed as f32
 // sums over whole vreg tiles: `bytes` is rounded up to 8 KiB per chip.
 double simulated_collective_seconds(CollectiveKind kind, const std::vector<int>& axes, const sim::ChipConfig& chip,
                                     double bytes);

@@ -33,14 +33,15 @@ void register_slice(py::module& m) {
       });
   m.def("parse_topology", &sim::parse_topology);
   // Seconds of a collective kernel run on a simulated slice (collective_timing.h); kind is
-  // "all_gather", "reduce_scatter", "all_reduce" or "all_to_all".
+  // "all_gather", "reduce_scatter", "all_reduce", "all_to_all" or "broadcast".
   m.def(
       "simulated_collective_seconds",
       [](const std::string& kind, std::vector<int> axes, const std::string& chip, double nbytes) {
         static const std::map<std::string, CollectiveKind> kinds{{"all_gather", CollectiveKind::AllGather},
                                                                  {"reduce_scatter", CollectiveKind::ReduceScatter},
                                                                  {"all_reduce", CollectiveKind::AllReduce},
-                                                                 {"all_to_all", CollectiveKind::AllToAll}};
+                                                                 {"all_to_all", CollectiveKind::AllToAll},
+                                                                 {"broadcast", CollectiveKind::Broadcast}};
         const auto it = kinds.find(kind);
         if (it == kinds.end()) throw std::invalid_argument("vtpu: no collective kernel named '" + kind + "'");
         const sim::ChipConfig preset = chip.empty() ? Runtime::get().device(0).chip() : sim::load_chip(chip);

@@ -1,8 +1,8 @@
 """Which slice a process group's collectives are timed on, and how. All-gather, reduce-scatter,
-all-reduce and all-to-all take the time of their collective kernels run on a simulated slice of
-the group's chips (kernels/generators/collectives.h over chip-to-chip DMA, through vtpu._C; timed
-once per size): links, hops, DMAs and the reductions' adds as the simulator models them.
-Broadcast and point-to-point have no kernel yet and take the slice's closed forms
+all-reduce, all-to-all and broadcast take the time of their collective kernels run on a simulated
+slice of the group's chips (kernels/generators/collectives.h over chip-to-chip DMA, through
+vtpu._C; timed once per size): links, hops, DMAs and the reductions' adds as the simulator
+models them. Sends and receives have no kernel yet and take the slice's closed form
 (sim/interconnect.h, bound as vtpu._C.Slice): ring and torus costs per axis, which axes wrap
 around by the chip's generation, the preset's link bandwidth and hop latency.
 
@@ -48,7 +48,10 @@ class SimulatedSlice:
     def all_to_all(self, input_bytes: float) -> float:  # uneven splits timed as equal chunks
         return self._simulated("all_to_all", input_bytes)
 
-    def __getattr__(self, name):  # axes, wraps, size, broadcast, point_to_point
+    def broadcast(self, nbytes: float) -> float:  # from any root, timed from rank 0
+        return self._simulated("broadcast", nbytes)
+
+    def __getattr__(self, name):  # axes, wraps, size, coordinates, point_to_point
         return getattr(self.closed_form, name)
 
     def __repr__(self) -> str:
