@@ -23,7 +23,9 @@ IciLinks::IciLinks(const ChipConfig& chip, const Slice& slice, traces::TraceReco
         coords[a] = (coords[a] + (forward ? 1 : axes[a] - 1)) % axes[a];
         int to = 0;
         for (size_t i = 0; i < axes.size(); ++i) to = to * axes[i] + coords[i];
-        links_[link_index(c, a, forward)].name = fmt::format("chip {} -> chip {} (axis {})", c, to, a);
+        Link& link = links_[link_index(c, a, forward)];
+        link.name = fmt::format("chip {} -> chip {} (axis {})", c, to, a);
+        link.from = c;
       }
     }
   }
@@ -97,7 +99,12 @@ uint64_t IciLinks::transfer(int src, int dst, uint64_t bytes, uint64_t ready_cyc
 std::vector<LinkUsage> IciLinks::usage() const {
   std::vector<LinkUsage> out;
   for (const Link& l : links_) {
-    if (l.transfers > 0) out.push_back({l.name, l.bytes, static_cast<uint64_t>(std::llround(l.busy)), l.transfers});
+    if (l.transfers == 0) continue;
+    LinkUsage u{l.name, l.from, l.bytes, static_cast<uint64_t>(std::llround(l.busy)), l.transfers, {}};
+    for (const auto& [start, end] : l.busy_intervals) {
+      u.busy.emplace_back(static_cast<uint64_t>(start), static_cast<uint64_t>(std::ceil(end)));
+    }
+    out.push_back(std::move(u));
   }
   return out;
 }

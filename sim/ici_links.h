@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/chip_config.h"
@@ -20,9 +21,11 @@ namespace vtpu::sim {
 
 struct LinkUsage {
   std::string name;  // "chip 0 -> chip 1 (axis 0)"
+  int from = 0;      // the chip it leaves
   uint64_t bytes = 0;
   uint64_t busy_cycles = 0;
   uint64_t transfers = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> busy;  // [start, end) cycles of each transfer, in order
 };
 
 class IciLinks {
@@ -43,6 +46,7 @@ class IciLinks {
  private:
   struct Link {
     std::string name;
+    int from = 0;
     // start -> end of each transfer it carries, in fractional cycles (back-to-back small transfers
     // must not round up each)
     std::map<double, double> busy_intervals;

@@ -2,7 +2,7 @@
 // are 0, then each later axis from every chip that has the data): along a line the data flows
 // from coordinate 0 to the far end, round a ring both ways to the chip opposite. Each chip
 // forwards a piece as soon as it lands, so a chain of n chips costs the data over one link plus a
-// piece per further hop, not n times the data.
+// piece and a hop per further chip, not n times the data.
 #include <fmt/format.h>
 
 #include <functional>
@@ -14,7 +14,7 @@
 namespace vtpu::kernels {
 namespace {
 
-constexpr int64_t kPieceBytes = 64 * 1024;
+constexpr int64_t kPieceBytes = 64 * 1024, kMinPieceBytes = 4096;
 
 class BroadcastAxis {
  public:
@@ -58,7 +58,13 @@ class BroadcastAxis {
     const int at = s.take(), end = s.take(), bytes = s.take(), limit = s.take(), zero = s.take();
     w_.line("smov s{}, s{}", at, data_);
     w_.line("sadd s{}, s{}, s{}", end, data_, bytes_);
-    w_.load_immediate(limit, kPieceBytes);
+    // pieces of a sixteenth of the data, 4 to 64 KiB: short enough that a chain of chips keeps
+    // every link busy even when the data is small
+    w_.line("sshri s{}, s{}, 4", limit, bytes_);
+    w_.load_immediate(bytes, kMinPieceBytes);
+    w_.line("smax s{}, s{}, s{}", limit, limit, bytes);
+    w_.load_immediate(bytes, kPieceBytes);
+    w_.line("smin s{}, s{}, s{}", limit, limit, bytes);
     w_.line("sli s{}, 0", zero);
     const std::string loop = w_.new_label("piece"), done = w_.new_label("pieces_done");
     w_.place(loop);

@@ -170,9 +170,10 @@ def test_a_topology_that_does_not_match_the_ranks_is_refused(run_ranks):
 
 
 def test_ranks_traces_merge_into_one_timeline_with_their_collectives(run_ranks, tmp_path):
-    """Each rank traces its chip on the simulated clock (waits included) with an interconnect row;
-    merged, the all-reduce sits at the same time on both ranks, after the later rank's work, and
-    the kernel that reads its result starts after it ends."""
+    """Each rank traces its chip on the simulated clock (waits included) with an interconnect row
+    and a row per link; merged, the all-reduce sits at the same time on both ranks, after the
+    later rank's work, its links busy within it, and the kernel that reads its result starts after
+    it ends."""
     results = run_ranks(f"""
         a = torch.randn(512 if rank == 1 else 64, 512, device="tpu")
         g = torch.ones(1 << 18, device="tpu")
@@ -200,6 +201,12 @@ def test_ranks_traces_merge_into_one_timeline_with_their_collectives(run_ranks, 
         assert before and after, (rank, start, [(s["name"], s["ts"]) for s in kernels])
         assert max(s["ts"] + s["dur"] for s in before) <= start + 1e-3  # the work before ended before it
         assert min(s["ts"] for s in after) >= end - 1e-3  # the reader waited for its result
+    # the link leaving each chip carries its half of the reduce-scatter and of the all-gather:
+    # 1 MiB at v5e's 50 GB/s, within the all-reduce
+    for rank in (0, 1):
+        link = [s for s in slices if s["name"] == "all_reduce (link)" and s["process"] == f"rank{rank} tpu:0 v5e links"]
+        assert link and all(start - 1e-3 <= s["ts"] and s["ts"] + s["dur"] <= end + 1e-3 for s in link)
+        assert sum(s["dur"] for s in link) == pytest.approx((1 << 20) / 50e9 * 1e6, rel=0.02)
     gap = lambda rank: start - max(s["ts"] + s["dur"] for s in slices  # noqa: E731
                                    if s["process"].startswith(f"rank{rank} tpu:0 v5e core") and s["ts"] < start)
     assert gap(0) > gap(1)  # rank 0 stalled for rank 1

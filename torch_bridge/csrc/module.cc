@@ -164,10 +164,15 @@ PYBIND11_MODULE(_C, m) {
     rt.wait_until(device, seconds);
   });
   m.def("start_trace", [] { Runtime::get().start_trace(); });
+  m.def("tracing", [] { return Runtime::get().tracing(); });
   m.def("stop_trace", [](const std::string& path) { Runtime::get().stop_trace(path); });
-  m.def("trace_interconnect", [](int device, const std::string& name, double start, double end) {
-    Runtime::get().trace_interconnect(device, name, start, end);
-  });
+  // A slice on the chip's interconnect rows: "interconnect" (the collective), or one link's row.
+  m.def(
+      "trace_interconnect",
+      [](int device, const std::string& name, double start, double end, const std::string& row) {
+        Runtime::get().trace_interconnect(device, name, start, end, row);
+      },
+      py::arg("device"), py::arg("name"), py::arg("start"), py::arg("end"), py::arg("row") = "interconnect");
   register_build_info(m);
   register_slice(m);
   register_assembly_kernels(m);

@@ -15,7 +15,7 @@ namespace {
 
 constexpr int64_t kTileBytesPerChip = 8192;  // the reduce kernels' chunk multiple
 
-double run(CollectiveKind kind, const std::vector<int>& axes, const sim::ChipConfig& chip, int64_t bytes) {
+CollectiveTiming run(CollectiveKind kind, const std::vector<int>& axes, const sim::ChipConfig& chip, int64_t bytes) {
   auto slice = sim::make_sim_slice(chip, axes);
   const int chips = slice->chips();
   const sim::Slice topology(chip, axes);
@@ -34,27 +34,41 @@ double run(CollectiveKind kind, const std::vector<int>& axes, const sim::ChipCon
     case CollectiveKind::Broadcast: program = kernels::make_broadcast(shape, chip); break;
   }
   std::vector<std::vector<sim::KernelArg>> args(chips);
-  std::vector<std::vector<sim::HbmAddress>> held(chips);
   for (int c = 0; c < chips; ++c) {
     for (int b = 0; b < buffers; ++b) {  // the data (and output, or the reductions' two inboxes)
-      held[c].push_back(slice->allocate(c, uint64_t(total)));
-      args[c].push_back(sim::KernelArg::buffer(held[c].back(), uint64_t(total)));
+      args[c].push_back(sim::KernelArg::buffer(slice->allocate(c, uint64_t(total)), uint64_t(total)));
     }
     args[c].push_back(sim::KernelArg::value(int32_t(chunked ? total / chips : total)));
   }
   const auto result = slice->launch(program, args);
-  return double(result.cycles) / chip.clock_hz;
+  CollectiveTiming timing{double(result.cycles) / chip.clock_hz, {}};
+  for (const auto& link : result.links) {
+    CollectiveTiming::Link drawn{link.name, link.from, {}};
+    for (const auto& [start, end] : link.busy) drawn.busy.emplace_back(start / chip.clock_hz, end / chip.clock_hz);
+    timing.links.push_back(std::move(drawn));
+  }
+  return timing;
+}
+
+// The timing stretched to `seconds` (a size past the largest run).
+CollectiveTiming stretched(CollectiveTiming timing, double seconds) {
+  const double factor = timing.seconds > 0 ? seconds / timing.seconds : 1;
+  for (auto& link : timing.links) {
+    for (auto& [start, end] : link.busy) start *= factor, end *= factor;
+  }
+  timing.seconds = seconds;
+  return timing;
 }
 
 }  // namespace
 
-double simulated_collective_seconds(CollectiveKind kind, const std::vector<int>& axes, const sim::ChipConfig& chip,
-                                    double bytes) {
+CollectiveTiming simulated_collective(CollectiveKind kind, const std::vector<int>& axes, const sim::ChipConfig& chip,
+                                      double bytes) {
   int chips = 1;
   for (int n : axes) chips *= n;
-  if (chips <= 1 || bytes <= 0) return 0;
+  if (chips <= 1 || bytes <= 0) return {};
   static std::mutex mutex;
-  static std::map<std::tuple<int, std::vector<int>, std::string, int64_t>, double> cache;
+  static std::map<std::tuple<int, std::vector<int>, std::string, int64_t>, CollectiveTiming> cache;
   const auto timed = [&](int64_t size) {
     const std::lock_guard lock(mutex);
     const auto key = std::make_tuple(int(kind), axes, chip.name, size);
@@ -63,8 +77,9 @@ double simulated_collective_seconds(CollectiveKind kind, const std::vector<int>&
     return it->second;
   };
   if (bytes <= kMaxTimedBytes) return timed(static_cast<int64_t>(std::ceil(bytes)));
-  const double at_max = timed(int64_t(kMaxTimedBytes)), at_half = timed(int64_t(kMaxTimedBytes / 2));
-  return at_max + (bytes - kMaxTimedBytes) * (at_max - at_half) / (kMaxTimedBytes / 2);
+  const CollectiveTiming at_max = timed(int64_t(kMaxTimedBytes));
+  const double at_half = timed(int64_t(kMaxTimedBytes / 2)).seconds;
+  return stretched(at_max, at_max.seconds + (bytes - kMaxTimedBytes) * (at_max.seconds - at_half) / (kMaxTimedBytes / 2));
 }
 
 }  // namespace vtpu::bridge

@@ -4,6 +4,8 @@
 // ranks' clocks. Timed once per kind, slice and size; sizes past kMaxTimedBytes are extrapolated.
 #pragma once
 
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/chip_config.h"
@@ -17,10 +19,24 @@ enum class CollectiveKind { AllGather, ReduceScatter, AllReduce, AllToAll, Broad
 // of kMaxTimedBytes and of half that.
 inline constexpr double kMaxTimedBytes = 16.0 * (1 << 20);
 
-// Seconds for `bytes` (each chip's whole array: all-gather's output, reduce-scatter's input,
-// all-reduce's tensor, all-to-all's input in equal chunks, the tensor broadcast) on a slice of `axes` chips of `chip` (cached by its name). Reductions are timed as f32
-// sums over whole vreg tiles: `bytes` is rounded up to 8 KiB per chip.
-double simulated_collective_seconds(CollectiveKind kind, const std::vector<int>& axes, const sim::ChipConfig& chip,
-                                    double bytes);
+// A collective's simulated time, and what each link carried when: per link that carried data,
+// its transfers' [start, end) in seconds from the collective's start.
+struct CollectiveTiming {
+  struct Link {
+    std::string name;  // "chip 0 -> chip 1 (axis 0)"
+    int from = 0;      // the chip it leaves
+    std::vector<std::pair<double, double>> busy;
+  };
+  double seconds = 0;
+  std::vector<Link> links;
+};
+
+// The collective over `bytes` (each chip's whole array: all-gather's output, reduce-scatter's
+// input, all-reduce's tensor, all-to-all's input in equal chunks, the tensor broadcast) on a slice
+// of `axes` chips of `chip` (cached by its name). Reductions are timed as f32 sums over whole vreg
+// tiles: `bytes` is rounded up to 8 KiB per chip. Past kMaxTimedBytes the links' activity is that
+// of kMaxTimedBytes, stretched to the extended time.
+CollectiveTiming simulated_collective(CollectiveKind kind, const std::vector<int>& axes, const sim::ChipConfig& chip,
+                                      double bytes);
 
 }  // namespace vtpu::bridge

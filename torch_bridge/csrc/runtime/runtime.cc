@@ -260,12 +260,12 @@ void Runtime::anchor_trace(int device) {
   devices_.at(device)->set_trace_origin(uint64_t(std::llround(clocks_.at(device) * devices_[device]->chip().clock_hz)));
 }
 
-void Runtime::trace_interconnect(int device, const std::string& name, double start, double end) {
+void Runtime::trace_interconnect(int device, const std::string& name, double start, double end, const std::string& row) {
   std::lock_guard lock(mutex_);
   if (!trace_) return;
   const double hz = devices_.at(device)->chip().clock_hz;
   trace_->set_process_prefix("");
-  const int track = trace_->add_track("interconnect", "tpu:" + std::to_string(device) + " " + devices_[device]->chip().name + " links");
+  const int track = trace_->add_track(row, "tpu:" + std::to_string(device) + " " + devices_[device]->chip().name + " links");
   trace_->interval(track, uint64_t(std::llround(start * hz)), uint64_t(std::llround(end * hz)), name);
 }
 

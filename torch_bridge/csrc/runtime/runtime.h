@@ -140,8 +140,10 @@ class Runtime {
   // While tracing: the device's next launches are drawn from its simulated clock (waits for data
   // in flight included) on its own chip's rows ("tpu:N ..."); called as a flush starts.
   void anchor_trace(int device);
-  // While tracing: `name` on the device's interconnect row from `start` to `end` (simulated seconds).
-  void trace_interconnect(int device, const std::string& name, double start, double end);
+  // While tracing: `name` on the device's interconnect row (or on the row `row` beside it, one per
+  // link) from `start` to `end` (simulated seconds).
+  void trace_interconnect(int device, const std::string& name, double start, double end,
+                          const std::string& row = "interconnect");
   bool tracing() const { return trace_ != nullptr; }
 
  private:

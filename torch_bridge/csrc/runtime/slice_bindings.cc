@@ -3,11 +3,31 @@
 // charges to the ranks' clocks.
 #include <torch/extension.h>
 
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "sim/interconnect.h"
 #include "torch_bridge/csrc/runtime/collective_timing.h"
 #include "torch_bridge/csrc/runtime/runtime.h"
 
 namespace vtpu::bridge {
+namespace {
+
+// A collective kernel by name, and the chip it runs on (this process's when `chip` is empty).
+std::pair<CollectiveKind, sim::ChipConfig> collective_of(const std::string& kind, const std::string& chip) {
+  static const std::map<std::string, CollectiveKind> kinds{{"all_gather", CollectiveKind::AllGather},
+                                                           {"reduce_scatter", CollectiveKind::ReduceScatter},
+                                                           {"all_reduce", CollectiveKind::AllReduce},
+                                                           {"all_to_all", CollectiveKind::AllToAll},
+                                                           {"broadcast", CollectiveKind::Broadcast}};
+  const auto it = kinds.find(kind);
+  if (it == kinds.end()) throw std::invalid_argument("vtpu: no collective kernel named '" + kind + "'");
+  return {it->second, chip.empty() ? Runtime::get().device(0).chip() : sim::load_chip(chip)};
+}
+
+}  // namespace
 
 void register_slice(py::module& m) {
   py::class_<sim::Slice>(m, "Slice")
@@ -37,18 +57,26 @@ void register_slice(py::module& m) {
   m.def(
       "simulated_collective_seconds",
       [](const std::string& kind, std::vector<int> axes, const std::string& chip, double nbytes) {
-        static const std::map<std::string, CollectiveKind> kinds{{"all_gather", CollectiveKind::AllGather},
-                                                                 {"reduce_scatter", CollectiveKind::ReduceScatter},
-                                                                 {"all_reduce", CollectiveKind::AllReduce},
-                                                                 {"all_to_all", CollectiveKind::AllToAll},
-                                                                 {"broadcast", CollectiveKind::Broadcast}};
-        const auto it = kinds.find(kind);
-        if (it == kinds.end()) throw std::invalid_argument("vtpu: no collective kernel named '" + kind + "'");
-        const sim::ChipConfig preset = chip.empty() ? Runtime::get().device(0).chip() : sim::load_chip(chip);
+        const auto [k, preset] = collective_of(kind, chip);
         py::gil_scoped_release release;
-        return simulated_collective_seconds(it->second, axes, preset, nbytes);
+        return simulated_collective(k, axes, preset, nbytes).seconds;
       },
       py::arg("kind"), py::arg("axes"), py::arg("chip"), py::arg("nbytes"));
+  // The same collective's links leaving chip `from`: (link, [(start, end) seconds from its start]).
+  m.def(
+      "simulated_collective_links",
+      [](const std::string& kind, std::vector<int> axes, const std::string& chip, double nbytes, int from) {
+        const auto [k, preset] = collective_of(kind, chip);
+        std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>> out;
+        {
+          py::gil_scoped_release release;
+          for (auto& link : simulated_collective(k, axes, preset, nbytes).links) {
+            if (link.from == from) out.emplace_back(link.name, std::move(link.busy));
+          }
+        }
+        return out;
+      },
+      py::arg("kind"), py::arg("axes"), py::arg("chip"), py::arg("nbytes"), py::arg("from"));
 }
 
 }  // namespace vtpu::bridge

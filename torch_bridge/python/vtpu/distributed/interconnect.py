@@ -51,6 +51,11 @@ class SimulatedSlice:
     def broadcast(self, nbytes: float) -> float:  # from any root, timed from rank 0
         return self._simulated("broadcast", nbytes)
 
+    def links(self, kind: str, nbytes: float, rank: int) -> list[tuple[str, list[tuple[float, float]]]]:
+        """What the links leaving `rank`'s chip carried during that collective kernel: per link,
+        its transfers' (start, end) in seconds from the collective's start."""
+        return _C.simulated_collective_links(kind, list(self.closed_form.axes), self._chip, float(nbytes), rank)
+
     def __getattr__(self, name):  # axes, wraps, size, coordinates, point_to_point
         return getattr(self.closed_form, name)
 

@@ -29,6 +29,9 @@ from .in_flight import InFlight, P2PWork, interconnect_free_at
 from .collective_stats import record
 
 _LOOPBACK = "127.0.0.1"
+# The collective kernel each timed call runs as (interconnect.py), for the trace's link rows.
+_KERNELS = {"all_reduce": "all_reduce", "reduce": "all_reduce", "reduce_scatter": "reduce_scatter",
+            "all_gather": "all_gather", "gather": "all_gather", "all_to_all": "all_to_all", "broadcast": "broadcast"}
 
 
 class _Staged:
@@ -129,9 +132,14 @@ class ProcessGroupTPU(dist.ProcessGroup):
         self._gloo.allreduce([starts], self._max()).wait()
         if device is None:
             return None
-        end = float(starts.item()) + seconds
+        start = float(starts.item())
+        end = start + seconds
         interconnect_free_at[device] = end
-        _C.trace_interconnect(device, name, float(starts.item()), end)
+        _C.trace_interconnect(device, name, start, end)
+        if name in _KERNELS and _C.tracing():  # one row per link leaving this chip, as the kernel used it
+            for link, busy in self.interconnect.links(_KERNELS[name], nbytes, self.rank()):
+                for begin, finish in busy:
+                    _C.trace_interconnect(device, f"{name} (link)", start + begin, start + finish, row=link)
         for t in staged.written:
             _C.set_arrival(t, end)
         record(name, nbytes, seconds)
