@@ -1,7 +1,8 @@
 // A slice: chips joined by ICI links in a torus of one to three axes, and the time each
 // collective takes on it in closed form (the textbook ring costs of ../shared/REFERENCES.md, "The
-// interconnect"). The links are not simulated one by one yet: no chip-to-chip DMA, no link
-// timelines, so concurrent transfers do not share a link.
+// interconnect"). The links themselves, with timelines that transfers share, are
+// sim/ici_links.h; collective kernels run over them (sim/slice_launch.h) are checked against
+// these forms.
 //
 // An axis with wraparound is a bidirectional ring, each direction one link of the preset's
 // bandwidth; without wraparound it is a line, which moves data as fast as a one-way ring. Every
