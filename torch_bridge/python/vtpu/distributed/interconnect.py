@@ -26,8 +26,8 @@ def parse_topology(text: str) -> tuple[int, ...]:
 
 
 class SimulatedSlice:
-    """A slice whose all-gather, reduce-scatter and all-reduce are simulated kernels; the rest of
-    Slice's methods, and `closed_form`, are the closed forms."""
+    """A slice whose all-gather, reduce-scatter, all-reduce, all-to-all and broadcast are simulated
+    kernels; the rest of Slice's methods (point_to_point), and `closed_form`, are the closed forms."""
 
     def __init__(self, closed_form: Slice, chip: str = ""):
         self.closed_form = closed_form
