@@ -2,6 +2,8 @@
 generate() with the KV cache, and torch.compile(backend="tpu"). Models are built from configs
 with random weights (nothing is downloaded). Their int64 bookkeeping (positions, masks, token
 ids) has no kernels on the chip, so these flows run with the CPU fallback on; the tests count it."""
+import json
+
 import pytest
 import torch
 
@@ -41,6 +43,41 @@ def test_from_pretrained_with_device_map_tpu(tmp_path):
     ids = torch.randint(2, 128, (1, 12))
     with torch.no_grad():
         torch.testing.assert_close(loaded(ids.to("tpu")).logits.cpu(), model(ids).logits, atol=1e-5, rtol=1e-5)
+
+
+def test_a_model_split_over_two_chips_by_an_explicit_device_map_matches_cpu(run_isolated, tmp_path):
+    """Blocks on tpu:0 and tpu:1 of one process (VTPU_CHIPS=2), activations moving between the
+    chips, no op on the CPU. device_map="balanced" or "auto" cannot split a model so: Accelerate's
+    get_max_memory keeps one chip for device type "tpu" ("A TPU process can only use one chip")."""
+    done = run_isolated(f"""
+        import json, torch, transformers, vtpu
+        torch.manual_seed(0)
+        config = transformers.GPT2Config(n_layer=4, n_embd=64, n_head=4, vocab_size=128, n_positions=64,
+                                         bos_token_id=0, eos_token_id=1)
+        model = transformers.GPT2LMHeadModel(config).eval()
+        model.save_pretrained({str(tmp_path)!r})
+        first, second = "tpu:0", "tpu:1"
+        split = {{"transformer.wte": first, "transformer.wpe": first, "transformer.drop": first,
+                  "transformer.h.0": first, "transformer.h.1": first, "transformer.h.2": second,
+                  "transformer.h.3": second, "transformer.ln_f": second,
+                  "lm_head": first}}  # lm_head shares the embedding's weight: the same chip
+        loaded = transformers.AutoModelForCausalLM.from_pretrained({str(tmp_path)!r}, device_map=split)
+        ids = torch.randint(2, 128, (2, 16))
+        vtpu.reset_stats()
+        with torch.no_grad():
+            got = loaded(ids.to(first)).logits.cpu()
+            expected = model(ids).logits
+        s = vtpu.stats()
+        print(json.dumps({{"devices": sorted({{str(p.device) for p in loaded.parameters()}}),
+                          "error": (got - expected).abs().max().item(), "moved": s["chip_to_chip_bytes"],
+                          "fallbacks": s["cpu_fallbacks"]}}))
+    """, VTPU_CHIPS=2, VTPU_CPU_FALLBACK=0)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["devices"] == ["tpu:0", "tpu:1"]
+    assert result["error"] < 1e-5
+    assert result["moved"] >= 2 * 2 * 16 * 64 * 4  # the hidden states there and back
+    assert result["fallbacks"] == {}
 
 
 def test_generate_with_kv_cache_matches_cpu():
