@@ -59,7 +59,7 @@ CoreRunner::Step CoreRunner::step() {
   ++run_.instructions;
   run_.macs += out.macs;
   uint64_t wait_ready = 0;
-  if (ins.opcode == isa::Opcode::Semwait) wait_ready = dmas_.wait(ins.operands[0], ins.operands[1]).ready_cycle;
+  if (ins.opcode == isa::Opcode::Semwait) wait_ready = dmas_.wait(ins.operands[0], ins.operands[1]);
   const Scheduled s = timing_.schedule(ins, out, wait_ready);
   if (ins.opcode == isa::Opcode::Semsig) dmas_.signal(ins.operands[0], ins.operands[1], s.start);
   if (out.is_dma) {

@@ -1,6 +1,7 @@
 #include "sim/dma_tracker.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace vtpu::sim {
 namespace {
@@ -92,16 +93,14 @@ int DmaTracker::available(int sem) const {
   return count;
 }
 
-WaitOutcome DmaTracker::wait(int sem, int count) {
+uint64_t DmaTracker::wait(int sem, int count) {
+  if (available(sem) < count) throw std::logic_error("vtpu: a semaphore wait for signals that were never sent");
   auto& queue = signals_[sem];
-  WaitOutcome out;
-  out.available = available(sem);
-  if (out.available < count) return out;
-  out.satisfied = true;
+  uint64_t ready_cycle = 0;
   int needed = count;
   while (needed > 0) {
     Signal& s = queue.front();
-    out.ready_cycle = std::max(out.ready_cycle, s.cycle);
+    ready_cycle = std::max(ready_cycle, s.cycle);
     const int take = std::min(needed, s.count);
     needed -= take;
     s.count -= take;
@@ -113,7 +112,7 @@ WaitOutcome DmaTracker::wait(int sem, int count) {
       queue.pop_front();
     }
   }
-  return out;
+  return ready_cycle;
 }
 
 }  // namespace vtpu::sim

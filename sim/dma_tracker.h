@@ -30,12 +30,6 @@ struct DmaRecord {
   uint64_t sequence = 0;
 };
 
-struct WaitOutcome {
-  bool satisfied = false;
-  uint64_t ready_cycle = 0;  // when the consumed signals had all landed
-  int available = 0;         // signals that could ever arrive (for the deadlock message)
-};
-
 class DmaTracker {
  public:
   explicit DmaTracker(int semaphores) : signals_(semaphores) {}
@@ -53,8 +47,9 @@ class DmaTracker {
   void signal(int sem, int count, uint64_t cycle);
   // Signals of `sem` sent so far and not consumed (landed or still in flight).
   int available(int sem) const;
-  // Consumes `count` signals of `sem`, earliest-landing first; not satisfied = would deadlock.
-  WaitOutcome wait(int sem, int count);
+  // Consumes `count` signals of `sem`, earliest-landing first, and returns the cycle they had all
+  // landed. The caller checks available() first: a wait for more would deadlock or block.
+  uint64_t wait(int sem, int count);
   uint64_t last_completion_cycle() const { return last_completion_; }
   size_t in_flight() const { return in_flight_.size(); }
 

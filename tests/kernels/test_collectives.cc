@@ -21,6 +21,13 @@ namespace {
 
 kernels::SliceShape shape_of(const sim::Slice& slice) { return {slice.axes(), slice.wraps()}; }
 
+struct SliceCase {
+  const char* chip;
+  const char* topology;
+};
+// Lines, a ring, 2-D and 3-D slices without wraparound: the all-to-all and broadcast cases.
+constexpr SliceCase kSmallSlices[] = {{"v4", "4"}, {"v5e", "8"}, {"v5e", "16"}, {"v5e", "2x4"}, {"v4", "2x2x2"}};
+
 // All-gathers `total_bytes` (each chip's chunk is a run of its own value) and checks every chip's
 // result; returns the simulated seconds.
 double all_gather(const std::string& chip_name, const std::string& topology, int64_t total_bytes) {
@@ -106,11 +113,8 @@ TEST_SUITE("kernels") {
   }
 
   TEST_CASE("reduce-scatter and all-reduce: exact sums; within 5% of the closed form once bandwidth-bound") {
-    struct Case {
-      const char* chip;
-      const char* topology;
-    };
-    const Case cases[] = {{"v4", "4"}, {"v5e", "8"}, {"v5e", "16"}, {"v5e", "2x4"}, {"v5e", "4x16"}, {"v4", "2x2x2"}, {"v4", "4x4x4"}};
+    const SliceCase cases[] = {{"v4", "4"},   {"v5e", "8"},     {"v5e", "16"}, {"v5e", "2x4"},
+                               {"v5e", "4x16"}, {"v4", "2x2x2"}, {"v4", "4x4x4"}};
     for (const auto& c : cases) {
       const sim::Slice slice(sim::load_chip(c.chip), sim::parse_topology(c.topology));
       for (bool all : {false, true}) {
@@ -146,11 +150,7 @@ TEST_SUITE("kernels") {
   }
 
   TEST_CASE("all-to-all: every chunk reaches its chip; on one axis the links carry what the closed form counts") {
-    struct Case {
-      const char* chip;
-      const char* topology;
-    };
-    for (const Case c : {Case{"v4", "4"}, Case{"v5e", "8"}, Case{"v5e", "16"}, Case{"v5e", "2x4"}, Case{"v4", "2x2x2"}}) {
+    for (const SliceCase& c : kSmallSlices) {
       const auto& chip = sim::load_chip(c.chip);
       const sim::Slice slice(chip, sim::parse_topology(c.topology));
       const int chips = slice.size();
@@ -191,11 +191,7 @@ TEST_SUITE("kernels") {
   }
 
   TEST_CASE("broadcast: every chip ends with chip 0's data, pipelined: within 5% of the closed form") {
-    struct Case {
-      const char* chip;
-      const char* topology;
-    };
-    for (const Case c : {Case{"v4", "4"}, Case{"v5e", "8"}, Case{"v5e", "16"}, Case{"v5e", "2x4"}, Case{"v4", "2x2x2"}}) {
+    for (const SliceCase& c : kSmallSlices) {
       const auto& chip = sim::load_chip(c.chip);
       const sim::Slice slice(chip, sim::parse_topology(c.topology));
       const int64_t bytes = 16 << 20, n = bytes / 4;
