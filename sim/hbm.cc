@@ -15,7 +15,7 @@ Hbm::Hbm(uint64_t capacity_bytes, HbmAddress base, std::string name)
 
 HbmAddress Hbm::allocate(uint64_t bytes) {
   std::lock_guard lock(mutex_);
-  const uint64_t reserved = std::max<uint64_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+  const uint64_t reserved = reserved_bytes(bytes);
   const HbmAddress end = base_ + capacity_;
   HbmAddress candidate = base_;
   for (const auto& [start, alloc] : live_) {

@@ -25,6 +25,11 @@ class Hbm {
   explicit Hbm(uint64_t capacity_bytes, HbmAddress base = kBase, std::string name = "HBM");
 
   HbmAddress allocate(uint64_t bytes);  // throws OutOfMemoryError with requested/free/total
+  // What an allocation of `bytes` takes from the capacity: rounded up to kAlignment, at least one
+  // unit (so forecasts of a run's memory count what the allocator will).
+  static uint64_t reserved_bytes(uint64_t bytes) {
+    return bytes <= kAlignment ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  }
   void free(HbmAddress address);        // throws SimError for an address that is not an allocation start
   uint64_t capacity_bytes() const { return capacity_; }
   bool contains(HbmAddress address) const { return address >= base_ && address - base_ < capacity_; }

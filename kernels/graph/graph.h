@@ -152,6 +152,9 @@ class Graph {
   // A tensor of `type` with every element `value` (zeros, ones, full).
   int full(TensorType type, double value, std::string label = "full");
   void mark_output(int value);
+  // Unmarks every output: a flush refused before it ran marks again what is still alive when it
+  // is retried (tensors that died meanwhile are no longer results).
+  void clear_outputs() { outputs_.clear(); }
 
   const std::vector<Node>& nodes() const { return nodes_; }
   const Node& node(int id) const { return nodes_.at(id); }

@@ -1,5 +1,5 @@
 """Simulated HBM running out: torch.OutOfMemoryError with sizes at the op that asked where it can
-be known then, at the flush otherwise, and the device usable afterwards."""
+be known then, before a flush runs otherwise, and the device usable afterwards."""
 import pytest
 
 
@@ -64,3 +64,38 @@ def test_tensors_that_fit_alone_but_not_together_are_refused_at_the_op(run_isola
     assert ("OOM: vtpu: out of HBM on tpu:0 (v5e): tried to allocate 12582912 bytes; 4194304 bytes free of 16777216 "
             "total (live tensors hold 12582912)") in result.stdout
     assert "no flush: True" in result.stdout and "a: 3.0" in result.stdout and "b: 6.0" in result.stdout
+
+
+def test_a_flush_that_cannot_fit_is_refused_before_it_runs_and_kept(run_isolated):
+    # Every tensor fits when it is made (they are counted then: 15 MiB of 16 at most). The flush
+    # needs more: a.add_(1) gives a's new value fresh HBM while the pending b = a * 2 still reads
+    # the old one, so the run holds 19 MiB at its end. It used to run until a result found no
+    # HBM, losing the flush's results; now it is refused whole before any kernel runs, and kept.
+    result = run_isolated("""
+        import torch, vtpu
+        mib = 1024 * 1024 // 4
+        a = torch.ones(4 * mib, device="tpu")
+        c = torch.ones(3 * mib, device="tpu")
+        a[:1].cpu(), c[:1].cpu()  # both in HBM
+        b = a * 2
+        a.add_(1)
+        d = torch.full((4 * mib,), 3.0, device="tpu")
+        launched = vtpu.stats()["kernels_launched"]
+        for attempt in range(2):  # refused again while nothing was freed, the same way
+            try:
+                b[:1].cpu()
+            except torch.OutOfMemoryError as e:
+                print("OOM:", e)
+        print("nothing ran:", vtpu.stats()["kernels_launched"] == launched)
+        del c
+        print("b:", torch.equal(b.cpu(), torch.full((4 * mib,), 2.0)), "a:", torch.equal(a.cpu(), torch.full((4 * mib,), 2.0)),
+              "d:", torch.equal(d.cpu(), torch.full((4 * mib,), 3.0)))
+    """, VTPU_HBM_BYTES=16 * 1024 * 1024, VTPU_MODE="defer_and_fuse")
+    assert result.returncode == 0, result.stderr
+    oom = [line for line in result.stdout.splitlines() if line.startswith("OOM:")]
+    assert len(oom) == 2 and oom[0] == oom[1], result.stdout
+    assert "OOM: vtpu: out of HBM on tpu:0 (v5e): the pending ops need at least 19922944 bytes of HBM at their peak" in oom[0]
+    assert "more than its 16777216 total" in oom[0]
+    assert "Nothing ran and the pending ops are kept: free tensors, then read the results again" in oom[0]
+    assert "nothing ran: True" in result.stdout
+    assert "b: True a: True d: True" in result.stdout

@@ -227,6 +227,7 @@ void Recorder::flush() {
     TORCH_CHECK(false, "vtpu: could not lower the pending ops: ", e.what());
   }
   rt.stats().planning_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - planning_started).count();
+  refuse_unless_it_fits(*plan, device);
   PlanRun run;
   rt.wait_until(device_, inputs_ready_at_);  // the flush starts once its inputs have arrived
   const LaunchStart start = LaunchStart::now(device_);
@@ -242,8 +243,9 @@ void Recorder::flush() {
     abandon("a KeyboardInterrupt stopped its flush");  // Ctrl-C abandoned the launch: the pending results are lost
     throw;
   } catch (const c10::OutOfMemoryError& e) {
-    // An output found no HBM: the flush stops there and, as after a kernel error, its pending
-    // results are lost, so the device is usable again (tensors already given memory keep it).
+    // An output found no HBM although the forecast fitted by bytes (fragmentation): the flush
+    // stops there and, as after a kernel error, its pending results are lost, so the device is
+    // usable again (tensors already given memory keep it).
     abandon(std::string("its flush ran out of HBM: ") + e.msg());
     TORCH_CHECK_WITH(OutOfMemoryError, false, e.msg(), " (at a flush: the pending results of this flush are lost)");
   } catch (const sim::SimError& e) {
@@ -251,7 +253,7 @@ void Recorder::flush() {
     // reaches the op that synchronised, not the one that caused it.
     abandon(std::string("a kernel of its flush failed: ") + e.what());
     TORCH_CHECK_INDEX(!(e.kind() == sim::SimErrorKind::Trap && e.trap_code() == kernels::trap_number(kernels::TrapCode::IndexOutOfRange)),
-                      "index out of range in self (vtpu: a gather kernel (index_select, embedding, x[idx], torch.gather) "
+                      "index out of range in self (vtpu: an indexing kernel (index_select, embedding, x[idx], gather, scatter) "
                       "met an index outside its table; pending results are lost): ", e.what());
     TORCH_CHECK(!(e.kind() == sim::SimErrorKind::Trap && e.trap_code() == kernels::trap_number(kernels::TrapCode::Int64OutOfRange)),
                 "vtpu: an int64 value is outside the range the chip computes int64 ops in (int64 math runs on "

@@ -11,6 +11,7 @@
 
 #include "kernels/graph/graph.h"
 #include "sim/device.h"
+#include "torch_bridge/plan_runner/plan_forecast.h"
 #include "torch_bridge/plan_runner/plan_runner.h"
 
 namespace vtpu::bridge {
@@ -52,6 +53,10 @@ class Recorder {
   // After the last kernel reading input `value`: the flush stops holding its storage, so a storage
   // no tensor holds any more is freed then (and its HBM with it).
   void input_done(int value);
+  // Throws torch.OutOfMemoryError, leaving the pending ops recorded, when the plan's run cannot
+  // fit in HBM (flush_memory_check.cc); returns when it may.
+  void refuse_unless_it_fits(const kernels::Plan& plan, sim::Device& device);
+  ForecastCaller forecast_caller(const kernels::Plan& plan) const;
   std::optional<int> strided_view(const at::Tensor& t);
   int bind_input(sim::HbmAddress hbm, const kernels::TensorType& type, const c10::Storage& storage, const char* label);
   int device_;
