@@ -67,7 +67,14 @@ std::tuple<at::Tensor, at::Tensor> tpu_adaptive_max_pool2d(const at::Tensor& sel
   TORCH_CHECK(self.dim() == 3 || self.dim() == 4, "adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: ", self.sizes());
   TORCH_CHECK(output_size.size() == 2, "adaptive_max_pool2d(): internal error: output_size.size() must be 2");
   const int64_t h = self.size(-2), w = self.size(-1), oh = output_size[0], ow = output_size[1];
-  TORCH_CHECK(h > 0 && w > 0 && oh > 0 && ow > 0, "adaptive_max_pool2d(): expected non-empty input and output sizes");
+  for (int64_t d = 1; d < self.dim(); ++d) {  // torch's checks and messages
+    TORCH_CHECK(self.size(d) > 0, "adaptive_max_pool2d(): Expected input to have non-zero size for non-batch dimensions, "
+                "but input has sizes ", self.sizes(), " with dimension ", d, " being empty");
+  }
+  std::vector<int64_t> out_shape(self.sizes().begin(), self.sizes().end() - 2);
+  out_shape.insert(out_shape.end(), {oh, ow});
+  TORCH_CHECK(oh >= 0 && ow >= 0, "Trying to create tensor with negative dimension ", std::min(oh, ow), ": ", out_shape);
+  if (oh == 0 || ow == 0) return {at::empty(out_shape, self.options()), at::empty(out_shape, self.options().dtype(at::kLong))};
   TORCH_CHECK(h * w < (int64_t{1} << 24), "adaptive_max_pool2d(): planes of 2^24 elements or more are not supported on tpu");
   const DeviceTable& table = device_window_table(h, w, oh, ow, self.device());
   const int64_t k = table.index.size(1);

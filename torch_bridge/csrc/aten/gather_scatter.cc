@@ -13,6 +13,7 @@
 // (scatter_reduce.cc) the same kernel combining by max, min or product.
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtils.h>
+#include <ATen/native/ScatterGatherChecks.h>
 #include <torch/library.h>
 
 #include <cmath>
@@ -92,8 +93,19 @@ bool scalar_form(const at::Tensor& self, const at::Tensor& index) {
   return self.dim() == 0 && index.dim() <= 1 && index.numel() == 1;
 }
 
+// torch's own checks of a scatter's dtypes and shapes (ScatterGatherChecks.h), with its messages,
+// before the kernels reshape anything.
+void check_scatter(const char* op, const at::Tensor& self, int64_t dim_arg, const at::Tensor& index,
+                   const std::optional<at::Tensor>& src = std::nullopt) {
+  at::native::scatter_gather_dtype_check(op, self, index, src);
+  at::native::scatter_shape_check(self, at::maybe_wrap_dim(dim_arg, std::max<int64_t>(self.dim(), 1)), index, src);
+}
+
 at::Tensor tpu_gather(const at::Tensor& self, int64_t dim_arg, const at::Tensor& index, bool sparse_grad) {
   check_index_dtype(index, "gather");
+  if (index.numel() > 0) {  // (an empty index gives an empty result, whatever its rank, as on the CPU)
+    at::native::gather_shape_check(self, at::maybe_wrap_dim(dim_arg, std::max<int64_t>(self.dim(), 1)), index);
+  }
   if (scalar_form(self, index)) return tpu_gather(self.reshape({1}), 0, index.reshape({1}), sparse_grad).reshape(index.sizes());
   const int64_t dim = at::maybe_wrap_dim(dim_arg, std::max<int64_t>(self.dim(), 1));
   const CpuFn cpu = [dim, index, sparse_grad](const std::vector<at::Tensor>& c) {
@@ -144,6 +156,7 @@ std::string scatter_unsupported(const at::Tensor& self, const at::Tensor& index,
 
 at::Tensor tpu_scatter_add(const at::Tensor& self, int64_t dim_arg, const at::Tensor& index, const at::Tensor& src) {
   check_index_dtype(index, "scatter_add");
+  check_scatter("scatter_add", self, dim_arg, index, src);
   if (scalar_form(self, index)) return tpu_scatter_add(self.reshape({1}), 0, index.reshape({1}), src.reshape({-1})).squeeze(0);
   const int64_t dim = at::maybe_wrap_dim(dim_arg, std::max<int64_t>(self.dim(), 1));
   const CpuFn cpu = [dim, index](const std::vector<at::Tensor>& c) { return at::scatter_add(c[0], dim, index.cpu(), c[1]); };
@@ -163,6 +176,7 @@ at::Tensor tpu_scatter_add(const at::Tensor& self, int64_t dim_arg, const at::Te
 // matter: where(hit count > 0, value, self).
 at::Tensor tpu_scatter_value(const at::Tensor& self, int64_t dim_arg, const at::Tensor& index, const at::Scalar& value) {
   check_index_dtype(index, "scatter");
+  check_scatter("scatter", self, dim_arg, index);
   if (scalar_form(self, index)) return tpu_scatter_value(self.reshape({1}), 0, index.reshape({1}), value).squeeze(0);
   const int64_t dim = at::maybe_wrap_dim(dim_arg, std::max<int64_t>(self.dim(), 1));
   const CpuFn cpu = [dim, index, value](const std::vector<at::Tensor>& c) { return at::scatter(c[0], dim, index.cpu(), value); };
@@ -201,6 +215,7 @@ int place_word(Graph& g, int word, const std::function<int(int)>& place) {
 // named; repeated indices run on the CPU. int32 and int64 words are placed as 16-bit halves.
 at::Tensor tpu_scatter_src(const at::Tensor& self, int64_t dim_arg, const at::Tensor& index, const at::Tensor& src) {
   check_index_dtype(index, "scatter");
+  check_scatter("scatter", self, dim_arg, index, src);
   if (scalar_form(self, index)) return tpu_scatter_src(self.reshape({1}), 0, index.reshape({1}), src.reshape({-1})).squeeze(0);
   const int64_t dim = at::maybe_wrap_dim(dim_arg, std::max<int64_t>(self.dim(), 1));
   const CpuFn cpu = [dim, index](const std::vector<at::Tensor>& c) { return at::scatter(c[0], dim, index.cpu(), c[1]); };

@@ -2,6 +2,7 @@
 // statistics (elementwise per channel; training statistics on the CPU where allowed), group norm
 // through torch's math decomposition.
 #include <ATen/ATen.h>
+#include <ATen/native/layer_norm.h>
 #include <ATen/ops/native_group_norm_native.h>
 
 #include <torch/library.h>
@@ -19,6 +20,9 @@ using kernels::RowOp;
 std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_layer_norm(const at::Tensor& input, at::IntArrayRef normalized_shape,
                                                                  const std::optional<at::Tensor>& weight,
                                                                  const std::optional<at::Tensor>& bias, double eps) {
+  // torch's own checks (input ending in normalized_shape, weight and bias of that shape): the row
+  // kernel would otherwise normalise whatever last dim it is given.
+  at::native::_check_layer_norm_inputs(input, normalized_shape, weight.value_or(at::Tensor()), bias.value_or(at::Tensor()));
   std::vector<int64_t> ns(normalized_shape.begin(), normalized_shape.end());
   if (ns.size() != 1) {  // normalising the last k dims is normalising them flattened into one
     const int64_t k = static_cast<int64_t>(ns.size()), lead = input.dim() - k;

@@ -26,6 +26,9 @@ at::Tensor wrapped_scalar(const at::Scalar& s) {
 }
 
 at::Tensor unary(const char* op, ExprOp e, const at::Tensor& self, const CpuFn& cpu) {
+  TORCH_CHECK(e != ExprOp::Neg || self.scalar_type() != at::kBool,  // torch's check (neg's meta function)
+              "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` "
+              "or `logical_not()` operator instead.");
   if (e == ExprOp::Neg || e == ExprOp::Abs) {
     if (auto words = int64_sign_op(op, e, self, cpu)) return *words;
   }
@@ -128,6 +131,7 @@ VTPU_COMPARE_OPS(VTPU_DEFINE_COMPARE)
 #undef VTPU_DEFINE_COMPARE
 
 at::Tensor tpu_gelu(const at::Tensor& self, c10::string_view approximate) {
+  TORCH_CHECK(approximate == "none" || approximate == "tanh", "approximate argument must be either none or tanh.");
   const bool tanh = approximate == "tanh";
   const std::string approx(approximate);
   return unary("gelu", tanh ? ExprOp::GeluTanh : ExprOp::GeluErf, self,

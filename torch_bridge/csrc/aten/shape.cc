@@ -122,10 +122,8 @@ at::Tensor tpu_flip(const at::Tensor& self, at::IntArrayRef dims) {
 // roll: the two slices of each rolled dim swapped (a cat of narrowed views); no dims: the
 // flattened tensor rolled and viewed back.
 at::Tensor tpu_roll(const at::Tensor& self, at::IntArrayRef shifts, at::IntArrayRef dims) {
-  if (dims.empty()) {
-    TORCH_CHECK(shifts.size() == 1, "roll: with no dims given, exactly one shift is expected, got ", shifts.size());
-    return tpu_roll(self.reshape({-1}), shifts, {0}).view(self.sizes());
-  }
+  TORCH_CHECK(!shifts.empty(), "`shifts` required");  // torch's checks, in its order
+  if (dims.empty() && shifts.size() == 1) return tpu_roll(self.reshape({-1}), shifts, {0}).view(self.sizes());
   TORCH_CHECK(shifts.size() == dims.size(), "shifts and dimensions must align. shifts: ", shifts.size(), ", dims:", dims.size());
   at::Tensor out = self;
   for (size_t k = 0; k < dims.size(); ++k) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
 #include <c10/util/Exception.h>
 
 #include "torch_bridge/csrc/record/op_support.h"
@@ -25,6 +26,21 @@ inline at::Tensor& write_inplace(at::Tensor& self, const at::Tensor& result) {
   return self;
 }
 
+// torch's checks on an out= tensor against the op's inputs (TensorIterator's): out may not have
+// elements that share memory, nor share some (not all) of an input's. An input that is `out`
+// itself is fine: the functional result is computed before out is written.
+inline void check_out_overlap(const at::Tensor& out, const at::Tensor& in) {
+  if (in.defined()) at::assert_no_partial_overlap(out, in);
+}
+inline void check_out_overlap(const at::Tensor& out, const std::optional<at::Tensor>& in) {
+  if (in) check_out_overlap(out, *in);
+}
+inline void check_out_overlap(const at::Tensor& out, at::TensorList ins) {
+  for (const auto& in : ins) check_out_overlap(out, in);
+}
+template <typename NotATensor>
+void check_out_overlap(const at::Tensor&, const NotATensor&) {}
+
 // `result` written into `out`, resized to its shape first.
 inline at::Tensor& write_into_out(at::Tensor& out, const at::Tensor& result) {
   check_castable(result, out);
@@ -37,7 +53,12 @@ struct Variants;
 template <typename First, typename... Rest, at::Tensor (*F)(First, Rest...)>
 struct Variants<F> {
   // out=: every argument of the functional, then `out`.
-  static at::Tensor& out(First first, Rest... rest, at::Tensor& out) { return write_into_out(out, F(first, rest...)); }
+  static at::Tensor& out(First first, Rest... rest, at::Tensor& out) {
+    at::assert_no_internal_overlap(out);
+    check_out_overlap(out, first);
+    (check_out_overlap(out, rest), ...);
+    return write_into_out(out, F(first, rest...));
+  }
   // In-place: the functional of self and the rest, written back into self.
   static at::Tensor& inplace(at::Tensor& self, Rest... rest) { return write_inplace(self, F(self, rest...)); }
 };

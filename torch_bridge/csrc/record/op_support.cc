@@ -1,5 +1,6 @@
 #include "torch_bridge/csrc/record/op_support.h"
 
+#include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 #include <c10/util/Exception.h>
 #include <pybind11/pybind11.h>
@@ -12,15 +13,22 @@
 #include "kernels/graph/fusion.h"
 #include "kernels/codegen/vreg_shape.h"
 #include "torch_bridge/csrc/record/layout.h"
+#include "torch_bridge/csrc/record/meta_check.h"
 #include "torch_bridge/csrc/record/recorder.h"
 #include "torch_bridge/csrc/runtime/runtime.h"
 
 namespace vtpu::bridge {
 
 Reduction reduction_over(const at::Tensor& self, at::OptionalIntArrayRef dims_opt, bool keepdim) {
+  TORCH_CHECK(self.dim() <= 64, "only tensors with up to 64 dims are supported");  // torch's dim mask is 64 bits
   Reduction r;
   if (dims_opt && !dims_opt->empty()) {
-    for (int64_t d : *dims_opt) r.dims.push_back(at::maybe_wrap_dim(d, std::max<int64_t>(self.dim(), 1)));
+    for (int64_t d : *dims_opt) {
+      const int64_t wrapped = at::maybe_wrap_dim(d, std::max<int64_t>(self.dim(), 1));
+      TORCH_CHECK(std::find(r.dims.begin(), r.dims.end(), wrapped) == r.dims.end(), "dim ", wrapped,
+                  " appears multiple times in the list of dims");
+      r.dims.push_back(wrapped);
+    }
   } else {
     for (int64_t d = 0; d < self.dim(); ++d) r.dims.push_back(d);
   }
@@ -70,8 +78,11 @@ at::Tensor run_on_cpu(const char* op, const std::vector<at::Tensor>& inputs, con
 std::vector<at::Tensor> run_on_cpu_outputs(const char* op, const std::vector<at::Tensor>& inputs, const CpuOutputsFn& cpu,
                                            const std::string& why) {
   auto& rt = Runtime::get();
-  TORCH_CHECK_NOT_IMPLEMENTED(rt.cpu_fallback_allowed(), "vtpu: aten::", op, " cannot run on the chip: ", why,
-                              ". Set VTPU_CPU_FALLBACK=1 (or vtpu.set_cpu_fallback(True)) to run it on the CPU.");
+  if (!rt.cpu_fallback_allowed()) {
+    raise_if_torch_rejects(inputs, cpu);
+    TORCH_CHECK_NOT_IMPLEMENTED(false, "vtpu: aten::", op, " cannot run on the chip: ", why,
+                                ". Set VTPU_CPU_FALLBACK=1 (or vtpu.set_cpu_fallback(True)) to run it on the CPU.");
+  }
   c10::Device device = c10::Device(c10::DeviceType::PrivateUse1, 0);
   std::vector<at::Tensor> host;
   for (const auto& t : inputs) {
@@ -175,6 +186,7 @@ void record_copy(const at::Tensor& dst, const at::Tensor& src) {
 
 at::Tensor& write_out(at::Tensor& out, const at::Tensor& result) {
   if (!out.sizes().equals(result.sizes())) out.resize_(result.sizes());
+  at::assert_no_internal_overlap(out);  // torch's check on every output (an expanded out= tensor)
   out.copy_(result);
   return out;
 }

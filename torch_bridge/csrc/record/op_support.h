@@ -48,6 +48,9 @@ void fill_on_chip(const at::Tensor& t, double value);
 void warn_user(const std::string& message);
 
 // Runs an op on the CPU with the inputs copied over and the result copied back (fallback).
+// Without the fallback, an op the chip declines is first tried on meta tensors: when torch's own
+// checks reject the inputs (shapes that do not match, a bad dim), that error is raised, as the
+// CPU would raise it; only valid inputs get "cannot run on the chip".
 at::Tensor run_on_cpu(const char* op, const std::vector<at::Tensor>& inputs, const CpuFn& cpu, const std::string& why);
 // The same for an op with several results (topk, a backward): the CPU op runs once and each
 // result is copied back (undefined ones, outputs the caller did not ask for, stay undefined).

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import torch
 from torch._decomp import decomposition_table
+from .python_kernels import register
 
-_library = torch.library.Library("aten", "IMPL")
 aten = torch.ops.aten
 
 _OPS = [
@@ -48,7 +48,7 @@ def _grid_sampler_2d(decomposition):
 def _register(op) -> None:
     decomposition = decomposition_table[op]
     kernel = _grid_sampler_2d(decomposition) if op is aten.grid_sampler_2d.default else decomposition
-    _library.impl(op, kernel, "AutogradPrivateUse1")
+    register(op, kernel, "AutogradPrivateUse1")
 
 
 for _op in _OPS:

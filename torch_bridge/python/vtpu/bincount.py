@@ -9,8 +9,8 @@ from __future__ import annotations
 import torch
 
 from .composed_fallback import run_on_cpu
+from .python_kernels import register
 
-_library = torch.library.Library("aten", "IMPL")
 
 
 def bincount(self, weights=None, minlength=0):
@@ -37,4 +37,4 @@ def bincount(self, weights=None, minlength=0):
     return sums if weights is not None else sums.long()
 
 
-_library.impl("bincount", bincount, "PrivateUse1")
+register("bincount", bincount, "PrivateUse1")

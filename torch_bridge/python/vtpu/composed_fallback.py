@@ -9,10 +9,12 @@ import warnings
 import torch
 
 from . import _C
+from .meta_check import raise_if_torch_rejects
 
 
 def run_on_cpu(op: str, why: str, *args):
     if not _C.cpu_fallback_allowed():
+        raise_if_torch_rejects(getattr(torch.ops.aten, op), *args)  # bad input: torch's own error
         raise NotImplementedError(f"vtpu: aten::{op} cannot run on the chip: {why}. Set VTPU_CPU_FALLBACK=1 (or "
                                   "vtpu.set_cpu_fallback(True)) to run it on the CPU.")
     if _C.count_cpu_fallback(f"aten::{op}"):

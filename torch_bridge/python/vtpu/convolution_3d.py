@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from .depth_folding import as_three, batched, fold_depth, unfold_depth
+from .python_kernels import register
 
-_library = torch.library.Library("aten", "IMPL")
 
 
 def _accumulating_in_f32(conv):
@@ -105,6 +105,6 @@ def conv_transpose3d(x, weight, bias=None, stride=(1,), padding=(0,), output_pad
     return out.contiguous()
 
 
-_library.impl("conv3d", _accumulating_in_f32(conv3d), "AutogradPrivateUse1")
-_library.impl("conv3d.padding", _accumulating_in_f32(conv3d), "AutogradPrivateUse1")
-_library.impl("conv_transpose3d.input", _accumulating_in_f32(conv_transpose3d), "AutogradPrivateUse1")
+register("conv3d", _accumulating_in_f32(conv3d), "AutogradPrivateUse1")
+register("conv3d.padding", _accumulating_in_f32(conv3d), "AutogradPrivateUse1")
+register("conv_transpose3d.input", _accumulating_in_f32(conv_transpose3d), "AutogradPrivateUse1")

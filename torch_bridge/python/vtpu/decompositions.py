@@ -22,13 +22,13 @@ from torch._ops import OpOverload
 from torch.utils._pytree import tree_map
 
 from . import _C
+from .python_kernels import register as register_kernel
 
 # Counts since the last reset_stats(), by aten op: ran as its decomposition on the chip, or on the
 # CPU because its decomposition declined.
 _decomposed: dict[str, int] = {}
 _declined: dict[str, int] = {}
 _active = threading.local()
-_library = torch.library.Library("aten", "IMPL")
 
 # Keys whose kernels already serve a tpu tensor, so a decomposition must not replace them.
 # (CompositeExplicitAutogradNonFunctional is not one: it serves a structured op's functional form
@@ -163,7 +163,7 @@ def register() -> list[str]:
             name = op.name()
             if name.split(".")[0] in _NEVER or _served(name):
                 continue
-            _library.impl(op, _kernel(op, decomposition), "PrivateUse1")
+            register_kernel(op, _kernel(op, decomposition), "PrivateUse1")
             registered.append(name)
     return sorted(registered)
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 import torch
 
 from .composed_fallback import run_on_cpu
+from .python_kernels import register
 
-_library = torch.library.Library("aten", "IMPL")
 _SUM, _MEAN, _MAX = 0, 1, 2
 
 
@@ -88,5 +88,5 @@ def _forward_only(*args):
     return _embedding_bag(*args, op="_embedding_bag_forward_only")
 
 
-_library.impl("_embedding_bag", _embedding_bag, "AutogradPrivateUse1")
-_library.impl("_embedding_bag_forward_only", _forward_only, "AutogradPrivateUse1")
+register("_embedding_bag", _embedding_bag, "AutogradPrivateUse1")
+register("_embedding_bag_forward_only", _forward_only, "AutogradPrivateUse1")

@@ -11,8 +11,8 @@ from __future__ import annotations
 import torch
 
 from .linalg_triangular import MAX_ORDER, _too_large, solve_lower_or_upper
+from .python_kernels import register
 
-_library = torch.library.Library("aten", "IMPL")
 
 
 def _swap(index, j, p):
@@ -177,4 +177,4 @@ def linalg_slogdet(a):
 for _name, _fn in {"linalg_lu_factor_ex": linalg_lu_factor_ex, "linalg_lu": linalg_lu, "lu_unpack": lu_unpack,
                    "linalg_lu_solve": linalg_lu_solve, "_linalg_solve_ex": linalg_solve_ex,
                    "linalg_inv_ex": linalg_inv_ex, "_linalg_det": linalg_det, "_linalg_slogdet": linalg_slogdet}.items():
-    _library.impl(_name, _fn, "PrivateUse1")
+    register(_name, _fn, "PrivateUse1")

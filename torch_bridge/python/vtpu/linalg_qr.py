@@ -13,8 +13,8 @@ from __future__ import annotations
 import torch
 
 from .linalg_triangular import MAX_ORDER, _too_large
+from .python_kernels import register
 
-_library = torch.library.Library("aten", "IMPL")
 
 
 def _reflector(x):
@@ -117,4 +117,4 @@ def linalg_qr(a, mode="reduced"):
 
 for _name, _fn in {"geqrf": geqrf_kernel, "linalg_householder_product": linalg_householder_product, "ormqr": ormqr,
                    "linalg_qr": linalg_qr}.items():
-    _library.impl(_name, _fn, "PrivateUse1")
+    register(_name, _fn, "PrivateUse1")

@@ -15,8 +15,8 @@ from __future__ import annotations
 import torch
 
 from .composed_fallback import run_on_cpu
+from .python_kernels import register
 
-_library = torch.library.Library("aten", "IMPL")
 
 MAX_ORDER = 512
 
@@ -125,4 +125,4 @@ def cholesky_inverse(factor, upper=False):
 for _name, _fn in {"linalg_cholesky_ex": linalg_cholesky_ex, "cholesky": cholesky,
                    "linalg_solve_triangular": linalg_solve_triangular, "triangular_solve": triangular_solve,
                    "_cholesky_solve_helper": cholesky_solve_helper, "cholesky_inverse": cholesky_inverse}.items():
-    _library.impl(_name, _fn, "PrivateUse1")
+    register(_name, _fn, "PrivateUse1")

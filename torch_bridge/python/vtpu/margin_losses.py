@@ -11,8 +11,8 @@ counts twice, as the CPU's loop counts it). relu's gradient is 0 at 0, as the CP
 from __future__ import annotations
 
 import torch
+from .python_kernels import register
 
-_library = torch.library.Library("aten", "IMPL")
 _NONE, _MEAN, _SUM = 0, 1, 2  # at::Reduction
 
 
@@ -48,5 +48,5 @@ def multilabel_margin_loss(input, target, reduction=_MEAN):
     return _reduce(loss if input.dim() > 1 else loss.reshape(()), reduction)
 
 
-_library.impl("multi_margin_loss", multi_margin_loss, "AutogradPrivateUse1")
-_library.impl("multilabel_margin_loss", multilabel_margin_loss, "AutogradPrivateUse1")
+register("multi_margin_loss", multi_margin_loss, "AutogradPrivateUse1")
+register("multilabel_margin_loss", multilabel_margin_loss, "AutogradPrivateUse1")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import torch
 
 from .composed_fallback import run_on_cpu
+from .python_kernels import register
 
-_library = torch.library.Library("aten", "IMPL")
 
 MAX_DEGREE = 1024
 HERMITE_LIMIT = 128  # the CPU's float limit: higher degrees are NaN (getHermitianLimit<float>)
@@ -117,7 +117,7 @@ def _register(name, evaluate):
             device = next(v.device for v in (x, n) if isinstance(v, torch.Tensor) and v.device.type != "cpu")
             return run_on_cpu(name, f"degrees above {MAX_DEGREE}", x, n).to(device)
         return out
-    _library.impl(name, kernel, "PrivateUse1")
+    register(name, kernel, "PrivateUse1")
 
 
 for _kind in "tuvw":

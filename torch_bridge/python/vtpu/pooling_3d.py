@@ -16,8 +16,8 @@ import torch.nn.functional as F
 
 from .composed_fallback import run_on_cpu
 from .depth_folding import as_three, batched, fold_depth, unfold_depth
+from .python_kernels import register
 
-_library = torch.library.Library("aten", "IMPL")
 
 
 @batched
@@ -94,7 +94,7 @@ def adaptive_max_pool3d(x, output_size):
     return torch.stack(values, dim=2), torch.stack(indices, dim=2).long()
 
 
-_library.impl("avg_pool3d", avg_pool3d, "AutogradPrivateUse1")
-_library.impl("_adaptive_avg_pool3d", adaptive_avg_pool3d, "AutogradPrivateUse1")
-_library.impl("adaptive_max_pool3d", adaptive_max_pool3d, "AutogradPrivateUse1")
-_library.impl("max_pool3d_with_indices_backward", max_pool3d_with_indices_backward, "PrivateUse1")
+register("avg_pool3d", avg_pool3d, "AutogradPrivateUse1")
+register("_adaptive_avg_pool3d", adaptive_avg_pool3d, "AutogradPrivateUse1")
+register("adaptive_max_pool3d", adaptive_max_pool3d, "AutogradPrivateUse1")
+register("max_pool3d_with_indices_backward", max_pool3d_with_indices_backward, "PrivateUse1")

@@ -4,8 +4,8 @@ copied, with a scatter_add over the same clamped positions, last dim first."""
 from __future__ import annotations
 
 import torch
+from .python_kernels import register
 
-_library = torch.library.Library("aten", "IMPL")
 
 
 def replication_pad_backward(grad_output, self, padding):
@@ -26,4 +26,4 @@ def replication_pad_backward(grad_output, self, padding):
 
 
 for _name in ("replication_pad1d_backward", "replication_pad2d_backward", "replication_pad3d_backward"):
-    _library.impl(_name, replication_pad_backward, "PrivateUse1")
+    register(_name, replication_pad_backward, "PrivateUse1")

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from .python_kernels import register
 
-_library = torch.library.Library("aten", "IMPL")
 
 
 def _attention_mask(mask, mask_type, batch, length, dtype):
@@ -51,4 +51,4 @@ def transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bia
     return norm(x + mlp(x), norm_weight_2, norm_bias_2)
 
 
-_library.impl("_transformer_encoder_layer_fwd", transformer_encoder_layer_fwd, "PrivateUse1")
+register("_transformer_encoder_layer_fwd", transformer_encoder_layer_fwd, "PrivateUse1")
