@@ -17,7 +17,9 @@ from sweep_workers import run_restartable
 
 # pass name -> (dtype name, backward)
 PASSES = {"float32": ("float32", False), "float32 backward": ("float32", True), "bfloat16": ("bfloat16", False),
-          "float16": ("float16", False)}
+          "float16": ("float16", False), "float32 NaN/inf": ("float32", False)}
+# Passes whose floating inputs carry NaN, +inf and -inf (opinfo_harness.with_special_values).
+SPECIALS = {"float32 NaN/inf"}
 
 
 def ops_of(pass_name: str) -> list:
@@ -44,7 +46,7 @@ def worker(pass_name: str, start: int) -> None:
     ops = ops_of(pass_name)
     for i in range(start, len(ops)):
         print(json.dumps({"begin": i, "total": len(ops)}), flush=True)
-        r = run_op(ops[i], dtype=getattr(torch, dtype_name), backward=backward)
+        r = run_op(ops[i], dtype=getattr(torch, dtype_name), backward=backward, specials=pass_name in SPECIALS)
         print(json.dumps({"index": i, "name": r.name, "status": r.status, "counts": r.counts,
                           "problem": r.first_problem}), flush=True)
 
@@ -66,10 +68,13 @@ def main(out: pathlib.Path) -> None:
     passes = {name: sweep(name) for name in PASSES}
     lines = ["# OpInfo differential report", "",
              "`scripts/opinfo_report.py`: every OpInfo entry runs its first 3 samples on `tpu` (v5e, defer_and_fuse) "
-             "and on the CPU in four passes: **float32** forward (entries that support float32 on the CPU), "
+             "and on the CPU in five passes: **float32** forward (entries that support float32 on the CPU), "
              "**float32 backward** (entries that support autograd: the gradients of a fixed weighted sum of the "
              "outputs with respect to every floating input), **bfloat16** and **float16** forward (the chip holds "
-             "float16 as a storage format and computes in f32, as XLA does on TPUs). Results are compared with "
+             "float16 as a storage format and computes in f32, as XLA does on TPUs), and **float32 NaN/inf**: the "
+             "float32 forward samples with NaN, +inf and -inf written into the first, middle and last elements of "
+             "every floating input of 3 or more elements (linalg.eigvals skipped: the CPU's own kernel kills the "
+             "process on NaN). Results are compared with "
              "atol = rtol = 1e-4 (bfloat16: 1.6e-2, float16: 2e-3), NaN equal to NaN only, except random ops (dropout, normal, "
              "uniform, rand_like, ...: the chip's Philox stream is not the CPU's), whose shapes and dtypes are "
              "compared. An op's status is its worst sample's: crash > error > unsupported > mismatch > fallback > "

@@ -18,7 +18,10 @@ def run_restartable(script: str, worker_args: list[str], label: str) -> tuple[di
                                 stderr=subprocess.DEVNULL, text=True, env=os.environ)
         current = index
         for line in proc.stdout:
-            msg = json.loads(line)
+            try:
+                msg = json.loads(line)
+            except json.JSONDecodeError:  # a library's own print (MKL's "Parameter 3 was incorrect ...")
+                continue
             if "begin" in msg:
                 current, total = msg["begin"], msg["total"]
                 if current % 100 == 0:

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -54,6 +55,35 @@ int cumsum(Graph& g, int x, int64_t dim, int passes) {
     const int n = static_cast<int>(g.node(flat).type.shape[1]);
     const int f32 = g.node(flat).type.dtype == DType::F32 ? flat : g.cast(flat, DType::F32, "cumsum");
     return g.matmul(f32, upper_ones(g, n, "cumsum"), false, passes, "cumsum");
+  });
+}
+
+int float_cumsum(Graph& g, int x, int64_t dim, int passes) {
+  const char* label = "cumsum";
+  return along_last(g, x, dim, label, [&](int flat) {
+    const int n = static_cast<int>(g.node(flat).type.shape[1]);
+    const int f32 = g.node(flat).type.dtype == DType::F32 ? flat : g.cast(flat, DType::F32, label);
+    const int upper = upper_ones(g, n, label);
+    const auto constant = [&](double v) { return g.full({{1}, DType::F32}, v, label); };
+    const auto scan_of_mask = [&](int mask) {  // how many so far: 0/1 values, one exact pass
+      return g.matmul(g.cast(mask, DType::F32, label), upper, false, 1, label);
+    };
+    // The triangle's zeros must not meet an infinity (0 * inf is NaN): finite values are scanned
+    // alone, and where the CPU's running sum has met +inf (or NaN), -inf (or NaN), both, it is
+    // +inf, -inf, NaN from there on.
+    const int is_nan = g.binary(ExprOp::Ne, f32, f32, label);
+    const int plus = g.binary_scalar(ExprOp::Eq, f32, std::numeric_limits<double>::infinity(), false, label);
+    const int minus = g.binary_scalar(ExprOp::Eq, f32, -std::numeric_limits<double>::infinity(), false, label);
+    const int finite = g.where(g.binary(ExprOp::Or, is_nan, g.binary(ExprOp::Or, plus, minus, label), label), constant(0),
+                               f32, label);
+    const int sum = g.matmul(finite, upper, false, passes, label);
+    const int met_plus = g.binary_scalar(ExprOp::Gt, scan_of_mask(g.binary(ExprOp::Or, plus, is_nan, label)), 0, false, label);
+    const int met_minus = g.binary_scalar(ExprOp::Gt, scan_of_mask(g.binary(ExprOp::Or, minus, is_nan, label)), 0, false, label);
+    const double inf = std::numeric_limits<double>::infinity();
+    const int special = g.where(met_plus, constant(inf), constant(-inf), label);
+    const int both = g.binary(ExprOp::And, met_plus, met_minus, label);
+    return g.where(both, constant(std::numeric_limits<double>::quiet_NaN()),
+                   g.where(g.binary(ExprOp::Or, met_plus, met_minus, label), special, sum, label), label);
   });
 }
 

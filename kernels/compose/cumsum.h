@@ -13,9 +13,16 @@
 
 namespace vtpu::kernels {
 
-// The f32 cumulative sum of x (f32 or bf16; integers as f32 are exact while partial sums stay
-// below 2^24 and `passes` covers their bits: 6 for 24-bit integers) along `dim` (non-negative).
+// The f32 cumulative sum of finite x (f32 or bf16; integers as f32 are exact while partial sums
+// stay below 2^24 and `passes` covers their bits: 6 for 24-bit integers) along `dim`
+// (non-negative): counts and masks (compaction.h). An infinity or NaN spreads to the whole row
+// (the triangle's zeros multiply it).
 int cumsum(Graph& g, int x, int64_t dim, int passes);
+
+// torch's float cumsum: as cumsum, with infinities and NaN propagating as the CPU's running sum
+// does, from their position on (+inf, -inf, NaN where both or a NaN were met); two more
+// one-pass scans of masks find where.
+int float_cumsum(Graph& g, int x, int64_t dim, int passes);
 
 // The int32 cumulative sum of int32 x along `dim`, exact for every int32 value and wrapping as
 // torch's int32 cumsum does: the words split into four bytes (exact bf16 digits), each byte plane

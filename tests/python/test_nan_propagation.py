@@ -1,7 +1,7 @@
 """NaN and infinities through lowered ops and their gradients, as torch's CPU propagates them:
 comparisons, max/min, pooling (a window holding NaN names its last NaN), clamps, threshold
-backward (a NaN input lets the gradient through), pow, masked fills; and nn.LPPool1d's gradient,
-NaN where the CPU's is (it was 0 on tpu)."""
+backward (a NaN input lets the gradient through), pow, masked fills, hypot; and nn.LPPool1d's
+gradient, NaN where the CPU's is (it was 0 on tpu)."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -21,6 +21,8 @@ OPS = {
     "where": lambda t: torch.where(t > 0, t, 0.0), "tanh": torch.tanh, "silu": F.silu, "softplus": F.softplus,
     "masked_fill": lambda t: t.masked_fill(t > 0, torch.tensor(3.0)), "mse": lambda t: F.mse_loss(t, torch.zeros_like(t)),
     "eq": lambda t: (t == t).float() * t, "floor": torch.floor, "round": torch.round, "atan": torch.atan,
+    "hypot": lambda t: torch.hypot(t, t.flip(0)),  # hypot(inf, nan) is inf, as C's
+    "cumsum": lambda t: t.flip(0).cumsum(0),
 }
 
 
@@ -55,3 +57,19 @@ def test_lp_pool1d_input_gradient_is_nan_where_the_cpus_is():
         grads[device] = a.grad.cpu()
     assert torch.isnan(grads["cpu"]).any()
     torch.testing.assert_close(grads["tpu"], grads["cpu"], equal_nan=True)
+
+
+def test_hypot_neither_overflows_nor_underflows():
+    # sqrt(x^2 + y^2) gave inf past 1.8e19 and 0 below 1e-19; C's hypot scales by the larger value
+    x = torch.tensor([3e30, 3e-30, 0.0, -5e37, 1.0])
+    y = torch.tensor([4e30, 4e-30, 0.0, 1e37, 1e-20])
+    torch.testing.assert_close(torch.hypot(x.to("tpu"), y.to("tpu")).cpu(), torch.hypot(x, y), rtol=1e-6, atol=0)
+
+
+def test_cumsum_carries_infinities_and_nan_forward_only():
+    # a matmul with a triangle of ones made every element of such a row NaN (0 * inf)
+    inf, nan = float("inf"), float("nan")
+    x = torch.tensor([[1.0, inf, 2.0, 3.0], [1.0, 2.0, 3.0, -inf], [1.0, nan, 2.0, 3.0], [1.0, inf, -inf, 2.0],
+                      [1.0, 2.0, 3.0, 4.0]])
+    for dim in (0, 1):
+        torch.testing.assert_close(x.to("tpu").cumsum(dim).cpu(), x.cumsum(dim), equal_nan=True)

@@ -231,7 +231,17 @@ int logaddexp_of(const Vpu& m, int a, int b) {
   const int r = m.add(hi, log1p_of(m, m.un(ExprOp::Exp, m.un(ExprOp::Neg, m.un(ExprOp::Abs, m.sub(a, b))))));
   return m.select(m.bin(ExprOp::Eq, a, b), m.add(a, m.constant(a, std::numbers::ln2)), r);
 }
-int hypot_of(const Vpu& m, int a, int b) { return m.un(ExprOp::Sqrt, m.add(m.mul(a, a), m.mul(b, b))); }
+// hypot as C's: scaled by the larger magnitude, so the squares neither overflow (|x| > 1.8e19)
+// nor underflow; an infinite operand gives +inf even beside NaN (C99 F.9.4.3), as on the CPU.
+int hypot_of(const Vpu& m, int a, int b) {
+  const int x = m.un(ExprOp::Abs, a), y = m.un(ExprOp::Abs, b);
+  const int hi = m.bin(ExprOp::Max, x, y), lo = m.bin(ExprOp::Min, x, y);
+  const int r = m.div(lo, hi);
+  const int scaled = m.mul(hi, m.un(ExprOp::Sqrt, m.sc(ExprOp::Add, m.mul(r, r), 1.0)));
+  const int finite = m.select(m.sc(ExprOp::Eq, hi, 0.0), m.constant(a, 0.0), scaled);  // (0 / 0)
+  const int infinite = m.bin(ExprOp::Or, m.sc(ExprOp::Eq, x, kInf), m.sc(ExprOp::Eq, y, kInf));
+  return m.select(infinite, m.constant(a, kInf), finite);
+}
 
 // Rows: C++ name, aten functional schema, in-place schema, out= schema, the formula, torch's CPU
 // function; whether integer inputs keep their dtype (rounding and sign) or become float.

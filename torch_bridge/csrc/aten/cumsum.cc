@@ -40,7 +40,7 @@ at::Tensor tpu_cumsum(const at::Tensor& self, int64_t dim_arg, std::optional<c10
   }
   const int passes = kernels::passes_for_precision(Runtime::get().matmul_precision());
   return record("cumsum", {self}, result, [&](kernels::Graph& g, const std::vector<int>& v) {
-    return kernels::cumsum(g, v[0], dim, passes);
+    return kernels::float_cumsum(g, v[0], dim, passes);
   }, cpu);
 }
 
