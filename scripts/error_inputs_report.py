@@ -10,7 +10,7 @@ import json
 import pathlib
 import sys
 
-from sweep_workers import run_restartable
+from sweep_workers import item_rows, run_restartable
 
 
 def worker(start: int) -> None:
@@ -63,10 +63,7 @@ def main(out: pathlib.Path) -> None:
     lines += [f"| **match share** (of inputs not skipped) | **{100 * inputs.get('match', 0) / max(counted, 1):.1f}%** | |",
               "", f"Sweep time on this machine: {seconds:.0f} s.", "",
               "| op | status | inputs by status | first problem |", "| --- | --- | --- | --- |"]
-    for r in sorted(results.values(), key=lambda r: r["name"]):
-        counts = ", ".join(f"{k} {v}" for k, v in sorted(r["counts"].items()))
-        problem = r["problem"].replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| {r['name']} | {r['status']} | {counts} | {problem} |")
+    lines += item_rows(results)
     out.write_text("\n".join(lines) + "\n")
     print(dict(inputs), f"-> {out}")
 

@@ -9,7 +9,7 @@ import json
 import pathlib
 import sys
 
-from sweep_workers import run_restartable
+from sweep_workers import item_rows, run_restartable
 
 STATUSES = ("native", "fallback", "mismatch", "unsupported", "error", "crash", "skipped")
 
@@ -54,10 +54,7 @@ def main(out: pathlib.Path) -> None:
     lines += [f"| **native share** (of modules not skipped) | **{100 * totals.get('native', 0) / max(counted, 1):.1f}%** |",
               "", f"Sweep time: {seconds:.0f} s on this machine.", "",
               "| module | status | samples | first problem |", "| --- | --- | --- | --- |"]
-    for r in sorted(results.values(), key=lambda r: r["name"]):
-        counts = ", ".join(f"{k} {v}" for k, v in sorted(r["counts"].items()))
-        problem = r["problem"].replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| {r['name']} | {r['status']} | {counts} | {problem} |")
+    lines += item_rows(results)
     out.write_text("\n".join(lines) + "\n")
     print(dict(totals), f"-> {out}")
 

@@ -53,11 +53,13 @@ def worker(pass_name: str, start: int) -> None:
 
 def sweep(pass_name: str) -> tuple[dict, float]:
     """{op name: result} of one pass, and its seconds."""
+    from opinfo_harness import op_name
+
     results, seconds = run_restartable(__file__, [pass_name], pass_name)
     ops = ops_of(pass_name)
     for i, r in results.items():
         if r["name"] is None:  # crashed: named here
-            r["name"] = ops[i].name + (f".{ops[i].variant_test_name}" if ops[i].variant_test_name else "")
+            r["name"] = op_name(ops[i])
     return {r["name"]: r for r in results.values()}, seconds
 
 

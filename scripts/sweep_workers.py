@@ -34,3 +34,13 @@ def run_restartable(script: str, worker_args: list[str], label: str) -> tuple[di
                                 "problem": f"worker died with exit code {code}"}
         index = max(results) + 1 if results else index + 1
     return results, time.time() - start_time
+
+
+def item_rows(results: dict) -> list[str]:
+    """One table row per swept item, by name: | name | status | counts by status | first problem |."""
+    rows = []
+    for r in sorted(results.values(), key=lambda r: r["name"]):
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(r["counts"].items()))
+        problem = r["problem"].replace("|", "\\|").replace("\n", " ")
+        rows.append(f"| {r['name']} | {r['status']} | {counts} | {problem} |")
+    return rows

@@ -13,7 +13,6 @@ Each error input is classified:
 """
 from __future__ import annotations
 
-import dataclasses
 import re
 import warnings
 
@@ -21,26 +20,14 @@ import torch
 from torch.utils._pytree import tree_map
 
 import vtpu
+from opinfo_harness import OpResult, op_name
 
 STATUSES = ("match", "other error", "unsupported", "silent", "crash")
 
 
-@dataclasses.dataclass
-class ErrorInputsResult:
-    name: str
-    counts: dict
-    first_problem: str = ""
-
-    @property
-    def status(self) -> str:
-        for s in ("crash", "silent", "other error", "unsupported"):
-            if self.counts.get(s):
-                return s
-        return "match" if self.counts.get("match") else "skipped"
-
-
-def op_name(op) -> str:
-    return op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
+class ErrorInputsResult(OpResult):
+    WORST_FIRST = ("crash", "silent", "other error", "unsupported")
+    BEST = "match"
 
 
 def _mover(device):

@@ -31,13 +31,21 @@ class OpResult:
     name: str
     counts: dict
     first_problem: str = ""
+    # An item's status is its worst sample's: these from worst on, else BEST, else "skipped".
+    WORST_FIRST = ("crash", "error", "unsupported", "mismatch", "fallback")
+    BEST = "native"
 
     @property
     def status(self) -> str:
-        for s in ("crash", "error", "unsupported", "mismatch", "fallback"):
+        for s in self.WORST_FIRST:
             if self.counts.get(s):
                 return s
-        return "native" if self.counts.get("native") else "skipped"
+        return self.BEST if self.counts.get(self.BEST) else "skipped"
+
+
+def op_name(op) -> str:
+    """An OpInfo entry's name as the reports list it: name.variant."""
+    return op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
 
 
 def _to(device):
@@ -254,7 +262,7 @@ def run_op(op, dtype=torch.float32, max_samples=3, backward=False, specials=Fals
     """`specials`: every floating input carries NaN and infinities (with_special_values)."""
     from torch.testing._internal.opinfo.core import SampleInput
 
-    result = OpResult(op.name + (f".{op.variant_test_name}" if op.variant_test_name else ""), {})
+    result = OpResult(op_name(op), {})
     if specials and op.name in CPU_CRASHES_ON_SPECIALS:
         return result  # skipped
     try:
