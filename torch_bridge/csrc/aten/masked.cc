@@ -25,8 +25,13 @@ int64_t true_count(const at::Tensor& mask) { return mask.sum().item<int64_t>(); 
 // torch.nonzero: [count, ndim] int64 coordinates, row-major order.
 at::Tensor tpu_nonzero(const at::Tensor& self) {
   const CpuFn cpu = [](const std::vector<at::Tensor>& c) { return at::nonzero(c[0]); };
-  if (self.dim() == 0 || self.numel() > kernels::kCompactionMaxElements || !chip_dtype(self.scalar_type())) {
-    return run_on_cpu("nonzero", {self}, cpu, "0-d inputs, masks past the compaction limit or dtypes without kernels");
+  // Only the mask self != 0 reaches the kernels: int64 compares exactly (as word pairs).
+  const bool comparable = chip_dtype(self.scalar_type()) || self.scalar_type() == at::kLong;
+  if (self.numel() > kernels::kCompactionMaxElements || !comparable) {
+    return run_on_cpu("nonzero", {self}, cpu, "masks past the compaction limit or dtypes without kernels");
+  }
+  if (self.dim() == 0) {  // no coordinates: one empty row where the element is nonzero, none where it is zero
+    return at::empty({true_count(self.scalar_type() == at::kBool ? self : self.ne(0)), 0}, self.options().dtype(at::kLong));
   }
   const at::Tensor mask = self.scalar_type() == at::kBool ? self : self.ne(0);
   const int64_t count = true_count(mask), n = self.numel(), dims = self.dim();

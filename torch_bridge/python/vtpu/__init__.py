@@ -80,6 +80,8 @@ from . import pooling_3d as _pooling_3d  # noqa: E402,F401
 from . import replication_pad as _replication_pad  # noqa: E402,F401
 from . import margin_losses as _margin_losses  # noqa: E402,F401
 from . import bincount as _bincount  # noqa: E402,F401
+from . import repeat_interleave as _repeat_interleave  # noqa: E402,F401
+from . import assertions as _assertions  # noqa: E402,F401
 from . import autograd_decompositions as _autograd_decompositions  # noqa: E402,F401
 from . import amp as _amp  # noqa: E402,F401
 from . import distributed  # noqa: E402

@@ -12,7 +12,6 @@ from .composed_fallback import run_on_cpu
 from .python_kernels import register
 
 
-
 def bincount(self, weights=None, minlength=0):
     if weights is not None and weights.dtype != torch.float32:
         return run_on_cpu("bincount", f"{weights.dtype} weights (the CPU sums them in float64)", self, weights, minlength)

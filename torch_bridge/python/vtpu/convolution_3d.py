@@ -17,7 +17,6 @@ from .depth_folding import as_three, batched, fold_depth, unfold_depth
 from .python_kernels import register
 
 
-
 def _accumulating_in_f32(conv):
     """bf16 and f16 convolutions sum their taps in f32 and round once, as the CPU's (and the MXU's)
     accumulation does: rounding each tap's partial result would drift past bf16's tolerance."""

@@ -14,7 +14,6 @@ from .linalg_triangular import MAX_ORDER, _too_large, solve_lower_or_upper
 from .python_kernels import register
 
 
-
 def _swap(index, j, p):
     """index with entries j and p (p a tensor of per-matrix positions, of index's dtype) exchanged."""
     positions = torch.arange(index.shape[-1], dtype=index.dtype, device=index.device)

@@ -16,7 +16,6 @@ from .linalg_triangular import MAX_ORDER, _too_large
 from .python_kernels import register
 
 
-
 def _reflector(x):
     """(beta, tau, v below the head) of LAPACK's larfg for the columns x[..., :] (head first)."""
     alpha, rest = x[..., 0], x[..., 1:]

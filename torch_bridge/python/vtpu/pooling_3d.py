@@ -19,7 +19,6 @@ from .depth_folding import as_three, batched, fold_depth, unfold_depth
 from .python_kernels import register
 
 
-
 @batched
 def avg_pool3d(x, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True,
                divisor_override=None):

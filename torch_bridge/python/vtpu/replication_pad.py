@@ -7,7 +7,6 @@ import torch
 from .python_kernels import register
 
 
-
 def replication_pad_backward(grad_output, self, padding):
     if self.numel() == 0:
         return torch.zeros_like(self, dtype=grad_output.dtype)

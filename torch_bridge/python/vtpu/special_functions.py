@@ -18,7 +18,6 @@ from . import cephes_tables as tables
 from .python_kernels import register
 
 
-
 def chbevl(x, coefficients):
     """Cephes' Chebyshev series sum (Clenshaw's recurrence), as Math.h's chbevl."""
     b0, b1, b2 = coefficients[0], 0.0, 0.0

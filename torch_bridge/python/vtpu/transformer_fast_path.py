@@ -12,7 +12,6 @@ import torch.nn.functional as F
 from .python_kernels import register
 
 
-
 def _attention_mask(mask, mask_type, batch, length, dtype):
     """torch's merged mask (0: [L, L] attention mask; 1: [B, L] key padding; 2: [B, H, L, L]) as
     an additive mask scaled_dot_product_attention broadcasts; True in a bool mask means masked."""

@@ -1,0 +1,33 @@
+"""torch.repeat_interleave with a tensor of repeats on the chip: element i's index repeated
+repeats[i] times, as the position of each output slot among the running totals (a cumsum and a
+searchsorted, both lowered). The output's length is the repeats' sum, so, as on CUDA without
+`output_size`, it is read back first (a sync point), with the check that none is negative.
+`x.repeat_interleave(repeats, dim)` is torch's own composition of this and index_select.
+"""
+from __future__ import annotations
+
+import torch
+
+from .python_kernels import register
+
+_NAMES = {torch.float32: "Float", torch.float64: "Double", torch.bfloat16: "BFloat16", torch.float16: "Half",
+          torch.bool: "Bool", torch.int8: "Char", torch.uint8: "Byte", torch.int16: "Short"}
+
+
+def repeat_interleave(repeats, *, output_size=None):
+    # torch's checks and messages (its CPU kernel's: the meta kernel cannot check data-dependent ops)
+    if repeats.dim() != 1:
+        raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+    if repeats.dtype not in (torch.int32, torch.int64):
+        raise NotImplementedError(f'"repeat_interleave_cpu" not implemented for \'{_NAMES.get(repeats.dtype, repeats.dtype)}\'')
+    total, negative = (int(v) for v in torch.stack([repeats.sum(), (repeats < 0).sum()]).cpu())
+    if negative:
+        raise RuntimeError("repeats can not be negative")
+    if output_size is not None and output_size != total:
+        raise RuntimeError("allocated size does not match required size")
+    ends = repeats.cumsum(0)
+    slots = torch.arange(total, device=repeats.device, dtype=ends.dtype)
+    return torch.searchsorted(ends, slots, right=True).to(repeats.dtype)
+
+
+register("repeat_interleave.Tensor", repeat_interleave, "PrivateUse1")
