@@ -18,8 +18,6 @@ from torch.utils._pytree import tree_map
 _accepted: set = set()
 _checking = threading.local()
 _MAX_REMEMBERED = 4096
-
-
 _PLAIN = (int, float, bool, str, type(None), torch.dtype, torch.device, torch.layout, torch.memory_format)
 
 
@@ -29,7 +27,9 @@ class _Unhashable(Exception):
 
 def _key_of(value):
     if isinstance(value, torch.Tensor):
-        return value.shape, value.stride(), value.dtype, value.is_cpu and value.dim() == 0
+        if value.is_cpu and value.dim() == 0:  # a CPU scalar goes to the meta run as it is: its value counts
+            return value.dtype, value.item()
+        return value.shape, value.stride(), value.dtype
     if isinstance(value, (list, tuple)):
         return type(value), tuple(_key_of(v) for v in value)
     if isinstance(value, _PLAIN):
@@ -85,7 +85,7 @@ def _to_meta(value):
 
 def raise_if_torch_rejects(op, *args, **kwargs) -> None:
     """Raises what torch raises for `op(*args, **kwargs)` on meta tensors; returns when it accepts
-    them or the meta run cannot tell (no meta kernel, or it needs the data: such errors name meta)."""
+    them or the meta run cannot tell (_says_nothing_about_input)."""
     key = _signature(op, args, kwargs)
     if (key is not None and key in _accepted) or getattr(_checking, "active", False):
         return  # (a meta run that comes back to tpu learns nothing from checking itself again)
