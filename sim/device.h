@@ -60,6 +60,9 @@ class Device {
     return std::nullopt;
   }
   virtual void free(HbmAddress address) = 0;
+  // What an allocation of `bytes` takes from its memory's capacity (the allocator's rounding), so
+  // a caller can forecast what a run will hold (torch_bridge/plan_runner/plan_forecast.h).
+  virtual uint64_t allocation_bytes(uint64_t bytes) const { return bytes; }
   virtual void copy_to_device(HbmAddress dst, std::span<const uint8_t> src) = 0;
   virtual void copy_to_host(std::span<uint8_t> dst, HbmAddress src) = 0;
   virtual void copy_on_device(HbmAddress dst, HbmAddress src, uint64_t bytes) = 0;

@@ -24,6 +24,7 @@ class SimDevice : public Device {
   bool supports(isa::Opcode) const override { return true; }
   HbmAddress allocate(uint64_t bytes) override;
   std::optional<HbmAddress> allocate_held(uint64_t bytes) override;
+  uint64_t allocation_bytes(uint64_t bytes) const override { return Hbm::reserved_bytes(bytes); }  // (held VMEM's too)
   void free(HbmAddress address) override;
   void copy_to_device(HbmAddress dst, std::span<const uint8_t> src) override;
   void copy_to_host(std::span<uint8_t> dst, HbmAddress src) override;
@@ -68,6 +69,7 @@ class NullDevice : public Device {
   bool supports(isa::Opcode) const override { return false; }
   HbmAddress allocate(uint64_t bytes) override { return hbm_.allocate(bytes); }
   void free(HbmAddress address) override { hbm_.free(address); }
+  uint64_t allocation_bytes(uint64_t bytes) const override { return Hbm::reserved_bytes(bytes); }
   void copy_to_device(HbmAddress dst, std::span<const uint8_t> src) override;
   void copy_to_host(std::span<uint8_t> dst, HbmAddress src) override;
   void copy_on_device(HbmAddress dst, HbmAddress src, uint64_t bytes) override;

@@ -49,10 +49,10 @@ Measured forecast_and_run(const kernels::Plan& plan, const Chain& chain, const s
   caller.output_bytes = [&](int v) { return plan.value_bytes.at(v); };
   if (release_inputs) {
     for (const auto& [v, last] : plan.memory.input_last_step) {
-      caller.released_after[last] += sim::Hbm::reserved_bytes(plan.value_bytes.at(v));
+      caller.released_after[last] += device.allocation_bytes(plan.value_bytes.at(v));
     }
   }
-  const auto f = bridge::forecast_hbm(plan, device.memory_stats(), bound, caller);
+  const auto f = bridge::forecast_hbm(plan, device, bound, caller);
   std::function<void(int)> input_done;
   if (release_inputs) input_done = [&](int v) { device.free(bound.at(v)); };
   bridge::PlanExecution exec(device, plan, bound, [&](int v) { return device.allocate(plan.value_bytes.at(v)); },

@@ -3,12 +3,11 @@
 #include <algorithm>
 #include <set>
 
-#include "sim/hbm.h"
-
 namespace vtpu::bridge {
 
-HbmForecast forecast_hbm(const kernels::Plan& plan, const sim::MemoryStats& now,
-                         const std::map<int, sim::HbmAddress>& bound, const ForecastCaller& caller) {
+HbmForecast forecast_hbm(const kernels::Plan& plan, const sim::Device& device, const std::map<int, sim::HbmAddress>& bound,
+                         const ForecastCaller& caller) {
+  const sim::MemoryStats now = device.memory_stats();
   const auto root_of = [&](int v) { return plan.alias.count(v) ? plan.alias.at(v) : v; };
   // Values with a buffer before the run: the bound ones, and (as the runner binds them) the
   // values that a bound output reshapes.
@@ -27,7 +26,7 @@ HbmForecast forecast_hbm(const kernels::Plan& plan, const sim::MemoryStats& now,
     for (int v : plan.launches[step].args) {
       const int root = root_of(v);
       if (lifetimes.count(root) && !in_hbm.count(root) && !in_held.count(root) && !has_buffer.count(root)) {
-        const uint64_t b = sim::Hbm::reserved_bytes(std::max<uint64_t>(plan.value_bytes.at(root), 1));
+        const uint64_t b = device.allocation_bytes(std::max<uint64_t>(plan.value_bytes.at(root), 1));
         if (b <= held_free) {
           held_free -= b;
           in_held[root] = b;
@@ -38,7 +37,7 @@ HbmForecast forecast_hbm(const kernels::Plan& plan, const sim::MemoryStats& now,
       }
       if (!has_buffer.count(root) && outputs.count(root)) {
         has_buffer.insert(root);
-        if (const uint64_t b = caller.output_bytes ? caller.output_bytes(root) : 0) hbm += sim::Hbm::reserved_bytes(b);
+        if (const uint64_t b = caller.output_bytes ? caller.output_bytes(root) : 0) hbm += device.allocation_bytes(b);
       }
     }
     if (hbm > f.peak_bytes) f = {hbm, static_cast<int>(step)};

@@ -1,5 +1,5 @@
 // The least HBM a plan's run can need, known before any kernel runs: PlanExecution's allocations
-// and frees (plan_runner.h) replayed as byte counts, each rounded as the allocator rounds it, held
+// and frees (plan_runner.h) replayed as byte counts, each rounded as the device's allocator rounds it, held
 // VMEM taken first while its free bytes last. Packing is taken as perfect in both memories, so a
 // run may still fail on fragmentation; but a forecast above the capacity is a run that cannot
 // succeed, which the bridge refuses whole before it starts (nothing half-run, the pending ops kept).
@@ -29,7 +29,8 @@ struct HbmForecast {
   int peak_step = -1;       // the launch at which it is reached (-1: before the first)
 };
 
-HbmForecast forecast_hbm(const kernels::Plan& plan, const sim::MemoryStats& now,
-                         const std::map<int, sim::HbmAddress>& bound, const ForecastCaller& caller);
+// From what `device` holds now.
+HbmForecast forecast_hbm(const kernels::Plan& plan, const sim::Device& device, const std::map<int, sim::HbmAddress>& bound,
+                         const ForecastCaller& caller);
 
 }  // namespace vtpu::bridge

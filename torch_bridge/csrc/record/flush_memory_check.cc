@@ -8,7 +8,6 @@
 
 #include <algorithm>
 
-#include "sim/hbm.h"
 #include "torch_bridge/csrc/record/recorder.h"
 #include "torch_bridge/csrc/runtime/runtime.h"
 #include "torch_bridge/plan_runner/plan_forecast.h"
@@ -27,7 +26,7 @@ struct HeldStorage {
 
 }  // namespace
 
-ForecastCaller Recorder::forecast_caller(const kernels::Plan& plan) const {
+ForecastCaller Recorder::forecast_caller(const kernels::Plan& plan, const sim::Device& device) const {
   auto& rt = Runtime::get();
   ForecastCaller caller;
   caller.output_bytes = [this, &rt](int v) -> uint64_t {
@@ -45,14 +44,14 @@ ForecastCaller Recorder::forecast_caller(const kernels::Plan& plan) const {
     const Buffer* b = rt.find_buffer(reinterpret_cast<uint64_t>(h.storage.data_ptr().get()));
     const bool freed = b && b->hbm && b->pending_value < 0 && h.last_step >= 0 &&
                        h.storage.use_count() == static_cast<size_t>(h.entries);
-    if (freed) caller.released_after[h.last_step] += sim::Hbm::reserved_bytes(std::max<uint64_t>(b->bytes, 1));
+    if (freed) caller.released_after[h.last_step] += device.allocation_bytes(std::max<uint64_t>(b->bytes, 1));
   }
   return caller;
 }
 
 void Recorder::refuse_unless_it_fits(const kernels::Plan& plan, sim::Device& device) {
   const sim::MemoryStats now = device.memory_stats();
-  const HbmForecast f = forecast_hbm(plan, now, input_address_, forecast_caller(plan));
+  const HbmForecast f = forecast_hbm(plan, device, input_address_, forecast_caller(plan, device));
   if (f.peak_bytes <= now.capacity_bytes || f.peak_step < 0) return;
   graph_.clear_outputs();  // marked again, as far as they are still alive, when it is retried
   TORCH_CHECK_WITH(OutOfMemoryError, false, "vtpu: out of HBM on tpu:", device_, " (", Runtime::get().chip_name(),

@@ -56,7 +56,7 @@ class Recorder {
   // Throws torch.OutOfMemoryError, leaving the pending ops recorded, when the plan's run cannot
   // fit in HBM (flush_memory_check.cc); returns when it may.
   void refuse_unless_it_fits(const kernels::Plan& plan, sim::Device& device);
-  ForecastCaller forecast_caller(const kernels::Plan& plan) const;
+  ForecastCaller forecast_caller(const kernels::Plan& plan, const sim::Device& device) const;
   std::optional<int> strided_view(const at::Tensor& t);
   int bind_input(sim::HbmAddress hbm, const kernels::TensorType& type, const c10::Storage& storage, const char* label);
   int device_;
