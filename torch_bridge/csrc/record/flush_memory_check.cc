@@ -51,6 +51,16 @@ ForecastCaller Recorder::forecast_caller(const kernels::Plan& plan, const sim::D
 
 void Recorder::refuse_unless_it_fits(const kernels::Plan& plan, sim::Device& device) {
   const sim::MemoryStats now = device.memory_stats();
+  // Every flush comes here (in strict_eager, every op): first the cheap bound, every intermediate
+  // and every result without a buffer held at once, each a whole allocation unit larger. Only a
+  // flush that bound does not clear pays for the forecast.
+  const uint64_t unit = device.allocation_bytes(1);
+  uint64_t most = now.allocated_bytes + plan.memory.total_bytes + plan.memory.intermediates.size() * unit;
+  for (const auto& [v, out] : outputs_) {
+    const Buffer& b = Runtime::get().buffer(out.vaddr);
+    if (!b.hbm) most += b.bytes + unit;
+  }
+  if (most <= now.capacity_bytes) return;
   const HbmForecast f = forecast_hbm(plan, device, input_address_, forecast_caller(plan, device));
   if (f.peak_bytes <= now.capacity_bytes || f.peak_step < 0) return;
   graph_.clear_outputs();  // marked again, as far as they are still alive, when it is retried
