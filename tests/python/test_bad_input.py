@@ -62,8 +62,3 @@ def test_dtypes_the_chip_does_not_hold_are_named(no_fallback, dtype, name):
     with pytest.raises(NotImplementedError, match=f"aten::add cannot run on the chip: {name} tensors"):
         (x + 1).cpu()
     assert torch.equal(x.cpu(), torch.ones(3, dtype=dtype))
-
-
-def test_complex_tensors_are_refused_naming_the_dtype(no_fallback):
-    with pytest.raises(NotImplementedError, match=r"ComplexFloat \(complex\) tensors are not supported on tpu"):
-        torch.ones(3, dtype=torch.complex64, device="tpu")

@@ -282,14 +282,6 @@ def test_unlowered_op_names_the_op_unless_fallback_is_allowed():
     assert any("erfcx" in k for k in vtpu.stats()["cpu_fallbacks"])
 
 
-def test_complex_tensors_are_refused_with_a_message():
-    with pytest.raises(NotImplementedError, match="complex"):
-        torch.zeros(2, dtype=torch.complex64, device="tpu")
-    vtpu.set_cpu_fallback(True)
-    with pytest.raises(NotImplementedError, match="complex"):  # fft makes complex outputs: refused, no crash
-        torch.fft.ifft(torch.randn(8).to("tpu")).cpu()
-
-
 @pytest.mark.parametrize("fallback", [False, True])
 def test_sparse_tensors_are_refused_with_a_message_that_does_not_offer_the_fallback(fallback):
     vtpu.set_cpu_fallback(fallback)  # with or without it: the fallback cannot make a sparse tpu tensor

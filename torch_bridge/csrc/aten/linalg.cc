@@ -6,6 +6,7 @@
 #include <torch/library.h>
 
 #include "kernels/generators/matmul.h"
+#include "torch_bridge/csrc/aten/complex.h"
 #include "torch_bridge/csrc/aten/pointwise.h"
 #include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
@@ -28,6 +29,11 @@ bool is_transposed_dense(const at::Tensor& b) {
 }
 
 at::Tensor matmul_op(const char* op, const at::Tensor& a, const at::Tensor& b, const CpuFn& cpu) {
+  if (complex::involved(a, b)) {  // four real matmuls over the planes
+    TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected m1 and m2 to have the same dtype, but got: ", a.dtype(), " != ",
+                b.dtype());  // torch's check: a complex matmul does not promote a real operand
+    return complex::bilinear(a, b, [&](const at::Tensor& x, const at::Tensor& y) { return matmul_op(op, x, y, cpu); });
+  }
   const bool a_transposed = is_transposed_dense(a), b_transposed = is_transposed_dense(b);
   const at::Tensor a_arg = a_transposed ? a.transpose(-1, -2) : a, b_arg = b_transposed ? b.transpose(-1, -2) : b;
   const int passes = kernels::passes_for_precision(Runtime::get().matmul_precision());

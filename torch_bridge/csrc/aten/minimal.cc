@@ -12,6 +12,7 @@
 
 #include <limits>
 
+#include "torch_bridge/csrc/aten/complex.h"
 #include "torch_bridge/csrc/record/layout.h"
 #include "torch_bridge/csrc/aten/int64.h"
 #include "torch_bridge/csrc/record/op_support.h"
@@ -21,19 +22,11 @@
 namespace vtpu::bridge {
 namespace {
 
-// Complex tensors are refused at creation: torch's conjugate/negative-bit fallbacks around copies
-// would otherwise recurse through clone and copy_ on this device.
-void check_dtype(std::optional<c10::ScalarType> dtype) {
-  const auto t = c10::dtype_or_default(dtype);
-  TORCH_CHECK_NOT_IMPLEMENTED(!c10::isComplexType(t), "vtpu: ", t, " (complex) tensors are not supported on tpu");
-}
-
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
                                std::optional<c10::Layout> layout, std::optional<c10::Device> device,
                                std::optional<bool> pin_memory, std::optional<c10::MemoryFormat> memory_format) {
   TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided, "vtpu: only strided tensors");
   TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "vtpu: pinned memory is a CPU notion");
-  check_dtype(dtype);
   const c10::DeviceGuard guard(c10::device_or_default(device));
   constexpr c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
   return at::detail::empty_generic(size, at::GetAllocator(at::kPrivateUse1), keys, c10::dtype_or_default(dtype), memory_format);
@@ -43,7 +36,6 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::op
                          std::optional<c10::Layout> layout, std::optional<c10::Device> device, std::optional<bool> pin_memory) {
   TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided, "vtpu: only strided tensors");
   TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "vtpu: pinned memory is a CPU notion");
-  check_dtype(dtype);
   const c10::DeviceGuard guard(c10::device_or_default(device));
   constexpr c10::DispatchKeySet keys(c10::DispatchKey::PrivateUse1);
   return at::detail::empty_strided_generic(size, stride, at::GetAllocator(at::kPrivateUse1), keys, c10::dtype_or_default(dtype));
@@ -84,8 +76,12 @@ const at::Tensor& resize(const at::Tensor& self, c10::SymIntArrayRef size, std::
   return at::native::resize_(self, sizes, format);
 }
 
-// Host copy of a device tensor's elements, in its own strides (pending work lands first).
+// Host copy of a device tensor's elements, in its own strides (pending work lands first). A
+// conjugate or negative view comes back as the same view of the host copy, so the CPU's copy
+// applies the bit.
 at::Tensor to_host(const at::Tensor& src) {
+  if (src.is_conj()) return to_host(src.conj()).conj();
+  if (src.is_neg()) return at::_neg_view(to_host(at::_neg_view(src)));
   auto& rt = Runtime::get();
   const int device = src.device().index();
   Recorder::of(device).flush();
@@ -113,7 +109,10 @@ std::optional<int64_t> host_int64_bound(const at::Tensor& host) {
   return std::max(-lo, hi);
 }
 
-void from_host(const at::Tensor& dst, const at::Tensor& host) {
+void from_host(const at::Tensor& dst, const at::Tensor& given) {
+  if (dst.is_conj()) return from_host(dst.conj(), given.conj());  // the stored values: conjugated
+  if (dst.is_neg()) return from_host(at::_neg_view(dst), at::_neg_view(given));
+  const at::Tensor host = given.resolve_conj().resolve_neg();  // raw bytes go over: apply the bits
   auto& rt = Runtime::get();
   const int device = dst.device().index();
   Recorder::of(device).flush();
@@ -153,6 +152,8 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool) {
     // Chip to chip: the data goes through the host; the time is the interconnect's.
     from_host(dst, to_host(self));
     Runtime::get().copy_between_chips(self.device().index(), dst.device().index(), dst.nbytes());
+  } else if (complex::copy_values(dst, self)) {
+    // complex pairs or a conjugate / negative view: on the chip, through the f32 planes
   } else if (const auto order = dst.is_contiguous() || dst.sizes() != self.sizes() ? std::nullopt : dense_order(dst)) {
     // A dense dst in another dim order (empty_like of a transposed tensor, as .to(dtype) and
     // clone make): the same copy, both sides viewed in dst's order.
@@ -197,6 +198,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Tensor", set_source_tensor);
   m.impl("set_.source_Storage", set_source_storage);
   m.impl("set_.source_Storage_storage_offset", set_source_storage_offset);
+}
+
+// _copy_from applies a conjugate or negative view's bit itself (copy_from above), as copy_ and
+// clone do: without these, torch's math-bit fallback would resolve the source with a clone,
+// whose copy_ lands here again.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
 }
 
 }  // namespace vtpu::bridge

@@ -5,6 +5,7 @@
 
 #include <torch/library.h>
 
+#include "torch_bridge/csrc/aten/complex.h"
 #include "torch_bridge/csrc/aten/int64.h"
 #include "torch_bridge/csrc/aten/pointwise.h"
 #include "torch_bridge/csrc/aten/variants.h"
@@ -17,15 +18,8 @@ using kernels::ExprOp;
 using kernels::Graph;
 using kernels::RowOp;
 
-// A Python number as torch passes it to .Tensor overloads: a 0-dim CPU tensor flagged as a
-// wrapped number, so type promotion treats it like a scalar (it never widens a tensor's dtype).
-at::Tensor wrapped_scalar(const at::Scalar& s) {
-  at::Tensor t = at::scalar_tensor(s, s.isFloatingPoint() ? at::kDouble : s.isBoolean() ? at::kBool : at::kLong);
-  t.unsafeGetTensorImpl()->set_wrapped_number(true);
-  return t;
-}
-
 at::Tensor unary(const char* op, ExprOp e, const at::Tensor& self, const CpuFn& cpu) {
+  if (complex::involved(self)) return complex::unary(op, e, self, cpu);
   TORCH_CHECK(e != ExprOp::Neg || self.scalar_type() != at::kBool,  // torch's check (neg's meta function)
               "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` "
               "or `logical_not()` operator instead.");
@@ -41,6 +35,7 @@ at::Tensor unary(const char* op, ExprOp e, const at::Tensor& self, const CpuFn& 
 // self (op) other, where other may be a wrapped Python number; alpha scales other (add/sub).
 at::Tensor binary(const char* op, ExprOp e, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha,
                   const CpuFn& cpu, bool comparison = false) {
+  if (complex::involved(self, other)) return complex::binary(op, e, self, other, alpha, cpu);
   const auto dtype = comparison ? at::kBool : at::result_type(self, other);
   const bool true_div = e == ExprOp::Div && at::isIntegralType(dtype, true);
   const auto result = true_div ? at::kFloat : dtype;
@@ -195,6 +190,7 @@ at::Tensor tpu_clamp(const at::Tensor& self, const std::optional<at::Scalar>& lo
 }
 
 at::Tensor tpu_where(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other) {
+  if (complex::involved(self, other)) return complex::where(condition, self, other);
   const auto dtype = at::result_type(self, other);
   const auto cpu = [](const std::vector<at::Tensor>& c) { return at::where(c[0], c[1], c[2]); };
   if (is_cpu_scalar(other) || is_cpu_scalar(self)) {  // scalars become device tensors of one element
@@ -219,6 +215,10 @@ at::Tensor tpu_masked_fill_tensor(const at::Tensor& self, const at::Tensor& mask
 // torch.zeros / ones / full: a constant kernel writing self, which is never read (so a fresh
 // tensor stays without HBM until the flush).
 at::Tensor& tpu_fill_(at::Tensor& self, const at::Scalar& value) {
+  if (self.is_complex()) {
+    complex::fill(self, value.toComplexDouble());
+    return self;
+  }
   fill_on_chip(self, value.toDouble());
   return self;
 }

@@ -9,6 +9,7 @@
 #include <torch/library.h>
 
 #include "kernels/compose/reduce_dims.h"
+#include "torch_bridge/csrc/aten/complex.h"
 #include "torch_bridge/csrc/aten/int64.h"
 #include "torch_bridge/csrc/aten/pointwise.h"
 #include "torch_bridge/csrc/aten/variants.h"
@@ -75,6 +76,9 @@ at::Tensor reduce(const char* op, RowOp r, const at::Tensor& self, at::OptionalI
   if (self.numel() == 0) return cpu({self.cpu()}).to(self.device());  // nothing to reduce on the chip
   if (self.dim() == 0) {  // one element: reduced as a 1-element row, whatever dims and keepdim say
     return reduce(op, r, self.reshape({1}), at::IntArrayRef{0}, false, cpu, correction).reshape({});
+  }
+  if (self.scalar_type() == at::kComplexFloat && (r == RowOp::Sum || r == RowOp::Mean)) {  // each plane on its own
+    return complex::linear(self, [&](const at::Tensor& p) { return reduce(op, r, p, dims_opt, keepdim, cpu); });
   }
   if (at::isIntegralType(self.scalar_type(), true)) {
     if (r == RowOp::Sum) {

@@ -9,6 +9,7 @@
 #include <torch/library.h>
 
 #include "kernels/compose/int64_words.h"
+#include "torch_bridge/csrc/aten/complex.h"
 #include "torch_bridge/csrc/record/op_support.h"
 #include "torch_bridge/csrc/record/recorder.h"
 
@@ -35,6 +36,14 @@ at::Tensor tpu_cat(const at::ITensorListRef& tensors, int64_t dim) {
   const int64_t d = at::maybe_wrap_dim(dim, inputs[0].dim());
   c10::ScalarType dtype = inputs[0].scalar_type();
   for (const auto& t : inputs) dtype = c10::promoteTypes(dtype, t.scalar_type());
+  if (dtype == at::kComplexFloat) {  // complex pieces join as their (re, im) planes
+    std::vector<at::Tensor> planes;
+    for (const auto& t : inputs) {
+      TORCH_CHECK(t.dim() == inputs[0].dim(), "Tensors must have same number of dimensions: got ", inputs[0].dim(), " and ", t.dim());
+      planes.push_back(at::view_as_real(complex::resolved(t.to(dtype))));
+    }
+    return at::view_as_complex(tpu_cat(planes, d));
+  }
   if (dtype == at::kLong) {
     // int64 pieces join as their int32 word pairs (a last dim of 2), whatever the magnitudes;
     // narrower integer pieces are widened to int64 words first.

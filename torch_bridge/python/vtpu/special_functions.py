@@ -201,7 +201,10 @@ def heaviside(x, values):
 
 
 def angle(x):
-    """The argument of a real number: pi below zero, 0 otherwise, NaN kept."""
+    """The argument of a complex number, atan2(imag, real); of a real number: pi below zero, 0
+    otherwise, NaN kept."""
+    if x.is_complex():
+        return torch.atan2(x.imag, x.real)
     x = _floating(x)
     return torch.where(x.isnan(), x, torch.where(x < 0, math.pi, 0.0).to(x.dtype))
 

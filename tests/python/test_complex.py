@@ -1,0 +1,157 @@
+"""complex64 on the chip as (re, im) f32 pairs: elementwise rules, conjugate and negative views,
+copies and conversions, sums, matmuls, cat and where, view_as_real / view_as_complex / polar, and
+a rotary embedding (llama's) forward and backward, each against the CPU with no CPU op in both
+eager modes; ops without a complex rule name themselves (or run on the CPU when allowed)."""
+import pytest
+import torch
+
+import vtpu
+from cpu_comparison import assert_matches_cpu
+
+native = pytest.mark.usefixtures("native_in_each_eager_mode")
+
+
+def cplx(*shape, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.complex(torch.randn(*shape, generator=g), torch.randn(*shape, generator=g))
+
+
+def on_chip(fn, *inputs):
+    got = fn(*[x.to("tpu") if isinstance(x, torch.Tensor) else x for x in inputs])
+    want = fn(*inputs)
+    assert got.dtype == want.dtype and got.device.type == "tpu"
+    torch.testing.assert_close(got.cpu(), want, atol=1e-5, rtol=1e-5, equal_nan=True)
+
+
+UNARY = {"neg": torch.neg, "exp": torch.exp, "log": torch.log, "abs": torch.abs, "reciprocal": torch.reciprocal,
+         "sgn": torch.sgn, "angle": torch.angle, "real": lambda z: z.real * 1, "imag": lambda z: z.imag * 1,
+         "conj_physical": torch.conj_physical, "sum": lambda z: z.sum(0), "mean": lambda z: z.mean(),
+         "view_as_real": lambda z: torch.view_as_real(z) * 1, "transpose": lambda z: z.t().contiguous()}
+
+
+@native
+@pytest.mark.parametrize("name", UNARY)
+def test_unary(name):
+    on_chip(UNARY[name], cplx(4, 6))
+
+
+BINARY = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "eq": torch.eq, "ne": torch.ne,
+          "add alpha": lambda a, b: torch.add(a, b, alpha=-2.5), "matmul": lambda a, b: a @ b.transpose(-1, -2),
+          "cat": lambda a, b: torch.cat([a, b], -1), "where": lambda a, b: torch.where(a.real > 0, a, b)}
+PAIRS = {"complex, complex": (cplx(3, 4, 5), cplx(3, 4, 5, seed=1)),
+         "complex, real": (cplx(3, 4, 5), torch.randn(3, 4, 5)),
+         "real, complex": (torch.randn(3, 4, 5), cplx(3, 4, 5)),
+         "broadcast": (cplx(3, 1, 5), cplx(4, 5, seed=1))}
+
+
+@native
+@pytest.mark.parametrize("pair", PAIRS)
+@pytest.mark.parametrize("name", BINARY)
+def test_binary(name, pair):
+    a, b = PAIRS[pair]
+    if name == "matmul" and a.dtype != b.dtype:  # torch refuses mixed dtypes; so does the chip
+        with pytest.raises(RuntimeError, match="same dtype"):
+            torch.mm(a[0].to("tpu"), b[0].t().to("tpu"))
+        return
+    if name == "matmul" and pair == "broadcast":
+        a = a.expand(3, 4, 5)
+    if name == "cat" and pair == "broadcast":  # 3-d and 2-d pieces: torch's error on both devices
+        with pytest.raises(RuntimeError, match="Tensors must have same number of dimensions"):
+            torch.cat([a.to("tpu"), b.to("tpu")], -1)
+        return
+    on_chip(BINARY[name], a, b)
+
+
+@native
+@pytest.mark.parametrize("scalar", [2.5, 1 + 2j, -3j])
+def test_python_numbers(scalar):
+    on_chip(lambda z: z * scalar + scalar - z / scalar, cplx(8))
+    on_chip(lambda x: x * scalar, torch.randn(8))  # a real tensor times a complex number is complex
+
+
+@native
+def test_division_scales_like_the_cpu():
+    # Smith's scaling keeps huge divisors finite (c^2 + d^2 would overflow f32) and a zero divisor
+    # gives torch's (a / |c|, b / |d|): inf or NaN per part.
+    a = torch.tensor([1 + 1j, 3e30 - 2e30j, 1 + 0j, 0j, 2 - 1j])
+    b = torch.tensor([2e30 + 1e30j, 1e30 + 3e30j, 0j, 0j, 1e-30 + 4e-30j])
+    on_chip(torch.div, a, b)
+
+
+@native
+def test_conjugate_and_negative_views_are_read_as_their_values():
+    z, w = cplx(5, 3), cplx(5, 3, seed=1)
+    on_chip(lambda a, b: a * b.conj(), z, w)
+    on_chip(lambda a: a.conj().resolve_conj(), z)
+    on_chip(lambda a: a.conj().clone(), z)
+    on_chip(lambda a: a.conj().imag + 1, z)  # imag of a conjugate view is a negative view
+    on_chip(lambda a: a.conj().cpu().to(a.device) if a.device.type == "tpu" else a.conj(), z)
+    t = torch.zeros(5, 3, dtype=torch.complex64, device="tpu")
+    t.conj().copy_(w.to("tpu"))  # writing through a conjugate view stores the conjugate
+    assert torch.equal(t.cpu(), w.conj().resolve_conj())
+
+
+@native
+def test_copies_and_conversions():
+    x, z = torch.randn(4, 3), cplx(4, 3)
+    on_chip(lambda a: a.to(torch.complex64), x)
+    on_chip(lambda a, b: torch.complex(a, b), x, x * 2)
+    on_chip(lambda r, t: torch.polar(r, t), x.abs(), x)
+    on_chip(lambda a: torch.view_as_complex(a.reshape(4, -1, 2).contiguous()) * 1, torch.randn(4, 6))
+    on_chip(lambda a: torch.full_like(a, 2 - 1j) * a + torch.zeros_like(a), z)
+    on_chip(lambda a: a[1:, ::2] * 2, z)
+    assert torch.equal(z.to("tpu").to(torch.float32).cpu(), z.real)  # the real part, as torch keeps
+    assert z.to("tpu")[2, 1].item() == z[2, 1].item()
+
+
+@native
+def test_in_place_and_out_variants():
+    z, w = cplx(6), cplx(6, seed=1)
+    t = z.to("tpu")
+    t.mul_(w.to("tpu")).add_(1j)
+    assert torch.allclose(t.cpu(), z * w + 1j, atol=1e-6)
+    out = torch.empty(0, dtype=torch.complex64, device="tpu")
+    torch.mul(z.to("tpu"), w.to("tpu"), out=out)
+    assert torch.allclose(out.cpu(), z * w, atol=1e-6)
+
+
+def rotary(xq, freqs):
+    """Llama's rotary embedding: pairs of features as complex numbers turned by the positions' angles."""
+    xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    freqs_cis = torch.polar(torch.ones_like(freqs), freqs) * 0.9
+    return torch.view_as_real(xq_ * freqs_cis[:, None, :]).flatten(2).type_as(xq)
+
+
+@native
+def test_rotary_embedding_forward_and_backward():
+    assert_matches_cpu(rotary, torch.randn(5, 3, 8), torch.randn(5, 4), atol=1e-5, rtol=1e-5)
+
+
+@native
+def test_complex_gradients():
+    def grad(device):
+        z = cplx(4, 4).to(device).requires_grad_()
+        out = torch.view_as_real((z * z.conj() + z.exp()) / (z + 3)).abs()
+        (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape).to(device)).sum().backward()
+        return z.grad.cpu()
+    torch.testing.assert_close(grad("tpu"), grad("cpu"), atol=1e-5, rtol=1e-5)
+
+
+def test_ops_without_a_complex_rule_name_themselves_or_fall_back(no_fallback):
+    z = cplx(8)
+    with pytest.raises(NotImplementedError, match=r"aten::sin cannot run on the chip: complex64 inputs"):
+        torch.sin(z.to("tpu"))
+    vtpu.set_cpu_fallback(True)
+    try:
+        on_chip(torch.sin, z)
+        on_chip(torch.fft.fft, torch.randn(8))  # FFT stays on the CPU: its complex result comes back
+    finally:
+        vtpu.set_cpu_fallback(False)
+
+
+def test_complex128_is_held_and_its_ops_name_the_dtype(no_fallback):
+    z = cplx(3).to(torch.complex128)
+    t = z.to("tpu")
+    assert torch.equal(t.cpu(), z)
+    with pytest.raises(NotImplementedError, match="aten::mul cannot run on the chip: ComplexDouble tensors"):
+        (t * t).cpu()

@@ -1,0 +1,44 @@
+// Complex tensors as the chip holds them: interleaved (real, imaginary) f32 pairs, the bytes of
+// torch's complex64. The chip has no complex arithmetic, so a complex op is computed on the two
+// f32 planes of view_as_real with lowered f32 ops (each recorded, fused at the flush like any
+// other); ops without a rule here run on the CPU where the user allowed it, else raise naming
+// the op. Math bits (a conjugate view, a negative view) are honoured wherever values are read.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <functional>
+
+#include "kernels/graph/graph.h"
+#include "torch_bridge/csrc/record/op_support.h"
+
+namespace vtpu::bridge::complex {
+
+// Whether an op over these operands computes in complex numbers (an operand or the promoted
+// result is complex).
+bool involved(const at::Tensor& a, const at::Tensor& b = {});
+
+// The pointwise family's complex rules: neg, exp, log, abs, reciprocal, add, sub, mul, div, eq,
+// ne. Others decline as the op's CPU function (fallback) or NotImplementedError.
+at::Tensor unary(const char* op, kernels::ExprOp e, const at::Tensor& self, const CpuFn& cpu);
+at::Tensor binary(const char* op, kernels::ExprOp e, const at::Tensor& self, const at::Tensor& other,
+                  const at::Scalar& alpha, const CpuFn& cpu);
+// A real-linear op (a sum, a mean) applied to each plane; a real-bilinear one (a matmul) as
+// (re re - im im, re im + im re), terms with a real operand's zero plane skipped.
+at::Tensor linear(const at::Tensor& z, const std::function<at::Tensor(const at::Tensor&)>& f);
+at::Tensor bilinear(const at::Tensor& x, const at::Tensor& y,
+                    const std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>& f);
+
+// fill_ of a complex tensor with a complex value.
+void fill(const at::Tensor& self, const c10::complex<double>& value);
+at::Tensor where(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other);
+
+// dst's values := src's values on the chip when either is complex or carries a math bit (conj,
+// neg); false when neither does (the caller's ordinary copy applies).
+bool copy_values(const at::Tensor& dst, const at::Tensor& src);
+
+// A tensor's values without math bits: a conjugate view or a negative view made physical
+// (on the chip for device tensors); others unchanged.
+at::Tensor resolved(const at::Tensor& t);
+
+}  // namespace vtpu::bridge::complex
