@@ -113,6 +113,20 @@ def _is_random(op, sample) -> bool:
     return "attention" in op.name and (sample.kwargs.get("dropout_p", 0) > 0 or bool(sample.kwargs.get("training")))
 
 
+# Low-rank factorisations from a random projection: the singular vectors are unique only up to a
+# sign (real) or a phase (complex) each, which the projection's random numbers pick, and the
+# chip's numbers are not the CPU's. Compared: the singular values and U diag(S) V^H.
+RANDOM_PROJECTION = ("svd_lowrank", "pca_lowrank")
+
+
+def _compare_factorisation(got, want, tol) -> str:
+    def product(usv):
+        u, s, v = (x.cpu() for x in usv)
+        return (u * s.unsqueeze(-2).to(u.dtype)) @ v.mH
+
+    return _compare((got[1], product(got)), (want[1], product(want)), tol)
+
+
 def _compare_shapes(got, want) -> str:
     got_leaves, want_leaves = [], []
     tree_map(lambda x: got_leaves.append((tuple(x.shape), x.dtype)) if isinstance(x, torch.Tensor) else None, got)
@@ -201,6 +215,8 @@ def run_sample(op, sample, dtype=torch.float32, backward=False) -> tuple[str, st
             return ""
         if _is_random(op, sample):
             return _compare_shapes(got, want)
+        if op.name in RANDOM_PROJECTION and not backward:
+            return _compare_factorisation(got, want, tolerance(op, dtype))
         if op.name in TIES and not backward:
             return _compare_ties(op, sample, got, want, tolerance(op, dtype))
         problem = _compare(got, want, tolerance(op, dtype))

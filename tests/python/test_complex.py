@@ -26,7 +26,11 @@ def on_chip(fn, *inputs):
 UNARY = {"neg": torch.neg, "exp": torch.exp, "log": torch.log, "abs": torch.abs, "reciprocal": torch.reciprocal,
          "sgn": torch.sgn, "angle": torch.angle, "real": lambda z: z.real * 1, "imag": lambda z: z.imag * 1,
          "conj_physical": torch.conj_physical, "sum": lambda z: z.sum(0), "mean": lambda z: z.mean(),
-         "view_as_real": lambda z: torch.view_as_real(z) * 1, "transpose": lambda z: z.t().contiguous()}
+         "view_as_real": lambda z: torch.view_as_real(z) * 1, "transpose": lambda z: z.t().contiguous(),
+         "var": lambda z: z.var(1), "cumsum": lambda z: z.cumsum(0), "pad": lambda z: torch.nn.functional.pad(z, (1, 2)),
+         "index_select": lambda z: z.index_select(1, torch.tensor([4, 0, 4], device=z.device)),
+         "index": lambda z: z[torch.tensor([3, 1], device=z.device)], "mask": lambda z: z[z.real > 0],
+         "gather": lambda z: z.gather(1, torch.tensor([[1, 0]] * 4, device=z.device))}
 
 
 @native
@@ -145,6 +149,17 @@ def test_ops_without_a_complex_rule_name_themselves_or_fall_back(no_fallback):
     try:
         on_chip(torch.sin, z)
         on_chip(torch.fft.fft, torch.randn(8))  # FFT stays on the CPU: its complex result comes back
+    finally:
+        vtpu.set_cpu_fallback(False)
+
+
+def test_python_compositions_for_real_numbers_decline_complex_inputs(no_fallback):
+    a = cplx(3, 3) + 3 * torch.eye(3)
+    with pytest.raises(NotImplementedError, match=r"aten::linalg_lu_factor_ex cannot run on the chip: complex64 inputs"):
+        torch.linalg.lu_factor(a.to("tpu"))
+    vtpu.set_cpu_fallback(True)
+    try:
+        on_chip(lambda m: torch.linalg.solve(m, m[:, :1]), a)
     finally:
         vtpu.set_cpu_fallback(False)
 

@@ -55,3 +55,18 @@ def test_opinfo_nan_and_infinities_native(name):
     op = [op for op in op_db if op.name == name and not op.variant_test_name][0]
     result = run_op(op, specials=True)
     assert result.status == "native", (result.counts, result.first_problem)
+
+
+# complex64 (the report's "complex64" pass): the chip's rules over (re, im) planes, entirely on the
+# chip and equal to the CPU.
+COMPLEX64 = ["add", "sub", "mul", "div.no_rounding_mode", "neg", "exp", "log", "abs", "reciprocal", "sgn", "angle",
+             "sum", "mean", "var", "cumsum", "mm", "bmm", "matmul", "cat", "where", "view_as_real", "real", "imag",
+             "conj_physical", "index_select", "gather", "constant_pad_nd", "eq", "ne"]
+
+
+@pytest.mark.parametrize("name", COMPLEX64)
+def test_opinfo_complex64_native(name):
+    base, _, variant = name.partition(".") if name.startswith(("div",)) else (name, "", "")
+    op = [op for op in op_db if op.name == base and op.variant_test_name == variant][0]
+    result = run_op(op, dtype=torch.complex64)
+    assert result.status == "native", (result.counts, result.first_problem)

@@ -47,6 +47,8 @@ Planes planes(const at::Tensor& t) {
 }
 
 at::Tensor zero_or(const at::Tensor& x) { return x.defined() ? x : wrapped(0.0); }
+// The imaginary plane as a tensor (zeros shaped like the real one for a real operand).
+at::Tensor zero_or_plane(const Planes& p) { return p.im.defined() ? p.im : at::zeros_like(p.re); }
 at::Tensor mul0(const at::Tensor& a, const at::Tensor& b) { return a.defined() && b.defined() ? at::mul(a, b) : at::Tensor(); }
 at::Tensor add0(const at::Tensor& a, const at::Tensor& b) { return !a.defined() ? b : !b.defined() ? a : at::add(a, b); }
 at::Tensor sub0(const at::Tensor& a, const at::Tensor& b) { return !b.defined() ? a : !a.defined() ? at::neg(b) : at::sub(a, b); }
@@ -90,6 +92,14 @@ bool is_complex64_result(c10::ScalarType t) { return t == at::kComplexFloat; }
 }  // namespace
 
 bool involved(const at::Tensor& a, const at::Tensor& b) { return a.is_complex() || (b.defined() && b.is_complex()); }
+
+at::Tensor as_pairs(const at::Tensor& z) { return at::view_as_real(resolved(z)); }
+at::Tensor from_pairs(const at::Tensor& pairs) { return at::view_as_complex(pairs.contiguous()); }
+
+at::Tensor per_plane(const at::Tensor& z, const std::function<at::Tensor(const at::Tensor&, int part)>& f) {
+  const Planes p = planes(z);
+  return join(f(p.re, 0), f(zero_or_plane(p), 1));
+}
 
 at::Tensor linear(const at::Tensor& z, const std::function<at::Tensor(const at::Tensor&)>& f) {
   const Planes p = planes(z);

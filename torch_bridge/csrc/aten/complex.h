@@ -29,6 +29,13 @@ at::Tensor linear(const at::Tensor& z, const std::function<at::Tensor(const at::
 at::Tensor bilinear(const at::Tensor& x, const at::Tensor& y,
                     const std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>& f);
 
+// Data movement (gathers, padding, index) moves each complex element's two f32 parts together:
+// the [.., 2] pairs of view_as_real (math bits applied first), and the complex tensor of moved
+// pairs (their trailing 2 kept last). per_plane runs `f` on each plane (part 0: re, 1: im).
+at::Tensor as_pairs(const at::Tensor& z);
+at::Tensor from_pairs(const at::Tensor& pairs);
+at::Tensor per_plane(const at::Tensor& z, const std::function<at::Tensor(const at::Tensor&, int part)>& f);
+
 // fill_ of a complex tensor with a complex value.
 void fill(const at::Tensor& self, const c10::complex<double>& value);
 at::Tensor where(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other);

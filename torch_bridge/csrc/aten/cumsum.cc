@@ -10,6 +10,7 @@
 
 #include "kernels/compose/cumsum.h"
 #include "kernels/generators/matmul.h"
+#include "torch_bridge/csrc/aten/complex.h"
 #include "torch_bridge/csrc/aten/int64.h"
 #include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
@@ -27,6 +28,9 @@ at::Tensor tpu_cumsum(const at::Tensor& self, int64_t dim_arg, std::optional<c10
     return self.to(result, /*non_blocking=*/false, /*copy=*/true);
   }
   const int64_t dim = at::maybe_wrap_dim(dim_arg, self.dim());
+  if (self.scalar_type() == at::kComplexFloat && result == at::kComplexFloat) {  // a sum: each plane scanned
+    return complex::linear(self, [&](const at::Tensor& p) { return tpu_cumsum(p, dim, std::nullopt); });
+  }
   if (integral) {
     if (auto r = integer_cumsum(self, dim, result, cpu)) return *r;
     return run_on_cpu("cumsum", {self}, cpu,

@@ -21,6 +21,7 @@
 #include <limits>
 
 #include "kernels/compose/int64_words.h"
+#include "torch_bridge/csrc/aten/complex.h"
 #include "torch_bridge/csrc/aten/gather_scatter.h"
 #include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
@@ -112,6 +113,11 @@ at::Tensor tpu_gather(const at::Tensor& self, int64_t dim_arg, const at::Tensor&
     return at::gather(c[0], dim, index.cpu(), sparse_grad);
   };
   if (index.numel() == 0 && self.dim() > 0 && index.dim() == self.dim()) return at::empty(index.sizes(), self.options());
+  if (self.scalar_type() == at::kComplexFloat && self.dim() > 0) {  // complex: each (re, im) pair picked together
+    std::vector<int64_t> paired(index.sizes().begin(), index.sizes().end());
+    paired.push_back(2);
+    return complex::from_pairs(tpu_gather(complex::as_pairs(self), dim, index.unsqueeze(-1).expand(paired), sparse_grad));
+  }
   if (const std::string why = unsupported(self, index, dim); !why.empty()) return run_on_cpu("gather", {self}, cpu, why);
   const bool i64 = self.scalar_type() == at::kLong;
   const int64_t numel = self.numel();

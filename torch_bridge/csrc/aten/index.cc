@@ -7,6 +7,7 @@
 
 #include <torch/library.h>
 
+#include "torch_bridge/csrc/aten/complex.h"
 #include "torch_bridge/csrc/aten/linear_index.h"
 #include "torch_bridge/csrc/aten/masked.h"
 #include "torch_bridge/csrc/aten/variants.h"
@@ -42,6 +43,7 @@ at::Tensor tpu_index_select(const at::Tensor& self, int64_t dim, const at::Tenso
   }
   if (self.dim() == 0) return run_on_cpu("index_select", {self}, cpu, "a 0-d input with no index");
   if (self.scalar_type() == at::kLong) return from_word_pairs(tpu_index_select(int64_word_pairs(self), d, index), self);
+  if (self.scalar_type() == at::kComplexFloat) return complex::from_pairs(tpu_index_select(complex::as_pairs(self), d, index));
   if (d != 0) return tpu_index_select(self.movedim(d, 0), 0, index).movedim(0, d).contiguous();
   if (!index.device().is_privateuseone()) return run_on_cpu("index_select", {self}, cpu, "indices on the CPU");
   return record("index_select", {self, index_words(index)}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
@@ -86,6 +88,9 @@ at::Tensor tpu_index(const at::Tensor& self, const c10::List<std::optional<at::T
   }
   if (self.scalar_type() == at::kLong && self.dim() > 0 && given > 0) {  // int64 data: its words, gathered alike
     return from_word_pairs(tpu_index(int64_word_pairs(self), indices), self);
+  }
+  if (self.scalar_type() == at::kComplexFloat && self.dim() > 0 && given > 0) {  // complex: (re, im) pairs alike
+    return complex::from_pairs(tpu_index(complex::as_pairs(self), indices));
   }
   if (given > 1 && self.dim() > 0) {
     if (auto linear = several_indices(self, list)) return *linear;

@@ -55,14 +55,14 @@ at::Tensor tpu_bmm(const at::Tensor& a, const at::Tensor& b) {
 }
 at::Tensor tpu_addmm(const at::Tensor& bias, const at::Tensor& a, const at::Tensor& b, const at::Scalar& beta, const at::Scalar& alpha) {
   at::Tensor product = tpu_mm(a, b);
-  if (alpha.toDouble() != 1.0) product = pointwise::mul(product, pointwise::wrapped_scalar(alpha));
+  if (!alpha.equal(1)) product = pointwise::mul(product, pointwise::wrapped_scalar(alpha));
   return pointwise::add(product, bias, beta);  // beta scales the bias: (product) + beta * bias
 }
 
 // beta * self + alpha * product, with torch's rule that beta = 0 ignores self (NaN included).
 at::Tensor scaled_sum(const at::Tensor& self, at::Tensor product, const at::Scalar& beta, const at::Scalar& alpha) {
-  if (alpha.toDouble() != 1.0) product = pointwise::mul(product, pointwise::wrapped_scalar(alpha));
-  if (beta.toDouble() == 0.0) return product.expand(at::infer_size(product.sizes(), self.sizes())).contiguous();
+  if (!alpha.equal(1)) product = pointwise::mul(product, pointwise::wrapped_scalar(alpha));
+  if (beta.equal(0)) return product.expand(at::infer_size(product.sizes(), self.sizes())).contiguous();
   return pointwise::add(product, self, beta);
 }
 // matrix-vector products as a one-column matmul on the MXU.

@@ -80,6 +80,11 @@ at::Tensor reduce(const char* op, RowOp r, const at::Tensor& self, at::OptionalI
   if (self.scalar_type() == at::kComplexFloat && (r == RowOp::Sum || r == RowOp::Mean)) {  // each plane on its own
     return complex::linear(self, [&](const at::Tensor& p) { return reduce(op, r, p, dims_opt, keepdim, cpu); });
   }
+  if (self.scalar_type() == at::kComplexFloat && r == RowOp::Var) {  // E|z - mean|^2: the planes' variances, summed
+    const at::Tensor pairs = complex::as_pairs(self);
+    const auto plane = [&](int part) { return reduce(op, r, pairs.select(-1, part), dims_opt, keepdim, cpu, correction); };
+    return at::add(plane(0), plane(1));
+  }
   if (at::isIntegralType(self.scalar_type(), true)) {
     if (r == RowOp::Sum) {
       if (auto counted = int64_sum(self, dims, cpu)) return counted->view(shape);

@@ -74,6 +74,12 @@ at::Tensor tpu_constant_pad_nd(const at::Tensor& self, at::IntArrayRef pad, cons
   bool malformed = p.size() % 2 || int64_t(p.size()) > 2 * self.dim();
   for (size_t i = 0; !malformed && i < p.size() / 2; ++i) malformed |= self.size(self.dim() - 1 - i) + p[2 * i] + p[2 * i + 1] <= 0;
   if (malformed) return run_on_cpu("constant_pad_nd", {self}, cpu, "malformed padding, or cropping everything");
+  if (self.scalar_type() == at::kComplexFloat) {  // each plane padded with its part of the value
+    const c10::complex<double> v = value.toComplexDouble();
+    return complex::per_plane(self, [&](const at::Tensor& plane, int part) {
+      return tpu_constant_pad_nd(plane, pad, part ? v.imag() : v.real());
+    });
+  }
   // int64: each word padded on its own (the value's low and high words), the pairs joined back
   const bool words = self.scalar_type() == at::kLong;
   const auto bits = static_cast<uint64_t>(words ? value.toLong() : 0);

@@ -7,20 +7,23 @@ from __future__ import annotations
 import warnings
 
 import torch
+from torch.utils._pytree import tree_leaves, tree_map
 
 from . import _C
 from .meta_check import raise_if_torch_rejects
 
 
-def run_on_cpu(op: str, why: str, *args):
+def run_on_cpu(op, why: str, *args, **kwargs):
+    """aten `op` (a name, or an OpOverload) on the CPU with tensors (also inside lists) moved there."""
+    name = op if isinstance(op, str) else op._schema.name.split("::")[-1]
+    function = getattr(torch.ops.aten, op) if isinstance(op, str) else op
     if not _C.cpu_fallback_allowed():
-        raise_if_torch_rejects(getattr(torch.ops.aten, op), *args)  # bad input: torch's own error
-        raise NotImplementedError(f"vtpu: aten::{op} cannot run on the chip: {why}. Set VTPU_CPU_FALLBACK=1 (or "
+        raise_if_torch_rejects(function, *args, **kwargs)  # bad input: torch's own error
+        raise NotImplementedError(f"vtpu: aten::{name} cannot run on the chip: {why}. Set VTPU_CPU_FALLBACK=1 (or "
                                   "vtpu.set_cpu_fallback(True)) to run it on the CPU.")
-    if _C.count_cpu_fallback(f"aten::{op}"):
-        warnings.warn(f"vtpu: aten::{op} runs on the CPU ({why}); counted in vtpu.stats()", stacklevel=4)
-    device = next(a.device for a in args if isinstance(a, torch.Tensor))
-    result = getattr(torch.ops.aten, op)(*[a.cpu() if isinstance(a, torch.Tensor) else a for a in args])
-    if isinstance(result, torch.Tensor):
-        return result.to(device)
-    return tuple(r.to(device) for r in result)
+    if _C.count_cpu_fallback(f"aten::{name}"):
+        warnings.warn(f"vtpu: aten::{name} runs on the CPU ({why}); counted in vtpu.stats()", stacklevel=4)
+    device = next(t.device for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor) and t.device.type != "cpu")
+    cpu = tree_map(lambda t: t.cpu() if isinstance(t, torch.Tensor) else t, (args, kwargs))
+    result = function(*cpu[0], **cpu[1])
+    return tree_map(lambda t: t.to(device) if isinstance(t, torch.Tensor) else t, result)

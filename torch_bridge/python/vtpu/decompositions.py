@@ -163,7 +163,7 @@ def register() -> list[str]:
             name = op.name()
             if name.split(".")[0] in _NEVER or _served(name):
                 continue
-            register_kernel(op, _kernel(op, decomposition), "PrivateUse1")
+            register_kernel(op, _kernel(op, decomposition), "PrivateUse1", complex_aware=True)  # torch's: any dtype
             registered.append(name)
     return sorted(registered)
 

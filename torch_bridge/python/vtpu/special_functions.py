@@ -218,4 +218,4 @@ for _name, _fn in {"i0": i0, "special_i0e": i0e, "special_i1": i1, "special_i1e"
                    "special_ndtri": ndtri, "special_spherical_bessel_j0": spherical_bessel_j0,
                    "angle": angle, "special_zeta": zeta, "polygamma": polygamma, "erfinv": erfinv,
                    "heaviside": heaviside}.items():
-    register(_name, _fn, "PrivateUse1")
+    register(_name, _fn, "PrivateUse1", complex_aware=_name == "angle")
