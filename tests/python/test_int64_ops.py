@@ -344,3 +344,10 @@ def test_zero_dim_int64_keeps_a_zero_dim_result(no_fallback):
               lambda x: torch.maximum(x, torch.tensor(3))):
         got, want = f(n.to("tpu")), f(n)
         assert got.shape == want.shape == () and torch.equal(got.cpu(), want)
+
+
+@pytest.mark.parametrize("value", [2**63 - 1, -(2**63), 2**53 + 1, -(2**60) - 7])
+def test_fills_keep_every_bit_of_an_int64_value(value, no_fallback):
+    # the fill kernel's constant is a double: values past 2^53 are written from the host instead
+    assert torch.full((5,), value, dtype=torch.long, device="tpu").cpu().tolist() == [value] * 5
+    assert torch.zeros(3, 2, dtype=torch.long, device="tpu").fill_(value).cpu().eq(value).all()

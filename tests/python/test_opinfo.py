@@ -23,7 +23,8 @@ FALLBACK_ONLY = {"clamp", "sum", "mean", "amax"}
 # Gradients and bfloat16 of ops training code leans on: entirely on the chip.
 BACKWARD_AND_BF16 = ["add", "mul", "exp", "tanh", "softmax", "log_softmax", "mm", "sum", "mean", "nn.functional.gelu",
                      "nn.functional.layer_norm", "nn.functional.linear", "nn.functional.cross_entropy",
-                     "nn.functional.conv2d", "nn.functional.max_pool2d", "nn.functional.embedding", "floor", "atan2"]
+                     "nn.functional.conv2d", "nn.functional.max_pool2d", "nn.functional.embedding", "floor", "atan2",
+                     "cummax", "cummin"]
 
 
 @pytest.mark.parametrize("name", BACKWARD_AND_BF16)
@@ -47,7 +48,8 @@ def test_opinfo_sample_matches_cpu(name):
 # NaN, +inf and -inf in every floating input (the report's "float32 NaN/inf" pass): entirely on the
 # chip and equal to the CPU, NaN for NaN. cumsum and hypot were fixed by this pass.
 SPECIAL_VALUES = ["add", "mul", "exp", "log", "maximum", "minimum", "clamp", "where", "softmax", "log_softmax",
-                  "sum", "amax", "cumsum", "hypot", "nn.functional.relu", "nn.functional.max_pool2d", "atan2", "sort"]
+                  "sum", "amax", "cumsum", "hypot", "nn.functional.relu", "nn.functional.max_pool2d", "atan2", "sort",
+                  "cummax"]
 
 
 @pytest.mark.parametrize("name", SPECIAL_VALUES)

@@ -219,6 +219,13 @@ at::Tensor& tpu_fill_(at::Tensor& self, const at::Scalar& value) {
     complex::fill(self, value.toComplexDouble());
     return self;
   }
+  constexpr int64_t kExactInDouble = int64_t{1} << 53;
+  if (self.scalar_type() == at::kLong && value.isIntegral(false) &&
+      (value.toLong() > kExactInDouble || value.toLong() < -kExactInDouble)) {
+    // the fill kernel's constant is a double: larger int64 values go over from the host exactly
+    self.copy_(at::full(self.sizes(), value, self.options().device(at::kCPU)));
+    return self;
+  }
   fill_on_chip(self, value.toDouble());
   return self;
 }
