@@ -210,10 +210,23 @@ bool copy_values(const at::Tensor& dst, const at::Tensor& src) {
 
 namespace {
 
+// torch's checks on complex's and polar's parts and their out= tensor, with its messages.
+void check_parts(const at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
+  const auto floating = [](const at::Tensor& t) { return t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble || t.scalar_type() == at::kHalf; };
+  TORCH_CHECK(floating(a) && floating(b), "Expected both inputs to be Half, Float or Double tensors but got ", a.scalar_type(), " and ",
+              b.scalar_type());
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "Expected object of scalar type ", a.scalar_type(), " but got scalar type ",
+              b.scalar_type(), " for second argument");
+  TORCH_CHECK(out.scalar_type() == c10::toComplexType(a.scalar_type()), "Expected object of scalar type ",
+              c10::toComplexType(a.scalar_type()), " but got scalar type ", out.scalar_type(), " for argument 'out'");
+}
+
 at::Tensor& polar_out(const at::Tensor& abs, const at::Tensor& angle, at::Tensor& out) {
+  check_parts(out, abs, angle);
   return write_out(out, join(at::mul(abs, at::cos(angle)), at::mul(abs, at::sin(angle))));
 }
 at::Tensor& complex_out(const at::Tensor& real, const at::Tensor& imag, at::Tensor& out) {
+  check_parts(out, real, imag);
   return write_out(out, join(real, imag));
 }
 at::Tensor& conj_physical_out(const at::Tensor& self, at::Tensor& out) {

@@ -209,7 +209,8 @@ at::Tensor tpu_masked_fill(const at::Tensor& self, const at::Tensor& mask, const
 at::Tensor tpu_masked_fill_tensor(const at::Tensor& self, const at::Tensor& mask, const at::Tensor& value) {
   TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
               value.dim(), " dimension(s).");
-  if (value.is_cpu()) return tpu_masked_fill(self, mask, value.item());
+  // a complex value into a real tensor: read, so torch's conversion check refuses a nonzero imaginary part
+  if (value.is_cpu() || (value.is_complex() && !self.is_complex())) return tpu_masked_fill(self, mask, value.item());
   return tpu_where(mask, value.to(self.scalar_type()), self);
 }
 // torch.zeros / ones / full: a constant kernel writing self, which is never read (so a fresh
