@@ -6,6 +6,7 @@
 
 #include "kernels/codegen/vreg_shape.h"
 #include "kernels/generators/matmul_builder.h"
+#include "kernels/generators/matmul_schedule.h"
 
 namespace vtpu::kernels {
 namespace matmul_detail {
@@ -56,6 +57,26 @@ std::vector<int32_t> matmul_scalars(const MatmulSpec& spec, const sim::ChipConfi
     throw KernelError(fmt::format("matmul: a launch of {}x{}x{} does not fit a program for {}x{}x{}", m, n, k, spec.m, spec.n, spec.k));
   }
   return {int32_t(m), int32_t(n), int32_t(k)};
+}
+
+int64_t matmul_max_k(MatmulSpec spec, const sim::ChipConfig& chip) {
+  const auto fits = [&](int64_t k) {
+    spec.k = k;
+    try {
+      MatmulSchedule(spec, chip, /*overlap_passes=*/true);
+      return true;
+    } catch (const KernelError&) {
+      return false;
+    }
+  };
+  const int64_t d = chip.mxu_dim, k = spec.k;
+  if (fits(k)) return k;
+  int64_t lo = 0, hi = round_up(k, d) / d;  // in MXU slices: lo fits (or is 0), hi does not
+  while (hi - lo > 1) {
+    const int64_t mid = (lo + hi) / 2;
+    (fits(mid * d) ? lo : hi) = mid;
+  }
+  return lo * d;
 }
 
 }  // namespace vtpu::kernels

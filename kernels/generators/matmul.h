@@ -28,4 +28,10 @@ isa::Program make_matmul(const MatmulSpec& spec, const sim::ChipConfig& chip);
 // The launch scalars {M, N, K} of a launch of `spec`'s program; throws KernelError when the shape
 // is outside what the program serves.
 std::vector<int32_t> matmul_scalars(const MatmulSpec& spec, const sim::ChipConfig& chip, int64_t m, int64_t n, int64_t k);
+
+// The longest K, a multiple of the MXU size, with which a launch like `spec` fits the chip's
+// kernel VMEM (each block holds its panels' whole K): spec.k when spec fits, 0 when not even one
+// MXU-deep slice does. A longer K is the caller's to split into matmuls whose products it sums.
+int64_t matmul_max_k(MatmulSpec spec, const sim::ChipConfig& chip);
+
 }  // namespace vtpu::kernels

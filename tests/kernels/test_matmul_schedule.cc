@@ -6,6 +6,7 @@
 
 #include "kernels/codegen/kernel_error.h"
 #include "kernels/codegen/vreg_shape.h"
+#include "kernels/generators/matmul.h"
 #include "kernels/generators/matmul_schedule.h"
 #include "sim/chip_config.h"
 
@@ -91,5 +92,32 @@ TEST_SUITE("kernels") {
     auto spec = spec_of(8, 128, int64_t{1} << 20);
     CHECK_THROWS_WITH_AS(kernels::MatmulSchedule(spec, chip, true), doctest::Contains("bytes of VMEM even in its smallest blocks"),
                          kernels::KernelError);
+  }
+
+  TEST_CASE("matmul_max_k: the longest K that fits, so a longer one can be split") {
+    for (const char* name : {"v5e", "v6e", "v4"}) {
+      CAPTURE(name);
+      const sim::ChipConfig chip = sim::load_chip(name);
+      const int64_t d = chip.mxu_dim;
+      const auto fits = [&](kernels::MatmulSpec spec, int64_t k) {
+        spec.k = k;
+        try {
+          kernels::MatmulSchedule(spec, chip, true);
+          return true;
+        } catch (const kernels::KernelError&) {
+          return false;
+        }
+      };
+      const auto small = spec_of(64, 256, 1000);
+      CHECK(kernels::matmul_max_k(small, chip) == 1000);  // fits: K itself
+      // An LM head's input gradient at 'highest': f32 [32, 50257] @ [50257, 128].
+      const auto vocab = spec_of(32, 128, 50257, DType::F32, 6);
+      const int64_t most = kernels::matmul_max_k(vocab, chip);
+      CHECK(most > 0);
+      CHECK(most < 50257);
+      CHECK(most % d == 0);
+      CHECK(fits(vocab, most));
+      CHECK_FALSE(fits(vocab, most + d));  // the longest: one more MXU slice does not fit
+    }
   }
 }
