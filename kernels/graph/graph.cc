@@ -210,7 +210,7 @@ int Graph::cast(int x, DType dtype, std::string label) {
   return add(std::move(n));
 }
 
-int Graph::matmul(int a, int b, bool transpose_b, int passes, std::string label, bool transpose_a) {
+int Graph::matmul(int a, int b, bool transpose_b, int passes, std::string label, bool transpose_a, bool f32_result) {
   const auto& ta = node(a).type;
   const auto& tb = node(b).type;
   if (ta.shape.size() < 2 || tb.shape.size() < 2) throw KernelError(fmt::format("{}: operands need at least 2 dims", label));
@@ -242,7 +242,7 @@ int Graph::matmul(int a, int b, bool transpose_b, int passes, std::string label,
   auto shape = ta.shape;
   shape[shape.size() - 2] = m;
   shape.back() = nn;
-  const DType out = ta.dtype == tb.dtype && dtype_is_float(ta.dtype) ? ta.dtype : DType::F32;
+  const DType out = ta.dtype == tb.dtype && dtype_is_float(ta.dtype) && !f32_result ? ta.dtype : DType::F32;
   n.type = {shape, out};
   return add(std::move(n));
 }

@@ -98,8 +98,10 @@ class Graph {
   // bf16 digits an int32 splits into.
   int byte_of(int x, int b, std::string label = "byte");
   // a @ b; with transpose_a, a holds A^T ([..., K, M]: a weight gradient's x^T without a transpose
-  // kernel first); A^T is batched only with a batched b.
-  int matmul(int a, int b, bool transpose_b = false, int passes = 1, std::string label = "matmul", bool transpose_a = false);
+  // kernel first); A^T is batched only with a batched b. bf16 or f16 operands give their dtype,
+  // unless f32_result asks for the f32 accumulator itself (addmm's epilogue rounds once).
+  int matmul(int a, int b, bool transpose_b = false, int passes = 1, std::string label = "matmul", bool transpose_a = false,
+             bool f32_result = false);
   // Reductions keep no dim: [..., n] -> [...]. Norms take optional [n] weight and bias (-1: none).
   int row(RowOp op, int x, int weight = -1, int bias = -1, double eps = 1e-5, std::string label = "",
           int64_t correction = 1);

@@ -132,3 +132,25 @@ def test_qr_gradients_and_the_reflector_products():
             other = torch.randn(6, 3) if left else torch.randn(3, 6)
             got = torch.ormqr(reflectors.to("tpu"), tau.to("tpu"), other.to("tpu"), left, transpose).cpu()
             torch.testing.assert_close(got, torch.ormqr(reflectors, tau, other, left, transpose), atol=1e-5, rtol=1e-5)
+
+
+def test_bfloat16_addmm_rounds_once_as_the_cpu(native_in_each_eager_mode):
+    # beta * c + alpha * (a @ b) in f32, one rounding to bf16: the CPU's result bit for bit
+    dtype = torch.bfloat16
+    gen = torch.Generator().manual_seed(0)
+    a, b, c = (torch.randn(48, 40, generator=gen).to(dtype), torch.randn(40, 56, generator=gen).to(dtype),
+               torch.randn(48, 56, generator=gen).to(dtype))
+    for beta, alpha in [(0.5, 2.0), (1, 1), (-4.775, 2.0315), (0, 3.0)]:
+        got = torch.addmm(c.to("tpu"), a.to("tpu"), b.to("tpu"), beta=beta, alpha=alpha).cpu()
+        assert torch.equal(got, torch.addmm(c, a, b, beta=beta, alpha=alpha)), (beta, alpha)
+
+
+def test_muons_newton_schulz_iterations_match_the_cpu_bit_for_bit(native_in_each_eager_mode):
+    # torch's Muon orthogonalises in bf16 with matmuls and addmms; each rounds as the CPU's does,
+    # so the same bf16 input gives the same update
+    from torch.optim._muon import _zeropower_via_newtonschulz as newton_schulz
+
+    grad = torch.randn(24, 40, generator=torch.Generator().manual_seed(1))
+    want = newton_schulz(grad, (3.4445, -4.7750, 2.0315), 5, 1e-7)
+    got = newton_schulz(grad.to("tpu"), (3.4445, -4.7750, 2.0315), 5, 1e-7).cpu()
+    assert torch.equal(got, want)

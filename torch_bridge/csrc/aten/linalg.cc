@@ -59,7 +59,9 @@ int64_t one_launch_k(const at::Tensor& a, const at::Tensor& b, bool a_transposed
   return kernels::matmul_max_k(spec, Runtime::get().device(a.device().index()).chip());
 }
 
-at::Tensor matmul_op(const char* op, const at::Tensor& a, const at::Tensor& b, const CpuFn& cpu) {
+// a @ b recorded as one matmul node; `f32_result` keeps the f32 accumulator of bf16/f16
+// operands instead of rounding it to their dtype (for a caller that rounds once after more math).
+at::Tensor matmul_op(const char* op, const at::Tensor& a, const at::Tensor& b, const CpuFn& cpu, bool f32_result = false) {
   if (complex::involved(a, b)) {  // four real matmuls over the planes
     TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected m1 and m2 to have the same dtype, but got: ", a.dtype(), " != ",
                 b.dtype());  // torch's check: a complex matmul does not promote a real operand
@@ -77,18 +79,19 @@ at::Tensor matmul_op(const char* op, const at::Tensor& a, const at::Tensor& b, c
     at::Tensor sum;
     for (int64_t k0 = 0; k0 < k; k0 += step) {
       const int64_t len = std::min(step, k - k0);
-      const at::Tensor part = matmul_op(op, a.narrow(-1, k0, len), b.narrow(-2, k0, len), cpu).to(at::kFloat);
+      const at::Tensor part = matmul_op(op, a.narrow(-1, k0, len), b.narrow(-2, k0, len), cpu, true).to(at::kFloat);
       sum = sum.defined() ? pointwise::add(sum, part, 1) : part;
     }
-    return sum.scalar_type() == dtype ? sum : sum.to(dtype);
+    return sum.scalar_type() == dtype || f32_result ? sum : sum.to(dtype);
   }
   // The CPU path gets a and b as the caller gave them.
   const CpuFn cpu_given = [cpu, a_transposed, b_transposed](const std::vector<at::Tensor>& c) {
     return cpu({a_transposed ? c[0].transpose(-1, -2) : c[0], b_transposed ? c[1].transpose(-1, -2) : c[1]});
   };
-  return record(op, {a_arg, b_arg}, dtype, [&](Graph& g, const std::vector<int>& v) {
-    return g.matmul(v[0], v[1], b_transposed, passes, op, a_transposed);
-  }, cpu_given);
+  const bool widened = f32_result && (dtype == at::kBFloat16 || dtype == at::kHalf);
+  return record(op, {a_arg, b_arg}, widened ? at::kFloat : dtype, [&](Graph& g, const std::vector<int>& v) {
+    return g.matmul(v[0], v[1], b_transposed, passes, op, a_transposed, widened);
+  }, widened ? CpuFn([cpu_given](const std::vector<at::Tensor>& c) { return cpu_given(c).to(at::kFloat); }) : cpu_given);
 }
 
 at::Tensor tpu_mm(const at::Tensor& a, const at::Tensor& b) {
@@ -97,18 +100,26 @@ at::Tensor tpu_mm(const at::Tensor& a, const at::Tensor& b) {
 at::Tensor tpu_bmm(const at::Tensor& a, const at::Tensor& b) {
   return matmul_op("bmm", a, b, [](const std::vector<at::Tensor>& c) { return at::bmm(c[0], c[1]); });
 }
-at::Tensor tpu_addmm(const at::Tensor& bias, const at::Tensor& a, const at::Tensor& b, const at::Scalar& beta, const at::Scalar& alpha) {
-  at::Tensor product = tpu_mm(a, b);
-  if (!alpha.equal(1)) product = pointwise::mul(product, pointwise::wrapped_scalar(alpha));
-  return pointwise::add(product, bias, beta);  // beta scales the bias: (product) + beta * bias
-}
-
 // beta * self + alpha * product, with torch's rule that beta = 0 ignores self (NaN included).
 at::Tensor scaled_sum(const at::Tensor& self, at::Tensor product, const at::Scalar& beta, const at::Scalar& alpha) {
   if (!alpha.equal(1)) product = pointwise::mul(product, pointwise::wrapped_scalar(alpha));
   if (beta.equal(0)) return product.expand(at::infer_size(product.sizes(), self.sizes())).contiguous();
   return pointwise::add(product, self, beta);
 }
+
+// alpha * (a @ b) + beta * bias. bf16 rounds once, at the end, as torch's CPU kernel does: the
+// product is kept as its f32 accumulator and the sum is f32 (Muon's Newton-Schulz steps are addmms
+// in bf16, and a rounding per step compounds). The CPU's f16 addmm rounds in other places, by its
+// alpha and beta; f16 keeps a rounding per op.
+at::Tensor tpu_addmm(const at::Tensor& bias, const at::Tensor& a, const at::Tensor& b, const at::Scalar& beta, const at::Scalar& alpha) {
+  const auto dtype = at::result_type(a, b);
+  const bool once = dtype == at::kBFloat16 && at::result_type(bias, a) == dtype;
+  at::Tensor product = once ? matmul_op("mm", a, b, [](const std::vector<at::Tensor>& c) { return at::mm(c[0], c[1]); }, true)
+                            : tpu_mm(a, b);
+  const at::Tensor sum = scaled_sum(once ? bias.to(at::kFloat) : bias, product, beta, alpha);
+  return once ? sum.to(dtype) : sum;
+}
+
 // matrix-vector products as a one-column matmul on the MXU.
 at::Tensor tpu_addmv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const at::Scalar& beta,
                      const at::Scalar& alpha) {
