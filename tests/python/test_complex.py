@@ -170,3 +170,14 @@ def test_complex128_is_held_and_its_ops_name_the_dtype(no_fallback):
     assert torch.equal(t.cpu(), z)
     with pytest.raises(NotImplementedError, match="aten::mul cannot run on the chip: ComplexDouble tensors"):
         (t * t).cpu()
+    full = torch.full((2,), 1 / 3 + 1j, dtype=torch.complex128, device="tpu")
+    assert torch.equal(full.cpu(), torch.full((2,), 1 / 3 + 1j, dtype=torch.complex128))  # every bit of the value
+    vtpu.set_cpu_fallback(True)
+    try:  # with the fallback: complex128 results, never complex64 planes
+        m = torch.rand(3, 3, dtype=torch.complex128)
+        for fn in (lambda a: torch.where(a.real > 0.5, a, a * 2), lambda a: a @ a, lambda a: a * a):
+            got = fn(m.to("tpu"))
+            assert got.dtype == torch.complex128
+            torch.testing.assert_close(got.cpu(), fn(m))
+    finally:
+        vtpu.set_cpu_fallback(False)

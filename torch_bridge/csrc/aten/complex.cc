@@ -5,11 +5,10 @@
 #include "torch_bridge/csrc/aten/complex.h"
 
 #include <ATen/ops/view_as_complex_native.h>
-
-#include <cmath>
 #include <ATen/ops/view_as_real_native.h>
 #include <torch/library.h>
 
+#include <cmath>
 
 namespace vtpu::bridge::complex {
 namespace {
@@ -114,6 +113,10 @@ at::Tensor bilinear(const at::Tensor& x, const at::Tensor& y,
 }
 
 void fill(const at::Tensor& self, const c10::complex<double>& value) {
+  if (self.scalar_type() != at::kComplexFloat) {  // complex128 (or 32): its value exactly, from the host
+    self.copy_(at::full(self.sizes(), value, self.options().device(at::kCPU)));
+    return;
+  }
   const auto plane = [&](double v) { return at::full(self.sizes(), v, self.options().dtype(at::kFloat)); };
   self.copy_(join(plane(value.real()), plane(value.imag())));
 }
@@ -166,7 +169,9 @@ at::Tensor binary(const char* op, ExprOp e, const at::Tensor& self, const at::Te
   }
 }
 
-at::Tensor where(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other) {
+at::Tensor where(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other, const CpuFn& cpu) {
+  const auto dtype = at::result_type(self, other);
+  if (!is_complex64_result(dtype)) return run_on_cpu("where", {condition, self, other}, cpu, c10::str(dtype, " tensors"));
   const Planes x = planes(self), y = planes(other);
   return join(at::where(condition, x.re, y.re), at::where(condition, zero_or(x.im), zero_or(y.im)));
 }

@@ -38,7 +38,7 @@ at::Tensor per_plane(const at::Tensor& z, const std::function<at::Tensor(const a
 
 // fill_ of a complex tensor with a complex value.
 void fill(const at::Tensor& self, const c10::complex<double>& value);
-at::Tensor where(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other);
+at::Tensor where(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other, const CpuFn& cpu);
 
 // dst's values := src's values on the chip when either is complex or carries a math bit (conj,
 // neg); false when neither does (the caller's ordinary copy applies).

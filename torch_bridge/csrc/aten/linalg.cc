@@ -62,7 +62,7 @@ int64_t one_launch_k(const at::Tensor& a, const at::Tensor& b, bool a_transposed
 // a @ b recorded as one matmul node; `f32_result` keeps the f32 accumulator of bf16/f16
 // operands instead of rounding it to their dtype (for a caller that rounds once after more math).
 at::Tensor matmul_op(const char* op, const at::Tensor& a, const at::Tensor& b, const CpuFn& cpu, bool f32_result = false) {
-  if (complex::involved(a, b)) {  // four real matmuls over the planes
+  if (complex::involved(a, b) && at::result_type(a, b) == at::kComplexFloat) {  // four real matmuls over the planes
     TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected m1 and m2 to have the same dtype, but got: ", a.dtype(), " != ",
                 b.dtype());  // torch's check: a complex matmul does not promote a real operand
     return complex::bilinear(a, b, [&](const at::Tensor& x, const at::Tensor& y) { return matmul_op(op, x, y, cpu); });

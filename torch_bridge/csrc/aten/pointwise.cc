@@ -190,9 +190,9 @@ at::Tensor tpu_clamp(const at::Tensor& self, const std::optional<at::Scalar>& lo
 }
 
 at::Tensor tpu_where(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other) {
-  if (complex::involved(self, other)) return complex::where(condition, self, other);
-  const auto dtype = at::result_type(self, other);
   const auto cpu = [](const std::vector<at::Tensor>& c) { return at::where(c[0], c[1], c[2]); };
+  if (complex::involved(self, other)) return complex::where(condition, self, other, cpu);
+  const auto dtype = at::result_type(self, other);
   if (is_cpu_scalar(other) || is_cpu_scalar(self)) {  // scalars become device tensors of one element
     const auto dev = condition.device();
     return tpu_where(condition, is_cpu_scalar(self) ? self.to(dev, dtype) : self, is_cpu_scalar(other) ? other.to(dev, dtype) : other);
