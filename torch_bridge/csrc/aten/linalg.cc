@@ -43,6 +43,11 @@ int64_t one_launch_k(const at::Tensor& a, const at::Tensor& b, bool a_transposed
   const auto a_type = chip_dtype(a.scalar_type()), b_type = chip_dtype(b.scalar_type());
   const int64_t k = a.size(-1);
   if (!a_type || !b_type || !is_chip_float(a.scalar_type()) || !is_chip_float(b.scalar_type())) return k;
+  const sim::ChipConfig& chip = Runtime::get().device(a.device().index()).chip();
+  // Most matmuls, at no cost: the smallest blocks spend under 8 KiB of VMEM per K element (A's and
+  // B's panels, B's three bf16 parts, its staging and a transposed A's, at D = 256) and well
+  // under 1 MiB on the rest.
+  if (uint64_t(k) * 8192 + (uint64_t{1} << 20) <= chip.kernel_vmem_bytes()) return k;
   kernels::MatmulSpec spec;
   spec.k = k;
   spec.n = power_of_two_at_least(std::max<int64_t>(b.size(-1), 128));
@@ -56,7 +61,7 @@ int64_t one_launch_k(const at::Tensor& a, const at::Tensor& b, bool a_transposed
   const bool f16 = a.scalar_type() == at::kHalf || b.scalar_type() == at::kHalf;
   spec.passes = f16 ? 6 : (a.scalar_type() == at::kFloat || b.scalar_type() == at::kFloat) ? passes : 1;
   spec.epilogue_inputs = {{kernels::DType::F32, kernels::Layout::Full}};
-  return kernels::matmul_max_k(spec, Runtime::get().device(a.device().index()).chip());
+  return kernels::matmul_max_k(spec, chip);
 }
 
 // a @ b recorded as one matmul node; `f32_result` keeps the f32 accumulator of bf16/f16

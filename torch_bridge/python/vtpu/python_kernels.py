@@ -11,7 +11,6 @@ import functools
 
 import torch
 from torch._ops import OpOverload
-
 from torch.utils._pytree import tree_leaves
 
 from .composed_fallback import run_on_cpu
