@@ -1,4 +1,4 @@
-// See convolution.h. Three ways through: one matmul per group of the windows' columns; a
+// See convolution.h. Three ways through: one matmul of the windows' columns, batched over the groups; a
 // depthwise convolution as a broadcast multiply and a column reduction over the kernel taps; and
 // the input gradient as the same gathers over the output gradient, dilated by the stride, padded
 // and read through the flipped kernel (negative steps in the gather), so that no scatter is needed.
@@ -24,11 +24,17 @@ bool columns_by_position(const Windows& w) {
   return by_position < by_tap;
 }
 
-// [N*P, K] or [K, N*P] columns of w's windows.
-int columns(Graph& g, int buf, const Windows& w, bool by_position) {
+// [N*P, K] or [K, N*P] columns of w's windows; with `groups` > 1, [G, N*P, K] or [G, K, N*P]:
+// group gi's windows start `group_stride` further along the buffer (its channels).
+int columns(Graph& g, int buf, const Windows& w, bool by_position, int64_t groups = 1, int64_t group_stride = 0) {
   const int64_t k = w.c.size * w.taps(), np = w.n.size * w.y.size * w.x.size;
-  if (by_position) return gather(g, buf, w, {w.n, w.y, w.x, w.c, w.i, w.j}, {np, k});
-  return gather(g, buf, w, {w.c, w.i, w.j, w.n, w.y, w.x}, {k, np});
+  const Axis group{groups, group_stride};
+  if (groups == 1) {
+    if (by_position) return gather(g, buf, w, {w.n, w.y, w.x, w.c, w.i, w.j}, {np, k});
+    return gather(g, buf, w, {w.c, w.i, w.j, w.n, w.y, w.x}, {k, np});
+  }
+  if (by_position) return gather(g, buf, w, {group, w.n, w.y, w.x, w.c, w.i, w.j}, {groups, np, k});
+  return gather(g, buf, w, {group, w.c, w.i, w.j, w.n, w.y, w.x}, {groups, k, np});
 }
 
 // [C, N*P] (channels first, as the matmuls produce) -> [N, C, h, w].
@@ -84,16 +90,9 @@ void check(const Graph& g, int x, int w, const Conv2dParams& p) {
   for (int d = 0; d < 2; ++d) {
     if (p.stride[d] < 1 || p.dilation[d] < 1 || p.padding[d] < 0) throw KernelError("conv2d: strides and dilations >= 1, padding >= 0");
   }
-  const std::string why = conv2d_unsupported(xs[1], ws[0], p.groups);
-  if (!why.empty()) throw KernelError("conv2d: " + why);
 }
 
 }  // namespace
-
-std::string conv2d_unsupported(int64_t in_channels, int64_t out_channels, int64_t groups) {
-  if (groups <= kMaxConvGroups || is_depthwise(in_channels, out_channels, groups)) return "";
-  return fmt::format("grouped convolutions with more than {} groups (here {}) that are not depthwise", kMaxConvGroups, groups);
-}
 
 int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t padding, int64_t dilation) {
   return (in + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1;
@@ -121,14 +120,13 @@ int conv2d(Graph& g, int x, int w, int bias, const Conv2dParams& p) {
     return bias < 0 ? y : add_channel_bias(g, y, bias);
   }
   const int64_t og = o / groups, k = cg * kernel[0] * kernel[1];
-  std::vector<int> parts;
-  for (int64_t gi = 0; gi < groups; ++gi) {
-    const Windows win = windows_of(buf, gi * cg, cg, kernel, p.dilation, {0, 0}, out, p.stride);
-    const int wg = groups == 1 ? g.reshape(w, {o, k}) : g.strided_copy(w, {og, k}, {k, 1}, gi * og * k, "conv_weight_group");
-    const bool by_position = columns_by_position(win);
-    parts.push_back(g.matmul(wg, columns(g, xp, win, by_position), by_position, p.passes, "conv2d"));
-  }
-  int y = parts.size() == 1 ? parts[0] : g.concat(parts, 0, "conv2d");  // [O, N*P]
+  // Groups as a batched matmul: [G, O/G, K] weights by [G, K, N*P] columns, one launch.
+  const Windows win = windows_of(buf, 0, cg, kernel, p.dilation, {0, 0}, out, p.stride);
+  const bool by_position = columns_by_position(win);
+  const int wg = groups == 1 ? g.reshape(w, {o, k}) : g.reshape(w, {groups, og, k});
+  const int cols = columns(g, xp, win, by_position, groups, cg * buf[2] * buf[3]);
+  int y = g.matmul(wg, cols, by_position, p.passes, "conv2d");
+  if (groups > 1) y = g.reshape(y, {o, g.node(y).type.shape.back()});  // [O, N*P]
   if (bias >= 0) y = g.binary(ExprOp::Add, y, g.reshape(bias, {o, 1}), "conv_bias");
   return to_nchw(g, y, n, out);
 }
@@ -139,8 +137,6 @@ int conv2d_input_grad(Graph& g, int grad_y, int w, std::array<int64_t, 2> input_
     throw KernelError(fmt::format("conv2d input gradient: {} does not match weight {}", to_string(g.node(grad_y).type), to_string(g.node(w).type)));
   }
   const int64_t n = gs[0], o = ws[0], cg = ws[1], groups = p.groups, c = cg * groups;
-  const std::string why = conv2d_unsupported(c, o, groups);
-  if (!why.empty()) throw KernelError("conv2d input gradient: " + why);
   const Pair kernel{ws[2], ws[3]};
   // dx[h] = sum over taps i of w[i] * grad_y dilated by the stride, read at h + padding - i * dilation.
   Pair origin;
@@ -152,14 +148,14 @@ int conv2d_input_grad(Graph& g, int grad_y, int w, std::array<int64_t, 2> input_
     return depthwise(g, ge, win, taps_by_channel(g, w), input_hw);
   }
   const int64_t og = o / groups, t = kernel[0] * kernel[1];
-  std::vector<int> parts;
-  for (int64_t gi = 0; gi < groups; ++gi) {
-    // w's group as [C/G, O/G * T]: element (c, o, t) = w[gi * O/G + o, c, t]
-    const int wt = g.reshape(g.strided_copy(w, {cg, og, t}, {t, cg * t, 1}, gi * og * cg * t, "conv_weight_t"), {cg, og * t});
-    const Windows win = windows_of(buf, gi * og, og, kernel, flipped, origin, input_hw, {1, 1});
-    parts.push_back(g.matmul(wt, columns(g, ge, win, false), false, p.passes, "conv2d_input_grad"));
-  }
-  return to_nchw(g, parts.size() == 1 ? parts[0] : g.concat(parts, 0, "conv2d_input_grad"), n, input_hw);
+  // Each group's w as [C/G, O/G * T] (element (c, o, t) = w[gi * O/G + o, c, t]), batched over
+  // the groups, by each group's windows over its O/G gradient channels.
+  const int wt = g.reshape(g.strided_copy(w, {groups, cg, og, t}, {og * cg * t, t, cg * t, 1}, 0, "conv_weight_t"),
+                           groups == 1 ? std::vector<int64_t>{cg, og * t} : std::vector<int64_t>{groups, cg, og * t});
+  const Windows win = windows_of(buf, 0, og, kernel, flipped, origin, input_hw, {1, 1});
+  int dx = g.matmul(wt, columns(g, ge, win, false, groups, og * buf[2] * buf[3]), false, p.passes, "conv2d_input_grad");
+  if (groups > 1) dx = g.reshape(dx, {c, g.node(dx).type.shape.back()});
+  return to_nchw(g, dx, n, input_hw);
 }
 
 int conv2d_weight_grad(Graph& g, int grad_y, int x, std::array<int64_t, 2> kernel_hw, int64_t out_channels, const Conv2dParams& p) {
@@ -168,8 +164,6 @@ int conv2d_weight_grad(Graph& g, int grad_y, int x, std::array<int64_t, 2> kerne
   if (gs.size() != 4 || xs.size() != 4 || gs[0] != n || gs[1] != o || c % groups || o % groups) {
     throw KernelError(fmt::format("conv2d weight gradient: {} does not match input {}", to_string(g.node(grad_y).type), to_string(g.node(x).type)));
   }
-  const std::string why = conv2d_unsupported(c, o, groups);
-  if (!why.empty()) throw KernelError("conv2d weight gradient: " + why);
   const int64_t cg = c / groups, og = o / groups, t = kernel_hw[0] * kernel_hw[1], np = n * gs[2] * gs[3];
   const Pair out{gs[2], gs[3]};
   const int xp = pad_hw(g, x, p.padding, p.padding);
@@ -184,15 +178,12 @@ int conv2d_weight_grad(Graph& g, int grad_y, int x, std::array<int64_t, 2> kerne
     return g.reshape(g.strided_copy(by_tap, {c, t}, {1, c}, 0, "conv_taps"), {c, 1, kernel_hw[0], kernel_hw[1]});
   }
   const int gf = channels_first(g, grad_y);  // [O, N*P]
-  std::vector<int> parts;
-  for (int64_t gi = 0; gi < groups; ++gi) {
-    const int gg = groups == 1 ? gf : g.strided_copy(gf, {og, np}, {np, 1}, gi * og * np, "conv_grad_group");
-    const Windows win = windows_of(buf, gi * cg, cg, kernel_hw, p.dilation, {0, 0}, out, p.stride);
-    const bool by_position = columns_by_position(win);
-    // [O/G, N*P] @ columns^T: [K, N*P] read transposed, or [N*P, K] as it is
-    parts.push_back(g.matmul(gg, columns(g, xp, win, by_position), !by_position, p.passes, "conv2d_weight_grad"));
-  }
-  const int dw = parts.size() == 1 ? parts[0] : g.concat(parts, 0, "conv2d_weight_grad");
+  const int gg = groups == 1 ? gf : g.reshape(gf, {groups, og, np});
+  const Windows win = windows_of(buf, 0, cg, kernel_hw, p.dilation, {0, 0}, out, p.stride);
+  const bool by_position = columns_by_position(win);
+  // [G,] [O/G, N*P] @ columns^T: [K, N*P] read transposed, or [N*P, K] as it is
+  const int dw = g.matmul(gg, columns(g, xp, win, by_position, groups, cg * buf[2] * buf[3]), !by_position, p.passes,
+                          "conv2d_weight_grad");
   return g.reshape(dw, {o, cg, kernel_hw[0], kernel_hw[1]});
 }
 

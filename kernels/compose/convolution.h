@@ -19,12 +19,8 @@ struct Conv2dParams {
   int passes = 1;  // MXU passes per matmul (the f32 precision, see matmul.h)
 };
 
-// Grouped convolutions up to this many groups run as one matmul per group (one program each
-// size); depthwise ones (one input channel per group) go to the vector unit at any count.
-inline constexpr int64_t kMaxConvGroups = 16;
-
-// Empty when the graph builds this convolution, else why not (for the bridge's fallback message).
-std::string conv2d_unsupported(int64_t in_channels, int64_t out_channels, int64_t groups);
+// Grouped convolutions run as one matmul batched over the groups, at any group count; depthwise
+// ones (one input channel per group) go to the vector unit.
 
 int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t padding, int64_t dilation);
 

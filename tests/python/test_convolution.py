@@ -13,6 +13,9 @@ CASES = {
     "stride2_no_bias": (lambda: torch.nn.Conv2d(4, 6, (3, 2), stride=2, padding=(1, 0), bias=False), (1, 4, 17, 13)),
     "dilation2": (lambda: torch.nn.Conv2d(2, 3, 3, dilation=2, padding=2), (2, 2, 11, 12)),
     "groups2": (lambda: torch.nn.Conv2d(4, 6, 3, padding=1, groups=2), (2, 4, 8, 8)),
+    "groups17_regnet": (lambda: torch.nn.Conv2d(34, 51, 3, stride=2, padding=1, groups=17), (2, 34, 9, 9)),
+    "groups32_resnext": (lambda: torch.nn.Conv2d(64, 64, 3, padding=1, groups=32, bias=False), (1, 64, 6, 6)),
+    "conv_transpose_grouped": (lambda: torch.nn.ConvTranspose2d(36, 18, 3, stride=2, padding=1, groups=18), (1, 36, 5, 5)),
     "depthwise_7x7": (lambda: torch.nn.Conv2d(24, 24, 7, padding=3, groups=24), (2, 24, 9, 9)),
     "patch_embedding": (lambda: torch.nn.Conv2d(3, 16, 8, stride=8), (2, 3, 32, 32)),
     "padding_same": (lambda: torch.nn.Conv2d(3, 4, 4, padding="same"), (1, 3, 10, 10)),
@@ -75,6 +78,3 @@ def test_unsupported_convolutions_name_the_op_and_the_reason(no_fallback):
     x, w = torch.randn(1, 2, 4, 4, 4, device="tpu"), torch.randn(3, 2, 2, 2, 2, device="tpu")
     with pytest.raises(NotImplementedError, match=r"convolution_overrideable.*spatial dims"):
         torch.convolution(x, w, None, [1] * 3, [0] * 3, [1] * 3, False, [0] * 3, 1)  # (F.conv3d is composed of conv2d's)
-    wide, grouped = torch.randn(1, 64, 4, 4, device="tpu"), torch.randn(64, 2, 1, 1, device="tpu")
-    with pytest.raises(NotImplementedError, match="more than 16 groups"):
-        torch.nn.functional.conv2d(wide, grouped, groups=32)
