@@ -24,14 +24,18 @@ from .python_kernels import register
 _matrices: dict = {}
 
 
+def _angles(n: int, rows: int, cols: int):
+    """2 pi jk / n for j < rows, k < cols, in float64, jk reduced mod n first (exact for large jk)."""
+    jk = torch.outer(torch.arange(rows, dtype=torch.float64), torch.arange(cols, dtype=torch.float64))
+    return (2 * math.pi / n) * torch.remainder(jk, n)
+
+
 def _matrix(n: int, kind: str, sign: int, device, columns: int | None = None):
     """The DFT matrix of order n as [n, columns] (columns: the output frequencies, default n):
     `complex` exp(sign 2 pi i jk / n); `cos` and `sin` its real parts for the real transforms."""
     key = (n, kind, sign, columns, device)
     if key not in _matrices:
-        cols = n if columns is None else columns
-        jk = torch.outer(torch.arange(n, dtype=torch.float64), torch.arange(cols, dtype=torch.float64))
-        angle = (2 * math.pi / n) * torch.remainder(jk, n)  # reduced first: exact angles for large jk
+        angle = _angles(n, n, n if columns is None else columns)
         if kind == "complex":
             m = torch.polar(torch.ones_like(angle), sign * angle).to(torch.complex64)
         elif kind == "cos":
@@ -94,14 +98,13 @@ def fft_c2r(x, dim, normalization, last_dim_size):
     used = min(half, n // 2 + 1)
     # x_j = sum_k w_k (Re X_k cos(2 pi jk / n) - Im X_k sin(2 pi jk / n)), w_k = 2 but for k = 0
     # and k = n / 2: the other half's conjugates folded in (their imaginary parts drop out).
-    weight = torch.full((used, 1), 2.0, dtype=torch.float64)
-    weight[0] = 1.0
-    if n % 2 == 0 and used == n // 2 + 1:
-        weight[n // 2] = 1.0
     key = ("c2r", n, used, x.device)
     if key not in _matrices:
-        angle = (2 * math.pi / n) * torch.remainder(torch.outer(torch.arange(used, dtype=torch.float64),
-                                                                torch.arange(n, dtype=torch.float64)), n)
+        weight = torch.full((used, 1), 2.0, dtype=torch.float64)
+        weight[0] = 1.0
+        if n % 2 == 0 and used == n // 2 + 1:
+            weight[n // 2] = 1.0
+        angle = _angles(n, used, n)
         _matrices[key] = ((weight * torch.cos(angle)).float().to(x.device), (weight * torch.sin(angle)).float().to(x.device))
     cos, sin = _matrices[key]
     pairs = torch.view_as_real(x.narrow(last, 0, used).resolve_conj())
