@@ -7,10 +7,11 @@ pytest.importorskip("expecttest")
 from torch.testing._internal.common_optimizers import optim_db  # noqa: E402
 
 import vtpu  # noqa: E402,F401
-from optimizer_harness import run_case  # noqa: E402
+from optimizer_harness import run_case, worst_status  # noqa: E402
 
 SAMPLE = [("Adam", "fused"), ("Adam", "foreach"), ("AdamW", "fused"), ("AdamW", "forloop"), ("SGD", "fused"),
-          ("SGD", "foreach"), ("Adagrad", "fused"), ("RMSprop", "forloop"), ("NAdam", "foreach"), ("Adafactor", "forloop")]
+          ("SGD", "foreach"), ("Adagrad", "fused"), ("RMSprop", "forloop"), ("NAdam", "foreach"), ("Adafactor", "forloop"),
+          ("Muon", "forloop")]  # Muon: bf16 Newton-Schulz, then param.add_(bf16 update, alpha=-lr) in f32
 
 
 @pytest.mark.parametrize("name,impl", SAMPLE)
@@ -20,3 +21,12 @@ def test_optimizer_steps_natively_and_matches_the_cpu(name, impl):
     for optim_input in inputs:
         status, problem = run_case(info, optim_input, impl)
         assert status == "native", (optim_input.desc, status, problem)
+
+
+def test_a_reports_cell_is_its_worst_configuration():
+    # The report once ranked the statuses backwards and showed a form native while one of its
+    # configurations mismatched.
+    assert worst_status({"native": 6, "mismatch": 1}) == "mismatch"
+    assert worst_status({"native": 2, "fallback": 1}) == "fallback"
+    assert worst_status({"error": 1, "mismatch": 3, "native": 1}) == "error"
+    assert worst_status({"native": 4, "mismatch": 0}) == "native"

@@ -56,6 +56,23 @@ at::Tensor binary(const char* op, ExprOp e, const at::Tensor& self, const at::Te
       return g.binary_scalar(e, o, s, /*scalar_first=*/true);
     }, cpu);
   }
+  if (a != 1.0 && at::isFloatingType(result)) {
+    // torch's CPU scales and adds in one f32 fused multiply-add (fmadd(other, alpha, self)) and
+    // rounds once to the result's dtype. Scaling in the operand's dtype first (a bf16 other times
+    // alpha, rounded to bf16) loses bits the CPU keeps; a separate f32 multiply rounds twice. For
+    // bf16 and f16 results the CPU first rounds alpha to that dtype. (Its scalar loop, which serves
+    // the last elements short of a vector, rounds the product too: there the chip can differ by
+    // one ulp of the 16-bit dtype.)
+    const double scale_value = result == at::kBFloat16 ? static_cast<float>(c10::BFloat16(static_cast<float>(a)))
+                               : result == at::kHalf   ? static_cast<float>(c10::Half(static_cast<float>(a)))
+                                                       : static_cast<float>(a);
+    return record_elementwise(op, {self, other}, result, [&](Graph& g, const std::vector<int>& v) {
+      const auto f32 = [&](int x) { return g.node(x).type.dtype == kernels::DType::F32 ? x : g.cast(x, kernels::DType::F32, op); };
+      const int o = f32(v[1]);
+      const int scale = g.full({g.node(o).type.shape, kernels::DType::F32}, e == ExprOp::Sub ? -scale_value : scale_value, op);
+      return g.fma(o, scale, f32(v[0]), op);
+    }, cpu);
+  }
   return record_elementwise(op, {self, other}, result, [&](Graph& g, const std::vector<int>& v) {
     const int o = a == 1.0 ? v[1] : g.binary_scalar(ExprOp::Mul, v[1], a);
     return g.binary(e, v[0], o);
@@ -271,6 +288,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sub.Tensor", tpu_sub);
   m.impl("add_.Tensor", Variants<tpu_add>::inplace);
   m.impl("sub_.Tensor", Variants<tpu_sub>::inplace);
+  m.impl("add.out", Variants<tpu_add>::out);  // not torch's decomposition: it scales `other` apart
+  m.impl("sub.out", Variants<tpu_sub>::out);
   m.impl("pow.Tensor_Scalar", tpu_pow_scalar);
   m.impl("pow.Scalar", tpu_scalar_pow);
   m.impl("pow.Scalar_out", Variants<tpu_scalar_pow>::out);
