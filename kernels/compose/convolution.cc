@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "kernels/codegen/asm_writer.h"
+#include "kernels/compose/long_k_matmul.h"
 #include "kernels/compose/reduce_dims.h"
 #include "kernels/compose/windows.h"
 
@@ -125,7 +126,7 @@ int conv2d(Graph& g, int x, int w, int bias, const Conv2dParams& p) {
   const bool by_position = columns_by_position(win);
   const int wg = groups == 1 ? g.reshape(w, {o, k}) : g.reshape(w, {groups, og, k});
   const int cols = columns(g, xp, win, by_position, groups, cg * buf[2] * buf[3]);
-  int y = g.matmul(wg, cols, by_position, p.passes, "conv2d");
+  int y = matmul_with_long_k(g, wg, cols, by_position, p.passes, "conv2d", p.chip);
   if (groups > 1) y = g.reshape(y, {o, g.node(y).type.shape.back()});  // [O, N*P]
   if (bias >= 0) y = g.binary(ExprOp::Add, y, g.reshape(bias, {o, 1}), "conv_bias");
   return to_nchw(g, y, n, out);
@@ -153,7 +154,8 @@ int conv2d_input_grad(Graph& g, int grad_y, int w, std::array<int64_t, 2> input_
   const int wt = g.reshape(g.strided_copy(w, {groups, cg, og, t}, {og * cg * t, t, cg * t, 1}, 0, "conv_weight_t"),
                            groups == 1 ? std::vector<int64_t>{cg, og * t} : std::vector<int64_t>{groups, cg, og * t});
   const Windows win = windows_of(buf, 0, og, kernel, flipped, origin, input_hw, {1, 1});
-  int dx = g.matmul(wt, columns(g, ge, win, false, groups, og * buf[2] * buf[3]), false, p.passes, "conv2d_input_grad");
+  int dx = matmul_with_long_k(g, wt, columns(g, ge, win, false, groups, og * buf[2] * buf[3]), false, p.passes,
+                              "conv2d_input_grad", p.chip);
   if (groups > 1) dx = g.reshape(dx, {c, g.node(dx).type.shape.back()});
   return to_nchw(g, dx, n, input_hw);
 }
@@ -182,8 +184,8 @@ int conv2d_weight_grad(Graph& g, int grad_y, int x, std::array<int64_t, 2> kerne
   const Windows win = windows_of(buf, 0, cg, kernel_hw, p.dilation, {0, 0}, out, p.stride);
   const bool by_position = columns_by_position(win);
   // [G,] [O/G, N*P] @ columns^T: [K, N*P] read transposed, or [N*P, K] as it is
-  const int dw = g.matmul(gg, columns(g, xp, win, by_position, groups, cg * buf[2] * buf[3]), !by_position, p.passes,
-                          "conv2d_weight_grad");
+  const int dw = matmul_with_long_k(g, gg, columns(g, xp, win, by_position, groups, cg * buf[2] * buf[3]), !by_position,
+                                    p.passes, "conv2d_weight_grad", p.chip);
   return g.reshape(dw, {o, cg, kernel_hw[0], kernel_hw[1]});
 }
 

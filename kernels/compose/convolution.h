@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kernels/graph/graph.h"
+#include "sim/chip_config.h"
 
 namespace vtpu::kernels {
 
@@ -17,6 +18,9 @@ struct Conv2dParams {
   std::array<int64_t, 2> stride{1, 1}, padding{0, 0}, dilation{1, 1};  // (height, width)
   int64_t groups = 1;
   int passes = 1;  // MXU passes per matmul (the f32 precision, see matmul.h)
+  // The chip the matmuls will run on: one whose K outgrows its VMEM is split (long_k_matmul.h).
+  // Null: never split.
+  const sim::ChipConfig* chip = nullptr;
 };
 
 // Grouped convolutions run as one matmul batched over the groups, at any group count; depthwise

@@ -6,6 +6,7 @@
 
 #include "kernels/codegen/kernel_error.h"
 #include "kernels/codegen/vreg_shape.h"
+#include "kernels/compose/long_k_matmul.h"
 #include "kernels/generators/matmul.h"
 #include "kernels/generators/matmul_schedule.h"
 #include "sim/chip_config.h"
@@ -119,5 +120,55 @@ TEST_SUITE("kernels") {
       CHECK(fits(vocab, most));
       CHECK_FALSE(fits(vocab, most + d));  // the longest: one more MXU slice does not fit
     }
+  }
+}
+
+// A convolution gradient's matmul whose K outgrows VMEM (kernels/compose/long_k_matmul.h): split
+// into K slices that each fit one launch, their f32 products summed; short ones stay whole.
+TEST_CASE("matmul_with_long_k: slices that fit, f32 sums, one cast") {
+  const sim::ChipConfig chip = sim::load_chip("v5e");
+  const auto matmuls = [](const kernels::Graph& g) {
+    std::vector<const kernels::Node*> found;
+    for (const auto& n : g.nodes()) {
+      if (n.kind == kernels::NodeKind::MatMul) found.push_back(&n);
+    }
+    return found;
+  };
+  SUBCASE("a weight gradient: [32, 65536] @ [144, 65536]^T") {
+    kernels::Graph g;
+    const int a = g.input({{32, 65536}, DType::F32}), b = g.input({{144, 65536}, DType::F32});
+    const int64_t most = kernels::one_launch_k(g, a, b, true, 6, chip);
+    REQUIRE(most > 0);
+    REQUIRE(most < 65536);
+    const int y = kernels::matmul_with_long_k(g, a, b, true, 6, "conv2d_weight_grad", &chip);
+    CHECK(g.node(y).type.shape == std::vector<int64_t>{32, 144});
+    CHECK(g.node(y).type.dtype == DType::F32);
+    const auto parts = matmuls(g);
+    CHECK(parts.size() == size_t((65536 + most - 1) / most));
+    int64_t total = 0;
+    for (const auto* m : parts) {
+      const int64_t k = g.node(m->inputs[0]).type.shape.back();
+      CHECK(k <= most);
+      CHECK(g.node(m->inputs[1]).type.shape.back() == k);  // b read transposed: [N, K]
+      CHECK(m->type.dtype == DType::F32);
+      total += k;
+    }
+    CHECK(total == 65536);
+  }
+  SUBCASE("bf16 operands: the f32 sum is cast once") {
+    kernels::Graph g;
+    const int a = g.input({{8, 1 << 21}, DType::BF16}), b = g.input({{1 << 21, 128}, DType::BF16});
+    const int y = kernels::matmul_with_long_k(g, a, b, false, 1, "mm", &chip);
+    CHECK(matmuls(g).size() > 1);
+    CHECK(g.node(y).type.dtype == DType::BF16);
+    CHECK(g.node(y).type.shape == std::vector<int64_t>{8, 128});
+  }
+  SUBCASE("a K that fits, or no chip: one matmul") {
+    kernels::Graph g;
+    const int a = g.input({{32, 4096}, DType::F32}), b = g.input({{4096, 64}, DType::F32});
+    kernels::matmul_with_long_k(g, a, b, false, 6, "mm", &chip);
+    const int c = g.input({{32, 65536}, DType::F32}), d = g.input({{65536, 64}, DType::F32});
+    kernels::matmul_with_long_k(g, c, d, false, 6, "mm", nullptr);
+    CHECK(matmuls(g).size() == 2);
   }
 }

@@ -78,3 +78,29 @@ def test_unsupported_convolutions_name_the_op_and_the_reason(no_fallback):
     x, w = torch.randn(1, 2, 4, 4, 4, device="tpu"), torch.randn(3, 2, 2, 2, 2, device="tpu")
     with pytest.raises(NotImplementedError, match=r"convolution_overrideable.*spatial dims"):
         torch.convolution(x, w, None, [1] * 3, [0] * 3, [1] * 3, False, [0] * 3, 1)  # (F.conv3d is composed of conv2d's)
+
+
+# Gradients whose matmul K outgrows v5e's VMEM (the zoo's sam_hq, textnet and univnet failed the
+# flush): split into K slices summed in f32 (kernels/compose/long_k_matmul.h).
+LONG_K = {
+    # weight gradient: K = images x positions = 65536
+    "weight_grad_k65536": (lambda: torch.nn.Conv2d(16, 32, 3, padding=1), (1, 16, 256, 256)),
+    # input gradient: K = output channels x taps = 73728
+    "input_grad_k73728": (lambda: torch.nn.Conv1d(4, 24576, 3, padding=1), (1, 4, 100)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LONG_K))
+def test_gradients_whose_k_outgrows_vmem(case, no_fallback):
+    make, shape = LONG_K[case]
+    torch.manual_seed(0)
+    module, x = make(), torch.randn(shape)
+    chip = {k: v.to("tpu") for k, v in module.state_dict().items()}
+    on_chip = make().to("tpu")
+    on_chip.load_state_dict(chip)
+    grad_y = torch.randn(module(x).shape)
+    module(x.requires_grad_()).backward(grad_y)
+    xt = x.detach().to("tpu").requires_grad_()
+    on_chip(xt).backward(grad_y.to("tpu"))
+    for got, want in ((xt.grad, x.grad), (on_chip.weight.grad, module.weight.grad), (on_chip.bias.grad, module.bias.grad)):
+        torch.testing.assert_close(got.cpu(), want, atol=2e-5 * want.abs().max().item(), rtol=0)

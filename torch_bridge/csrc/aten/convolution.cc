@@ -38,6 +38,7 @@ struct Conv {
     params.dilation = lifted(dilation, 1);
     params.groups = groups;
     params.passes = kernels::passes_for_precision(Runtime::get().matmul_precision());
+    if (input.device().is_privateuseone()) params.chip = &Runtime::get().device(input.device().index()).chip();
   }
   // (height, width) of an int[] argument: conv1d's one value is the width (height: `fill`), a
   // conv2d's one value both.
