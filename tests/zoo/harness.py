@@ -216,6 +216,9 @@ def run_architecture(model_type: str, modes=MODES, native: bool = True, training
         except NotBuildable as e:
             failure = failure or {**result, "status": "not_buildable", "reason": str(e)}
             continue
+        # The training step starts from a model no forward pass has touched: some cache tensors in
+        # eval mode (LeViT's attention biases), and one cached under no_grad has no gradient.
+        untouched = copy.deepcopy(model) if training else None
         try:
             torch.manual_seed(0)
             with torch.no_grad():
@@ -252,7 +255,7 @@ def run_architecture(model_type: str, modes=MODES, native: bool = True, training
     if training:
         import training_step
 
-        result["training"] = training_step.run_training(model, inputs)
+        result["training"] = training_step.run_training(untouched, inputs)
     result["seconds"] = round(time.perf_counter() - started, 2)
     return result
 
