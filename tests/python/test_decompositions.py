@@ -104,8 +104,9 @@ def test_training_steps_run_natively_and_follow_the_cpu(case):
     torch.testing.assert_close(result["tpu_losses"], result["cpu_losses"], atol=1e-4, rtol=1e-5)
 
 
+@pytest.mark.parametrize("batch", [1, 2])
 @pytest.mark.parametrize("training", [False, True])
-def test_batch_norm_backward_with_a_gradient_laid_out_channels_last(training):
+def test_batch_norm_backward_with_a_gradient_laid_out_channels_last(training, batch):
     # CvT's and LeViT's projections: conv -> BatchNorm2d -> view -> permute, so the gradient reaching
     # batch norm is a permuted (channels-last-like) view while its input is contiguous. The chip's
     # gradients equal the math computed on a contiguous gradient in float64. (torch's CPU kernel
@@ -113,8 +114,8 @@ def test_batch_norm_backward_with_a_gradient_laid_out_channels_last(training):
     # cvt and levit as mismatches.)
     torch.manual_seed(0)
     bn = torch.nn.BatchNorm2d(8).train(training)
-    x = torch.randn(2, 8, 2, 2)
-    g = torch.randn(2, 4, 8)
+    x = torch.randn(batch, 8, 2, 2)
+    g = torch.randn(batch, 4, 8)
 
     def grads(module, x, g):
         x = x.detach().requires_grad_()
@@ -130,3 +131,6 @@ def test_batch_norm_backward_with_a_gradient_laid_out_channels_last(training):
     got = grads(copy.deepcopy(bn).to("tpu"), x.to("tpu"), g.to("tpu"))
     for a, b in zip(want, got):
         torch.testing.assert_close(b.cpu().double(), a, rtol=1e-4, atol=1e-5)
+    if batch == 1:  # LeViT's case: torch 2.13's CPU kernel misreads the gradient (x's gradient is off)
+        on_cpu = grads(copy.deepcopy(bn), x, g)
+        assert not torch.allclose(on_cpu[0].double(), want[0], rtol=1e-4, atol=1e-5)

@@ -297,7 +297,7 @@ at::Tensor scatter_combined(const at::Tensor& self, int64_t dim, const at::Tenso
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("gather", tpu_gather);
-  m.impl("gather.out", Variants<tpu_gather>::out);
+  m.impl("gather.out", Variants<tpu_gather>::out_apart);
   m.impl("scatter_add", tpu_scatter_add);
   m.impl("scatter_add_", tpu_scatter_add_);
   m.impl("scatter_add.out", Variants<tpu_scatter_add>::out);

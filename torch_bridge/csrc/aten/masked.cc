@@ -64,6 +64,15 @@ at::Tensor tpu_masked_select(const at::Tensor& self, const at::Tensor& mask) {
                     "masks past the compaction limit or dtypes without kernels");
 }
 
+// torch's checks, in its words: out keeps self's dtype and shares no memory with self or mask.
+at::Tensor& tpu_masked_select_out(const at::Tensor& self, const at::Tensor& mask, at::Tensor& out) {
+  TORCH_CHECK(self.scalar_type() == out.scalar_type(), "masked_select(): self and result must have the same scalar type");
+  at::assert_no_internal_overlap(out);
+  check_out_apart(out, self);
+  check_out_apart(out, mask);
+  return write_out(out, tpu_masked_select(self, mask));
+}
+
 }  // namespace
 
 std::optional<at::Tensor> masked_rows(const at::Tensor& self, const at::Tensor& mask) {
@@ -111,7 +120,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero", tpu_nonzero);
   m.impl("nonzero.out", Variants<tpu_nonzero>::out);
   m.impl("masked_select", tpu_masked_select);
-  m.impl("masked_select.out", Variants<tpu_masked_select>::out);
+  m.impl("masked_select.out", tpu_masked_select_out);
 }
 
 }  // namespace vtpu::bridge

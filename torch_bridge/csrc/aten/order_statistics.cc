@@ -10,6 +10,7 @@
 #include <torch/library.h>
 
 #include "torch_bridge/csrc/aten/order_statistics.h"
+#include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
 
 namespace vtpu::bridge {
@@ -63,6 +64,7 @@ std::tuple<at::Tensor&, at::Tensor&> write(const Selected& s, at::Tensor& values
 
 std::tuple<at::Tensor&, at::Tensor&> tpu_kthvalue_values(const at::Tensor& self_in, int64_t k, int64_t dim_arg, bool keepdim,
                                                          at::Tensor& values, at::Tensor& indices) {
+  check_out_apart(values, self_in);  // torch's: values are written while self is still read
   const at::Tensor self = as_rows(self_in);
   const int64_t dim = wrapped(self, dim_arg);
   TORCH_CHECK(k >= 1 && k <= self.size(dim), "kthvalue(): selected number k out of range for dimension ", dim_arg);

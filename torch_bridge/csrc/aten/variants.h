@@ -41,6 +41,15 @@ inline void check_out_overlap(const at::Tensor& out, at::TensorList ins) {
 template <typename NotATensor>
 void check_out_overlap(const at::Tensor&, const NotATensor&) {}
 
+// The stricter rule of ops that read their inputs by index (gather, index_select, take,
+// masked_select, cat): out may share no memory with an input at all, not even all of one, since
+// torch's kernels write out while still reading the inputs.
+inline void check_out_apart(const at::Tensor& out, const at::Tensor& in) {
+  if (in.defined()) at::assert_no_overlap(out, in);
+}
+template <typename NotATensor>
+void check_out_apart(const at::Tensor&, const NotATensor&) {}
+
 // `result` written into `out`, resized to its shape first.
 inline at::Tensor& write_into_out(at::Tensor& out, const at::Tensor& result) {
   check_castable(result, out);
@@ -58,6 +67,17 @@ struct Variants<F> {
     check_out_overlap(out, first);
     (check_out_overlap(out, rest), ...);
     return write_into_out(out, F(first, rest...));
+  }
+  // out= of an op that reads by index (check_out_apart) and, as torch's structured kernels do,
+  // takes its result's dtype exactly: no cast into out.
+  static at::Tensor& out_apart(First first, Rest... rest, at::Tensor& out) {
+    at::assert_no_internal_overlap(out);
+    check_out_apart(out, first);
+    (check_out_apart(out, rest), ...);
+    const at::Tensor result = F(first, rest...);
+    TORCH_CHECK(result.scalar_type() == out.scalar_type(), "Expected out tensor to have dtype ", result.dtype(), ", but got ",
+                out.dtype(), " instead");
+    return write_out(out, result);
   }
   // In-place: the functional of self and the rest, written back into self.
   static at::Tensor& inplace(at::Tensor& self, Rest... rest) { return write_inplace(self, F(self, rest...)); }
