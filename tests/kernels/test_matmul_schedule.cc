@@ -163,6 +163,23 @@ TEST_CASE("matmul_with_long_k: slices that fit, f32 sums, one cast") {
     CHECK(g.node(y).type.dtype == DType::BF16);
     CHECK(g.node(y).type.shape == std::vector<int64_t>{8, 128});
   }
+  SUBCASE("A given transposed ([K, M], a weight gradient's x^T), f32 result kept") {
+    kernels::Graph g;
+    const int a = g.input({{1 << 21, 8}, DType::BF16}), b = g.input({{1 << 21, 128}, DType::BF16});
+    const int y = kernels::matmul_with_long_k(g, a, b, false, 1, "mm", &chip, /*transpose_a=*/true, /*f32_result=*/true);
+    CHECK(g.node(y).type.shape == std::vector<int64_t>{8, 128});
+    CHECK(g.node(y).type.dtype == DType::F32);
+    const auto parts = matmuls(g);
+    REQUIRE(parts.size() > 1);
+    int64_t total = 0;
+    for (const auto* m : parts) {
+      const int64_t k = g.node(m->inputs[0]).type.shape[0];  // A^T's rows are K
+      CHECK(g.node(m->inputs[0]).type.shape[1] == 8);
+      CHECK(g.node(m->inputs[1]).type.shape[0] == k);
+      total += k;
+    }
+    CHECK(total == (1 << 21));
+  }
   SUBCASE("a K that fits, or no chip: one matmul") {
     kernels::Graph g;
     const int a = g.input({{32, 4096}, DType::F32}), b = g.input({{4096, 64}, DType::F32});

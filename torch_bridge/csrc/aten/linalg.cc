@@ -5,6 +5,7 @@
 
 #include <torch/library.h>
 
+#include "kernels/compose/long_k_matmul.h"
 #include "kernels/generators/matmul.h"
 #include "torch_bridge/csrc/aten/complex.h"
 #include "torch_bridge/csrc/aten/pointwise.h"
@@ -29,42 +30,7 @@ bool is_transposed_dense(const at::Tensor& b) {
   return b.stride(d - 2) == 1 && b.stride(d - 1) == b.size(d - 2) && b.transpose(-1, -2).is_contiguous();
 }
 
-int64_t power_of_two_at_least(int64_t x) {
-  int64_t p = 1;
-  while (p < x) p *= 2;
-  return p;
-}
-
-// The longest K a matmul of a and b takes in one launch on their chip (K itself when it fits): a
-// block holds all of K for its rows and columns, so a vocabulary-sized K (an LM head's gradient,
-// 50257) outgrows VMEM. Asked of the generator's schedule with M and N rounded up as the planner
-// buckets them and room for one fused f32 operand (a bias, the partial sums below).
-int64_t one_launch_k(const at::Tensor& a, const at::Tensor& b, bool a_transposed, bool b_transposed, int passes) {
-  const auto a_type = chip_dtype(a.scalar_type()), b_type = chip_dtype(b.scalar_type());
-  const int64_t k = a.size(-1);
-  if (!a_type || !b_type || !is_chip_float(a.scalar_type()) || !is_chip_float(b.scalar_type())) return k;
-  const sim::ChipConfig& chip = Runtime::get().device(a.device().index()).chip();
-  // Most matmuls, at no cost: the smallest blocks spend under 8 KiB of VMEM per K element (A's and
-  // B's panels, B's three bf16 parts, its staging and a transposed A's, at D = 256) and well
-  // under 1 MiB on the rest.
-  if (uint64_t(k) * 8192 + (uint64_t{1} << 20) <= chip.kernel_vmem_bytes()) return k;
-  kernels::MatmulSpec spec;
-  spec.k = k;
-  spec.n = power_of_two_at_least(std::max<int64_t>(b.size(-1), 128));
-  spec.b_shared = b.dim() == 2;
-  spec.m = power_of_two_at_least(spec.b_shared ? a.numel() / std::max<int64_t>(k, 1) : a.size(-2));
-  spec.batch = spec.b_shared ? 1 : a.numel() / std::max<int64_t>(a.size(-2) * k, 1);
-  spec.a_dtype = *a_type;
-  spec.b_dtype = *b_type;
-  spec.a_transposed = a_transposed;
-  spec.b_transposed = b_transposed;
-  const bool f16 = a.scalar_type() == at::kHalf || b.scalar_type() == at::kHalf;
-  spec.passes = f16 ? 6 : (a.scalar_type() == at::kFloat || b.scalar_type() == at::kFloat) ? passes : 1;
-  spec.epilogue_inputs = {{kernels::DType::F32, kernels::Layout::Full}};
-  return kernels::matmul_max_k(spec, chip);
-}
-
-// a @ b recorded as one matmul node; `f32_result` keeps the f32 accumulator of bf16/f16
+// a @ b recorded as one matmul node (K slices summed in f32 where K outgrows VMEM); `f32_result` keeps the f32 accumulator of bf16/f16
 // operands instead of rounding it to their dtype (for a caller that rounds once after more math).
 at::Tensor matmul_op(const char* op, const at::Tensor& a, const at::Tensor& b, const CpuFn& cpu, bool f32_result = false) {
   if (complex::involved(a, b) && at::result_type(a, b) == at::kComplexFloat) {  // four real matmuls over the planes
@@ -76,26 +42,15 @@ at::Tensor matmul_op(const char* op, const at::Tensor& a, const at::Tensor& b, c
   const at::Tensor a_arg = a_transposed ? a.transpose(-1, -2) : a, b_arg = b_transposed ? b.transpose(-1, -2) : b;
   const int passes = kernels::passes_for_precision(Runtime::get().matmul_precision());
   const auto dtype = at::result_type(a, b);
-  const int64_t k = a.size(-1), most = a.numel() > 0 && b.numel() > 0 && a.size(-1) == b.size(-2)
-                                           ? one_launch_k(a, b, a_transposed, b_transposed, passes) : k;
-  if (most > 0 && most < k) {
-    // A K too long for one launch: balanced K slices, their products summed in f32.
-    const int64_t pieces = (k + most - 1) / most, step = (k + pieces - 1) / pieces;
-    at::Tensor sum;
-    for (int64_t k0 = 0; k0 < k; k0 += step) {
-      const int64_t len = std::min(step, k - k0);
-      const at::Tensor part = matmul_op(op, a.narrow(-1, k0, len), b.narrow(-2, k0, len), cpu, true).to(at::kFloat);
-      sum = sum.defined() ? pointwise::add(sum, part, 1) : part;
-    }
-    return sum.scalar_type() == dtype || f32_result ? sum : sum.to(dtype);
-  }
+  // A K too long for one launch (an LM head's gradient) is split inside the recorded graph.
+  const sim::ChipConfig* chip = a.device().is_privateuseone() ? &Runtime::get().device(a.device().index()).chip() : nullptr;
   // The CPU path gets a and b as the caller gave them.
   const CpuFn cpu_given = [cpu, a_transposed, b_transposed](const std::vector<at::Tensor>& c) {
     return cpu({a_transposed ? c[0].transpose(-1, -2) : c[0], b_transposed ? c[1].transpose(-1, -2) : c[1]});
   };
   const bool widened = f32_result && (dtype == at::kBFloat16 || dtype == at::kHalf);
   return record(op, {a_arg, b_arg}, widened ? at::kFloat : dtype, [&](Graph& g, const std::vector<int>& v) {
-    return g.matmul(v[0], v[1], b_transposed, passes, op, a_transposed, widened);
+    return kernels::matmul_with_long_k(g, v[0], v[1], b_transposed, passes, op, chip, a_transposed, widened);
   }, widened ? CpuFn([cpu_given](const std::vector<at::Tensor>& c) { return cpu_given(c).to(at::kFloat); }) : cpu_given);
 }
 
