@@ -85,6 +85,22 @@ Int64Words sub_int64(Graph& g, Int64Words a, Int64Words b, const std::string& la
   return {lo, hi};
 }
 
+Int64Words mul_int64(Graph& g, Int64Words a, Int64Words b, const std::string& label) {
+  const auto add = [&](int x, int y) { return g.binary(ExprOp::Add, x, y, label); };
+  const auto mul = [&](int x, int y) { return g.binary(ExprOp::Mul, x, y, label); };  // int32, wrapping
+  const auto high16 = [&](int w) { return g.binary_scalar(ExprOp::Shr, w, 16, false, label); };  // logical
+  const auto low16 = [&](int w) { return g.binary_scalar(ExprOp::BitAnd, w, 65535, false, label); };
+  // The high word of the unsigned product a.lo * b.lo, from 16-bit halves x, y: partial products
+  // below 2^32 (their bits kept by the wrapping multiply), the middle column's carry from the sum of
+  // three 16-bit digits.
+  const WordHalves x = halves_of(g, a.lo, label), y = halves_of(g, b.lo, label);
+  const int p00 = mul(x.low, y.low), p01 = mul(x.low, y.high), p10 = mul(x.high, y.low), p11 = mul(x.high, y.high);
+  const int middle = add(add(high16(p00), low16(p01)), low16(p10));
+  const int carried = add(add(add(p11, high16(p01)), high16(p10)), high16(middle));
+  // Two's complement: the signed product modulo 2^64 is the unsigned one; a.hi * b.hi only reaches 2^64.
+  return {mul(a.lo, b.lo), add(carried, add(mul(a.lo, b.hi), mul(a.hi, b.lo)))};
+}
+
 int less_int64(Graph& g, Int64Words a, Int64Words b, const std::string& label) {
   const int high_less = g.binary(ExprOp::Lt, a.hi, b.hi, label);
   const int high_equal = g.binary(ExprOp::Eq, a.hi, b.hi, label);

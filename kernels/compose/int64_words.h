@@ -28,6 +28,9 @@ Int64Words int64_constant(Graph& g, int64_t value, const std::string& label);
 
 Int64Words add_int64(Graph& g, Int64Words a, Int64Words b, const std::string& label);
 Int64Words sub_int64(Graph& g, Int64Words a, Int64Words b, const std::string& label);
+// a * b modulo 2^64 (torch's int64 product, wrapping): the low words' full 64-bit product from
+// their 16-bit halves, whose partial products each fit 32 bits, plus the cross terms' low words.
+Int64Words mul_int64(Graph& g, Int64Words a, Int64Words b, const std::string& label);
 // a < b and a == b, as bool values.
 int less_int64(Graph& g, Int64Words a, Int64Words b, const std::string& label);
 int equal_int64(Graph& g, Int64Words a, Int64Words b, const std::string& label);

@@ -43,6 +43,10 @@ EXACT_OPS = {
     "add": lambda a, b: a + b,
     "sub": lambda a, b: a - b,
     "sub_alpha_scalar": lambda a, b: torch.sub(a, 2**35, alpha=3),
+    "add_alpha_tensor": lambda a, b: torch.add(a, b, alpha=-7),
+    "mul": lambda a, b: a * b,
+    "mul_broadcast": lambda a, b: a * b[:1],
+    "mul_in_place": lambda a, b: a.clone().mul_(b),
     "rsub_scalar": lambda a, b: 5 - a,
     "add_int32": lambda a, b: a + b[0].int(),
     "add_in_place": lambda a, b: a.clone().add_(b),
@@ -98,11 +102,17 @@ def test_float_operands_of_unknown_int64_stay_off_the_chip(no_fallback):
         torch.tensor([2**40, -3]).to("tpu") + torch.ones(2, device="tpu")
 
 
-def test_products_that_could_wrap_int32_stay_off_the_chip(no_fallback):
+def test_products_past_int32_run_exactly_on_the_words(no_fallback):
+    # Small known magnitudes take the narrowed int32 product; past 2^31 the words' product
+    # (kernels::mul_int64, wrapping modulo 2^64 as torch's does) takes over instead of the CPU.
     a = torch.tensor([50000, -3]).to("tpu")
     assert (a * torch.tensor([40000, 7]).to("tpu")).cpu().tolist() == [2_000_000_000, -21]  # |a| * |b| < 2^31
-    with pytest.raises(NotImplementedError, match="aten::mul"):
-        a * torch.tensor([50000, 1]).to("tpu")  # 2.5e9 would wrap int32
+    assert (a * torch.tensor([50000, 1]).to("tpu")).cpu().tolist() == [2_500_000_000, -3]
+    edge = torch.tensor([0, 1, -1, 2**31, 2**32 - 1, -2**31, 2**63 - 1, -2**63, 2**32, 3037000499, 65535, 2**48 + 12345])
+    for b in (edge.flip(0), edge, torch.full_like(edge, -7)):
+        assert torch.equal((edge.to("tpu") * b.to("tpu")).cpu(), edge * b)
+    assert torch.equal((edge.to("tpu") * 12345678901).cpu(), edge * 12345678901)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
 
 
 def test_decoder_position_ids_and_causal_mask_on_the_chip(no_fallback):

@@ -41,6 +41,7 @@ Int64Words combine(Graph& g, ExprOp e, Int64Words a, Int64Words b, const char* o
   switch (e) {
     case ExprOp::Add: return kernels::add_int64(g, a, b, op);
     case ExprOp::Sub: return kernels::sub_int64(g, a, b, op);
+    case ExprOp::Mul: return kernels::mul_int64(g, a, b, op);
     case ExprOp::Max: return kernels::select_int64(g, kernels::less_int64(g, a, b, op), b, a, op);
     case ExprOp::Min: return kernels::select_int64(g, kernels::less_int64(g, a, b, op), a, b, op);
     default: return kernels::bitwise_int64(g, e, a, b, op);
@@ -104,7 +105,7 @@ Int64Words integer_words(Graph& g, const at::Tensor& t, int value, const char* o
 std::optional<at::Tensor> int64_exact_binary(const char* op, ExprOp e, const at::Tensor& self, const at::Tensor& other,
                                              double alpha, c10::ScalarType result_dtype, const CpuFn& cpu) {
   const bool comparison = kernels::is_comparison(e);
-  const bool words_op = e == ExprOp::Add || e == ExprOp::Sub || e == ExprOp::Max || e == ExprOp::Min ||
+  const bool words_op = e == ExprOp::Add || e == ExprOp::Sub || e == ExprOp::Mul || e == ExprOp::Max || e == ExprOp::Min ||
                         e == ExprOp::BitAnd || e == ExprOp::BitOr || e == ExprOp::BitXor;
   if (!(comparison ? result_dtype == at::kBool : words_op && result_dtype == at::kLong)) return std::nullopt;
   for (const bool first : {false, true}) {  // int64 against a float Python number (masks against inf, thresholds)
@@ -115,7 +116,8 @@ std::optional<at::Tensor> int64_exact_binary(const char* op, ExprOp e, const at:
       return compare_with_float(op, e, x, s.item().toDouble(), first, cpu, self, other);
     }
   }
-  // Operands: integer tpu tensors, or integer host scalars (alpha folds into a scalar `other`).
+  // Operands: integer tpu tensors, or integer host scalars (alpha folds into a scalar `other`,
+  // and multiplies a tensor `other` exactly).
   std::optional<int64_t> host[2];
   std::vector<at::Tensor> inputs;
   int k = 0;
@@ -126,17 +128,18 @@ std::optional<at::Tensor> int64_exact_binary(const char* op, ExprOp e, const at:
       const double scale = second ? alpha : 1.0;
       if (scale != static_cast<double>(static_cast<int64_t>(scale))) return std::nullopt;
       host[second] = t->item().toLong() * static_cast<int64_t>(scale);
-    } else if (is_device_integer(*t) && (!second || alpha == 1.0)) {
+    } else if (is_device_integer(*t) && (!second || alpha == static_cast<double>(static_cast<int64_t>(alpha)))) {
       inputs.push_back(integer_words_input(*t));
     } else {
-      return std::nullopt;  // floats (torch converts the int64 to float first), or alpha on a tensor
+      return std::nullopt;  // floats (torch converts the int64 to float first)
     }
   }
   if (inputs.empty()) return std::nullopt;
   const at::Tensor out = record(op, inputs, comparison ? at::kBool : at::kInt, [&](Graph& g, const std::vector<int>& v) {
     size_t next = 0;
     const Int64Words a = operand_words(g, self, host[0], host[0] ? -1 : v[next++], op);
-    const Int64Words b = operand_words(g, other, host[1], host[1] ? -1 : v[next++], op);
+    Int64Words b = operand_words(g, other, host[1], host[1] ? -1 : v[next++], op);
+    if (!host[1] && alpha != 1.0) b = kernels::mul_int64(g, b, kernels::int64_constant(g, static_cast<int64_t>(alpha), op), op);
     return comparison ? compare(g, e, a, b, op) : kernels::join_words(g, combine(g, e, a, b, op), op);
   }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other.cpu()}); });
   // [1]-shaped constants broadcast a 0-d operand to [1]: the result takes torch's shape back
