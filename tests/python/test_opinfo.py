@@ -63,7 +63,7 @@ def test_opinfo_nan_and_infinities_native(name):
 # chip and equal to the CPU.
 COMPLEX64 = ["add", "sub", "mul", "div.no_rounding_mode", "neg", "exp", "log", "abs", "reciprocal", "sgn", "angle",
              "sum", "mean", "var", "cumsum", "mm", "bmm", "matmul", "cat", "where", "view_as_real", "real", "imag",
-             "conj_physical", "index_select", "gather", "constant_pad_nd", "eq", "ne"]
+             "conj_physical", "index_select", "gather", "constant_pad_nd", "eq", "ne", "sin", "cos"]
 
 
 @pytest.mark.parametrize("name", COMPLEX64)

@@ -1,7 +1,8 @@
 // Complex64 on the chip: each complex value an (re, im) f32 pair, each op a few f32 ops over the
 // two planes of view_as_real (complex.h). The formulas are the ones torch's CPU kernels use, so
 // results agree to f32 rounding: Smith's scaled division (c10::complex's, numpy's), exp as
-// e^re (cos im, sin im), abs as hypot, log as (log |z|, atan2(im, re)).
+// e^re (cos im, sin im), abs as hypot, log as (log |z|, atan2(im, re)), sin and cos through
+// the real parts' sin, cos, sinh and cosh.
 #include "torch_bridge/csrc/aten/complex.h"
 
 #include <ATen/ops/view_as_complex_native.h>
@@ -132,6 +133,9 @@ at::Tensor unary(const char* op, ExprOp e, const at::Tensor& self, const CpuFn& 
       return join(at::mul(m, at::cos(z.im)), at::mul(m, at::sin(z.im)));
     }
     case ExprOp::Log: return join(at::log(at::hypot(z.re, z.im)), at::atan2(z.im, z.re));
+    // sin(a + bi) = sin a cosh b + i cos a sinh b; cos(a + bi) = cos a cosh b - i sin a sinh b
+    case ExprOp::Sin: return join(at::mul(at::sin(z.re), at::cosh(z.im)), at::mul(at::cos(z.re), at::sinh(z.im)));
+    case ExprOp::Cos: return join(at::mul(at::cos(z.re), at::cosh(z.im)), at::neg(at::mul(at::sin(z.re), at::sinh(z.im))));
     case ExprOp::Reciprocal: {
       const Planes q = divide({wrapped(1.0), {}}, z);
       return join(q.re, q.im);
