@@ -2,6 +2,7 @@
 #include "kernels/compose/long_k_matmul.h"
 
 #include <algorithm>
+#include <bit>
 #include <vector>
 
 #include "kernels/generators/matmul.h"
@@ -9,11 +10,7 @@
 namespace vtpu::kernels {
 namespace {
 
-int64_t power_of_two_at_least(int64_t v) {
-  int64_t p = 1;
-  while (p < v) p <<= 1;
-  return p;
-}
+int64_t power_of_two_at_least(int64_t v) { return int64_t(std::bit_ceil(uint64_t(std::max<int64_t>(v, 1)))); }
 
 // Elements [k0, k0 + len) of the last dim (`along_last`) or of the dim before it, of a dense node.
 int k_slice(Graph& g, int x, bool along_last, int64_t k0, int64_t len, const std::string& label) {
