@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "isa/disassembler.h"
 #include "kernels/compose/reduce_dims.h"
 #include "kernels/graph/plan.h"
 #include "sim/sim_device.h"
@@ -89,6 +90,9 @@ Result run(const std::string& chip_name, const Shape& shape, const Op& op) {
   g.mark_output(op.build(g, x, y));
   kernels::ProgramCache cache;
   const auto plan = kernels::make_plan(g, kernels::FusionStrategy::Greedy, device.chip(), cache);
+  if (std::getenv("VTPU_MEMBOUND_ASM")) {  // the programs themselves, to read a slow row's loop
+    for (const auto& launch : plan.launches) fmt::print("{}\n", isa::disassemble(*launch.program));
+  }
   std::map<int, sim::HbmAddress> bound;
   for (const auto& values : {plan.inputs, plan.outputs}) {
     for (int v : values) {

@@ -31,6 +31,27 @@ int TileCodegen::constant_vreg(float value) {
   return v;
 }
 
+uint32_t constant_bits(const ExprNode& n) {
+  return n.type == ValueType::F32 ? std::bit_cast<uint32_t>(static_cast<float>(n.constant))
+                                  : static_cast<uint32_t>(static_cast<int32_t>(n.constant));
+}
+
+std::map<uint32_t, int> hoist_constants(AsmWriter& w, const Expr& expr, RegisterPool& vregs, int scratch_sreg) {
+  std::map<uint32_t, int> constants;
+  for (const ExprNode& n : expr.nodes()) {
+    if (n.op != ExprOp::Constant || n.type == ValueType::Mask || constants.count(constant_bits(n))) continue;
+    const int v = vregs.take();
+    w.load_float(scratch_sreg, std::bit_cast<float>(constant_bits(n)));
+    w.line("vbcast v{}, s{}", v, scratch_sreg);
+    constants[constant_bits(n)] = v;
+  }
+  return constants;
+}
+
+void release_hoisted(const std::map<uint32_t, int>& constants, RegisterPool& vregs) {
+  for (const auto& [bits, v] : constants) vregs.release(v);
+}
+
 TileValue TileCodegen::to_type(TileValue v, ValueType type, bool consume) {
   if (v.type == type) return v;
   TileValue out = fresh(type);
@@ -98,12 +119,17 @@ std::vector<TileValue> TileCodegen::emit(const Expr& expr, const std::function<v
       }
       continue;
     }
+    if (n.op == ExprOp::Constant && hoisted_ && hoisted_->count(constant_bits(n))) {
+      values[i] = {n.type, hoisted_->at(constant_bits(n))};
+      continue;
+    }
     values[i] = emit_node(expr, static_cast<int>(i), values, uses);
     for (int x : n.in) {
       if (x >= 0 && --uses[x] == 0) {
         bool is_preset = false;
         for (const auto& p : preset) is_preset |= p.second.reg == values[x].reg && p.second.type == values[x].type;
-        if (!is_preset) release(values[x]);
+        const bool is_hoisted = nodes[x].op == ExprOp::Constant && hoisted_ && hoisted_->count(constant_bits(nodes[x]));
+        if (!is_preset && !is_hoisted) release(values[x]);
       }
     }
   }
@@ -137,11 +163,7 @@ TileValue TileCodegen::emit_node(const Expr& expr, int index, const std::vector<
   };
   switch (n.op) {
     case ExprOp::Input: break;
-    case ExprOp::Constant: {
-      const float bits = n.type == ValueType::F32 ? static_cast<float>(n.constant)
-                                                  : std::bit_cast<float>(static_cast<int32_t>(n.constant));
-      return {n.type, constant_vreg(bits)};
-    }
+    case ExprOp::Constant: return {n.type, constant_vreg(std::bit_cast<float>(constant_bits(n)))};
     case ExprOp::Neg:
       if (!is_int) return unary("vneg");
       else {

@@ -2,7 +2,9 @@
 // streaming kernel runs per tile, with registers reused as soon as a value's last use is emitted.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -31,6 +33,11 @@ class TileCodegen {
                               const std::vector<std::pair<int, TileValue>>& preset = {});
   void release(const TileValue& v);
 
+  // Vregs a kernel filled before its tile loop, by the constant's 32 bits: Constant nodes of the
+  // expression read them instead of broadcasting their value again on every tile (an `x + 1` tile
+  // is otherwise a scalar load, a broadcast and the add's wait on it). They are never released.
+  void use_hoisted_constants(const std::map<uint32_t, int>* constants) { hoisted_ = constants; }
+
   // Helpers also used by kernels around the expression.
   int constant_vreg(float value);      // a fresh vreg holding `value` in every lane
   void fill(int vreg, float value);    // every lane of `vreg` = value (through the scratch register)
@@ -49,6 +56,15 @@ class TileCodegen {
   RegisterPool& vregs_;
   RegisterPool& masks_;
   int scratch_;
+  const std::map<uint32_t, int>* hoisted_ = nullptr;
 };
+
+// The 32 bits a Constant node of `type` holds in every lane (an int32 constant's bits as they are).
+uint32_t constant_bits(const ExprNode& n);
+
+// Fills one vreg per distinct Constant node of `expr` (kernels call it before their tile loop and
+// hand the map to TileCodegen::use_hoisted_constants); release_hoisted gives them back.
+std::map<uint32_t, int> hoist_constants(AsmWriter& w, const Expr& expr, RegisterPool& vregs, int scratch_sreg);
+void release_hoisted(const std::map<uint32_t, int>& constants, RegisterPool& vregs);
 
 }  // namespace vtpu::kernels

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <map>
 
 #include "kernels/codegen/asm_writer.h"
 #include "kernels/codegen/tile_codegen.h"
@@ -45,8 +46,10 @@ void store_tile(AsmWriter& w, TileCodegen& codegen, const TileValue& value, DTyp
 
 // One 8x128 tile `u` chunks past the operands' cursors: the expression's loads, code and stores.
 void emit_tile(AsmWriter& w, const ElementwiseSpec& spec, const BlockStream& stream, RegisterPool& vregs,
-               RegisterPool& masks, int scratch, const std::vector<int>& cursor, const std::vector<int>& rowbase, int64_t u) {
+               RegisterPool& masks, int scratch, const std::vector<int>& cursor, const std::vector<int>& rowbase, int64_t u,
+               const std::map<uint32_t, int>& constants) {
   TileCodegen codegen(w, vregs, masks, scratch);
+  codegen.use_hoisted_constants(&constants);
   std::vector<std::pair<int, TileValue>> preset;
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
     if (stream.scalar_vreg(i) >= 0) preset.push_back({static_cast<int>(i), {register_type(spec.inputs[i].dtype), stream.scalar_vreg(i)}});
@@ -63,14 +66,14 @@ void emit_tile(AsmWriter& w, const ElementwiseSpec& spec, const BlockStream& str
   for (size_t i = 0; i < results.size(); ++i) {
     bool seen = false;  // the same node may be two outputs
     for (size_t j = 0; j < i; ++j) seen |= results[j].reg == results[i].reg && results[j].type == results[i].type;
+    for (const auto& [bits, v] : constants) seen |= results[i].type != ValueType::Mask && results[i].reg == v;  // a fill
     if (!seen) codegen.release(results[i]);
   }
 }
 
-}  // namespace
-
-isa::Program make_elementwise(const ElementwiseSpec& spec, const sim::ChipConfig& chip) {
-  validate(spec);
+// `hoist`: the expression's constants are broadcast once per block rather than once per tile;
+// an expression that then runs out of registers is generated again without.
+isa::Program generate(const ElementwiseSpec& spec, const sim::ChipConfig& chip, bool hoist) {
   AsmWriter w("elementwise");
   std::vector<StreamOperand> operands;
   for (const auto& in : spec.inputs) operands.push_back({in.dtype, in.layout, false});
@@ -102,6 +105,12 @@ isa::Program make_elementwise(const ElementwiseSpec& spec, const sim::ChipConfig
       w.load_immediate(rowbase[i], stream.vmem(i, set));
       if (operands[i].layout != Layout::Column) cursor[i] = s.take();
     }
+    std::map<uint32_t, int> constants;
+    if (hoist) {
+      const int scratch = s.take();
+      constants = hoist_constants(w, spec.expr, vregs, scratch);
+      s.release(scratch);
+    }
     const std::string group_loop = w.new_label("group"), chunk_loop = w.new_label("chunk");
     w.line("sli s{}, 0", g);
     w.place(group_loop);
@@ -111,7 +120,7 @@ isa::Program make_elementwise(const ElementwiseSpec& spec, const sim::ChipConfig
     w.line("sli s{}, 0", c);
     w.place(chunk_loop);
     const int scratch = s.take();
-    for (int64_t u = 0; u < unroll; ++u) emit_tile(w, spec, stream, vregs, masks, scratch, cursor, rowbase, u);
+    for (int64_t u = 0; u < unroll; ++u) emit_tile(w, spec, stream, vregs, masks, scratch, cursor, rowbase, u, constants);
     s.release(scratch);
     for (size_t i = 0; i < operands.size(); ++i) {
       if (cursor[i] >= 0) w.line("saddi s{}, s{}, {}", cursor[i], cursor[i], unroll * kLanes * stream.element_bytes(i));
@@ -129,8 +138,20 @@ isa::Program make_elementwise(const ElementwiseSpec& spec, const sim::ChipConfig
       if (cursor[i] >= 0) s.release(cursor[i]);
     }
     for (int r : {groups, chunks, g, c}) s.release(r);
+    release_hoisted(constants, vregs);
   });
   return w.assemble();
+}
+
+}  // namespace
+
+isa::Program make_elementwise(const ElementwiseSpec& spec, const sim::ChipConfig& chip) {
+  validate(spec);
+  try {
+    return generate(spec, chip, true);
+  } catch (const RegisterShortage&) {
+    return generate(spec, chip, false);
+  }
 }
 
 }  // namespace vtpu::kernels

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <vector>
 
 #include "kernels/generators/rowwise_builder.h"
 
@@ -172,17 +173,34 @@ int64_t RowwiseBuilder::chunk_unroll() const {
   return unroll;
 }
 
-// Pass 1: value -> scratch, acc (op)= value. Returns acc (per-lane partials).
+// Pass 1: value -> scratch, acc (op)= value. Returns acc (per-lane partials). On long rows each
+// chunk of an iteration has its own accumulator, combined pairwise once per row: one accumulator
+// chains every chunk of a row behind the VPU's latency (2 cycles a chunk, slower than v7's HBM
+// delivers a bf16 chunk to a core). Rows of a few iterations keep one: there the extra copies and
+// combines per row cost more than the chain.
 int RowwiseBuilder::first_pass(const char* combine, float identity) {
-  const int acc = constant(identity);
+  const bool long_rows = stream_->block_cols_padded() / kLanes >= 4 * chunk_unroll();
+  const int64_t unroll = long_rows ? chunk_unroll() : 1;
+  std::vector<int> acc(unroll);
+  acc[0] = constant(identity);
+  for (int64_t i = 1; i < unroll; ++i) {
+    acc[i] = vregs_.take();
+    w_.line("vmov v{}, v{}", acc[i], acc[0]);
+  }
   chunk_loop([&](const Cursors& c) {
     const int x = prologue_value(c);
     if (needs_scratch()) store_scratch(x, c);
     mask_tail(x, c);
-    w_.line("{} v{}, v{}, v{}", combine, acc, acc, x);
+    w_.line("{} v{}, v{}, v{}", combine, acc[c.tile % unroll], acc[c.tile % unroll], x);
     vregs_.release(x);
   }, identity);
-  return acc;
+  for (int64_t step = 1; step < unroll; step *= 2) {
+    for (int64_t i = 0; i + step < unroll; i += 2 * step) {
+      w_.line("{} v{}, v{}, v{}", combine, acc[i], acc[i], acc[i + step]);
+      vregs_.release(acc[i + step]);
+    }
+  }
+  return acc[0];
 }
 
 bool RowwiseBuilder::needs_scratch() const {

@@ -116,6 +116,49 @@ TEST_SUITE("kernels") {
     }
   }
 
+  TEST_CASE("v7's two cores keep pace with its HBM: constants broadcast once, long rows on several accumulators") {
+    // A bf16 tile reaches a v7 core in about 1.5 cycles. Broadcasting x + 1's constant on every
+    // tile chained a broadcast, the add and the rounding behind each other (66% of the sustained
+    // bandwidth); one accumulator per row chained a sum's adds 2 cycles apart (60%).
+    const auto chip = sim::load_chip("v7");
+    const int64_t rows = 4096, cols = 4096, n = rows * cols;  // 32 MiB of bf16
+    {
+      kernels::Graph g;
+      g.mark_output(g.binary_scalar(ExprOp::Add, g.input({{rows, cols}, DType::BF16}, "x"), 1.0));
+      const double fraction = n * 4.0 / simulated_seconds(g, chip) / chip.sustained_hbm_bytes_per_s();
+      MESSAGE("v7 bf16 x + 1: ", 100 * fraction, "% of sustained HBM bandwidth");
+      CHECK(fraction >= 0.9);
+      CHECK(fraction <= 1.0);
+    }
+    {
+      kernels::Graph g;
+      g.mark_output(kernels::reduce_dims(g, g.input({{rows, cols}, DType::BF16}, "x"), {1}, kernels::RowOp::Sum));
+      const double fraction = (n + rows) * 2.0 / simulated_seconds(g, chip) / chip.sustained_hbm_bytes_per_s();
+      MESSAGE("v7 bf16 row sum: ", 100 * fraction, "% of sustained HBM bandwidth");
+      CHECK(fraction >= 0.75);
+      CHECK(fraction <= 1.0);
+    }
+  }
+
+  TEST_CASE("a long row's sum on several accumulators is the row's sum") {
+    // Rows long enough for one accumulator per chunk of an iteration, a ragged last iteration,
+    // and a row whose partials cancel: the pairwise combination must keep every chunk once.
+    for (const int64_t cols : {int64_t(4096), int64_t(5000), int64_t(2048 + 3)}) {
+      CAPTURE(cols);
+      const int64_t rows = 9;
+      kernels::Graph g;
+      const int x = g.input({{rows, cols}, DType::F32}, "x");
+      g.mark_output(kernels::reduce_dims(g, x, {1}, kernels::RowOp::Sum));
+      std::vector<float> xd(rows * cols);
+      for (int64_t i = 0; i < rows * cols; ++i) xd[i] = float((i * 7919) % 64) - (i % cols == 5 ? 1e4f : 0.f);
+      std::vector<double> want(rows, 0.0);
+      for (int64_t i = 0; i < rows * cols; ++i) want[i / cols] += xd[i];  // integers: exact in any order
+      kernels::ProgramCache cache;
+      const auto plan = kernels::make_plan(g, FusionStrategy::Greedy, sim::load_chip("v5e"), cache);
+      VTPU_CHECK_CLOSE(testing::run_graph(g, plan, {{x, xd}}), want, 0, 0);
+    }
+  }
+
   TEST_CASE("lane-dense programs are shared across the sizes of a bucket") {
     const auto& chip = sim::load_chip("v5e");
     kernels::ProgramCache cache;
