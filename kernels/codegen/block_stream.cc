@@ -51,6 +51,7 @@ BlockStream::BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows
     if (!dtype_on_chip(o.dtype)) throw KernelError(fmt::format("{} is not supported on the chip", dtype_name(o.dtype)));
     if (is_rowwise_stored(o.layout)) bytes_per_row += bc_pad_ * dtype_bytes(o.dtype);
     if (o.output && o.layout != Layout::Full && o.layout != Layout::Column) throw KernelError("outputs are Full or Column");
+    if (o.strided && (o.output || o.layout != Layout::Full || flat)) throw KernelError("only Full inputs of a 2-D stream are read strided");
   }
   const uint64_t budget = std::max(budget_bytes, latency_hiding_bytes(chip));
   br_ = std::max<int64_t>(kSublanes, int64_t(budget) / std::max<int64_t>(bytes_per_row, 1) / kSublanes * kSublanes);
@@ -87,6 +88,11 @@ BlockStream::BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows
   if (flat) elements_arg_ = w_.argument("elements", isa::ArgumentKind::Scalar);
   for (size_t i = 0; i < operands_.size(); ++i) {
     if (operands_[i].layout == Layout::Periodic) buffers_[i].period_arg = w_.argument(fmt::format("period{}", i), isa::ArgumentKind::Scalar);
+  }
+  for (size_t i = 0; i < operands_.size(); ++i) {
+    if (!operands_[i].strided) continue;
+    buffers_[i].stride_arg = w_.argument(fmt::format("stride{}", i), isa::ArgumentKind::Scalar);
+    buffers_[i].offset_arg = w_.argument(fmt::format("offset{}", i), isa::ArgumentKind::Scalar);
   }
   for (int set = 0; set < 2; ++set) extra_[set] = extra_row_bytes ? vmem_layout.place(br_ * extra_row_bytes) : vmem_layout.end();
   vmem_end_ = vmem_layout.end();
@@ -169,8 +175,14 @@ void BlockStream::block_dma(size_t operand, int set, int sem, const BlockExtent&
   w_.load_immediate(vm, b.vmem[set]);
   w_.line("sarg s{}, {}", hb, b.arg);
   if (is_rowwise_stored(o.layout)) {
-    w_.line("sarg s{}, {}", hstride, cols_arg_);  // hbm offset = (row0 * cols + col0) * eb, row0 taken mod the period
-    if (o.layout == Layout::Periodic) {
+    // hbm offset = (row0 * cols + col0) * eb, row0 taken mod the period; a strided view's rows
+    // are its stride apart and start at its offset
+    w_.line("sarg s{}, {}", hstride, o.strided ? b.stride_arg : cols_arg_);
+    if (o.strided) {
+      w_.line("smul s{}, s{}, s{}", rows, hstride, e.row0);
+      w_.line("sarg s{}, {}", row_bytes, b.offset_arg);
+      w_.line("sadd s{}, s{}, s{}", rows, rows, row_bytes);
+    } else if (o.layout == Layout::Periodic) {
       w_.line("sarg s{}, {}", row_bytes, b.period_arg);
       w_.line("srem s{}, s{}, s{}", row_bytes, e.row0, row_bytes);
       w_.line("smul s{}, s{}, s{}", rows, hstride, row_bytes);

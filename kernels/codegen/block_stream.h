@@ -2,8 +2,8 @@
 // elementwise and row-wise kernels. It owns argument declaration, VMEM placement, the DMAs in and
 // out, the semaphores and the two-parity block loop; the caller emits each block's compute.
 //
-// The row count, the column count and every Periodic operand's period are launch scalars (the
-// last kernel arguments, in that order): `rows` and `cols` only size the blocks, so one program
+// The row count, the column count, every Periodic operand's period and every strided input's row
+// stride and offset are launch scalars (the last kernel arguments, in that order): `rows` and `cols` only size the blocks, so one program
 // serves every shape up to them, e.g. every sequence length of a [batch * seq, hidden] activation
 // or of a [batch * heads * seq, seq] score matrix. Blocks are sized for the most rows VMEM allows;
 // with Periodic operands the kernel first shrinks them until they divide every period (so one DMA
@@ -27,6 +27,7 @@ struct StreamOperand {
   DType dtype = DType::F32;
   Layout layout = Layout::Full;  // outputs: Full ([rows, cols]) or Column ([rows], row kernels)
   bool output = false;
+  bool strided = false;  // a Full input read in place from a row-strided view (Operand::strided)
 };
 
 // Registers holding the current block's origin and valid extent.
@@ -69,6 +70,7 @@ class BlockStream {
   struct Buffer {
     int arg = 0;
     int period_arg = -1;  // Periodic operands: the scalar argument holding the period (rows)
+    int stride_arg = -1, offset_arg = -1;  // strided inputs: their row stride and first element
     uint64_t vmem[2] = {0, 0};
     int64_t row_stride = 0;
     int scalar_vreg = -1;

@@ -18,6 +18,14 @@ std::vector<int32_t> stream_scalars(int64_t rows, int64_t cols, const std::vecto
     }
     out.push_back(int32_t(in.period_rows));
   }
+  for (const auto& in : inputs) {
+    if (!in.strided) continue;
+    if (in.layout != Layout::Full || in.row_stride < cols || in.offset < 0 || in.offset + (rows - 1) * in.row_stride + cols >= (int64_t{1} << 31)) {
+      throw KernelError(fmt::format("a strided operand with rows {} elements apart from element {}", in.row_stride, in.offset));
+    }
+    out.push_back(int32_t(in.row_stride));
+    out.push_back(int32_t(in.offset));
+  }
   return out;
 }
 

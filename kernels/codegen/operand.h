@@ -28,11 +28,17 @@ struct Operand {
   // Periodic only: this launch's period in rows, a multiple of 8. Programs do not depend on it:
   // the launch passes it (stream_scalars).
   int64_t period_rows = 0;
+  // Full only: the operand is a row-strided view of its buffer (a slice such as x[:, :d] or
+  // x[::2]), read in place: its rows start `row_stride` elements apart, the first `offset`
+  // elements in. Programs depend only on the flag: the launch passes both (stream_scalars).
+  bool strided = false;
+  int64_t row_stride = 0, offset = 0;
 };
 
 // The launch scalars of a kernel streamed by BlockStream (elementwise and row kernels): the row
 // count, the column count (each at least 1 and at most what the program was generated for), then
-// the period of each Periodic input, in input order. Throws KernelError for a period that is not
+// the period of each Periodic input, in input order, then each strided input's row stride and
+// offset (in elements), in input order. Throws KernelError for a period that is not
 // a positive multiple of 8 rows.
 std::vector<int32_t> stream_scalars(int64_t rows, int64_t cols, const std::vector<Operand>& inputs);
 

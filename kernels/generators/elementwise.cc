@@ -76,7 +76,7 @@ void emit_tile(AsmWriter& w, const ElementwiseSpec& spec, const BlockStream& str
 isa::Program generate(const ElementwiseSpec& spec, const sim::ChipConfig& chip, bool hoist) {
   AsmWriter w("elementwise");
   std::vector<StreamOperand> operands;
-  for (const auto& in : spec.inputs) operands.push_back({in.dtype, in.layout, false});
+  for (const auto& in : spec.inputs) operands.push_back({in.dtype, in.layout, false, in.strided});
   for (DType out : spec.outputs) operands.push_back({out, Layout::Full, true});
   BlockStream stream(w, chip, spec.rows, spec.cols, operands, kMaxElementwiseBlockCols, kBlockBudgetBytes, 0, spec.flat);
   RegisterPool vregs("vector registers", 0, 31), masks("mask registers", 1, 7);

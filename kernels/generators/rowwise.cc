@@ -15,7 +15,7 @@ namespace rowwise_detail {
 isa::Program RowwiseBuilder::build() {
   validate();
   std::vector<StreamOperand> operands;
-  for (const auto& in : spec_.inputs) operands.push_back({in.dtype, in.layout, false});
+  for (const auto& in : spec_.inputs) operands.push_back({in.dtype, in.layout, false, in.strided});
   if (spec_.has_weight) weight_ = add(operands, {spec_.weight_dtype, Layout::Row, false});
   if (spec_.has_bias) bias_ = add(operands, {spec_.weight_dtype, Layout::Row, false});
   out_ = add(operands, {spec_.out_dtype, row_op_reduces(spec_.op) ? Layout::Column : Layout::Full, true});

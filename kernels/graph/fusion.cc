@@ -42,14 +42,26 @@ class GreedyPlanner {
   std::vector<KernelGroup> run() {
     group_of_.assign(g_.nodes().size(), -1);
     alias_group_.assign(g_.nodes().size(), -1);
+    view_.assign(g_.nodes().size(), 0);
     for (int id = 0; id < static_cast<int>(g_.nodes().size()); ++id) {
       if (!live_[id]) continue;
       const Node& n = g_.node(id);
       switch (n.kind) {
         case NodeKind::Input: break;
-        case NodeKind::Reshape: alias_group_[id] = producer_group(n.inputs[0]); break;
+        case NodeKind::Reshape:
+          alias_group_[id] = producer_group(n.inputs[0]);
+          view_[id] = view_[n.inputs[0]];  // read_in_place chose the view with this reshape of it
+          break;
         case NodeKind::MatMul: open(KernelGroup::Kind::MatMul, id); break;
-        case NodeKind::StridedCopy: case NodeKind::Concat: case NodeKind::Gather: case NodeKind::Random: case NodeKind::ScatterAdd:
+        case NodeKind::StridedCopy:
+          if (strategy_ != FusionStrategy::None && read_in_place(id)) {
+            view_[id] = 1;  // its consumer's kernel reads the source; it runs after the source's writer
+            alias_group_[id] = producer_group(n.inputs[0]);
+            break;
+          }
+          open(KernelGroup::Kind::Copy, id);
+          break;
+        case NodeKind::Concat: case NodeKind::Gather: case NodeKind::Random: case NodeKind::ScatterAdd:
         case NodeKind::ColumnReduce: case NodeKind::Iota: case NodeKind::Int64Narrow: case NodeKind::Attention:
         case NodeKind::AttentionBackward:
           open(KernelGroup::Kind::Copy, id);
@@ -90,11 +102,37 @@ class GreedyPlanner {
     return latest;
   }
 
-  // Reading a reshape of group gi's output inside gi itself would read what the kernel is
-  // still writing: such a node starts a new group.
+  // Reading a reshape or an in-place view of group gi's output inside gi itself would read what
+  // the kernel is still writing: such a node starts a new group.
   bool reads_alias_of(int id, int gi) const {
     for (int in : g_.node(id).inputs) {
-      if (g_.node(in).kind == NodeKind::Reshape && alias_group_[in] == gi) return true;
+      if ((g_.node(in).kind == NodeKind::Reshape || view_[in]) && alias_group_[in] == gi) return true;
+    }
+    return false;
+  }
+
+  bool reads_view(int id) const {
+    for (int in : g_.node(id).inputs) {
+      if (view_[in]) return true;
+    }
+    return false;
+  }
+
+  // A row-strided view read once, by an elementwise node of its own shape or as a row op's input,
+  // is read in place by that kernel's DMAs (a streaming kernel's blocks are rows anyway) rather
+  // than copied by a kernel of its own and read back: half the HBM traffic, one launch fewer.
+  // Reshapes that keep the rows' length (a row op's [rows, cols] view of it) stay views.
+  bool read_in_place(int id) const {
+    const Node& n = g_.node(id);
+    // (one element streams as a Scalar operand, loaded from its buffer's start: not in place)
+    if (n.kind == NodeKind::StridedCopy && (!dtype_on_chip(n.type.dtype) || !view_row_stride(n) || n.type.numel() < 2)) return false;
+    if (g_.is_output(id) || consumers_[id] != 1) return false;
+    for (int c = id + 1; c < static_cast<int>(g_.nodes().size()); ++c) {
+      const Node& user = g_.node(c);
+      if (!live_[c] || std::find(user.inputs.begin(), user.inputs.end(), id) == user.inputs.end()) continue;
+      if (user.kind == NodeKind::Elementwise) return user.type.shape == n.type.shape;
+      if (user.kind == NodeKind::Reshape) return user.type.shape.back() == n.type.shape.back() && read_in_place(c);
+      return user.kind == NodeKind::Row && user.inputs[0] == id;
     }
     return false;
   }
@@ -157,11 +195,12 @@ class GreedyPlanner {
   // independent subexpressions over the same copied operands (a compare-and-swap's keys, a
   // backward's terms) then fuse into one kernel instead of one each. Either keeps the invariant:
   // the group runs after everything the node reads. A node reading only graph inputs starts its
-  // own group (unrelated ops stay apart, and their programs are reused).
+  // own group (unrelated ops stay apart, and their programs are reused), unless it reads views in
+  // place: those stand for the copies they replace.
   bool join(int id) {
     const int gi = latest_producer_group(id);
-    if (gi < 0) return false;
-    if (try_join(id, gi)) return true;
+    if (gi < 0 && !reads_view(id)) return false;
+    if (gi >= 0 && try_join(id, gi)) return true;
     const int last = static_cast<int>(groups_.size()) - 1;
     return last > gi && groups_[last].kind == KernelGroup::Kind::Elementwise && try_join(id, last);
   }
@@ -175,6 +214,7 @@ class GreedyPlanner {
     if (head.type.shape != n.type.shape) return false;
     if (grp.kind == KernelGroup::Kind::MatMul) {
       if (!dtype_is_float(n.type.dtype)) return false;  // the MXU path writes floats
+      if (reads_view(id)) return false;  // epilogue operands are contiguous
       // Only the matmul's (or its epilogue's) latest value, read by nobody else, can flow on.
       const int tail = grp.nodes.back();
       if (std::find(n.inputs.begin(), n.inputs.end(), tail) == n.inputs.end()) return false;
@@ -220,6 +260,9 @@ class GreedyPlanner {
 
   void finish(KernelGroup& grp) const {
     grp.inputs = external_inputs(grp.nodes);
+    for (int in : grp.inputs) {
+      if (view_[in]) grp.views.push_back(in);
+    }
     grp.outputs = escaping_values(grp.nodes);
     if (grp.outputs.empty()) grp.outputs.push_back(grp.nodes.back());  // dead code still runs if asked to
   }
@@ -229,11 +272,36 @@ class GreedyPlanner {
   std::vector<char> live_;
   std::vector<int> consumers_;
   std::vector<int> group_of_;
-  std::vector<int> alias_group_;  // Reshape values: the group writing the aliased data
+  std::vector<int> alias_group_;  // Reshape values and in-place views: the group writing the data
+  std::vector<char> view_;        // StridedCopy nodes read in place (read_in_place)
   std::vector<KernelGroup> groups_;
 };
 
 }  // namespace
+
+const Node& view_node(const Graph& g, int v) {
+  while (g.node(v).kind == NodeKind::Reshape) v = g.node(v).inputs[0];
+  return g.node(v);
+}
+
+std::optional<int64_t> view_row_stride(const Node& n) {
+  if (n.kind != NodeKind::StridedCopy || n.type.shape.empty()) return std::nullopt;
+  const size_t last = n.type.shape.size() - 1;
+  if (n.type.shape[last] > 1 && n.strides[last] != 1) return std::nullopt;
+  // Outer dims (size-1 ones aside) must step whole rows: each dim's stride is the row stride
+  // times the rows the dims inside it span.
+  std::optional<int64_t> row_stride;
+  int64_t rows_inside = 1;
+  for (size_t d = last; d-- > 0;) {
+    if (n.type.shape[d] == 1) continue;
+    if (!row_stride) row_stride = n.strides[d];
+    if (n.strides[d] != *row_stride * rows_inside) return std::nullopt;
+    rows_inside *= n.type.shape[d];
+  }
+  const int64_t stride = row_stride.value_or(n.type.shape[last]);
+  if (stride < n.type.shape[last]) return std::nullopt;
+  return stride;
+}
 
 std::vector<KernelGroup> plan_fusion(const Graph& graph, FusionStrategy strategy) { return GreedyPlanner(graph, strategy).run(); }
 

@@ -5,6 +5,7 @@
 //            become its epilogue; an elementwise group feeding only a row op becomes its prologue.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,7 +27,19 @@ struct KernelGroup {
   std::vector<int> nodes;
   std::vector<int> inputs;   // values read from outside the group, in first-use order
   std::vector<int> outputs;  // values the group writes to HBM
+  // Inputs that are row-strided views read in place (no copy kernel writes them): the launch
+  // binds the view's source and reads its rows at the view's stride and offset.
+  std::vector<int> views;
 };
+
+// A StridedCopy node whose view is rows of contiguous elements at one stride (a slice such as
+// x[:, :d], x[::2] or a qkv split): that stride in elements, at least the row's length. nullopt
+// for any other view (transposes, broadcasts, steps along the last dim).
+std::optional<int64_t> view_row_stride(const Node& n);
+
+// The StridedCopy node behind a view read in place (KernelGroup::views), through the reshapes
+// of it that keep its rows.
+const Node& view_node(const Graph& g, int v);
 
 // Groups in an order that respects every dependency. Nodes no graph output depends on are dropped.
 std::vector<KernelGroup> plan_fusion(const Graph& graph, FusionStrategy strategy);

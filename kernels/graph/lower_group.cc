@@ -108,18 +108,39 @@ std::string layout_name(Layout l) {
 
 std::string operand_key(const std::vector<Operand>& ops) {
   std::string s;
-  for (const auto& o : ops) s += fmt::format("{}/{},", dtype_name(o.dtype), layout_name(o.layout));  // periods are launch scalars
+  for (const auto& o : ops) {  // periods, strides and offsets are launch scalars
+    s += fmt::format("{}/{}{},", dtype_name(o.dtype), layout_name(o.layout), o.strided ? "/strided" : "");
+  }
   return s;
 }
 
-std::vector<Operand> operands_for(const Graph& g, const std::vector<int>& values, const std::vector<int64_t>& out_shape) {
+bool is_view(const KernelGroup& grp, int v) { return std::find(grp.views.begin(), grp.views.end(), v) != grp.views.end(); }
+
+// `views`: the values among them that are row-strided views read in place (KernelGroup::views).
+std::vector<Operand> operands_for(const Graph& g, const std::vector<int>& values, const std::vector<int64_t>& out_shape,
+                                  const KernelGroup* views = nullptr) {
   std::vector<Operand> ops;
   for (int v : values) {
-    const auto& t = g.node(v).type;
-    const Layout l = broadcast_layout(t.shape, out_shape);
-    ops.push_back({t.dtype, l, l == Layout::Periodic ? t.numel() / t.shape.back() : 0});
+    const Node& n = g.node(v);
+    const Layout l = broadcast_layout(n.type.shape, out_shape);
+    ops.push_back({n.type.dtype, l, l == Layout::Periodic ? n.type.numel() / n.type.shape.back() : 0});
+    if (views && is_view(*views, v)) {
+      if (l != Layout::Full) throw KernelError("a view read in place must have the kernel's shape");
+      const Node& view = view_node(g, v);
+      ops.back().strided = true;
+      ops.back().row_stride = *view_row_stride(view);
+      ops.back().offset = view.offset;
+    }
   }
   return ops;
+}
+
+// The values a launch binds for `operands`: a view read in place binds its source.
+std::vector<int> bound_values(const Graph& g, const KernelGroup& grp, std::vector<int> operands) {
+  for (int& v : operands) {
+    if (is_view(grp, v)) v = view_node(g, v).inputs[0];
+  }
+  return operands;
 }
 
 std::string label_of(const Graph& g, const KernelGroup& grp) {
@@ -165,9 +186,9 @@ Launch lower_elementwise(const Graph& g, const KernelGroup& grp, const sim::Chip
     spec.outputs.push_back(g.node(o).type.dtype);
   }
   Launch l;
-  l.args = b.operands();
+  l.args = bound_values(g, grp, b.operands());
   l.args.insert(l.args.end(), grp.outputs.begin(), grp.outputs.end());
-  if (const auto flat = flat_view(g, grp, b.operands())) {
+  if (const auto flat = grp.views.empty() ? flat_view(g, grp, b.operands()) : std::nullopt) {
     spec.flat = true;
     for (int v : b.operands()) {
       const auto& t = g.node(v).type;
@@ -179,7 +200,7 @@ Launch lower_elementwise(const Graph& g, const KernelGroup& grp, const sim::Chip
   } else {
     const auto& shape = g.node(grp.nodes.back()).type.shape;
     std::tie(spec.rows, spec.cols) = rows_cols(shape);
-    spec.inputs = operands_for(g, b.operands(), shape);
+    spec.inputs = operands_for(g, b.operands(), shape, &grp);
     l.scalars = stream_scalars(spec.rows, spec.cols, spec.inputs);
     spec.rows = row_bucket(spec.rows);
     spec.cols = col_bucket(spec.cols);
@@ -264,9 +285,9 @@ Launch lower_row(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& 
   for (size_t i = 0; i + 1 < grp.nodes.size(); ++i) b.node(grp.nodes[i]);
   e.add_output(b.value(x));
   spec.prologue = e;
-  spec.inputs = operands_for(g, b.operands(), g.node(x).type.shape);
+  spec.inputs = operands_for(g, b.operands(), g.node(x).type.shape, &grp);
   Launch l;
-  l.args = b.operands();
+  l.args = bound_values(g, grp, b.operands());
   const size_t bias_at = r.row_weight ? 2 : 1;  // a bias without a weight comes right after x
   if (r.row_weight) {
     spec.has_weight = true;

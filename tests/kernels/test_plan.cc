@@ -106,13 +106,13 @@ TEST_SUITE("kernels") {
   }
 
   TEST_CASE("fusion: subexpressions over separately copied operands share one elementwise kernel") {
-    // lo and hi are two strided copies (kernels of their own); a * 2 opens an elementwise group,
-    // and hi + 1, whose producer is a copy made before that group, joins it instead of opening
-    // another, so the compare-and-swap pattern is one kernel. x * 3 reads only the graph input:
-    // a group of its own.
+    // lo and hi are two transposing strided copies (kernels of their own); a * 2 opens an
+    // elementwise group, and hi + 1, whose producer is a copy made before that group, joins it
+    // instead of opening another, so the compare-and-swap pattern is one kernel. x * 3 reads only
+    // the graph input: a group of its own.
     kernels::Graph g;
     const int x = g.input({{4, 8}, DType::F32});
-    const int lo = g.strided_copy(x, {4, 4}, {8, 1}, 0), hi = g.strided_copy(x, {4, 4}, {8, 1}, 4);
+    const int lo = g.strided_copy(x, {4, 4}, {1, 8}, 0), hi = g.strided_copy(x, {4, 4}, {1, 8}, 4);
     const int a = g.binary_scalar(ExprOp::Mul, lo, 2.0), b = g.binary_scalar(ExprOp::Add, hi, 1.0);
     g.mark_output(g.binary(ExprOp::Max, a, b));
     kernels::Graph with_unrelated = g;
@@ -131,7 +131,7 @@ TEST_SUITE("kernels") {
     const auto plain = testing::run_graph(g, kernels::make_plan(g, FusionStrategy::None, sim::load_chip("v5e"), cache), {{x, data}});
     CHECK(fused == plain);
     for (int r = 0; r < 4; ++r) {
-      for (int c = 0; c < 4; ++c) CHECK(fused[r * 4 + c] == std::max(2.f * data[r * 8 + c], data[r * 8 + 4 + c] + 1.f));
+      for (int c = 0; c < 4; ++c) CHECK(fused[r * 4 + c] == std::max(2.f * data[c * 8 + r], data[c * 8 + 4 + r] + 1.f));
     }
   }
 
