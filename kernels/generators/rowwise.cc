@@ -58,6 +58,23 @@ void RowwiseBuilder::prepare_masks() {
   w_.load_immediate(t, 1);
   w_.line("vbcast v{}, s{}", v, t);
   w_.line("vicmp.lt m{}, v{}, v{}", lane0_, lane_, v);
+  if (hoist_tail_masks_ && !spec_.whole_chunks) {
+    // The last iteration starts at the row's length rounded down to whole iterations; its chunk
+    // u keeps the lanes below (length mod the iteration's lanes) - 128 u.
+    const int64_t lanes = chunk_unroll() * kLanes;
+    const int rest = s.take();
+    w_.line("sarg s{}, {}", t, stream_->cols_arg());
+    w_.line("sshri s{}, s{}, {}", rest, t, std::countr_zero(uint64_t(lanes)));
+    w_.line("sshli s{}, s{}, {}", rest, rest, std::countr_zero(uint64_t(lanes)));
+    w_.line("ssub s{}, s{}, s{}", rest, t, rest);
+    for (int64_t u = 0; u < chunk_unroll(); ++u) {
+      tail_masks_.push_back(masks_.take());
+      w_.line("saddi s{}, s{}, {}", t, rest, -u * kLanes);
+      w_.line("vbcast v{}, s{}", v, t);
+      w_.line("vicmp.lt m{}, v{}, v{}", tail_masks_.back(), lane_, v);
+    }
+    s.release(rest);
+  }
   vregs_.release(v);
   s.release(t);
 }
@@ -67,6 +84,10 @@ void RowwiseBuilder::prepare_masks() {
 void RowwiseBuilder::mask_tail(int x, const Cursors& c) {
   if (!c.masked) return;
   if (c.identity < 0) throw KernelError("row kernel: a pass masks its tail without an identity (chunk_loop's)");
+  if (!tail_masks_.empty()) {
+    w_.line("vsel v{}, m{}, v{}, v{}", x, tail_masks_.at(c.tile), x, c.identity);
+    return;
+  }
   const int v = vregs_.take(), t = w_.sregs().take();
   if (c.tile == 0) {
     w_.line("vbcast v{}, s{}", v, c.remaining);
@@ -95,8 +116,10 @@ void RowwiseBuilder::chunk_loop(const std::function<void(const Cursors&)>& body,
       w_.line("smov s{}, s{}", c.operand[i], rowbase_[i]);
     }
   }
-  c.scratch = s.take();
-  w_.line("smov s{}, s{}", c.scratch, scratch_base_);
+  if (needs_scratch()) {  // sums, maxima and products keep no scratch row: no cursor to step
+    c.scratch = s.take();
+    w_.line("smov s{}, s{}", c.scratch, scratch_base_);
+  }
   c.remaining = s.take();
   w_.line("sarg s{}, {}", c.remaining, stream_->cols_arg());
   const int k = s.take(), n = s.take();
@@ -105,7 +128,7 @@ void RowwiseBuilder::chunk_loop(const std::function<void(const Cursors&)>& body,
     for (size_t i = 0; i < c.operand.size(); ++i) {
       if (c.operand[i] >= 0) w_.line("saddi s{}, s{}, {}", c.operand[i], c.operand[i], unroll * kLanes * stream_->element_bytes(i));
     }
-    w_.line("saddi s{}, s{}, {}", c.scratch, c.scratch, unroll * kLanes * 4);
+    if (c.scratch >= 0) w_.line("saddi s{}, s{}, {}", c.scratch, c.scratch, unroll * kLanes * 4);
     w_.line("saddi s{}, s{}, {}", c.remaining, c.remaining, -unroll * kLanes);
   };
   // Whole iterations run unmasked; the row's end, when it is not one, takes one more masked
@@ -131,7 +154,8 @@ void RowwiseBuilder::chunk_loop(const std::function<void(const Cursors&)>& body,
   for (int r : c.operand) {
     if (r >= 0) s.release(r);
   }
-  for (int r : {c.scratch, c.remaining, k, n}) s.release(r);
+  for (int r : {c.remaining, k, n}) s.release(r);
+  if (c.scratch >= 0) s.release(c.scratch);
   if (c.identity >= 0) vregs_.release(c.identity);
 }
 
@@ -274,7 +298,7 @@ void RowwiseBuilder::block(int set, const BlockExtent& e) {
     if (is_rowwise_stored(l)) w_.line("saddi s{}, s{}, {}", rowbase_[i], rowbase_[i], kSublanes * stream_->row_stride(i));
     if (l == Layout::Column) w_.line("saddi s{}, s{}, {}", rowbase_[i], rowbase_[i], kSublanes * stream_->element_bytes(i));
   }
-  w_.line("saddi s{}, s{}, {}", scratch_base_, scratch_base_, kSublanes * scratch_stride());
+  if (needs_scratch()) w_.line("saddi s{}, s{}, {}", scratch_base_, scratch_base_, kSublanes * scratch_stride());
   w_.line("saddi s{}, s{}, 1", g, g);
   w_.line("blt s{}, s{}, {}", g, groups, loop);
   for (int r : rowbase_) {
@@ -296,6 +320,12 @@ bool row_op_reduces(RowOp op) {
          op == RowOp::Prod;
 }
 
-isa::Program make_rowwise(const RowwiseSpec& spec, const sim::ChipConfig& chip) { return rowwise_detail::RowwiseBuilder(spec, chip).build(); }
+isa::Program make_rowwise(const RowwiseSpec& spec, const sim::ChipConfig& chip) {
+  try {
+    return rowwise_detail::RowwiseBuilder(spec, chip, true).build();
+  } catch (const RegisterShortage&) {
+    return rowwise_detail::RowwiseBuilder(spec, chip, false).build();
+  }
+}
 
 }  // namespace vtpu::kernels

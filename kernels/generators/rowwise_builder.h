@@ -32,8 +32,11 @@ inline constexpr int64_t kRowUnroll = 4;  // chunks per chunk-loop iteration (Ro
 
 class RowwiseBuilder {
  public:
-  RowwiseBuilder(const RowwiseSpec& spec, const sim::ChipConfig& chip)
-      : spec_(spec), chip_(chip), w_(fmt::format("row_{}", row_op_name(spec.op))) {}
+  // `hoist_tail_masks`: the ragged last iteration's masks are computed once per kernel (the
+  // row length is a launch constant) instead of in every row group; it takes unroll mask
+  // registers, so a prologue that then runs out of them is generated again without.
+  RowwiseBuilder(const RowwiseSpec& spec, const sim::ChipConfig& chip, bool hoist_tail_masks)
+      : spec_(spec), chip_(chip), w_(fmt::format("row_{}", row_op_name(spec.op))), hoist_tail_masks_(hoist_tail_masks) {}
 
   isa::Program build();
 
@@ -53,7 +56,7 @@ class RowwiseBuilder {
   struct Cursors {
     const BlockStream* stream = nullptr;
     std::vector<int> operand;  // per stream operand (Full/Row), -1 otherwise
-    int scratch;
+    int scratch = -1;  // the scratch row's cursor (ops that keep one: needs_scratch)
     int remaining;
     int64_t tile = 0;
     bool masked = false;  // the iteration that reaches the row's end: chunks past it are masked
@@ -118,6 +121,8 @@ class RowwiseBuilder {
   RegisterPool vregs_{"vector registers", 0, 31}, masks_{"mask registers", 1, 7};
   int weight_ = -1, bias_ = -1, out_ = -1;
   int lane_ = -1, lane0_ = -1, tail_ = -1;
+  bool hoist_tail_masks_;
+  std::vector<int> tail_masks_;  // per chunk of the ragged last iteration: its lanes inside the row
   std::vector<int> rowbase_;
   int scratch_base_ = -1, scratch_sreg_ = -1;
 };
