@@ -3,11 +3,12 @@
 // out, the semaphores and the two-parity block loop; the caller emits each block's compute.
 //
 // The row count, the column count, every Periodic operand's period and every strided input's row
-// stride and offset are launch scalars (the last kernel arguments, in that order): `rows` and `cols` only size the blocks, so one program
-// serves every shape up to them, e.g. every sequence length of a [batch * seq, hidden] activation
-// or of a [batch * heads * seq, seq] score matrix. Blocks are sized for the most rows VMEM allows;
-// with Periodic operands the kernel first shrinks them until they divide every period (so one DMA
-// fetches a block's rows of a periodic operand).
+// stride and offset are launch scalars (the last kernel arguments, in that order): `rows` and
+// `cols` only size the blocks, so one program serves every shape up to them, e.g. every
+// sequence length of a [batch * seq, hidden] activation or of a [batch * heads * seq, seq] score
+// matrix. Blocks are sized for the most rows VMEM allows; with Periodic operands the kernel first
+// shrinks them until they divide every period (so one DMA fetches a block's rows of a periodic
+// operand).
 #pragma once
 
 #include <cstdint>

@@ -27,13 +27,13 @@ struct View {
   int64_t offset = 0;
 };
 
+int64_t numel(const std::vector<int64_t>& shape) { return kernels::TensorType{shape, DType::F32}.numel(); }
+
 // The view's elements, in order, by index arithmetic.
 std::vector<float> gather(const std::vector<float>& src, const View& v) {
-  int64_t numel = 1;
-  for (int64_t d : v.sizes) numel *= d;
   std::vector<float> out;
   std::vector<int64_t> index(v.sizes.size(), 0);
-  for (int64_t flat = 0; flat < numel; ++flat) {
+  for (int64_t flat = 0; flat < numel(v.sizes); ++flat) {
     int64_t at = v.offset;
     for (size_t d = 0; d < v.sizes.size(); ++d) at += index[d] * v.strides[d];
     out.push_back(src[at]);
@@ -43,12 +43,6 @@ std::vector<float> gather(const std::vector<float>& src, const View& v) {
     }
   }
   return out;
-}
-
-int64_t numel(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
 }
 
 }  // namespace
