@@ -118,7 +118,7 @@ TEST_SUITE("kernels") {
 
   TEST_CASE("v7's two cores keep pace with its HBM: constants broadcast once, long rows on several accumulators") {
     // A bf16 tile reaches a v7 core in about 1.5 cycles. Broadcasting x + 1's constant on every
-    // tile chained a broadcast, the add and the rounding behind each other (66% of the sustained
+    // tile chained a broadcast, the add and the rounding behind each other (79% of the sustained
     // bandwidth); one accumulator per row chained a sum's adds 2 cycles apart (60%).
     const auto chip = sim::load_chip("v7");
     const int64_t rows = 4096, cols = 4096, n = rows * cols;  // 32 MiB of bf16
