@@ -16,8 +16,13 @@ TileValue TileCodegen::fresh(ValueType type) {
 }
 
 void TileCodegen::release(const TileValue& v) {
-  if (v.type == ValueType::Mask) masks_.release(v.reg);
-  else vregs_.release(v.reg);
+  if (v.type == ValueType::Mask) return masks_.release(v.reg);
+  if (hoisted_) {  // the kernel's constants outlive the tile
+    for (const auto& [bits, reg] : *hoisted_) {
+      if (reg == v.reg) return;
+    }
+  }
+  vregs_.release(v.reg);
 }
 
 void TileCodegen::fill(int vreg, float value) {
@@ -128,8 +133,7 @@ std::vector<TileValue> TileCodegen::emit(const Expr& expr, const std::function<v
       if (x >= 0 && --uses[x] == 0) {
         bool is_preset = false;
         for (const auto& p : preset) is_preset |= p.second.reg == values[x].reg && p.second.type == values[x].type;
-        const bool is_hoisted = nodes[x].op == ExprOp::Constant && hoisted_ && hoisted_->count(constant_bits(nodes[x]));
-        if (!is_preset && !is_hoisted) release(values[x]);
+        if (!is_preset) release(values[x]);
       }
     }
   }

@@ -35,7 +35,7 @@ class TileCodegen {
 
   // Vregs a kernel filled before its tile loop, by the constant's 32 bits: Constant nodes of the
   // expression read them instead of broadcasting their value again on every tile (an `x + 1` tile
-  // is otherwise a scalar load, a broadcast and the add's wait on it). They are never released.
+  // is otherwise a scalar load, a broadcast and the add's wait on it). release() leaves them be.
   void use_hoisted_constants(const std::map<uint32_t, int>* constants) { hoisted_ = constants; }
 
   // Helpers also used by kernels around the expression.

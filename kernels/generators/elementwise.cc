@@ -66,7 +66,6 @@ void emit_tile(AsmWriter& w, const ElementwiseSpec& spec, const BlockStream& str
   for (size_t i = 0; i < results.size(); ++i) {
     bool seen = false;  // the same node may be two outputs
     for (size_t j = 0; j < i; ++j) seen |= results[j].reg == results[i].reg && results[j].type == results[i].type;
-    for (const auto& [bits, v] : constants) seen |= results[i].type != ValueType::Mask && results[i].reg == v;  // a fill
     if (!seen) codegen.release(results[i]);
   }
 }

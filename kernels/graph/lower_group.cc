@@ -116,15 +116,16 @@ std::string operand_key(const std::vector<Operand>& ops) {
 
 bool is_view(const KernelGroup& grp, int v) { return std::find(grp.views.begin(), grp.views.end(), v) != grp.views.end(); }
 
-// `views`: the values among them that are row-strided views read in place (KernelGroup::views).
+// `grp`, when given, names the values among them that are row-strided views read in place
+// (KernelGroup::views).
 std::vector<Operand> operands_for(const Graph& g, const std::vector<int>& values, const std::vector<int64_t>& out_shape,
-                                  const KernelGroup* views = nullptr) {
+                                  const KernelGroup* grp = nullptr) {
   std::vector<Operand> ops;
   for (int v : values) {
     const Node& n = g.node(v);
     const Layout l = broadcast_layout(n.type.shape, out_shape);
     ops.push_back({n.type.dtype, l, l == Layout::Periodic ? n.type.numel() / n.type.shape.back() : 0});
-    if (views && is_view(*views, v)) {
+    if (grp && is_view(*grp, v)) {
       if (l != Layout::Full) throw KernelError("a view read in place must have the kernel's shape");
       const Node& view = view_node(g, v);
       ops.back().strided = true;
