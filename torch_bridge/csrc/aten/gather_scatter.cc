@@ -7,10 +7,8 @@
 // int32 traps there) and an index outside [0, size(dim)) is sent past the table, where the kernel
 // traps: an index torch would reject raises IndexError at the next synchronisation instead of
 // touching a neighbouring row. BERT-style embeddings gather their token type ids this way, and
-// gather's backward is a scatter_add. scatter of a source tensor runs on the chip when no element
-// is named twice (how often each is named is read first); repeated indices (the CPU's last write
-// wins, which a scatter-add cannot give) run on the CPU. scatter_combined gives scatter_reduce
-// (scatter_reduce.cc) the same kernel combining by max, min or product.
+// gather's backward is a scatter_add. scatter_combined gives scatter_reduce (scatter_reduce.cc)
+// the same kernel combining by max, min or product, and scatter of a source tensor its last write.
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/ScatterGatherChecks.h>
@@ -205,20 +203,11 @@ at::Tensor tpu_scatter_value(const at::Tensor& self, int64_t dim_arg, const at::
   return words ? as_int64(out) : out;
 }
 
-// An int32 word placed by the f32 scatter-add, which moves integers exactly below 2^24: as its two
-// 16-bit halves, each placed alone (no element is named twice) and joined back in wrapping int32.
-int place_word(Graph& g, int word, const std::function<int(int)>& place) {
-  const auto placed = [&](int half) { return place(g.cast(half, DType::F32, "scatter")); };
-  const kernels::WordHalves halves = kernels::halves_of(g, word, "scatter");
-  return kernels::word_from_halves(g, placed(halves.high), placed(halves.low), "scatter");
-}
-
 // scatter of a source tensor. torch's CPU kernel writes in index order, so where an element is
-// named twice the last write wins, which a scatter-add cannot give: how often each element is
-// named is counted on the chip and its maximum read first (a synchronisation, as index_put_'s
-// writes). When none is named twice, the source elements are placed by a scatter-add into zeros
-// (each lands alone, exactly: floats, bool and int8 through f32, int32 and int64 words by halves) and taken where
-// named; repeated indices run on the CPU. int32 and int64 words are placed as 16-bit halves.
+// named twice the last write wins: each element takes the source element at the largest index
+// position naming it. Those positions (f32, exact below 2^24) are combined by a scatter-max
+// (untouched elements keep -inf), and the winners are gathered from the source's flat block:
+// any dtype, repeated indices or not, and no synchronisation.
 at::Tensor tpu_scatter_src(const at::Tensor& self, int64_t dim_arg, const at::Tensor& index, const at::Tensor& src) {
   check_index_dtype(index, "scatter");
   check_scatter("scatter", self, dim_arg, index, src);
@@ -226,38 +215,17 @@ at::Tensor tpu_scatter_src(const at::Tensor& self, int64_t dim_arg, const at::Te
   const int64_t dim = at::maybe_wrap_dim(dim_arg, std::max<int64_t>(self.dim(), 1));
   const CpuFn cpu = [dim, index](const std::vector<at::Tensor>& c) { return at::scatter(c[0], dim, index.cpu(), c[1]); };
   std::string why = unsupported(self, index, dim);
-  const auto t = self.scalar_type();
-  if (why.empty() && src.scalar_type() != t) why = "a source of another dtype";
-  if (!why.empty()) return run_on_cpu("scatter", {self, src}, cpu, why);
-  const at::Tensor base = other_dims_offsets(self, index, dim).to(self.device());
-  const DimIndexing indexing(self, index, dim);
-  const std::vector<int64_t> shape = self.sizes().vec();
   const int64_t n = index.numel();
-  const at::Tensor hits = record("scatter", {index_words(index), base}, at::kFloat, [&](Graph& g, const std::vector<int>& v) {
-    return scattered(g, g.full({{n, 1}, DType::F32}, 1.0, "scatter"), v[0], v[1], indexing, shape, "scatter");
-  }, [index, dim, shape](const std::vector<at::Tensor>&) {
-    const at::Tensor where = index.cpu();
-    return at::zeros(shape).scatter_add(dim, where, at::ones(where.sizes()));
-  });
-  if (hits.max().item<double>() > 1) return run_on_cpu("scatter", {self, src}, cpu, "repeated indices (the last write wins)");
-  const bool words = t == at::kLong;
-  const at::Tensor rows = words ? int64_word_pairs(leading_block(src, index)).reshape({n, 2}) : leading_block(src, index).reshape({n, 1});
-  const at::Tensor out = record("scatter", {words ? int64_word_pairs(self) : self, rows, index_words(index), base, hits},
-                                words ? at::kInt : t, [&](Graph& g, const std::vector<int>& v) {
-    const int hit = g.binary_scalar(ExprOp::Gt, v[4], 0, false, "scatter");
-    const auto place = [&](int values) { return scattered(g, g.reshape(values, {n, 1}, "scatter"), v[2], v[3], indexing, shape, "scatter"); };
-    if (words) {
-      const kernels::Int64Words x = kernels::split_words(g, v[1], "scatter");
-      const kernels::Int64Words placed{place_word(g, x.lo, place), place_word(g, x.hi, place)};
-      return kernels::join_words(g, kernels::select_int64(g, hit, placed, kernels::split_words(g, v[0], "scatter"), "scatter"), "scatter");
-    }
-    const DType dtype = g.node(v[0]).type.dtype;
-    const int placed = dtype == DType::I32 ? place_word(g, v[1], place)
-                       : dtype_is_float(dtype) ? place(v[1])
-                                               : g.cast(place(g.cast(v[1], DType::F32, "scatter")), dtype, "scatter");  // bool, int8: exact in f32
-    return g.where(hit, placed, v[0], "scatter");
-  }, [cpu, src, self](const std::vector<at::Tensor>&) { return cpu({self.cpu(), src.cpu()}); });
-  return words ? as_int64(out) : out;
+  if (why.empty() && src.scalar_type() != self.scalar_type()) why = "a source of another dtype";
+  if (why.empty() && n > (int64_t{1} << 24)) why = "more than 2^24 index elements (their positions are exact in f32 below)";
+  const at::Tensor positions = at::arange(n, self.options().dtype(at::kFloat)).view(index.sizes());
+  const at::Tensor winner = why.empty() ? scatter_combined(at::empty(self.sizes(), positions.options()), dim, index, positions,
+                                                           ExprOp::Max, why)
+                                        : at::Tensor();
+  if (!why.empty()) return run_on_cpu("scatter", {self, src}, cpu, why);
+  const at::Tensor taken = winner.clamp_min(0).to(at::kLong).reshape({-1});
+  const at::Tensor picked = leading_block(src, index).reshape({n}).index_select(0, taken).view(self.sizes());
+  return at::where(winner.ge(0), picked, self);
 }
 
 at::Tensor& tpu_scatter_src_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {

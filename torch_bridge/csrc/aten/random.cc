@@ -6,7 +6,6 @@
 // its cached plan) does not change with it. Slices and dtypes without kernels are drawn on the
 // host with the same generator.
 #include <ATen/ATen.h>
-#include <ATen/CPUGeneratorImpl.h>
 #include <torch/library.h>
 
 #include <array>
@@ -15,6 +14,7 @@
 
 #include "torch_bridge/csrc/record/op_support.h"
 #include "torch_bridge/csrc/record/recorder.h"
+#include "torch_bridge/csrc/runtime/philox_generator.h"
 #include "torch_bridge/csrc/runtime/runtime.h"
 
 namespace vtpu::bridge {
@@ -29,13 +29,19 @@ at::Generator device_generator(const at::Tensor& self, std::optional<at::Generat
   return at::globalContext().defaultGenerator(self.device());
 }
 
+// What the host draws for `self` (dtypes and views the chip's kernels do not fill) follows the
+// device generator's state too.
+at::Generator host_generator(const at::Tensor& self, std::optional<at::Generator> gen) {
+  return host_generator_for(device_generator(self, gen), self.numel());
+}
+
 // This call's Philox key, on `self`'s device.
 at::Tensor next_key(const at::Tensor& self, std::optional<at::Generator> gen) {
   at::Generator g = device_generator(self, gen);
   uint64_t key;
   {
     std::lock_guard lock(g.mutex());
-    key = at::check_generator<at::CPUGeneratorImpl>(g)->random64();
+    key = at::check_generator<PhiloxGenerator>(g)->next_key(self.numel());
   }
   const at::Tensor host = at::tensor({int32_t(uint32_t(key)), int32_t(uint32_t(key >> 32))}, at::kInt);
   return host.to(self.device());
@@ -73,7 +79,7 @@ at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at:
   if (on_chip(self)) {
     record_fill(self, RandomKind::Normal, mean, std, gen, "normal_");
   } else if (self.numel() > 0) {
-    self.copy_(at::empty(self.sizes(), self.options().device(at::kCPU)).normal_(mean, std, device_generator(self, gen)));
+    self.copy_(at::empty(self.sizes(), self.options().device(at::kCPU)).normal_(mean, std, host_generator(self, gen)));
   }
   return self;
 }
@@ -83,7 +89,7 @@ at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at:
   if (on_chip(self)) {
     record_fill(self, RandomKind::Uniform, from, to, gen, "uniform_");
   } else if (self.numel() > 0) {
-    self.copy_(at::empty(self.sizes(), self.options().device(at::kCPU)).uniform_(from, to, device_generator(self, gen)));
+    self.copy_(at::empty(self.sizes(), self.options().device(at::kCPU)).uniform_(from, to, host_generator(self, gen)));
   }
   return self;
 }
@@ -113,7 +119,7 @@ at::Tensor& random_from(at::Tensor& self, int64_t from, std::optional<int64_t> t
   if (to && integers_on_chip(self, from, *to)) {
     record_integers(self, from, *to, gen);
   } else if (self.numel() > 0) {  // torch's own checks (from < to, the dtype's range) apply here
-    self.copy_(at::empty(self.sizes(), self.options().device(at::kCPU)).random_(from, to, device_generator(self, gen)));
+    self.copy_(at::empty(self.sizes(), self.options().device(at::kCPU)).random_(from, to, host_generator(self, gen)));
   }
   return self;
 }
@@ -121,7 +127,7 @@ at::Tensor& random_from(at::Tensor& self, int64_t from, std::optional<int64_t> t
 at::Tensor& random_to(at::Tensor& self, int64_t to, std::optional<at::Generator> gen) { return random_from(self, 0, to, gen); }
 
 at::Tensor& random_full(at::Tensor& self, std::optional<at::Generator> gen) {
-  if (self.numel() > 0) self.copy_(at::empty(self.sizes(), self.options().device(at::kCPU)).random_(device_generator(self, gen)));
+  if (self.numel() > 0) self.copy_(at::empty(self.sizes(), self.options().device(at::kCPU)).random_(host_generator(self, gen)));
   return self;
 }
 
@@ -132,7 +138,7 @@ at::Tensor& bernoulli_(at::Tensor& self, double p, std::optional<at::Generator> 
     record_fill(self, RandomKind::Uniform, 0, 1, gen, "bernoulli_",
                 [p](Graph& g, int u) { return g.binary_scalar(ExprOp::Lt, u, p); });
   } else if (self.numel() > 0) {
-    self.copy_(at::empty(self.sizes(), self.options().device(at::kCPU)).bernoulli_(p, device_generator(self, gen)));
+    self.copy_(at::empty(self.sizes(), self.options().device(at::kCPU)).bernoulli_(p, host_generator(self, gen)));
   }
   return self;
 }

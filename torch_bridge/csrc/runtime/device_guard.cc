@@ -2,12 +2,11 @@
 // with one default stream per device (launches complete synchronously on the simulated timeline,
 // so events and stream synchronisation reduce to flushing pending work), and the PrivateUse1
 // hooks torch asks for availability, device count and generators.
-#include <ATen/CPUGeneratorImpl.h>
-#include <ATen/core/GeneratorForPrivateuseone.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include "torch_bridge/csrc/record/recorder.h"
+#include "torch_bridge/csrc/runtime/philox_generator.h"
 #include "torch_bridge/csrc/runtime/pinned_host_allocator.h"
 #include "torch_bridge/csrc/runtime/runtime.h"
 
@@ -115,20 +114,22 @@ struct TpuHooks final : public at::PrivateUse1HooksInterface {
   at::Allocator* getPinnedMemoryAllocator() const override { return pinned_host_allocator(); }
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t new_bytes) const override;
   const at::Generator& getDefaultGenerator(c10::DeviceIndex device) const override;
+  at::Generator getNewGenerator(c10::DeviceIndex device) const override {
+    return make_philox_generator(device < 0 ? current_device_index() : device, c10::default_rng_seed_val);
+  }
 };
 
 }  // namespace
 
 C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);
 
-// Each device's generator is a CPU generator (seeded by torch.tpu.manual_seed): it hands every
-// random op a fresh Philox key for the chip's kernels (csrc/aten/random.cc), and draws on the host
-// what the chip cannot fill (slices, integer dtypes).
+// Each device's default generator (seeded by torch.tpu.manual_seed) hands every random op its
+// Philox key (philox_generator.h).
 const at::Generator& TpuHooks::getDefaultGenerator(c10::DeviceIndex device) const {
   static std::vector<at::Generator> generators;
   static std::once_flag once;
   std::call_once(once, [] {
-    for (int i = 0; i < Runtime::get().device_count(); ++i) generators.push_back(at::detail::createCPUGenerator(0x7a5 + i));
+    for (int i = 0; i < Runtime::get().device_count(); ++i) generators.push_back(make_philox_generator(i, 0x7a5 + i));
   });
   const int index = device < 0 ? current_device_index() : device;
   TORCH_CHECK(index < static_cast<int>(generators.size()), "vtpu: no generator for tpu:", index);

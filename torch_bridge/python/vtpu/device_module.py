@@ -162,3 +162,59 @@ def memory_summary(device=None) -> str:
             f"capacity {m['capacity_bytes'] / mib:.0f} MiB; VMEM held for a flush's intermediates: peak "
             f"{m['held_vmem_peak_bytes'] / mib:.2f} of {m['held_vmem_capacity_bytes'] / mib:.0f} MiB; both together: peak "
             f"{m['peak_combined_bytes'] / mib:.2f} MiB")
+
+
+def get_device_name(device=None) -> str:
+    """The simulated chip's preset name, as torch.cuda.get_device_name gives the GPU's."""
+    _index(device)
+    return f"vtpu {_C.chip_name()} (simulated TPU)"
+
+
+class _DeviceProperties:
+    """What torch.cuda.get_device_properties offers that a chip has: its name and HBM capacity,
+    plus the preset's units (trainers size batches and report memory percentages from these)."""
+
+    def __init__(self, index: int):
+        preset = next((p for p in _C.chip_presets() if p["name"] == _C.chip_name()), {})
+        self.name = get_device_name(index)
+        self.total_memory = _C.stats()["memory"][index]["capacity_bytes"]
+        self.tensor_cores = preset.get("tensor_cores")
+        self.mxu_per_core = preset.get("mxu_per_core")
+        self.clock_hz = preset.get("clock_hz")
+        self.vmem_bytes = preset.get("vmem_bytes")
+
+    def __repr__(self):
+        return f"_DeviceProperties(name='{self.name}', total_memory={self.total_memory // 2**20}MB)"
+
+
+def get_device_properties(device=None) -> _DeviceProperties:
+    return _DeviceProperties(_index(device))
+
+
+def memory_stats(device=None) -> dict:
+    """torch.cuda.memory_stats's keys that describe simulated HBM. The chip's allocator reserves
+    nothing beyond what tensors hold and never retries, so reserved equals allocated."""
+    m = _C.stats()["memory"][_index(device)]
+    stats = {"num_alloc_retries": 0}
+    for kind in ("allocated_bytes", "active_bytes", "reserved_bytes"):
+        stats[f"{kind}.all.current"] = m["allocated_bytes"]
+        stats[f"{kind}.all.peak"] = m["peak_allocated_bytes"]
+    return stats
+
+
+def memory_reserved(device=None) -> int:
+    return memory_allocated(device)
+
+
+def max_memory_reserved(device=None) -> int:
+    return max_memory_allocated(device)
+
+
+def mem_get_info(device=None) -> tuple[int, int]:
+    """(free, total) bytes of the chip's simulated HBM."""
+    m = _C.stats()["memory"][_index(device)]
+    return m["capacity_bytes"] - m["allocated_bytes"], m["capacity_bytes"]
+
+
+def empty_cache() -> None:
+    """Nothing to give back: freed HBM returns to the chip's allocator at once (no caching)."""
