@@ -112,6 +112,10 @@ def test_an_index_past_the_rows_raises():
     with pytest.raises(IndexError, match="index out of range"):
         x.index_put_((torch.tensor([1, 3]).to("tpu"),), torch.ones(2, 2).to("tpu"), accumulate=True)
         x.cpu()
+    with pytest.raises(IndexError, match="index out of range"):
+        x = torch.zeros(3, 2).to("tpu")
+        x.index_put_((torch.tensor([1, -4]).to("tpu"),), torch.ones(2, 2).to("tpu"))
+        x.cpu()
     assert torch.equal(torch.ones(2, device="tpu").cpu(), torch.ones(2))
 
 
@@ -135,22 +139,23 @@ def test_writes_at_integer_indices(mode):
     vtpu.set_mode("defer_and_fuse")
 
 
-def test_repeated_integer_writes_fall_back_with_the_reason():
-    """Which of several writes to a row wins is the CPU's order; the chip reads how often each
-    row is named and leaves repeated ones to the CPU."""
-    x = torch.zeros(4, 2)
-    index = torch.tensor([1, 1, 3])
-    values = torch.arange(6.0).view(3, 2)
-    with pytest.raises(NotImplementedError, match="last write wins"):
-        x.to("tpu").index_put_((index.to("tpu"),), values.to("tpu"))
-    vtpu.set_cpu_fallback(True)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            got = x.to("tpu").index_put_((index.to("tpu"),), values.to("tpu"))
-        assert torch.equal(got.cpu(), x.clone().index_put_((index,), values))
-    finally:
-        vtpu.set_cpu_fallback(False)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.int64, torch.bool, torch.int8])
+def test_repeated_integer_writes_keep_the_last_on_the_chip(dtype):
+    """Which of several writes to a row wins is the CPU's order: the last. Any dtype, int64 values
+    past 2^24 too, and several index tensors with repeats (flex_attention's dense block masks)."""
+    x = torch.zeros(4, 2, dtype=dtype)
+    index = torch.tensor([1, 1, 3, -3])
+    values = (torch.arange(8).view(4, 2) * (2**40 if dtype == torch.int64 else 1) + 3).to(dtype)
+    got = x.to("tpu").index_put_((index.to("tpu"),), values.to("tpu"))
+    assert torch.equal(got.cpu(), x.clone().index_put_((index,), values))
+    dense = torch.zeros(3, 5, dtype=dtype)
+    rows, cols = torch.arange(3).unsqueeze(-1), torch.tensor([[0, 4, 4], [2, 2, 4], [4, 4, 4]])
+    got = dense.to("tpu")
+    got[rows.to("tpu"), cols.to("tpu")] = torch.ones((), dtype=dtype).to("tpu")
+    want = dense.clone()
+    want[rows, cols] = torch.ones((), dtype=dtype)
+    assert torch.equal(got.cpu(), want)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
 
 
 @pytest.mark.parametrize("name", ["ij", "i_k", "_jk_broadcast", "scalar_value", "accumulate_repeated", "_j", "__k_accumulate"])

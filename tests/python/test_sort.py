@@ -52,6 +52,19 @@ def test_other_dtypes(dtype):
     assert vtpu.stats()["cpu_fallback_ops"] == 0
 
 
+@pytest.mark.parametrize("descending", [False, True])
+def test_int32_of_any_magnitude_sorts_by_its_halves(descending):
+    edges = torch.tensor([[70000, -70000, 65535, -1, 0, 65536, -65536, 2**31 - 1, -2**31, 70000, 65535, -65535]],
+                         dtype=torch.int32)  # values sharing a low or a high half, and the extremes
+    check(edges, descending=descending)
+    check(torch.randint(-2**31, 2**31 - 1, (5, 37), generator=gen(5), dtype=torch.int32), dim=0, descending=descending)
+    # flex_attention's block masks: argsort of 0/1 int32 rows, descending and stable
+    mask = torch.randint(0, 2, (2, 3, 40), generator=gen(6), dtype=torch.int32)
+    assert torch.equal(mask.to("tpu").argsort(dim=-1, descending=True, stable=True).cpu(),
+                       mask.argsort(dim=-1, descending=True, stable=True))
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
 def test_moe_routing_sort_stays_on_the_chip():
     """Tokens grouped by expert: top-2 experts per token, flattened, sorted stably by expert id
     (int64 values whose bound the chip knows from topk), then argsort and the token of each slot."""

@@ -5,14 +5,16 @@
 //    accumulate=True)`, autograd's backward of x[idx]): x plus a scatter-add of the value rows
 //    into zeros (kernels/generators/scatter_add.h, in index order).
 //  - one integer index tensor on dim 0 without accumulating (`x[idx] = v`, a permutation's
-//    inverse `inv[perm] = arange(n)`): how often each row is named is read first (a
-//    synchronisation); rows named once are written from a scatter-add into zeros. Repeated
-//    indices need the CPU's "last write wins", which a scatter-add cannot give: they run there.
+//    inverse `inv[perm] = arange(n)`): each row is gathered from the values at the last index
+//    position naming it (a scatter-max of positions), so repeated indices keep the CPU's last
+//    write, in any dtype.
 // Negative indices count from the end; one outside the rows raises IndexError at the next
 // synchronisation. Masks with several values (a count only the data gives) and other index
 // layouts run on the CPU.
 #include <ATen/ATen.h>
 #include <torch/library.h>
+
+#include <cmath>
 
 #include "torch_bridge/csrc/aten/int64.h"
 #include "torch_bridge/csrc/aten/linear_index.h"
@@ -77,48 +79,34 @@ at::Tensor accumulate_rows(const at::Tensor& self, const at::Tensor& index, cons
   }, [cpu, self](const std::vector<at::Tensor>& c) { return cpu({self.cpu(), c[1]}).reshape(c[0].sizes()); }).view(self.sizes());
 }
 
-// How often the index names each of self's rows: f32 [rows, 1] on the chip.
-at::Tensor row_hits(const at::Tensor& index, int64_t rows) {
+// The last position of the index naming each of self's rows (torch's CPU kernel writes in index
+// order, so that write stays), -inf where none does: a scatter-max of the positions (f32, exact
+// below 2^24), f32 [rows, 1] on the chip.
+at::Tensor last_writer(const at::Tensor& self, const at::Tensor& index) {
   const at::Tensor flat = index.reshape({-1});
-  const int64_t n = flat.numel();
+  const int64_t n = flat.numel(), rows = self.size(0);
   const bool i64 = flat.scalar_type() == at::kLong;
-  return record("index_put_", {index_words(flat)}, at::kFloat, [&](Graph& g, const std::vector<int>& v) {
-    return g.scatter_add(g.full({{n, 1}, DType::F32}, 1.0, "index_put_"), target_rows(g, v[0], i64, rows), false, rows, -1,
-                         "index_put_");
-  }, [flat, rows](const std::vector<at::Tensor>&) {
-    return at::zeros({rows, 1}).index_put_({flat.cpu()}, at::ones({flat.numel(), 1}), true);
+  const at::Tensor positions = at::arange(n, self.options().dtype(at::kFloat));
+  return record("index_put_", {index_words(flat), positions}, at::kFloat, [&](Graph& g, const std::vector<int>& v) {
+    return g.reshape(g.scatter_combine(g.reshape(v[1], {n, 1}, "index_put_"), target_rows(g, v[0], i64, rows), false, rows,
+                                       ExprOp::Max, "index_put_"),
+                     {rows, 1}, "index_put_");
+  }, [flat, rows](const std::vector<at::Tensor>& c) {
+    const at::Tensor given = flat.cpu().to(at::kLong).reshape({-1, 1});
+    const at::Tensor at = at::where(given < 0, given + rows, given);  // negative indices from the end
+    return at::full({rows, 1}, -INFINITY).scatter_reduce(0, at, c[1].cpu().reshape({-1, 1}), "amax");
   });
 }
 
-// self with the rows of values written at their indices (dim 0), each row named at most once
-// (`hits` > 0 marks them): a scatter-add into zeros holds each written row exactly. int64 values
-// of known magnitude below 2^24 go through f32 exactly and come back as words.
-at::Tensor write_rows(const at::Tensor& self, const at::Tensor& index, const at::Tensor& values, const at::Tensor& hits) {
+// self with the rows of values written at their indices (dim 0), the last write winning where a
+// row is named twice: each written row is gathered from the values at its last writer. Any dtype
+// the chip gathers (int64 as word pairs), with no synchronisation.
+at::Tensor write_rows(const at::Tensor& self, const at::Tensor& index, const at::Tensor& values) {
   const int64_t n = index.numel(), rows = self.size(0), width = self.numel() / std::max<int64_t>(rows, 1);
-  const std::vector<int64_t> value_shape = indexed_shape(self, index);
-  const bool words = self.scalar_type() == at::kLong, i64 = index.scalar_type() == at::kLong;
-  const at::Tensor src = values.to(self.device(), self.scalar_type()).expand(value_shape).reshape({n * width});
-  const auto value_bound = words ? int64_bound_of(src) : std::nullopt;
-  const at::Tensor base = words ? self.contiguous().view(at::kInt).view({rows, 2 * width}) : self.reshape({rows, width});
-  const at::Tensor given = words ? index_words(src) : src;
-  const at::Tensor written = record("index_put_", {base, given, index_words(index.reshape({n})), hits}, base.scalar_type(),
-                                    [&](Graph& g, const std::vector<int>& v) {
-    int rows_of_values = v[1];
-    if (words) rows_of_values = g.cast(g.int64_narrow(v[1], *value_bound + 1, "index_put_"), DType::F32, "index_put_");
-    const int placed = g.scatter_add(g.reshape(rows_of_values, {n, width}, "index_put_"), target_rows(g, v[2], i64, rows), false,
-                                     rows, -1, "index_put_");
-    const int new_rows = words ? g.reshape(int64_words(g, g.cast(placed, DType::I32, "index_put_")), {rows, 2 * width}, "index_put_")
-                               : placed;
-    return g.where(g.binary_scalar(ExprOp::Gt, v[3], 0, false, "index_put_"), new_rows, v[0], "index_put_");
-  }, [self, index, values, words](const std::vector<at::Tensor>&) {
-    const at::Tensor out = self.cpu().index_put({index.cpu()}, values.cpu().to(self.scalar_type()), false);
-    return words ? out.reshape({out.size(0), -1}).view(at::kInt) : out.reshape({out.size(0), -1});
-  });
-  if (!words) return written.view(self.sizes());
-  at::Tensor out = as_int64(written.view({rows, width, 2}).contiguous()).view(self.sizes());
-  const auto self_bound = int64_bound_of(self);
-  set_int64_bound(out, self_bound ? std::optional(std::max(*self_bound, *value_bound)) : std::nullopt);
-  return out;
+  const at::Tensor src = values.to(self.device(), self.scalar_type()).expand(indexed_shape(self, index)).reshape({n, width});
+  const at::Tensor winner = last_writer(self, index);
+  const at::Tensor written = src.index_select(0, winner.clamp_min(0).to(at::kLong).reshape({rows}));
+  return at::where(winner.ge(0), written, self.reshape({rows, width})).view(self.sizes());
 }
 
 // Why the chip's paths do not take this call (empty: one of them does).
@@ -139,13 +127,9 @@ std::string unsupported(const at::Tensor& self, const std::vector<std::optional<
     return {};
   }
   if (index.scalar_type() != at::kLong && index.scalar_type() != at::kInt) return "an index that is neither bool nor int32/int64";
-  const bool floats = is_chip_float(self.scalar_type());
-  if (accumulate && !floats) return "accumulating into non-float tensors";
-  if (!accumulate && !floats && self.scalar_type() != at::kLong) return "writing rows into tensors other than f32, bf16, f16 and int64";
-  if (!accumulate && self.scalar_type() == at::kLong) {
-    const auto bound = values.device().is_privateuseone() && values.scalar_type() == at::kLong ? int64_bound_of(values) : std::nullopt;
-    if (!bound || *bound >= (int64_t{1} << 24)) return "writing int64 values of unknown magnitude, or beyond 2^24";
-  }
+  if (accumulate && !is_chip_float(self.scalar_type())) return "accumulating into non-float tensors";
+  if (!chip_dtype(self.scalar_type()) && self.scalar_type() != at::kLong) return "a dtype without kernels on the chip";
+  if (index.numel() > (int64_t{1} << 24)) return "more than 2^24 index elements (their positions are exact in f32 below)";
   return {};
 }
 
@@ -241,10 +225,7 @@ at::Tensor& tpu_index_put_impl_(at::Tensor& self, const c10::List<std::optional<
   } else if (accumulate) {
     self.copy_(accumulate_rows(self, on_chip, values));
   } else {
-    // Rows named twice need the CPU's "last write wins": how often each is named is read first.
-    const at::Tensor hits = row_hits(on_chip, self.size(0));
-    if (hits.max().item<double>() > 1) return fallback(self, list, values, accumulate, "repeated indices (the last write wins)");
-    self.copy_(write_rows(self, on_chip, values, hits));
+    self.copy_(write_rows(self, on_chip, values));
   }
   return self;
 }

@@ -3,8 +3,9 @@
 // a bitonic network. f32, bf16, int8 and bool values, and int64 ones of known magnitude below
 // 2^24 (expert ids), all exact in f32. The sort is stable whether or not `stable` is asked for
 // (torch's CPU gives the same order); NaN sorts last ascending and first descending, as torch's.
-// Other dtypes, int64 values of unknown magnitude and more than 2^24 elements run on the CPU when
-// the fallback is on.
+// int32 values of any magnitude sort as two stable passes over their 16-bit halves (a radix sort:
+// flex_attention's block masks argsort int32 rows). Other dtypes, int64 values of unknown
+// magnitude and more than 2^24 elements run on the CPU when the fallback is on.
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtils.h>
 #include <torch/library.h>
@@ -26,7 +27,7 @@ std::string unsupported(const at::Tensor& self, int64_t n) {
     const auto bound = int64_bound_of(self);
     if (!bound || *bound >= (int64_t{1} << 24)) return "int64 values of unknown magnitude, or beyond 2^24";
   } else if (!is_chip_float(t) && t != at::kChar && t != at::kBool) {
-    return "a dtype the chip does not sort exactly in f32 (f32, bf16, f16, int8, bool, small int64)";
+    return "a dtype the chip does not sort exactly (f32, bf16, f16, int8, int32, bool, small int64)";
   }
   if (n > kernels::kBitonicMaxLength || self.numel() > kernels::kBitonicMaxLength) return "more than 2^24 elements";
   return {};
@@ -40,9 +41,30 @@ int as_f32(Graph& g, int v, const at::Tensor& rows) {
 }
 
 std::tuple<at::Tensor, at::Tensor> tpu_sort_stable(const at::Tensor& self, std::optional<bool> stable, int64_t dim_arg,
+                                                   bool descending);
+
+// int32 values: sorted by their low halves (0..65535), then stably by their high halves
+// (-32768..32767), both exact in f32. The second pass keeps the first's order among equal high
+// halves, so the result is the stable order of the whole values (ascending or descending alike).
+std::tuple<at::Tensor, at::Tensor> sort_int32_by_halves(const at::Tensor& self, int64_t d, bool descending) {
+  const at::Tensor low_bits = at::bitwise_and(self, 0xFFFF);
+  const at::Tensor low = low_bits.to(at::kFloat);
+  // self - low_bits is a multiple of 2^16 below 2^31 in magnitude: exact in f32, as is its scaling
+  const at::Tensor high = (self - low_bits).to(at::kFloat) * (1.0 / 65536);
+  const at::Tensor by_low = std::get<1>(tpu_sort_stable(low, true, d, descending));
+  const at::Tensor by_high = std::get<1>(tpu_sort_stable(high.gather(d, by_low), true, d, descending));
+  const at::Tensor order = by_low.gather(d, by_high);
+  return {self.gather(d, order), order};
+}
+
+std::tuple<at::Tensor, at::Tensor> tpu_sort_stable(const at::Tensor& self, std::optional<bool> stable, int64_t dim_arg,
                                                    bool descending) {
   const int64_t d = self.dim() > 0 ? at::maybe_wrap_dim(dim_arg, self.dim()) : 0;
   const int64_t n = self.dim() > 0 ? self.size(d) : 1;
+  if (self.scalar_type() == at::kInt && self.dim() > 0 && self.numel() > 0 && n <= kernels::kBitonicMaxLength &&
+      self.numel() <= kernels::kBitonicMaxLength) {
+    return sort_int32_by_halves(self, d, descending);
+  }
   if (const std::string why = unsupported(self, n); !why.empty()) {
     const auto r = run_on_cpu_outputs("sort", {self}, [stable, dim_arg, descending](const std::vector<at::Tensor>& c) {
       auto [values, indices] = at::sort(c[0], stable, dim_arg, descending);
