@@ -76,6 +76,7 @@ from . import fft as _fft  # noqa: E402,F401  (_fft_c2c, _fft_r2c, _fft_c2r as D
 from . import decompositions as _decompositions  # noqa: E402  (after the extension's lowerings registered)
 from . import module_conversion as _module_conversion  # noqa: E402,F401
 from . import transformer_fast_path as _transformer_fast_path  # noqa: E402,F401
+from . import flex_attention as _flex_attention  # noqa: E402,F401  (admits tpu inputs)
 from . import embedding_bag as _embedding_bag  # noqa: E402,F401
 from . import convolution_3d as _convolution_3d  # noqa: E402,F401
 from . import pooling_3d as _pooling_3d  # noqa: E402,F401
