@@ -296,7 +296,9 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
       for (int i = 0; i < isa::kVBlockRegs; ++i) v[o[0] + i] = r[i];
       break;
     }
-    case Opcode::Vld: case Opcode::Vldbf: case Opcode::Vldh: case Opcode::Vldi8: vector_load(ins, out); break;
+    case Opcode::Vld: case Opcode::Vldbf: case Opcode::Vldh: case Opcode::Vldi8: case Opcode::Vldu8:
+      vector_load(ins, out);
+      break;
     case Opcode::Vst: case Opcode::Vstbf: case Opcode::Vsth: case Opcode::Vsti8: vector_store(ins, out); break;
     case Opcode::Mxlw: case Opcode::Mxlwi8: case Opcode::Mxlwb: mxu_load_weights(ins, out); break;
     case Opcode::Mxswap: {

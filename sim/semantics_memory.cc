@@ -48,7 +48,8 @@ std::pair<int, int> enabled_lanes(const MaskReg& mask, int sl) {
 void Semantics::vector_load(const isa::Instruction& ins, StepOutcome& out) {
   const auto& o = ins.operands;
   const int elem = isa::vector_element_bytes(ins.opcode);
-  const bool half = ins.opcode == Opcode::Vldh;  // the other 2-byte load is bf16
+  const bool half = ins.opcode == Opcode::Vldh;          // the other 2-byte load is bf16
+  const bool zero_extend = ins.opcode == Opcode::Vldu8;  // the other 1-byte load sign-extends
   const MaskReg& mask = core_.masks[o[1]];
   const int64_t base = int64_t{static_cast<uint32_t>(core_.sregs[o[2]])} + o[3];
   const int64_t stride = o[4];
@@ -75,6 +76,8 @@ void Semantics::vector_load(const isa::Instruction& ins, StepOutcome& out) {
         uint16_t bits;
         std::memcpy(&bits, src + 2 * l, 2);
         dst[l] = half ? f16_bits_to_f32(bits) : bf16_bits_to_f32(bits);
+      } else if (zero_extend) {
+        dst[l] = std::bit_cast<float>(int32_t{src[l]});
       } else {
         dst[l] = std::bit_cast<float>(int32_t{static_cast<int8_t>(src[l])});
       }

@@ -1,5 +1,5 @@
 // Element types of tensors the kernels move and compute on, and how the chip holds each one.
-// The chip computes in f32 and int32 vregs; bf16, f16 and int8 are storage formats widened on load
+// The chip computes in f32 and int32 vregs; bf16, f16, int8 and uint8 are storage formats widened on load
 // (f16 as XLA holds it on TPUs: the VPU and MXU have no f16 arithmetic).
 #pragma once
 
@@ -8,13 +8,13 @@
 
 namespace vtpu::kernels {
 
-enum class DType : uint8_t { F32, BF16, F16, I8, I32, I64, Bool };
+enum class DType : uint8_t { F32, BF16, F16, I8, I32, I64, Bool, U8 };
 
 inline int dtype_bytes(DType t) {
   switch (t) {
     case DType::F32: case DType::I32: return 4;
     case DType::BF16: case DType::F16: return 2;
-    case DType::I8: case DType::Bool: return 1;
+    case DType::I8: case DType::U8: case DType::Bool: return 1;
     case DType::I64: return 8;
   }
   return 0;
@@ -29,6 +29,7 @@ inline std::string_view dtype_name(DType t) {
     case DType::I32: return "i32";
     case DType::I64: return "i64";
     case DType::Bool: return "bool";
+    case DType::U8: return "u8";
   }
   return "?";
 }

@@ -40,6 +40,7 @@ ValueType register_type(DType dtype) {
 
 const char* load_mnemonic(DType dtype) {
   if (dtype == DType::F16) return "vld.f16";
+  if (dtype == DType::U8) return "vld.u8";  // zero-extended; stores keep the low byte, as for int8
   switch (dtype_bytes(dtype)) {
     case 2: return "vld.bf16";
     case 1: return "vld.i8";

@@ -22,16 +22,17 @@ TEST_SUITE("isa") {
     }
   }
 
-  TEST_CASE("element widths come from the table's column: narrower only for bf16, f16 and int8 loads and stores") {
+  TEST_CASE("element widths come from the table's column: narrower only for bf16, f16, int8 and uint8 loads and stores") {
     for (const auto& insn : all_instructions()) {
       INFO(insn.mnemonic);
       const int bytes = vector_element_bytes(insn.opcode);
       const bool half_form = insn.mnemonic.ends_with(".bf16") || insn.mnemonic.ends_with(".f16");
-      const bool narrow_form = half_form || insn.mnemonic.ends_with(".i8");
+      const bool byte_form = insn.mnemonic.ends_with(".i8") || insn.mnemonic.ends_with(".u8");
+      const bool narrow_form = half_form || byte_form;
       const bool memory = insn.unit == Unit::VLoad || insn.unit == Unit::VStore;
       if (memory && half_form) {
         CHECK(bytes == 2);
-      } else if (memory && insn.mnemonic.ends_with(".i8")) {
+      } else if (memory && byte_form) {
         CHECK(bytes == 1);
       } else {
         CHECK(bytes == 4);

@@ -304,6 +304,16 @@ right:
     CHECK(half[1] != sim::round_to_bf16(wide[1025]));  // 2.025 rounds differently to f16 and bf16
     const auto i8 = vector_case("  vcvt.f2i v4, v1\n  vcvt.i8 v4, v4\n  vst.i8 v4, m0, s3, 0, 128\n  vld.i8 v10, m0, s3, 0, 128\n  vcvt.i2f v10, v10", x).out;
     for (int i = 0; i < 1024; ++i) CHECK(i8[i] == static_cast<float>(static_cast<int>(x[i])));
+    // bytes of -128..127 loaded both ways: vld.i8 sign-extends (-3), vld.u8 zero-extends (253)
+    std::vector<float> bytes(3 * 1024);
+    for (int i = 0; i < 3 * 1024; ++i) bytes[i] = static_cast<float>((i * 37) % 256 - 128);
+    const std::string store = "  vcvt.f2i v4, v1\n  vst.i8 v4, m0, s3, 0, 128\n";
+    const auto as_i8 = vector_case(store + "  vld.i8 v10, m0, s3, 0, 128\n  vcvt.i2f v10, v10", bytes).out;
+    const auto as_u8 = vector_case(store + "  vld.u8 v10, m0, s3, 0, 128\n  vcvt.i2f v10, v10", bytes).out;
+    for (int i = 0; i < 1024; ++i) {
+      CHECK(as_i8[i] == bytes[i]);
+      CHECK(as_u8[i] == static_cast<float>(static_cast<int>(bytes[i]) & 0xFF));
+    }
   }
 
   TEST_CASE("vxor, vshri and vimulhu on 32-bit words against 64-bit scalar arithmetic") {

@@ -136,10 +136,11 @@ std::optional<at::Tensor> int64_binary(const char* op, ExprOp e, const at::Tenso
 namespace {
 
 // The largest |element| of an integer tensor whose sums the chip may take in f32: bool, int8,
-// or int64 of known magnitude (nullopt for others).
+// uint8, or int64 of known magnitude (nullopt for others).
 std::optional<int64_t> summable_magnitude(const at::Tensor& self) {
   if (self.scalar_type() == at::kBool) return 1;
   if (self.scalar_type() == at::kChar) return 128;
+  if (self.scalar_type() == at::kByte) return 255;
   if (int64_on_chip(self)) return int64_bound_of(self);
   return std::nullopt;
 }

@@ -90,7 +90,7 @@ at::Tensor reduce(const char* op, RowOp r, const at::Tensor& self, at::OptionalI
       if (auto counted = int64_sum(self, dims, cpu)) return counted->view(shape);
     }
     if (r == RowOp::Max || r == RowOp::Min) return integer_extreme(op, self, dims, r == RowOp::Max, false, cpu).reshape(shape);
-    return run_on_cpu(op, {self}, cpu, "integer sums and means of unknown magnitude (sums of bool, int8 and small int64 run)");
+    return run_on_cpu(op, {self}, cpu, "integer sums and means of unknown magnitude (sums of bool, int8, uint8 and small int64 run)");
   }
   at::Tensor out = record(op, {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
     return kernels::reduce_dims(g, v[0], dims, r, correction);

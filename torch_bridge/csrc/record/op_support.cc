@@ -103,6 +103,19 @@ std::vector<at::Tensor> run_on_cpu_outputs(const char* op, const std::vector<at:
   return results;
 }
 
+// An int8 or uint8 result computed in int32 vregs, wrapped to its byte as torch's arithmetic wraps
+// it (200 + 100 is 44 in uint8). A store keeps the low byte anyway; this makes the value right
+// for what reads it in the same kernel too ((a + b) < 50, ~x == 254). Other results pass as built.
+int wrapped_to_bytes(kernels::Graph& g, int out, c10::ScalarType result_dtype, const char* op) {
+  using kernels::DType;
+  using kernels::ExprOp;
+  const DType built = g.node(out).type.dtype;
+  if ((result_dtype != at::kByte && result_dtype != at::kChar) || dtype_is_float(built) || built == DType::Bool) return out;
+  const int low = g.byte_of(built == DType::I32 ? out : g.cast(out, DType::I32, op), 0, op);  // 0..255
+  if (result_dtype == at::kByte) return low;
+  return g.binary_scalar(ExprOp::Sub, g.binary_scalar(ExprOp::BitXor, low, 128, false, op), 128, false, op);  // -128..127
+}
+
 at::Tensor record(const char* op, const std::vector<at::Tensor>& inputs, c10::ScalarType result_dtype, const BuildFn& build,
                   const CpuFn& cpu) {
   auto& rt = Runtime::get();
@@ -137,7 +150,7 @@ at::Tensor record(const char* op, const std::vector<at::Tensor>& inputs, c10::Sc
   const size_t mark = g.nodes().size();
   int out;
   try {
-    out = build(g, values);
+    out = wrapped_to_bytes(g, build(g, values), result_dtype, op);
     if (g.node(out).type.dtype != to_kernel_dtype(result_dtype)) out = g.cast(out, to_kernel_dtype(result_dtype));
     // A broadcast kernels cannot stream, or a tensor past the 2^31 elements one launch addresses,
     // would only fail at the flush, where nothing can fall back: check them here, per op.

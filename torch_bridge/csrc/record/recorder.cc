@@ -23,6 +23,7 @@ std::optional<kernels::DType> chip_dtype(c10::ScalarType t) {
     case at::kHalf: return kernels::DType::F16;
     case at::kInt: return kernels::DType::I32;
     case at::kChar: return kernels::DType::I8;
+    case at::kByte: return kernels::DType::U8;
     case at::kBool: return kernels::DType::Bool;
     default: return std::nullopt;
   }
@@ -30,7 +31,7 @@ std::optional<kernels::DType> chip_dtype(c10::ScalarType t) {
 
 kernels::DType to_kernel_dtype(c10::ScalarType t) {
   const auto d = chip_dtype(t);
-  TORCH_CHECK_NOT_IMPLEMENTED(d, "vtpu: ", t, " tensors have no kernels on the chip (f32, bf16, f16, int32, int8, bool)");
+  TORCH_CHECK_NOT_IMPLEMENTED(d, "vtpu: ", t, " tensors have no kernels on the chip (f32, bf16, f16, int32, int8, uint8, bool)");
   return *d;
 }
 
