@@ -56,7 +56,7 @@ def test_an_op_with_no_lowering_gets_torchs_error_for_bad_input_and_is_named_oth
         torch.linalg.eigh(torch.eye(3, device="tpu"))
 
 
-@pytest.mark.parametrize("dtype,name", [(torch.float64, "Double"), (torch.int16, "Short"), (torch.uint8, "Byte")])
+@pytest.mark.parametrize("dtype,name", [(torch.float64, "Double"), (torch.int16, "Short"), (torch.uint16, "UInt16")])
 def test_dtypes_the_chip_does_not_hold_are_named(no_fallback, dtype, name):
     x = torch.ones(3, dtype=dtype).to("tpu")  # storage works for any dtype; ops name it
     with pytest.raises(NotImplementedError, match=f"aten::add cannot run on the chip: {name} tensors"):
