@@ -44,13 +44,18 @@ at::Tensor binary(const char* op, ExprOp e, const at::Tensor& self, const at::Te
     return run_on_cpu(op, {self, other}, cpu, "floating-point inputs");  // where torch says why it refuses them
   }
   if (auto words = int64_binary(op, e, self, other, a, result, cpu)) return *words;
+  // A comparison converts a Python number to the operands' common dtype first, as torch's CPU
+  // does: bf16(x) == 0.1 compares with bf16(0.1), int8(x) == 254 with int8(254) = -2.
+  const auto number = [&](const at::Tensor& scalar) {
+    return comparison ? scalar.to(at::result_type(self, other)).item().toDouble() : scalar.item().toDouble();
+  };
   if (is_cpu_scalar(other)) {
-    const double s = other.item().toDouble() * a;
+    const double s = number(other) * a;
     // Both go to record: the CPU fallback needs the scalar too; only device tensors get values.
     return record_elementwise(op, {self, other}, result, [&](Graph& g, const std::vector<int>& v) { return g.binary_scalar(e, v[0], s); }, cpu);
   }
   if (is_cpu_scalar(self)) {
-    const double s = self.item().toDouble();
+    const double s = number(self);
     return record_elementwise(op, {self, other}, result, [&](Graph& g, const std::vector<int>& v) {
       const int o = a == 1.0 ? v[0] : g.binary_scalar(ExprOp::Mul, v[0], a);
       return g.binary_scalar(e, o, s, /*scalar_first=*/true);
