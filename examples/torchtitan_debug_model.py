@@ -71,7 +71,7 @@ def trainer_args(work, steps, seq_len, batch, flavor):
             "--training.dataset", "c4_test", "--training.dataset_path", os.path.join(work, "data"),
             "--training.steps", str(steps), "--training.seq_len", str(seq_len),
             "--training.local_batch_size", str(batch), "--lr_scheduler.warmup_steps", "1",
-            "--metrics.log_freq", "1", "--metrics.disable_color_printing",
+            "--metrics.log_freq", "1", "--metrics.disable_color_printing", "--debug.seed", "0",
             "--job.dump_folder", os.path.join(work, "outputs")]
 
 
