@@ -358,3 +358,24 @@ def test_zero_dim_inputs_of_arg_reductions_and_index_select(no_fallback):
     with pytest.raises(IndexError, match="Dimension out of range"):
         torch.tensor(1.0, device="tpu").argmax(2)
     assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_memory_queries_describe_the_simulated_hbm():
+    """What trainers read (TorchTitan's memory monitor): the chip's name and HBM capacity, and
+    torch.cuda-style statistics that follow a tensor's allocation."""
+    vtpu.synchronize()
+    props = torch.tpu.get_device_properties(0)
+    assert props.name == torch.tpu.get_device_name() == f"vtpu {vtpu.chip_name()} (simulated TPU)"
+    preset = next(p for p in vtpu._C.chip_presets() if p["name"] == vtpu.chip_name())
+    assert props.total_memory == preset["hbm_bytes"] and props.tensor_cores == preset["tensor_cores"]
+    before = torch.tpu.memory_stats()["allocated_bytes.all.current"]
+    x = torch.ones(1 << 20, device="tpu")
+    vtpu.synchronize()
+    stats = torch.tpu.memory_stats()
+    assert stats["allocated_bytes.all.current"] == before + 4 * (1 << 20) == torch.tpu.memory_reserved()
+    assert stats["active_bytes.all.peak"] >= stats["allocated_bytes.all.current"]
+    free, total = torch.tpu.mem_get_info()
+    assert total == props.total_memory and free == total - stats["allocated_bytes.all.current"]
+    torch.tpu.empty_cache()  # nothing cached to give back: the counts stay
+    assert torch.tpu.memory_allocated() == stats["allocated_bytes.all.current"]
+    del x

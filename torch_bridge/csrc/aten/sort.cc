@@ -26,7 +26,7 @@ std::string unsupported(const at::Tensor& self, int64_t n) {
   if (t == at::kLong) {
     const auto bound = int64_bound_of(self);
     if (!bound || *bound >= (int64_t{1} << 24)) return "int64 values of unknown magnitude, or beyond 2^24";
-  } else if (!is_chip_float(t) && t != at::kChar && t != at::kBool) {
+  } else if (!is_chip_float(t) && t != at::kChar && t != at::kBool && t != at::kInt) {
     return "a dtype the chip does not sort exactly (f32, bf16, f16, int8, int32, bool, small int64)";
   }
   if (n > kernels::kBitonicMaxLength || self.numel() > kernels::kBitonicMaxLength) return "more than 2^24 elements";
@@ -61,10 +61,6 @@ std::tuple<at::Tensor, at::Tensor> tpu_sort_stable(const at::Tensor& self, std::
                                                    bool descending) {
   const int64_t d = self.dim() > 0 ? at::maybe_wrap_dim(dim_arg, self.dim()) : 0;
   const int64_t n = self.dim() > 0 ? self.size(d) : 1;
-  if (self.scalar_type() == at::kInt && self.dim() > 0 && self.numel() > 0 && n <= kernels::kBitonicMaxLength &&
-      self.numel() <= kernels::kBitonicMaxLength) {
-    return sort_int32_by_halves(self, d, descending);
-  }
   if (const std::string why = unsupported(self, n); !why.empty()) {
     const auto r = run_on_cpu_outputs("sort", {self}, [stable, dim_arg, descending](const std::vector<at::Tensor>& c) {
       auto [values, indices] = at::sort(c[0], stable, dim_arg, descending);
@@ -72,6 +68,7 @@ std::tuple<at::Tensor, at::Tensor> tpu_sort_stable(const at::Tensor& self, std::
     }, why);
     return {r[0], r[1]};
   }
+  if (self.scalar_type() == at::kInt) return sort_int32_by_halves(self, d, descending);
   const at::Tensor moved = self.movedim(d, -1);
   const at::Tensor rows = moved.reshape({-1, n});
   const bool i64 = self.scalar_type() == at::kLong;

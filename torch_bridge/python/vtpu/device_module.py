@@ -165,8 +165,8 @@ def memory_summary(device=None) -> str:
 
 
 def get_device_name(device=None) -> str:
-    """The simulated chip's preset name, as torch.cuda.get_device_name gives the GPU's."""
-    _index(device)
+    """The simulated chip's preset name, as torch.cuda.get_device_name gives the GPU's (every
+    chip of a process is the same preset)."""
     return f"vtpu {_C.chip_name()} (simulated TPU)"
 
 
