@@ -119,8 +119,10 @@ void AsmWriter::ceil_div_argument(int dst, int arg, int64_t divisor, int scratch
 void AsmWriter::target_mxu(int mxu_dim) { header_ += fmt::format(".mxu_dim {}\n", mxu_dim); }
 void AsmWriter::split_across_cores() { header_ += ".multicore\n"; }
 
+std::string AsmWriter::source() const { return header_ + text_ + "  halt\n" + cold_; }
+
 isa::Program AsmWriter::assemble() const {
-  const std::string source = header_ + text_ + "  halt\n" + cold_;
+  const std::string source = this->source();
   try {
     return isa::assemble(source, name_);
   } catch (const isa::AsmError& e) {

@@ -100,6 +100,7 @@ class AsmWriter {
 
   RegisterPool& sregs() { return sregs_; }
   const std::string& text() const { return text_; }
+  std::string source() const;      // the whole listing: header, code, halt, cold sections
   isa::Program assemble() const;  // throws KernelError with the listing's line on failure
   const std::string& name() const { return name_; }
 

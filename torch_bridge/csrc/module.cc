@@ -11,6 +11,7 @@ void register_hooks();
 void register_build_info(py::module& m);
 void register_slice(py::module& m);
 void register_assembly_kernels(py::module& m);
+void register_block_kernels(py::module& m);
 int current_device_index();
 void set_current_device_index(int index);
 
@@ -176,4 +177,5 @@ PYBIND11_MODULE(_C, m) {
   register_build_info(m);
   register_slice(m);
   register_assembly_kernels(m);
+  register_block_kernels(m);
 }

@@ -1,0 +1,61 @@
+// What a Pallas-style kernel is once traced (torch_bridge/python/vtpu/pallas): the grid, the
+// refs (arrays seen a block at a time, scratch buffers) and the body's statements over blocks.
+// block_kernel.h generates the kernel from it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/codegen/dtype.h"
+#include "kernels/codegen/vector_expr.h"
+
+namespace vtpu::kernels {
+
+constexpr int kMaxBlockGrid = 3;
+
+// One parameter of the kernel body: an array in HBM seen a block at a time (inputs and
+// outputs, kernel arguments in order), or a VMEM buffer that lives across grid steps (scratch,
+// also the tracer's temporaries). Blocks are 2-D, row-major in VMEM.
+struct BlockRef {
+  enum class Kind : uint8_t { Input, Output, Scratch };
+  Kind kind = Kind::Input;
+  DType dtype = DType::F32;          // f32, bf16 or int32
+  int64_t rows = 0, cols = 0;        // the whole array (scratch: the block)
+  int64_t block_rows = 0, block_cols = 0;
+  // Block index along dim d = offset[d] + sum over g of coef[d][g] * program_id(g).
+  std::array<std::array<int64_t, kMaxBlockGrid>, 2> coef{};
+  std::array<int64_t, 2> offset{};
+};
+
+// program_id(axis) == value (or != value): what `pl.when` guards a statement with.
+struct BlockCondition {
+  int axis = 0;
+  int64_t value = 0;
+  bool equal = true;
+};
+
+struct BlockStatement {
+  // Assign: target's block = expr, tile by tile; expr's Input operand i reads ref operands[i]'s
+  // block at the same tile (a ref whose block is one column wide is read as a column vector,
+  // broadcast across the lanes). Dot: target (+)= operands[0] @ operands[1] on the MXUs, f32
+  // accumulation. RowSum / RowMax: target (one column wide) = the reduction of operands[0]'s
+  // rows.
+  enum class Kind : uint8_t { Assign, Dot, RowSum, RowMax };
+  Kind kind = Kind::Assign;
+  int target = -1;
+  std::vector<int> operands;
+  Expr expr;
+  bool accumulate = false;             // Dot only
+  std::vector<BlockCondition> when;    // all must hold for the statement to run
+};
+
+struct BlockKernelSpec {
+  std::string name;
+  std::vector<int64_t> grid;  // at most kMaxBlockGrid dims; the last varies fastest
+  std::vector<BlockRef> refs;
+  std::vector<BlockStatement> body;
+};
+
+}  // namespace vtpu::kernels

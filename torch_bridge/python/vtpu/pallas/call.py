@@ -1,0 +1,187 @@
+"""pallas_call: a kernel body, a grid and block specs made into a function on tpu tensors. The
+body is traced once per input shapes and dtypes (tracing.py), lowered by the chip's generator
+(vtpu._C.block_kernel_source) and run through run_assembly; the function is a torch custom op
+(`vtpu_kernels::<name>`) with a fake implementation, so defer_and_fuse, strict_eager and
+torch.compile(backend="tpu") all see one node, and autograd calls the `backward` given.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import torch
+
+from .. import _C
+from ..assembly import run_assembly
+from .grid import check_in_bounds, trace_index_map
+from .tracing import KernelTraceError, Tracer, dtype_code, tracing
+
+_LIBRARY = torch.library.Library("vtpu_kernels", "FRAGMENT")
+_names = itertools.count()
+
+
+@dataclass(frozen=True)
+class BlockSpec:
+    """Which block of an array a grid step sees: `block_shape`, and `index_map(*program_ids)`
+    giving the block's index along each dim (element offset = index * block size)."""
+    block_shape: tuple[int, int]
+    index_map: Callable[..., tuple]
+
+
+@dataclass(frozen=True)
+class ShapeDtype:
+    """An output's shape and dtype (JAX's ShapeDtypeStruct)."""
+    shape: tuple[int, ...]
+    dtype: torch.dtype = torch.float32
+
+
+@dataclass(frozen=True)
+class VMEM:
+    """A scratch buffer in VMEM, kept across grid steps (an accumulator)."""
+    shape: tuple[int, int]
+    dtype: torch.dtype = torch.float32
+
+
+def _where(fn) -> str:
+    code = getattr(fn, "__code__", None)
+    return f"{code.co_filename}:{code.co_firstlineno}" if code else repr(fn)
+
+
+@dataclass
+class Kernel:
+    body: Callable
+    out_shape: tuple[ShapeDtype, ...]
+    grid: tuple[int, ...]
+    in_specs: Sequence[BlockSpec | None]
+    out_specs: tuple[BlockSpec | None, ...]
+    scratch_shapes: Sequence[VMEM]
+    name: str
+    chip: str = ""
+    sources: dict = field(default_factory=dict)
+
+    def _ref(self, t: Tracer, kind: str, shape, dtype, spec: BlockSpec | None, what: str):
+        if len(shape) != 2:
+            raise KernelTraceError(f"kernel '{self.name}': {what} has shape {tuple(shape)}; kernels take 2-D arrays")
+        if spec is None:  # the whole array as one block
+            spec = BlockSpec(tuple(shape), lambda *ids: (0, 0))
+        block = tuple(spec.block_shape)
+        if any(b <= 0 or s % b for s, b in zip(shape, block)):
+            raise KernelTraceError(f"kernel '{self.name}': {what} of shape {tuple(shape)} is not a whole number of "
+                                   f"{block} blocks")
+        coef, offset = trace_index_map(spec.index_map, self.grid, f"kernel '{self.name}': {what}")
+        check_in_bounds(coef, offset, self.grid, (shape[0] // block[0], shape[1] // block[1]),
+                        f"kernel '{self.name}': {what}", _where(spec.index_map))
+        return t.add_ref(kind, dtype, shape, block, coef, offset)
+
+    def trace(self, inputs: Sequence[torch.Tensor]) -> dict:
+        if len(inputs) != len(self.in_specs):
+            raise KernelTraceError(f"kernel '{self.name}' has {len(self.in_specs)} in_specs, was given {len(inputs)} tensors")
+        t = Tracer(self.name, self.grid)
+        with tracing(t):
+            refs = [self._ref(t, "input", x.shape, x.dtype, s, f"input {i}") for i, (x, s) in enumerate(zip(inputs, self.in_specs))]
+            refs += [self._ref(t, "output", o.shape, o.dtype, s, f"output {i}")
+                     for i, (o, s) in enumerate(zip(self.out_shape, self.out_specs))]
+            for v in self.scratch_shapes:
+                dtype_code(v.dtype, "a scratch buffer")
+                refs.append(t.add_ref("scratch", v.dtype, v.shape, v.shape))
+            self.body(*refs)
+        return {"name": self.name, "grid": list(self.grid), "refs": t.refs, "body": _fuse_dots(t.body, t.refs)}
+
+    def source(self, inputs: Sequence[torch.Tensor]) -> str:
+        """The kernel's vtpu assembly for these inputs' shapes and dtypes (traced once each)."""
+        key = tuple((tuple(x.shape), x.dtype) for x in inputs)
+        if key not in self.sources:
+            spec = self.trace(inputs)
+            device = inputs[0].device.index or 0 if inputs else 0
+            self.sources[key] = _C.block_kernel_source(spec, self.chip, device)
+        return self.sources[key]
+
+    def run(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        for i, x in enumerate(inputs):
+            if x.device.type != "tpu":
+                raise ValueError(f"kernel '{self.name}': input {i} is on {x.device}; kernels read tpu tensors")
+        device = inputs[0].device if inputs else torch.device("tpu")
+        outputs = [torch.empty(o.shape, dtype=o.dtype, device=device) for o in self.out_shape]
+        run_assembly(self.source(inputs), *[x.contiguous() for x in inputs], *outputs)
+        return outputs
+
+
+def _fuse_dots(body: list[dict], refs: list[dict]) -> list[dict]:
+    """`o[...] = dot(a, b)` and `o[...] += dot(a, b)` as one dot into o (accumulating in the
+    MXU's f32 result buffers) rather than a dot into a temporary and a copy or add."""
+    out: list[dict] = []
+    for st in body:
+        prev = out[-1] if out else None
+        if (prev and prev["kind"] == "dot" and not prev["accumulate"] and st["kind"] == "assign" and prev["when"] == st["when"]
+                and refs[prev["target"]]["kind"] == "scratch" and _read_once(body, prev["target"])
+                and refs[st["target"]]["block"] == refs[prev["target"]]["block"]):
+            temp, target = prev["target"], st["target"]
+            nodes = st["nodes"]
+            loads = {i: st["operands"][n[1]] for i, n in enumerate(nodes) if n[0] == "input"}
+            out_node = nodes[st["output"]]
+            if out_node[0] == "input" and loads[st["output"]] == temp:
+                out[-1] = dict(prev, target=target)
+                continue
+            if (out_node[:2] == ("binary", "add") and sorted(loads.get(k) for k in out_node[2:]) == sorted([temp, target])
+                    and len(nodes) == 3):
+                out[-1] = dict(prev, target=target, accumulate=True)
+                continue
+        out.append(st)
+    used = {st["target"] for st in out} | {i for st in out for i in st["operands"]}
+    for i, r in enumerate(refs):  # a temporary no statement touches any more takes no VMEM
+        if r["kind"] == "scratch" and i not in used:
+            r["block"] = [8, 128]
+            r["shape"] = [8, 128]
+    return out
+
+
+def _read_once(body: list[dict], ref: int) -> bool:
+    return sum(st["operands"].count(ref) for st in body) == 1
+
+
+def pallas_call(kernel: Callable, out_shape, *, grid: tuple[int, ...] | int = (), in_specs=None, out_specs=None,
+                scratch_shapes: Sequence[VMEM] = (), name: str | None = None, backward: Callable | None = None,
+                chip: str = "") -> Callable:
+    """A function running `kernel` on tpu tensors at every point of `grid` (Pallas's pallas_call).
+    `backward(inputs, outputs, grad_outputs)`, if given, returns the inputs' gradients (any tpu
+    code, other kernels included). `chip` names a preset to generate for instead of the device's."""
+    single = isinstance(out_shape, ShapeDtype)
+    outs = (out_shape,) if single else tuple(out_shape)
+    grid = (grid,) if isinstance(grid, int) else tuple(grid)
+    if out_specs is None or isinstance(out_specs, BlockSpec):
+        out_specs = (out_specs,) * len(outs)
+    name = name or getattr(kernel, "__name__", "kernel")
+    op_name = f"{name.strip('_') or 'kernel'}_{next(_names)}"
+    k = Kernel(kernel, outs, grid, in_specs, tuple(out_specs), scratch_shapes, name, chip)
+
+    _LIBRARY.define(f"{op_name}(Tensor[] inputs) -> Tensor[]")
+    qualname = f"vtpu_kernels::{op_name}"
+    _LIBRARY.impl(op_name, lambda inputs: k.run(list(inputs)), "PrivateUse1")
+
+    @torch.library.register_fake(qualname)
+    def _fake(inputs):
+        return [torch.empty(o.shape, dtype=o.dtype, device=inputs[0].device) for o in outs]
+
+    if backward is not None:
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(*inputs[0], *output)
+            ctx.count = len(inputs[0])
+
+        def _backward(ctx, grads):
+            saved = ctx.saved_tensors
+            result = backward(list(saved[:ctx.count]), list(saved[ctx.count:]), list(grads))
+            return (list(result) if isinstance(result, (list, tuple)) else [result],)
+
+        torch.library.register_autograd(qualname, _backward, setup_context=setup_context)
+    op = getattr(torch.ops.vtpu_kernels, op_name)
+
+    def call(*inputs: torch.Tensor):
+        results = op(list(inputs))
+        return results[0] if single else tuple(results)
+
+    call.kernel = k  # type: ignore[attr-defined]
+    call.op = op  # type: ignore[attr-defined]
+    call.source = k.source  # type: ignore[attr-defined]
+    call.__name__ = name
+    return call
