@@ -270,3 +270,18 @@ def test_uninitialised_scratch_read_in_debug_mode():
             f(x)
     finally:
         vtpu.set_mode("defer_and_fuse")
+
+
+def test_assembly_kernel_as_a_custom_op_with_autograd():
+    source = (pathlib.Path(__file__).parents[2] / "examples" / "vector_add.s").read_text()
+    n = 3000
+    add = pl.assembly_call(source, pl.ShapeDtype((n,)), scalars=[n],
+                           backward=lambda inputs, outputs, grads: [grads[0], grads[0]])
+    a, b = torch.randn(n), torch.randn(n)
+    at, bt = a.to("tpu").requires_grad_(), b.to("tpu").requires_grad_()
+    c = add(at, bt)
+    torch.testing.assert_close(c.detach().cpu(), a + b, rtol=0, atol=0)
+    (c * torch.arange(n, device="tpu")).sum().backward()
+    torch.testing.assert_close(bt.grad.cpu(), torch.arange(n, dtype=torch.float32))
+    compiled = torch.compile(lambda x, y: add(x * 2, y) - 1, backend="tpu")
+    torch.testing.assert_close(compiled(a.to("tpu"), b.to("tpu")).cpu(), a * 2 + b - 1, rtol=1e-6, atol=1e-6)

@@ -15,7 +15,7 @@ block picked by a BlockSpec's index map, with the double-buffered HBM <-> VMEM p
 See docs/kernels.md. The body is traced once per input shapes into statements and lowered by the
 chip's code generators (never interpreted per element); `f.source(inputs)` shows the assembly.
 """
-from .call import BlockSpec, ShapeDtype, VMEM, pallas_call
+from .call import BlockSpec, ShapeDtype, VMEM, assembly_call, pallas_call
 from .grid import num_programs, program_id, when
 from .tracing import KernelTraceError, binary as _binary, dot, unary as _unary, where
 
@@ -48,6 +48,6 @@ def mean(x, axis: int = -1, keepdims: bool = True):
     return x.mean(axis, keepdims)
 
 
-__all__ = ["BlockSpec", "ShapeDtype", "VMEM", "pallas_call", "program_id", "num_programs", "when", "dot", "where",
+__all__ = ["BlockSpec", "ShapeDtype", "VMEM", "pallas_call", "assembly_call", "program_id", "num_programs", "when", "dot", "where",
            "KernelTraceError", "exp", "log", "tanh", "sqrt", "rsqrt", "sigmoid", "reciprocal", "relu", "silu", "gelu",
            "erf", "sin", "cos", "maximum", "minimum", "sum", "max", "mean"]

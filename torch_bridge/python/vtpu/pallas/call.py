@@ -7,6 +7,7 @@ torch.compile(backend="tpu") all see one node, and autograd calls the `backward`
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -146,18 +147,46 @@ def pallas_call(kernel: Callable, out_shape, *, grid: tuple[int, ...] | int = ()
     """A function running `kernel` on tpu tensors at every point of `grid` (Pallas's pallas_call).
     `backward(inputs, outputs, grad_outputs)`, if given, returns the inputs' gradients (any tpu
     code, other kernels included). `chip` names a preset to generate for instead of the device's."""
-    single = isinstance(out_shape, ShapeDtype)
-    outs = (out_shape,) if single else tuple(out_shape)
+    outs = _outputs(out_shape)
     grid = (grid,) if isinstance(grid, int) else tuple(grid)
     if out_specs is None or isinstance(out_specs, BlockSpec):
         out_specs = (out_specs,) * len(outs)
     name = name or getattr(kernel, "__name__", "kernel")
-    op_name = f"{name.strip('_') or 'kernel'}_{next(_names)}"
     k = Kernel(kernel, outs, grid, in_specs, tuple(out_specs), scratch_shapes, name, chip)
+    call = _custom_op(name, lambda inputs: k.run(inputs), outs, isinstance(out_shape, ShapeDtype), backward)
+    call.kernel = k  # type: ignore[attr-defined]
+    call.source = k.source  # type: ignore[attr-defined]
+    return call
 
+
+def assembly_call(source: str, out_shape, *, scalars: Sequence[int] = (), defines: dict[str, int] | None = None,
+                  name: str | None = None, backward: Callable | None = None) -> Callable:
+    """A kernel written in vtpu assembly (vtpu.run_assembly's) as the same kind of custom op: its
+    `.arg`s are the inputs, then the outputs (allocated here), then `scalars`."""
+    outs = _outputs(out_shape)
+
+    def run(inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        device = inputs[0].device if inputs else torch.device("tpu")
+        outputs = [torch.empty(o.shape, dtype=o.dtype, device=device) for o in outs]
+        run_assembly(source, *[x.contiguous() for x in inputs], *outputs, *scalars, defines=defines)
+        return outputs
+
+    found = re.search(r"^\s*\.name\s+(\w+)", source, re.M)
+    return _custom_op(name or (found.group(1) if found else "assembly"), run, outs, isinstance(out_shape, ShapeDtype),
+                      backward)
+
+
+def _outputs(out_shape) -> tuple[ShapeDtype, ...]:
+    return (out_shape,) if isinstance(out_shape, ShapeDtype) else tuple(out_shape)
+
+
+def _custom_op(name: str, run: Callable, outs: tuple[ShapeDtype, ...], single: bool, backward: Callable | None):
+    """`run` registered as torch.ops.vtpu_kernels.<name>_<n>(Tensor[]) -> Tensor[] for tpu tensors,
+    with a fake implementation (shapes for torch.compile) and `backward` as its autograd formula."""
+    op_name = f"{name.strip('_') or 'kernel'}_{next(_names)}"
     _LIBRARY.define(f"{op_name}(Tensor[] inputs) -> Tensor[]")
     qualname = f"vtpu_kernels::{op_name}"
-    _LIBRARY.impl(op_name, lambda inputs: k.run(list(inputs)), "PrivateUse1")
+    _LIBRARY.impl(op_name, lambda inputs: run(list(inputs)), "PrivateUse1")
 
     @torch.library.register_fake(qualname)
     def _fake(inputs):
@@ -180,8 +209,6 @@ def pallas_call(kernel: Callable, out_shape, *, grid: tuple[int, ...] | int = ()
         results = op(list(inputs))
         return results[0] if single else tuple(results)
 
-    call.kernel = k  # type: ignore[attr-defined]
     call.op = op  # type: ignore[attr-defined]
-    call.source = k.source  # type: ignore[attr-defined]
     call.__name__ = name
     return call
