@@ -32,6 +32,7 @@ void validate(const BlockKernelSpec& spec) {
       fail(fmt::format("block shape ({}, {}): blocks are whole 8 x 128 tiles (or one row of them)", r.block_rows,
                        r.block_cols));
     }
+    if (r.in_hbm) continue;  // no blocks
     if (is_streamed(r) && (r.rows % r.block_rows || r.cols % r.block_cols)) {
       fail(fmt::format("array ({}, {}) is not a whole number of ({}, {}) blocks", r.rows, r.cols, r.block_rows, r.block_cols));
     }
@@ -40,10 +41,7 @@ void validate(const BlockKernelSpec& spec) {
 
 // s`dst` = the block index along `dim` of ref `r` at the grid point in `ids`.
 void block_index(AsmWriter& w, const BlockRef& r, int dim, const std::vector<int>& ids, int dst, int scratch) {
-  w.load_immediate(dst, r.offset[dim]);
-  for (size_t g = 0; g < ids.size(); ++g) {
-    if (r.coef[dim][g]) w.add_scaled(dst, ids[g], r.coef[dim][g], scratch);
-  }
+  load_affine(w, {r.coef[dim], r.offset[dim]}, ids, dst, scratch);
 }
 
 // One 2-D DMA of ref `i`'s block (row index s`row`, column index s`col`) between HBM and the
@@ -109,7 +107,7 @@ void emit_inputs(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l
   auto& s = w.sregs();
   const int count = s.take(), row = s.take(), col = s.take(), old = s.take(), scratch = s.take();
   for (size_t i = 0; i < spec.refs.size(); ++i) {
-    if (spec.refs[i].kind != BlockRef::Kind::Input) continue;
+    if (!is_streamed(spec.refs[i], BlockRef::Kind::Input)) continue;
     const std::string landed = w.new_label("landed");
     w.line("sarg s{}, {}", count, l.count_slot[i]);
     w.line("beq s{}, s0, {}", count, landed);
@@ -121,7 +119,7 @@ void emit_inputs(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l
   w.line("beq s{}, s0, {}", has_next, no_next);
   for (size_t i = 0; i < spec.refs.size(); ++i) {
     const BlockRef& r = spec.refs[i];
-    if (r.kind != BlockRef::Kind::Input) continue;
+    if (!is_streamed(r, BlockRef::Kind::Input)) continue;
     const std::string fetch = w.new_label("fetch"), same = w.new_label("same_block");
     block_index(w, r, 0, next, row, scratch);
     block_index(w, r, 1, next, col, scratch);
@@ -153,7 +151,7 @@ void emit_outputs(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& 
   const int row = s.take(), col = s.take(), old_row = s.take(), old_col = s.take(), base = s.take(), scratch = s.take();
   for (size_t i = 0; i < spec.refs.size(); ++i) {
     const BlockRef& r = spec.refs[i];
-    if (r.kind != BlockRef::Kind::Output) continue;
+    if (!is_streamed(r, BlockRef::Kind::Output)) continue;
     const std::string write = w.new_label("write_back"), stay = w.new_label("stay"), free = w.new_label("buffer_free");
     w.line("sarg s{}, {}", old_row, l.index_slot[i]);
     w.line("sarg s{}, {}", old_col, l.index_slot[i] + 1);
@@ -187,7 +185,7 @@ void emit_epilogue(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout&
   auto& s = w.sregs();
   const int count = s.take();
   for (size_t i = 0; i < spec.refs.size(); ++i) {
-    if (spec.refs[i].kind != BlockRef::Kind::Output) continue;
+    if (!is_streamed(spec.refs[i], BlockRef::Kind::Output)) continue;
     const std::string done = w.new_label("drained");
     w.line("sarg s{}, {}", count, l.count_slot[i]);
     for (int k = 0; k < 2; ++k) {
@@ -228,7 +226,7 @@ std::string make_block_kernel_source(const BlockKernelSpec& spec, const sim::Chi
   emit_block_body(w, spec, l, chip, ids);
   emit_outputs(w, spec, l, next, has_next);
   for (size_t i = 0; i < spec.refs.size(); ++i) {
-    if (spec.refs[i].kind != BlockRef::Kind::Input) continue;
+    if (!is_streamed(spec.refs[i], BlockRef::Kind::Input)) continue;
     const int base = s.take();
     w.line("sarg s{}, {}", base, l.next_slot[i]);
     w.line("sargw {}, s{}", l.base_slot[i], base);

@@ -17,6 +17,7 @@ namespace {
 
 constexpr int64_t kVmemAlign = 1024;
 constexpr int kMaxAssignOperands = 6;  // two scalar registers each, beside the grid loop's
+constexpr int kBodyQueue = 3;          // the body's own copies (the pipeline's inputs use 0 and 1, outputs 2)
 
 std::string ref_name(const BlockKernelSpec& spec, int i) {
   const BlockRef& r = spec.refs[i];
@@ -30,12 +31,56 @@ std::string ref_name(const BlockKernelSpec& spec, int i) {
 // Skips the statement unless every condition on the program ids holds.
 void guard(AsmWriter& w, const BlockStatement& st, const std::vector<int>& ids, const std::string& skip) {
   auto& s = w.sregs();
-  const int value = s.take();
+  const int value = s.take(), scratch = s.take();
   for (const BlockCondition& c : st.when) {
-    w.load_immediate(value, c.value);
-    w.line("{} s{}, s{}, {}", c.equal ? "bne" : "beq", ids.at(c.axis), value, skip);
+    load_affine(w, c.affine, ids, value, scratch);
+    w.line("{} s{}, s0, {}", c.equal ? "bne" : "beq", value, skip);
   }
   s.release(value);
+  s.release(scratch);
+}
+
+// s`dst` = the address of a window's first element: in HBM (the argument's base) or in VMEM.
+void window_address(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l, const BlockWindow& window,
+                    const std::vector<int>& ids, int dst) {
+  const BlockRef& r = spec.refs.at(window.ref);
+  auto& s = w.sregs();
+  const int index = s.take(), scratch = s.take();
+  if (r.in_hbm) {
+    w.line("sarg s{}, {}", dst, l.argument[window.ref]);
+  } else {
+    load_block_base(w, l, spec, window.ref, dst);
+  }
+  const int64_t elt = dtype_bytes(r.dtype);
+  load_affine(w, window.row0, ids, index, scratch);
+  w.add_scaled(dst, index, (r.in_hbm ? r.cols : stored_cols(r)) * elt, scratch);
+  load_affine(w, window.col0, ids, index, scratch);
+  w.add_scaled(dst, index, elt, scratch);
+  s.release(index);
+  s.release(scratch);
+}
+
+void emit_copy(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l, const BlockStatement& st,
+               const std::vector<int>& ids) {
+  const BlockRef& from = spec.refs.at(st.from.ref);
+  const BlockRef& to = spec.refs.at(st.to.ref);
+  if (from.in_hbm == to.in_hbm) fail(spec, "a copy moves data between HBM (memory_space=ANY) and VMEM");
+  if (from.dtype != to.dtype) fail(spec, "a copy's two ends hold the same dtype");
+  const bool to_vmem = from.in_hbm;
+  const BlockRef& hbm = to_vmem ? from : to;
+  const BlockRef& vmem = to_vmem ? to : from;
+  auto& s = w.sregs();
+  const int hbm_address = s.take(), vmem_address = s.take(), rows = s.take(), bytes = s.take(), vmem_stride = s.take(),
+            hbm_stride = s.take();
+  window_address(w, spec, l, to_vmem ? st.from : st.to, ids, hbm_address);
+  window_address(w, spec, l, to_vmem ? st.to : st.from, ids, vmem_address);
+  const int64_t elt = dtype_bytes(hbm.dtype);
+  w.load_immediate(rows, st.rows);
+  w.load_immediate(bytes, st.cols * elt);
+  w.load_immediate(vmem_stride, row_stride_bytes(vmem));
+  w.load_immediate(hbm_stride, hbm.cols * elt);
+  w.dma(to_vmem, kBodyQueue, l.body_sem + st.semaphore, {vmem_address, hbm_address, rows, bytes, vmem_stride, hbm_stride});
+  for (int reg : {hbm_address, vmem_address, rows, bytes, vmem_stride, hbm_stride}) s.release(reg);
 }
 
 void emit_assign(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l, const BlockStatement& st) {
@@ -273,15 +318,20 @@ BlockLayout lay_out_block_kernel(AsmWriter& w, const BlockKernelSpec& spec, cons
   int streamed = 0;
   for (size_t i = 0; i < n; ++i) {
     const BlockRef& r = spec.refs[i];
+    if (is_argument(r)) l.argument[i] = w.argument(ref_name(spec, static_cast<int>(i)), isa::ArgumentKind::Buffer);
+    if (r.in_hbm) continue;
     l.slot0[i] = take(block_bytes(r));
     l.slot1[i] = is_streamed(r) ? take(block_bytes(r)) : l.slot0[i];
     if (!is_streamed(r)) continue;
-    l.argument[i] = w.argument(ref_name(spec, static_cast<int>(i)), isa::ArgumentKind::Buffer);
     l.sem[i] = streamed++;
     // Inputs alternate between two queues; outputs share a third, so write-backs land in order.
     l.queue[i] = r.kind == BlockRef::Kind::Input ? (l.sem[i] % 2) : 2;
   }
-  if (streamed > chip.semaphores) fail(spec, fmt::format("{} arrays (the chip has {} semaphores)", streamed, chip.semaphores));
+  l.body_sem = streamed;
+  if (streamed + spec.semaphores > chip.semaphores) {
+    fail(spec, fmt::format("{} streamed arrays and {} semaphores of its own (the chip has {} semaphores)", streamed,
+                           spec.semaphores, chip.semaphores));
+  }
   int64_t staging = 0;
   for (const BlockStatement& st : spec.body) {
     if (st.kind == BlockStatement::Kind::Dot && spec.refs.at(st.operands.at(1)).dtype == DType::F32) {
@@ -310,7 +360,15 @@ BlockLayout lay_out_block_kernel(AsmWriter& w, const BlockKernelSpec& spec, cons
   return l;
 }
 
+void load_affine(AsmWriter& w, const GridAffine& a, const std::vector<int>& ids, int dst, int scratch) {
+  w.load_immediate(dst, a.offset);
+  for (size_t g = 0; g < ids.size(); ++g) {
+    if (a.coef[g]) w.add_scaled(dst, ids[g], a.coef[g], scratch);
+  }
+}
+
 void load_block_base(AsmWriter& w, const BlockLayout& l, const BlockKernelSpec& spec, int i, int dst) {
+  if (spec.refs.at(i).in_hbm) fail(spec, fmt::format("{} is in HBM: the body reaches it through copies only", ref_name(spec, i)));
   if (is_streamed(spec.refs.at(i))) {
     w.line("sarg s{}, {}", dst, l.base_slot[i]);
   } else {
@@ -320,7 +378,10 @@ void load_block_base(AsmWriter& w, const BlockLayout& l, const BlockKernelSpec& 
 
 void emit_block_body(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l, const sim::ChipConfig& chip,
                      const std::vector<int>& program_ids) {
-  for (const BlockStatement& st : spec.body) {
+  for (size_t k = 0; k < spec.body.size(); ++k) {
+    const BlockStatement& st = spec.body[k];
+    // The front end maps an instruction back to the body's line by these two comments.
+    w.comment(fmt::format("statement {}", k));
     const std::string skip = w.new_label("skip");
     guard(w, st, program_ids, skip);
     switch (st.kind) {
@@ -328,8 +389,11 @@ void emit_block_body(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayou
       case BlockStatement::Kind::Dot: emit_dot(w, spec, l, st, chip); break;
       case BlockStatement::Kind::RowSum:
       case BlockStatement::Kind::RowMax: emit_row_reduction(w, spec, l, st); break;
+      case BlockStatement::Kind::Copy: emit_copy(w, spec, l, st, program_ids); break;
+      case BlockStatement::Kind::Wait: w.line("sem.wait sem{}, 1", l.body_sem + st.semaphore); break;
     }
     w.place(skip);
+    w.comment("end of statement");
   }
 }
 

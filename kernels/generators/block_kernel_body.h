@@ -19,7 +19,10 @@ inline int64_t row_stride_bytes(const BlockRef& r) { return stored_cols(r) * dty
 inline int64_t sublane_stride_bytes(const BlockRef& r) { return r.block_rows == 1 ? 0 : row_stride_bytes(r); }
 inline int64_t row_groups(const BlockRef& r) { return r.block_rows == 1 ? 1 : r.block_rows / 8; }
 inline int64_t block_bytes(const BlockRef& r) { return r.block_rows * row_stride_bytes(r); }
-inline bool is_streamed(const BlockRef& r) { return r.kind != BlockRef::Kind::Scratch; }
+// A kernel argument (inputs and outputs) and, unless left in HBM, a block the pipeline streams.
+inline bool is_argument(const BlockRef& r) { return r.kind != BlockRef::Kind::Scratch; }
+inline bool is_streamed(const BlockRef& r) { return is_argument(r) && !r.in_hbm; }
+inline bool is_streamed(const BlockRef& r, BlockRef::Kind kind) { return is_streamed(r) && r.kind == kind; }
 
 struct BlockLayout {
   std::vector<int64_t> slot0, slot1;  // per ref: VMEM addresses of its two buffers (scratch: one)
@@ -31,7 +34,11 @@ struct BlockLayout {
   std::vector<int> index_slot;        // per streamed ref: two scratch arguments, its block index
   std::vector<int> count_slot;        // per streamed ref: DMAs in flight (input: 0/1, output: 0..2)
   std::vector<int> sem, queue;        // per streamed ref
+  int body_sem = 0;                   // the body's semaphore k is sem(body_sem + k)
 };
+
+// s`dst` = the affine function `a` of the program ids in s`ids`.
+void load_affine(AsmWriter& w, const GridAffine& a, const std::vector<int>& ids, int dst, int scratch);
 
 // Lays out VMEM and declares the kernel's arguments on `w`; throws KernelError naming the kernel
 // when the buffers do not fit the chip's VMEM.

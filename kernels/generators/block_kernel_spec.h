@@ -27,12 +27,27 @@ struct BlockRef {
   // Block index along dim d = offset[d] + sum over g of coef[d][g] * program_id(g).
   std::array<std::array<int64_t, kMaxBlockGrid>, 2> coef{};
   std::array<int64_t, 2> offset{};
+  // Left in HBM (Pallas's memory_space=ANY): no block, no pipeline; the body moves its parts with
+  // Copy statements.
+  bool in_hbm = false;
 };
 
-// program_id(axis) == value (or != value): what `pl.when` guards a statement with.
+// An affine function of the program ids: offset + sum over g of coef[g] * program_id(g).
+struct GridAffine {
+  std::array<int64_t, kMaxBlockGrid> coef{};
+  int64_t offset = 0;
+};
+
+// The rows [row0, row0 + rows) and columns [col0, col0 + cols) of a ref (an HBM array or a VMEM
+// buffer), the corners affine in the program ids.
+struct BlockWindow {
+  int ref = -1;
+  GridAffine row0, col0;
+};
+
+// `affine == 0` (or != 0) over the program ids: what `pl.when` guards a statement with.
 struct BlockCondition {
-  int axis = 0;
-  int64_t value = 0;
+  GridAffine affine;
   bool equal = true;
 };
 
@@ -41,13 +56,18 @@ struct BlockStatement {
   // block at the same tile (a ref whose block is one column wide is read as a column vector,
   // broadcast across the lanes). Dot: target (+)= operands[0] @ operands[1] on the MXUs, f32
   // accumulation. RowSum / RowMax: target (one column wide) = the reduction of operands[0]'s
-  // rows.
-  enum class Kind : uint8_t { Assign, Dot, RowSum, RowMax };
+  // rows. Copy: an async DMA from window `from` to window `to` (one in HBM, one in VMEM) of
+  // rows x cols elements, signalling the body's semaphore `semaphore`; Wait: waits for one copy
+  // signalling it (Pallas's make_async_copy(...).start() and .wait()).
+  enum class Kind : uint8_t { Assign, Dot, RowSum, RowMax, Copy, Wait };
   Kind kind = Kind::Assign;
   int target = -1;
   std::vector<int> operands;
   Expr expr;
   bool accumulate = false;             // Dot only
+  BlockWindow from, to;                // Copy only
+  int64_t rows = 0, cols = 0;          // Copy only
+  int semaphore = -1;                  // Copy and Wait
   std::vector<BlockCondition> when;    // all must hold for the statement to run
 };
 
@@ -56,6 +76,7 @@ struct BlockKernelSpec {
   std::vector<int64_t> grid;  // at most kMaxBlockGrid dims; the last varies fastest
   std::vector<BlockRef> refs;
   std::vector<BlockStatement> body;
+  int semaphores = 0;  // the body's own (scratch SemaphoreType.DMA), for Copy and Wait
 };
 
 }  // namespace vtpu::kernels

@@ -76,23 +76,48 @@ BlockRef ref_of(const py::dict& d) {
     r.offset[dim] = offset.at(dim);
     for (size_t g = 0; g < coef.at(dim).size() && g < kernels::kMaxBlockGrid; ++g) r.coef[dim][g] = coef[dim][g];
   }
+  r.in_hbm = d.contains("in_hbm") && d["in_hbm"].cast<bool>();
   return r;
+}
+
+// (coef per grid dim, offset)
+kernels::GridAffine affine_of(const py::handle& h) {
+  const py::tuple t = h.cast<py::tuple>();
+  kernels::GridAffine a;
+  const auto coef = t[0].cast<std::vector<int64_t>>();
+  for (size_t g = 0; g < coef.size() && g < kernels::kMaxBlockGrid; ++g) a.coef[g] = coef[g];
+  a.offset = t[1].cast<int64_t>();
+  return a;
+}
+
+// {"ref": index, "row0": affine, "col0": affine}
+kernels::BlockWindow window_of(const py::dict& d) {
+  return {d["ref"].cast<int>(), affine_of(d["row0"]), affine_of(d["col0"])};
 }
 
 BlockStatement statement_of(const py::dict& d) {
   static const std::map<std::string, BlockStatement::Kind> kKinds = {{"assign", BlockStatement::Kind::Assign},
                                                                      {"dot", BlockStatement::Kind::Dot},
                                                                      {"row_sum", BlockStatement::Kind::RowSum},
-                                                                     {"row_max", BlockStatement::Kind::RowMax}};
+                                                                     {"row_max", BlockStatement::Kind::RowMax},
+                                                                     {"copy", BlockStatement::Kind::Copy},
+                                                                     {"wait", BlockStatement::Kind::Wait}};
   BlockStatement st;
   st.kind = kKinds.at(d["kind"].cast<std::string>());
-  st.target = d["target"].cast<int>();
-  st.operands = d["operands"].cast<std::vector<int>>();
+  st.target = d.contains("target") ? d["target"].cast<int>() : -1;
+  st.operands = d.contains("operands") ? d["operands"].cast<std::vector<int>>() : std::vector<int>{};
   st.accumulate = d.contains("accumulate") && d["accumulate"].cast<bool>();
-  for (const auto& c : d["when"].cast<py::list>()) {
+  for (const auto& c : d["when"].cast<py::list>()) {  // (affine, equal): affine == 0 or != 0
     const py::tuple t = c.cast<py::tuple>();
-    st.when.push_back({t[0].cast<int>(), t[1].cast<int64_t>(), t[2].cast<bool>()});
+    st.when.push_back({affine_of(t[0]), t[1].cast<bool>()});
   }
+  if (st.kind == BlockStatement::Kind::Copy) {
+    st.from = window_of(d["from"].cast<py::dict>());
+    st.to = window_of(d["to"].cast<py::dict>());
+    st.rows = d["rows"].cast<int64_t>();
+    st.cols = d["cols"].cast<int64_t>();
+  }
+  if (d.contains("semaphore")) st.semaphore = d["semaphore"].cast<int>();
   if (st.kind == BlockStatement::Kind::Assign) st.expr = expr_of(d["nodes"].cast<py::list>(), d["output"].cast<int>());
   return st;
 }
@@ -103,6 +128,7 @@ std::string block_kernel_source(const py::dict& spec, const std::string& chip_na
   s.grid = spec["grid"].cast<std::vector<int64_t>>();
   for (const auto& r : spec["refs"].cast<py::list>()) s.refs.push_back(ref_of(r.cast<py::dict>()));
   for (const auto& st : spec["body"].cast<py::list>()) s.body.push_back(statement_of(st.cast<py::dict>()));
+  s.semaphores = spec.contains("semaphores") ? spec["semaphores"].cast<int>() : 0;
   try {
     if (!chip_name.empty()) return kernels::make_block_kernel_source(s, sim::load_chip(chip_name));
     return kernels::make_block_kernel_source(s, Runtime::get().device(device).chip());

@@ -16,6 +16,7 @@ See docs/kernels.md. The body is traced once per input shapes into statements an
 chip's code generators (never interpreted per element); `f.source(inputs)` shows the assembly.
 """
 from .call import BlockSpec, ShapeDtype, VMEM, assembly_call, pallas_call
+from .copies import ANY, SemaphoreType, async_copy, ds, make_async_copy
 from .grid import num_programs, program_id, when
 from .tracing import KernelTraceError, binary as _binary, dot, unary as _unary, where
 
@@ -48,6 +49,7 @@ def mean(x, axis: int = -1, keepdims: bool = True):
     return x.mean(axis, keepdims)
 
 
-__all__ = ["BlockSpec", "ShapeDtype", "VMEM", "pallas_call", "assembly_call", "program_id", "num_programs", "when", "dot", "where",
+__all__ = ["BlockSpec", "ShapeDtype", "VMEM", "pallas_call", "assembly_call", "ANY", "SemaphoreType", "ds",
+           "make_async_copy", "async_copy", "program_id", "num_programs", "when", "dot", "where",
            "KernelTraceError", "exp", "log", "tanh", "sqrt", "rsqrt", "sigmoid", "reciprocal", "relu", "silu", "gelu",
            "erf", "sin", "cos", "maximum", "minimum", "sum", "max", "mean"]

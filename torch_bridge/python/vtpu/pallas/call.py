@@ -15,6 +15,7 @@ import torch
 
 from .. import _C
 from ..assembly import run_assembly
+from .copies import ANY, Semaphore, SemaphoreType
 from .grid import check_in_bounds, trace_index_map
 from .tracing import KernelTraceError, Tracer, dtype_code, tracing
 
@@ -25,9 +26,11 @@ _names = itertools.count()
 @dataclass(frozen=True)
 class BlockSpec:
     """Which block of an array a grid step sees: `block_shape`, and `index_map(*program_ids)`
-    giving the block's index along each dim (element offset = index * block size)."""
-    block_shape: tuple[int, int]
-    index_map: Callable[..., tuple]
+    giving the block's index along each dim (element offset = index * block size).
+    `memory_space=pl.ANY` leaves the array in HBM for the body's own copies (copies.py)."""
+    block_shape: tuple[int, int] | None = None
+    index_map: Callable[..., tuple] | None = None
+    memory_space: str | None = None
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,7 @@ class Kernel:
     grid: tuple[int, ...]
     in_specs: Sequence[BlockSpec | None]
     out_specs: tuple[BlockSpec | None, ...]
-    scratch_shapes: Sequence[VMEM]
+    scratch_shapes: Sequence[VMEM | str]
     name: str
     chip: str = ""
     sources: dict = field(default_factory=dict)
@@ -64,7 +67,9 @@ class Kernel:
     def _ref(self, t: Tracer, kind: str, shape, dtype, spec: BlockSpec | None, what: str):
         if len(shape) != 2:
             raise KernelTraceError(f"kernel '{self.name}': {what} has shape {tuple(shape)}; kernels take 2-D arrays")
-        if spec is None:  # the whole array as one block
+        if spec is not None and spec.memory_space == ANY:
+            return t.add_ref(kind, dtype, shape, shape, in_hbm=True)
+        if spec is None or spec.block_shape is None:  # the whole array as one block
             spec = BlockSpec(tuple(shape), lambda *ids: (0, 0))
         block = tuple(spec.block_shape)
         if any(b <= 0 or s % b for s, b in zip(shape, block)):
@@ -84,18 +89,28 @@ class Kernel:
             refs += [self._ref(t, "output", o.shape, o.dtype, s, f"output {i}")
                      for i, (o, s) in enumerate(zip(self.out_shape, self.out_specs))]
             for v in self.scratch_shapes:
+                if v == SemaphoreType.DMA:
+                    refs.append(Semaphore(t.semaphores))
+                    t.semaphores += 1
+                    continue
                 dtype_code(v.dtype, "a scratch buffer")
                 refs.append(t.add_ref("scratch", v.dtype, v.shape, v.shape))
             self.body(*refs)
-        return {"name": self.name, "grid": list(self.grid), "refs": t.refs, "body": _fuse_dots(t.body, t.refs)}
+        return {"name": self.name, "grid": list(self.grid), "refs": t.refs, "body": _fuse_dots(t.body, t.refs),
+                "semaphores": t.semaphores}
 
     def source(self, inputs: Sequence[torch.Tensor]) -> str:
         """The kernel's vtpu assembly for these inputs' shapes and dtypes (traced once each)."""
+        return self._generated(inputs)[0]
+
+    def _generated(self, inputs: Sequence[torch.Tensor]) -> tuple[str, list[str]]:
+        """(assembly, the body's line of each instruction), generated once per shapes and dtypes."""
         key = tuple((tuple(x.shape), x.dtype) for x in inputs)
         if key not in self.sources:
             spec = self.trace(inputs)
             device = inputs[0].device.index or 0 if inputs else 0
-            self.sources[key] = _C.block_kernel_source(spec, self.chip, device)
+            source = _C.block_kernel_source(spec, self.chip, device)
+            self.sources[key] = (source, _instruction_lines(source, spec["body"]))
         return self.sources[key]
 
     def run(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
@@ -104,8 +119,34 @@ class Kernel:
                 raise ValueError(f"kernel '{self.name}': input {i} is on {x.device}; kernels read tpu tensors")
         device = inputs[0].device if inputs else torch.device("tpu")
         outputs = [torch.empty(o.shape, dtype=o.dtype, device=device) for o in self.out_shape]
-        run_assembly(self.source(inputs), *[x.contiguous() for x in inputs], *outputs)
+        source, lines = self._generated(inputs)
+        try:
+            run_assembly(source, *[x.contiguous() for x in inputs], *outputs)
+        except RuntimeError as error:
+            found = re.search(r"instruction (\d+)", str(error))
+            line = lines[int(found.group(1))] if found and int(found.group(1)) < len(lines) else ""
+            where = f"the body's statement at {line}" if line else "the pipeline around the body"
+            raise RuntimeError(f"{error}\n(vtpu.pallas: kernel '{self.name}', in {where})") from None
         return outputs
+
+
+def _instruction_lines(source: str, body: list[dict]) -> list[str]:
+    """For each instruction of `source`, the body line of the statement it belongs to ('' for the
+    grid loop and pipeline), from the generator's `; statement k` comments."""
+    lines: list[str] = []
+    current = ""
+    for text in source.splitlines():
+        stripped = text.strip()
+        marker = re.match(r";\s*statement (\d+)", stripped)
+        if marker:
+            current = body[int(marker.group(1))].get("line", "")
+            continue
+        if stripped.startswith("; end of statement"):
+            current = ""
+        code = re.split(r";|#|//", stripped, maxsplit=1)[0].strip()
+        if code and not code.endswith(":") and not code.startswith("."):
+            lines.append(current)
+    return lines
 
 
 def _fuse_dots(body: list[dict], refs: list[dict]) -> list[dict]:

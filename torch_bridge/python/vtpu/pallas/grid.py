@@ -1,5 +1,5 @@
-"""Grid indices while tracing: `program_id(axis)` for the body (`pl.when` conditions) and the
-affine values an index map is called with. An index map is traced once, with symbolic grid
+"""Grid indices while tracing: `program_id(axis)` in the body (`pl.when` conditions, copy
+offsets) and the affine values an index map is called with. An index map is traced once, with symbolic grid
 indices, into `offset + sum(coef[g] * program_id(g))` per block dim, so the chip computes block
 addresses with a few scalar instructions; that it is affine also makes its range exact, and
 every out-of-bounds block is found before the kernel runs.
@@ -51,6 +51,18 @@ class Affine:
     def at(self, point: tuple[int, ...]) -> int:
         return self.offset + sum(c * p for c, p in zip(self.coef, point))
 
+    def spec(self) -> tuple:
+        return (list(self.coef), self.offset)
+
+    # In a body, comparing program ids with an int makes a pl.when condition.
+    def __eq__(self, value):  # type: ignore[override]
+        return Condition(self, _int(value), True)
+
+    def __ne__(self, value):  # type: ignore[override]
+        return Condition(self, _int(value), False)
+
+    __hash__ = None  # type: ignore[assignment]
+
 
 def trace_index_map(index_map, grid: tuple[int, ...], what: str) -> tuple[list[list[int]], list[int]]:
     """(coef per block dim, offset per block dim) of `index_map`."""
@@ -75,24 +87,14 @@ def check_in_bounds(coef, offset, grid, blocks: tuple[int, int], what: str, wher
 
 @dataclass(frozen=True)
 class Condition:
-    axis: int
+    """`affine == value` (or !=) over the program ids: what pl.when takes."""
+    affine: Affine
     value: int
     equal: bool
 
-
-class ProgramId:
-    """program_id(axis) while tracing a body: comparable with an int for `pl.when`."""
-
-    def __init__(self, axis: int):
-        self.axis = axis
-
-    def __eq__(self, value):  # type: ignore[override]
-        return Condition(self.axis, _int(value), True)
-
-    def __ne__(self, value):  # type: ignore[override]
-        return Condition(self.axis, _int(value), False)
-
-    __hash__ = None  # type: ignore[assignment]
+    def spec(self) -> tuple:
+        """The binding's form: ((coef, offset - value), equal), i.e. affine - value == 0."""
+        return ((list(self.affine.coef), self.affine.offset - self.value), self.equal)
 
 
 def _int(value) -> int:
@@ -101,11 +103,13 @@ def _int(value) -> int:
     return value
 
 
-def program_id(axis: int) -> ProgramId:
+def program_id(axis: int) -> Affine:
+    """This grid step's index along `axis`, while tracing: ints times it, plus ints, index copies
+    (pl.ds) and make pl.when conditions (program_id(2) == 0)."""
     t = tracer()
     if not 0 <= axis < len(t.grid):
         raise t.fail(f"program_id({axis}) of a {len(t.grid)}-dim grid")
-    return ProgramId(axis)
+    return Affine(tuple(int(g == axis) for g in range(len(t.grid))))
 
 
 def num_programs(axis: int) -> int:
@@ -118,11 +122,11 @@ def num_programs(axis: int) -> int:
 def when(condition: Condition):
     """Decorator: the function's statements run only at grid steps where `condition` holds."""
     if not isinstance(condition, Condition):
-        raise tracer().fail("pl.when takes program_id(axis) == int (or !=)")
+        raise tracer().fail("pl.when takes program ids compared with an int (program_id(0) == 0, !=)")
 
     def run(body):
         t = tracer()
-        t.conditions.append((condition.axis, condition.value, condition.equal))
+        t.conditions.append(condition.spec())
         try:
             body()
         finally:

@@ -38,12 +38,14 @@ class Tracer:
         self.name, self.grid = name, grid
         self.refs: list[dict] = []
         self.body: list[dict] = []
-        self.conditions: list[tuple[int, int, bool]] = []
+        self.conditions: list[tuple] = []
+        self.semaphores = 0
 
-    def add_ref(self, kind: str, dtype: torch.dtype, shape, block, coef=None, offset=None) -> "Ref":
+    def add_ref(self, kind: str, dtype: torch.dtype, shape, block, coef=None, offset=None, in_hbm=False) -> "Ref":
         self.refs.append({"kind": kind, "dtype": dtype_code(dtype, f"{kind} {len(self.refs)}"), "shape": list(shape),
-                          "block": list(block), "coef": coef or [[0] * len(self.grid)] * 2, "offset": offset or [0, 0]})
-        return Ref(self, len(self.refs) - 1, tuple(block), dtype)
+                          "block": list(block), "coef": coef or [[0] * len(self.grid)] * 2, "offset": offset or [0, 0],
+                          "in_hbm": in_hbm})
+        return Ref(self, len(self.refs) - 1, tuple(block), dtype, in_hbm)
 
     def temporary(self, shape, dtype) -> "Ref":
         return self.add_ref("scratch", dtype, shape, shape)
@@ -170,10 +172,23 @@ class Ref:
     """A kernel parameter: the current grid step's block of an input or output, or a scratch
     buffer. `ref[...]` reads the whole block, `ref[...] = value` writes it."""
 
-    def __init__(self, t: Tracer, index: int, shape: tuple[int, int], dtype: torch.dtype):
-        self.tracer, self.index, self.shape, self.dtype = t, index, shape, dtype
+    def __init__(self, t: Tracer, index: int, shape: tuple[int, int], dtype: torch.dtype, in_hbm: bool = False):
+        self.tracer, self.index, self.shape, self.dtype, self.in_hbm = t, index, shape, dtype, in_hbm
+
+    def extent(self) -> tuple[int, int]:
+        """What a window (ref.at[...]) may cover: the block, or the whole array of an HBM ref."""
+        return self.shape
+
+    @property
+    def at(self):
+        """Windows for copies: ref.at[pl.ds(row0, rows), pl.ds(col0, cols)] (vtpu/pallas/copies.py)."""
+        from .copies import At
+        return At(self)
 
     def _check_key(self, key) -> None:
+        if self.in_hbm:
+            raise self.tracer.fail("this ref is in HBM (memory_space=pl.ANY): copy a window to VMEM with "
+                                   "pl.make_async_copy and read that")
         if key is not Ellipsis and key != slice(None) and key != (slice(None), slice(None)):
             raise self.tracer.fail("blocks are read and written whole: use ref[...]")
 
@@ -231,7 +246,7 @@ def materialize(value: Block) -> Ref:
     t = tracer()
     if value.node[0] == "load":
         r = t.refs[value.node[1]]
-        return Ref(t, value.node[1], tuple(r["block"]), _DTYPES[r["dtype"]])
+        return Ref(t, value.node[1], tuple(r["block"]), _DTYPES[r["dtype"]], r["in_hbm"])
     ref = t.temporary(value.shape, torch.int32 if value.dtype in (torch.int32, torch.bool) else torch.float32)
     store(ref, value)
     return ref
