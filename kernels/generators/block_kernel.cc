@@ -40,8 +40,9 @@ void validate(const BlockKernelSpec& spec) {
 }
 
 // s`dst` = the block index along `dim` of ref `r` at the grid point in `ids`.
-void block_index(AsmWriter& w, const BlockRef& r, int dim, const std::vector<int>& ids, int dst, int scratch) {
-  load_affine(w, {r.coef[dim], r.offset[dim]}, ids, dst, scratch);
+void block_index(AsmWriter& w, const BlockLayout& l, const BlockRef& r, int dim, const std::vector<int>& ids, int dst,
+                 int scratch) {
+  load_affine(w, l, r.index[dim], ids, dst, scratch);
 }
 
 // One 2-D DMA of ref `i`'s block (row index s`row`, column index s`col`) between HBM and the
@@ -71,8 +72,8 @@ void emit_prologue(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout&
     if (!is_streamed(r)) continue;
     w.load_immediate(base, l.slot0[i]);
     w.line("sargw {}, s{}", l.base_slot[i], base);
-    block_index(w, r, 0, ids, row, scratch);
-    block_index(w, r, 1, ids, col, scratch);
+    block_index(w, l, r, 0, ids, row, scratch);
+    block_index(w, l, r, 1, ids, col, scratch);
     w.line("sargw {}, s{}", l.index_slot[i], row);
     w.line("sargw {}, s{}", l.index_slot[i] + 1, col);
     w.load_immediate(scratch, r.kind == BlockRef::Kind::Input ? 1 : 0);
@@ -121,8 +122,8 @@ void emit_inputs(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l
     const BlockRef& r = spec.refs[i];
     if (!is_streamed(r, BlockRef::Kind::Input)) continue;
     const std::string fetch = w.new_label("fetch"), same = w.new_label("same_block");
-    block_index(w, r, 0, next, row, scratch);
-    block_index(w, r, 1, next, col, scratch);
+    block_index(w, l, r, 0, next, row, scratch);
+    block_index(w, l, r, 1, next, col, scratch);
     w.line("sarg s{}, {}", old, l.index_slot[i]);
     w.line("bne s{}, s{}, {}", row, old, fetch);
     w.line("sarg s{}, {}", old, l.index_slot[i] + 1);
@@ -156,8 +157,8 @@ void emit_outputs(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& 
     w.line("sarg s{}, {}", old_row, l.index_slot[i]);
     w.line("sarg s{}, {}", old_col, l.index_slot[i] + 1);
     w.line("beq s{}, s0, {}", has_next, write);
-    block_index(w, r, 0, next, row, scratch);
-    block_index(w, r, 1, next, col, scratch);
+    block_index(w, l, r, 0, next, row, scratch);
+    block_index(w, l, r, 1, next, col, scratch);
     w.line("bne s{}, s{}, {}", row, old_row, write);
     w.line("beq s{}, s{}, {}", col, old_col, stay);
     w.place(write);
@@ -214,6 +215,7 @@ std::string make_block_kernel_source(const BlockKernelSpec& spec, const sim::Chi
   for (int64_t g : spec.grid) total *= g;
   for (int id : ids) w.line("sli s{}, 0", id);
   w.line("sli s{}, 0", step);
+  emit_table_copies(w, spec, l);
   emit_prologue(w, spec, l, ids);
   const std::string loop = w.new_label("grid_step");
   w.place(loop);

@@ -29,11 +29,12 @@ std::string ref_name(const BlockKernelSpec& spec, int i) {
 }
 
 // Skips the statement unless every condition on the program ids holds.
-void guard(AsmWriter& w, const BlockStatement& st, const std::vector<int>& ids, const std::string& skip) {
+void guard(AsmWriter& w, const BlockLayout& l, const BlockStatement& st, const std::vector<int>& ids,
+           const std::string& skip) {
   auto& s = w.sregs();
   const int value = s.take(), scratch = s.take();
   for (const BlockCondition& c : st.when) {
-    load_affine(w, c.affine, ids, value, scratch);
+    load_affine(w, l, c.affine, ids, value, scratch);
     w.line("{} s{}, s0, {}", c.equal ? "bne" : "beq", value, skip);
   }
   s.release(value);
@@ -52,9 +53,9 @@ void window_address(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout
     load_block_base(w, l, spec, window.ref, dst);
   }
   const int64_t elt = dtype_bytes(r.dtype);
-  load_affine(w, window.row0, ids, index, scratch);
+  load_affine(w, l, window.row0, ids, index, scratch);
   w.add_scaled(dst, index, (r.in_hbm ? r.cols : stored_cols(r)) * elt, scratch);
-  load_affine(w, window.col0, ids, index, scratch);
+  load_affine(w, l, window.col0, ids, index, scratch);
   w.add_scaled(dst, index, elt, scratch);
   s.release(index);
   s.release(scratch);
@@ -83,7 +84,8 @@ void emit_copy(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l, 
   for (int reg : {hbm_address, vmem_address, rows, bytes, vmem_stride, hbm_stride}) s.release(reg);
 }
 
-void emit_assign(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l, const BlockStatement& st) {
+void emit_assign(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l, const BlockStatement& st,
+                 const std::vector<int>& ids) {
   if (st.operands.size() > kMaxAssignOperands) {
     fail(spec, fmt::format("one statement reads {} blocks (at most {}): assign a part to a scratch buffer first",
                            st.operands.size(), kMaxAssignOperands));
@@ -99,6 +101,15 @@ void emit_assign(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l
     cursor.push_back(spec.refs[i].block_cols == 1 ? -1 : s.take());
   }
   const int g = s.take(), c = s.take(), limit = s.take(), scratch = s.take();
+  // This step's scalars (scalar-prefetch entries), broadcast into vregs once for all tiles.
+  RegisterPool vregs("vector registers", 0, 31), masks("mask registers", 1, 7);
+  std::vector<std::pair<int, TileValue>> preset;
+  for (size_t k = 0; k < st.scalars.size(); ++k) {
+    const int v = vregs.take();
+    load_affine(w, l, st.scalars[k], ids, limit, scratch);
+    w.line("vbcast v{}, s{}", v, limit);
+    preset.push_back({static_cast<int>(st.operands.size() + k), {ValueType::I32, v}});
+  }
   const std::string group_loop = w.new_label("rows"), chunk_loop = w.new_label("cols");
   w.line("sli s{}, 0", g);
   w.place(group_loop);
@@ -107,13 +118,12 @@ void emit_assign(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l
   }
   w.line("sli s{}, 0", c);
   w.place(chunk_loop);
-  RegisterPool vregs("vector registers", 0, 31), masks("mask registers", 1, 7);
   TileCodegen codegen(w, vregs, masks, scratch);
   const auto address = [&](size_t k) { return cursor[k] >= 0 ? cursor[k] : rowbase[k]; };
   const auto results = codegen.emit(st.expr, [&](int operand, int vreg) {
     const BlockRef& r = spec.refs[refs[operand]];
     w.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(r.dtype), vreg, address(operand), sublane_stride_bytes(r));
-  });
+  }, preset);
   const TileValue v = codegen.to_type(results.at(0), register_type(target.dtype), false);
   w.line("{} v{}, m0, s{}, 0, {}", store_mnemonic(target.dtype), v.reg, address(refs.size() - 1),
          sublane_stride_bytes(target));
@@ -316,6 +326,10 @@ BlockLayout lay_out_block_kernel(AsmWriter& w, const BlockKernelSpec& spec, cons
     return address;
   };
   int streamed = 0;
+  for (size_t t = 0; t < spec.tables.size(); ++t) {  // scalar prefetch: the first arguments
+    l.table_argument.push_back(w.argument(fmt::format("table{}", t), isa::ArgumentKind::Buffer));
+    l.table_vmem.push_back(take(4 * spec.tables[t]));
+  }
   for (size_t i = 0; i < n; ++i) {
     const BlockRef& r = spec.refs[i];
     if (is_argument(r)) l.argument[i] = w.argument(ref_name(spec, static_cast<int>(i)), isa::ArgumentKind::Buffer);
@@ -328,7 +342,7 @@ BlockLayout lay_out_block_kernel(AsmWriter& w, const BlockKernelSpec& spec, cons
     l.queue[i] = r.kind == BlockRef::Kind::Input ? (l.sem[i] % 2) : 2;
   }
   l.body_sem = streamed;
-  if (streamed + spec.semaphores > chip.semaphores) {
+  if (streamed + spec.semaphores + 1 > chip.semaphores) {
     fail(spec, fmt::format("{} streamed arrays and {} semaphores of its own (the chip has {} semaphores)", streamed,
                            spec.semaphores, chip.semaphores));
   }
@@ -360,11 +374,39 @@ BlockLayout lay_out_block_kernel(AsmWriter& w, const BlockKernelSpec& spec, cons
   return l;
 }
 
-void load_affine(AsmWriter& w, const GridAffine& a, const std::vector<int>& ids, int dst, int scratch) {
+void load_affine(AsmWriter& w, const BlockLayout& l, const GridAffine& a, const std::vector<int>& ids, int dst,
+                 int scratch) {
   w.load_immediate(dst, a.offset);
   for (size_t g = 0; g < ids.size(); ++g) {
     if (a.coef[g]) w.add_scaled(dst, ids[g], a.coef[g], scratch);
   }
+  if (a.lookups.empty()) return;
+  const int entry = w.sregs().take();
+  for (const TableLookup& t : a.lookups) {
+    w.load_immediate(entry, l.table_vmem.at(t.table) + 4 * t.offset);
+    for (size_t g = 0; g < ids.size(); ++g) {
+      if (t.coef[g]) w.add_scaled(entry, ids[g], 4 * t.coef[g], scratch);
+    }
+    w.line("sld s{}, s{}, 0", entry, entry);
+    w.add_scaled(dst, entry, t.scale, scratch);
+  }
+  w.sregs().release(entry);
+}
+
+void emit_table_copies(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l) {
+  if (spec.tables.empty()) return;
+  auto& s = w.sregs();
+  const int vmem = s.take(), hbm = s.take(), rows = s.take(), bytes = s.take();
+  const int sem = l.body_sem + spec.semaphores;  // the tables' own, after the body's
+  w.load_immediate(rows, 1);
+  for (size_t t = 0; t < spec.tables.size(); ++t) {
+    w.load_immediate(vmem, l.table_vmem[t]);
+    w.line("sarg s{}, {}", hbm, l.table_argument[t]);
+    w.load_immediate(bytes, 4 * spec.tables[t]);
+    w.dma_to_vmem(kBodyQueue, sem, {vmem, hbm, rows, bytes, bytes, bytes});
+  }
+  w.line("sem.wait sem{}, {}", sem, spec.tables.size());
+  for (int reg : {vmem, hbm, rows, bytes}) s.release(reg);
 }
 
 void load_block_base(AsmWriter& w, const BlockLayout& l, const BlockKernelSpec& spec, int i, int dst) {
@@ -383,9 +425,9 @@ void emit_block_body(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayou
     // The front end maps an instruction back to the body's line by these two comments.
     w.comment(fmt::format("statement {}", k));
     const std::string skip = w.new_label("skip");
-    guard(w, st, program_ids, skip);
+    guard(w, l, st, program_ids, skip);
     switch (st.kind) {
-      case BlockStatement::Kind::Assign: emit_assign(w, spec, l, st); break;
+      case BlockStatement::Kind::Assign: emit_assign(w, spec, l, st, program_ids); break;
       case BlockStatement::Kind::Dot: emit_dot(w, spec, l, st, chip); break;
       case BlockStatement::Kind::RowSum:
       case BlockStatement::Kind::RowMax: emit_row_reduction(w, spec, l, st); break;

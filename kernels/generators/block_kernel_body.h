@@ -35,10 +35,15 @@ struct BlockLayout {
   std::vector<int> count_slot;        // per streamed ref: DMAs in flight (input: 0/1, output: 0..2)
   std::vector<int> sem, queue;        // per streamed ref
   int body_sem = 0;                   // the body's semaphore k is sem(body_sem + k)
+  std::vector<int64_t> table_vmem;    // per scalar-prefetch table: its VMEM copy
+  std::vector<int> table_argument;
 };
 
-// s`dst` = the affine function `a` of the program ids in s`ids`.
-void load_affine(AsmWriter& w, const GridAffine& a, const std::vector<int>& ids, int dst, int scratch);
+// s`dst` = `a` at the program ids in s`ids` (table entries read from their VMEM copies).
+void load_affine(AsmWriter& w, const BlockLayout& l, const GridAffine& a, const std::vector<int>& ids, int dst,
+                 int scratch);
+// Copies the scalar-prefetch tables into VMEM and waits for them: before the grid.
+void emit_table_copies(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l);
 
 // Lays out VMEM and declares the kernel's arguments on `w`; throws KernelError naming the kernel
 // when the buffers do not fit the chip's VMEM.

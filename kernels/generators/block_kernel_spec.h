@@ -15,6 +15,23 @@ namespace vtpu::kernels {
 
 constexpr int kMaxBlockGrid = 3;
 
+// scale * table[offset + sum over g of coef[g] * program_id(g)]: an entry of a scalar-prefetch
+// table (an int32 array the kernel copies to VMEM before its grid), read with `sld`.
+struct TableLookup {
+  int table = 0;
+  int64_t scale = 1;
+  std::array<int64_t, kMaxBlockGrid> coef{};
+  int64_t offset = 0;
+};
+
+// offset + sum over g of coef[g] * program_id(g) + the lookups: block indices, copy offsets and
+// pl.when conditions.
+struct GridAffine {
+  std::array<int64_t, kMaxBlockGrid> coef{};
+  int64_t offset = 0;
+  std::vector<TableLookup> lookups;
+};
+
 // One parameter of the kernel body: an array in HBM seen a block at a time (inputs and
 // outputs, kernel arguments in order), or a VMEM buffer that lives across grid steps (scratch,
 // also the tracer's temporaries). Blocks are 2-D, row-major in VMEM.
@@ -24,18 +41,11 @@ struct BlockRef {
   DType dtype = DType::F32;          // f32, bf16 or int32
   int64_t rows = 0, cols = 0;        // the whole array (scratch: the block)
   int64_t block_rows = 0, block_cols = 0;
-  // Block index along dim d = offset[d] + sum over g of coef[d][g] * program_id(g).
-  std::array<std::array<int64_t, kMaxBlockGrid>, 2> coef{};
-  std::array<int64_t, 2> offset{};
+  // Block index along each dim, a function of the program ids.
+  std::array<GridAffine, 2> index{};
   // Left in HBM (Pallas's memory_space=ANY): no block, no pipeline; the body moves its parts with
   // Copy statements.
   bool in_hbm = false;
-};
-
-// An affine function of the program ids: offset + sum over g of coef[g] * program_id(g).
-struct GridAffine {
-  std::array<int64_t, kMaxBlockGrid> coef{};
-  int64_t offset = 0;
 };
 
 // The rows [row0, row0 + rows) and columns [col0, col0 + cols) of a ref (an HBM array or a VMEM
@@ -64,6 +74,7 @@ struct BlockStatement {
   int target = -1;
   std::vector<int> operands;
   Expr expr;
+  std::vector<GridAffine> scalars;     // Assign: expr's Input operands past `operands`, one int32 per step
   bool accumulate = false;             // Dot only
   BlockWindow from, to;                // Copy only
   int64_t rows = 0, cols = 0;          // Copy only
@@ -77,6 +88,7 @@ struct BlockKernelSpec {
   std::vector<BlockRef> refs;
   std::vector<BlockStatement> body;
   int semaphores = 0;  // the body's own (scratch SemaphoreType.DMA), for Copy and Wait
+  std::vector<int64_t> tables;  // scalar prefetch: each table's length (int32), the first kernel arguments
 };
 
 }  // namespace vtpu::kernels

@@ -218,7 +218,7 @@ def test_out_of_bounds_index_map_names_grid_index_and_line():
 def test_index_map_must_be_affine():
     message = error_of(copy, out_shape=pl.ShapeDtype((64, 256)), grid=(4,),
                        in_specs=[pl.BlockSpec((16, 256), lambda i: (i * i, 0))], out_specs=rows_of(16, 256))
-    assert "multiply a program id by an int only" in message
+    assert "program ids are multiplied by ints only" in message
 
 
 def test_vmem_over_subscription():
@@ -349,3 +349,34 @@ def test_copy_window_out_of_bounds_names_the_grid_index():
     with pytest.raises(ValueError) as info:
         manual_call(overreads)(torch.zeros(64, 256, device="tpu"))
     assert "the copy's source at grid index (3,) is rows [57, 65), columns [0, 256) of a 64 x 256 ref" in str(info.value)
+
+
+def gather_blocks_kernel(idx, x_ref, o_ref):
+    i = pl.program_id(0)
+    o_ref[...] = x_ref[...] * (idx[i] + 1)  # the entry is also a number in the body
+
+    @pl.when(idx[i] == 0)
+    def _():
+        o_ref[...] = -x_ref[...]
+
+
+def gather_blocks(blocks: int):
+    return pl.pallas_call(gather_blocks_kernel, out_shape=pl.ShapeDtype((8 * blocks, 128)), grid_spec=pl.PrefetchScalarGridSpec(
+        num_scalar_prefetch=1, grid=(blocks,), in_specs=[pl.BlockSpec((8, 128), lambda i, idx: (idx[i], 0))],
+        out_specs=pl.BlockSpec((8, 128), lambda i, idx: (i, 0))))
+
+
+def test_scalar_prefetch_picks_blocks_and_feeds_the_body():
+    x = torch.randn(32, 128)
+    idx = torch.tensor([3, 0, 0, 2, 1], dtype=torch.int32)
+    got = gather_blocks(5)(idx.to("tpu"), x.to("tpu")).cpu()
+    for i, k in enumerate(idx.tolist()):
+        block = x[8 * k:8 * k + 8]
+        torch.testing.assert_close(got[8 * i:8 * i + 8], -block if k == 0 else block * (k + 1), rtol=0, atol=0)
+
+
+def test_scalar_prefetch_entry_out_of_range_is_found_at_the_call():
+    x = torch.randn(32, 128, device="tpu")
+    with pytest.raises(ValueError) as info:
+        gather_blocks(2)(torch.tensor([1, 4], dtype=torch.int32, device="tpu"), x)
+    assert "input 0's index map sends grid index (1,) to block (4, 0), outside the 4 x 1 blocks" in str(info.value)

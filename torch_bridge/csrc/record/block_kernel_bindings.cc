@@ -63,6 +63,28 @@ kernels::Expr expr_of(const py::list& nodes, int output) {
   return e;
 }
 
+std::array<int64_t, kernels::kMaxBlockGrid> coef_of(const py::handle& h) {
+  std::array<int64_t, kernels::kMaxBlockGrid> coef{};
+  const auto values = h.cast<std::vector<int64_t>>();
+  for (size_t g = 0; g < values.size() && g < coef.size(); ++g) coef[g] = values[g];
+  return coef;
+}
+
+// (coef per grid dim, offset[, lookups]), each lookup (table, scale, coef, offset).
+kernels::GridAffine affine_of(const py::handle& h) {
+  const py::tuple t = h.cast<py::tuple>();
+  kernels::GridAffine a;
+  a.coef = coef_of(t[0]);
+  a.offset = t[1].cast<int64_t>();
+  if (t.size() > 2) {
+    for (const auto& item : t[2].cast<py::list>()) {
+      const py::tuple l = item.cast<py::tuple>();
+      a.lookups.push_back({l[0].cast<int>(), l[1].cast<int64_t>(), coef_of(l[2]), l[3].cast<int64_t>()});
+    }
+  }
+  return a;
+}
+
 BlockRef ref_of(const py::dict& d) {
   BlockRef r;
   const std::string kind = d["kind"].cast<std::string>();
@@ -70,24 +92,10 @@ BlockRef ref_of(const py::dict& d) {
   r.dtype = dtype_of(d["dtype"].cast<std::string>());
   const auto shape = d["shape"].cast<std::vector<int64_t>>(), block = d["block"].cast<std::vector<int64_t>>();
   r.rows = shape.at(0), r.cols = shape.at(1), r.block_rows = block.at(0), r.block_cols = block.at(1);
-  const auto coef = d["coef"].cast<std::vector<std::vector<int64_t>>>();
-  const auto offset = d["offset"].cast<std::vector<int64_t>>();
-  for (int dim = 0; dim < 2; ++dim) {
-    r.offset[dim] = offset.at(dim);
-    for (size_t g = 0; g < coef.at(dim).size() && g < kernels::kMaxBlockGrid; ++g) r.coef[dim][g] = coef[dim][g];
-  }
+  const py::list index = d["index"].cast<py::list>();
+  for (int dim = 0; dim < 2; ++dim) r.index[dim] = affine_of(index[dim]);
   r.in_hbm = d.contains("in_hbm") && d["in_hbm"].cast<bool>();
   return r;
-}
-
-// (coef per grid dim, offset)
-kernels::GridAffine affine_of(const py::handle& h) {
-  const py::tuple t = h.cast<py::tuple>();
-  kernels::GridAffine a;
-  const auto coef = t[0].cast<std::vector<int64_t>>();
-  for (size_t g = 0; g < coef.size() && g < kernels::kMaxBlockGrid; ++g) a.coef[g] = coef[g];
-  a.offset = t[1].cast<int64_t>();
-  return a;
 }
 
 // {"ref": index, "row0": affine, "col0": affine}
@@ -118,7 +126,12 @@ BlockStatement statement_of(const py::dict& d) {
     st.cols = d["cols"].cast<int64_t>();
   }
   if (d.contains("semaphore")) st.semaphore = d["semaphore"].cast<int>();
-  if (st.kind == BlockStatement::Kind::Assign) st.expr = expr_of(d["nodes"].cast<py::list>(), d["output"].cast<int>());
+  if (st.kind == BlockStatement::Kind::Assign) {
+    st.expr = expr_of(d["nodes"].cast<py::list>(), d["output"].cast<int>());
+    if (d.contains("scalars")) {
+      for (const auto& a : d["scalars"].cast<py::list>()) st.scalars.push_back(affine_of(a));
+    }
+  }
   return st;
 }
 
@@ -129,6 +142,7 @@ std::string block_kernel_source(const py::dict& spec, const std::string& chip_na
   for (const auto& r : spec["refs"].cast<py::list>()) s.refs.push_back(ref_of(r.cast<py::dict>()));
   for (const auto& st : spec["body"].cast<py::list>()) s.body.push_back(statement_of(st.cast<py::dict>()));
   s.semaphores = spec.contains("semaphores") ? spec["semaphores"].cast<int>() : 0;
+  if (spec.contains("tables")) s.tables = spec["tables"].cast<std::vector<int64_t>>();
   try {
     if (!chip_name.empty()) return kernels::make_block_kernel_source(s, sim::load_chip(chip_name));
     return kernels::make_block_kernel_source(s, Runtime::get().device(device).chip());

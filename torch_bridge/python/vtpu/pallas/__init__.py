@@ -18,6 +18,7 @@ chip's code generators (never interpreted per element); `f.source(inputs)` shows
 from .call import BlockSpec, ShapeDtype, VMEM, assembly_call, pallas_call
 from .copies import ANY, SemaphoreType, async_copy, ds, make_async_copy
 from .grid import num_programs, program_id, when
+from .scalar_prefetch import PrefetchScalarGridSpec
 from .tracing import KernelTraceError, binary as _binary, dot, unary as _unary, where
 
 exp = _unary("exp")
@@ -50,6 +51,6 @@ def mean(x, axis: int = -1, keepdims: bool = True):
 
 
 __all__ = ["BlockSpec", "ShapeDtype", "VMEM", "pallas_call", "assembly_call", "ANY", "SemaphoreType", "ds",
-           "make_async_copy", "async_copy", "program_id", "num_programs", "when", "dot", "where",
+           "make_async_copy", "async_copy", "PrefetchScalarGridSpec", "program_id", "num_programs", "when", "dot", "where",
            "KernelTraceError", "exp", "log", "tanh", "sqrt", "rsqrt", "sigmoid", "reciprocal", "relu", "silu", "gelu",
            "erf", "sin", "cos", "maximum", "minimum", "sum", "max", "mean"]

@@ -16,7 +16,8 @@ import torch
 from .. import _C
 from ..assembly import run_assembly
 from .copies import ANY, Semaphore, SemaphoreType
-from .grid import check_in_bounds, trace_index_map
+from .grid import RangeCheck, trace_index_map
+from .scalar_prefetch import PrefetchScalarGridSpec, ScalarTable, check_tables
 from .tracing import KernelTraceError, Tracer, dtype_code, tracing
 
 _LIBRARY = torch.library.Library("vtpu_kernels", "FRAGMENT")
@@ -62,9 +63,10 @@ class Kernel:
     scratch_shapes: Sequence[VMEM | str]
     name: str
     chip: str = ""
+    num_tables: int = 0
     sources: dict = field(default_factory=dict)
 
-    def _ref(self, t: Tracer, kind: str, shape, dtype, spec: BlockSpec | None, what: str):
+    def _ref(self, t: Tracer, kind: str, shape, dtype, spec: BlockSpec | None, what: str, tables: tuple = ()):
         if len(shape) != 2:
             raise KernelTraceError(f"kernel '{self.name}': {what} has shape {tuple(shape)}; kernels take 2-D arrays")
         if spec is not None and spec.memory_space == ANY:
@@ -75,18 +77,29 @@ class Kernel:
         if any(b <= 0 or s % b for s, b in zip(shape, block)):
             raise KernelTraceError(f"kernel '{self.name}': {what} of shape {tuple(shape)} is not a whole number of "
                                    f"{block} blocks")
-        coef, offset = trace_index_map(spec.index_map, self.grid, f"kernel '{self.name}': {what}")
-        check_in_bounds(coef, offset, self.grid, (shape[0] // block[0], shape[1] // block[1]),
-                        f"kernel '{self.name}': {what}", _where(spec.index_map))
-        return t.add_ref(kind, dtype, shape, block, coef, offset)
+        index = trace_index_map(spec.index_map, self.grid, f"kernel '{self.name}': {what}", tables)
+        blocks = (shape[0] // block[0], shape[1] // block[1])
 
-    def trace(self, inputs: Sequence[torch.Tensor]) -> dict:
+        def message(point, starts) -> str:
+            return (f"kernel '{self.name}': {what}'s index map sends grid index {point} to block {starts}, outside the "
+                    f"{blocks[0]} x {blocks[1]} blocks of its array (index map at {_where(spec.index_map)})")
+
+        t.check(RangeCheck(index, (1, 1), blocks, message))
+        return t.add_ref(kind, dtype, shape, block, [a.spec() for a in index])
+
+    def trace(self, inputs: Sequence[torch.Tensor]) -> tuple[dict, list]:
+        """The spec the generator takes, and the range checks left for each call."""
+        lengths = check_tables(inputs, self.num_tables, self.name)
+        inputs = inputs[self.num_tables:]
         if len(inputs) != len(self.in_specs):
             raise KernelTraceError(f"kernel '{self.name}' has {len(self.in_specs)} in_specs, was given {len(inputs)} tensors")
         t = Tracer(self.name, self.grid)
         with tracing(t):
-            refs = [self._ref(t, "input", x.shape, x.dtype, s, f"input {i}") for i, (x, s) in enumerate(zip(inputs, self.in_specs))]
-            refs += [self._ref(t, "output", o.shape, o.dtype, s, f"output {i}")
+            tables = tuple(ScalarTable(i, n, len(self.grid)) for i, n in enumerate(lengths))
+            refs: list = list(tables)
+            refs += [self._ref(t, "input", x.shape, x.dtype, s, f"input {i}", tables)
+                     for i, (x, s) in enumerate(zip(inputs, self.in_specs))]
+            refs += [self._ref(t, "output", o.shape, o.dtype, s, f"output {i}", tables)
                      for i, (o, s) in enumerate(zip(self.out_shape, self.out_specs))]
             for v in self.scratch_shapes:
                 if v == SemaphoreType.DMA:
@@ -96,21 +109,23 @@ class Kernel:
                 dtype_code(v.dtype, "a scratch buffer")
                 refs.append(t.add_ref("scratch", v.dtype, v.shape, v.shape))
             self.body(*refs)
-        return {"name": self.name, "grid": list(self.grid), "refs": t.refs, "body": _fuse_dots(t.body, t.refs),
-                "semaphores": t.semaphores}
+        spec = {"name": self.name, "grid": list(self.grid), "refs": t.refs, "body": _fuse_dots(t.body, t.refs),
+                "semaphores": t.semaphores, "tables": lengths}
+        return spec, [c for c in t.checks if c.reads_tables()]
 
     def source(self, inputs: Sequence[torch.Tensor]) -> str:
         """The kernel's vtpu assembly for these inputs' shapes and dtypes (traced once each)."""
         return self._generated(inputs)[0]
 
-    def _generated(self, inputs: Sequence[torch.Tensor]) -> tuple[str, list[str]]:
-        """(assembly, the body's line of each instruction), generated once per shapes and dtypes."""
+    def _generated(self, inputs: Sequence[torch.Tensor]) -> tuple[str, list[str], list]:
+        """(assembly, the body's line of each instruction, checks of table-dependent indices),
+        generated once per shapes and dtypes."""
         key = tuple((tuple(x.shape), x.dtype) for x in inputs)
         if key not in self.sources:
-            spec = self.trace(inputs)
+            spec, checks = self.trace(inputs)
             device = inputs[0].device.index or 0 if inputs else 0
             source = _C.block_kernel_source(spec, self.chip, device)
-            self.sources[key] = (source, _instruction_lines(source, spec["body"]))
+            self.sources[key] = (source, _instruction_lines(source, spec["body"]), checks)
         return self.sources[key]
 
     def run(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
@@ -119,7 +134,11 @@ class Kernel:
                 raise ValueError(f"kernel '{self.name}': input {i} is on {x.device}; kernels read tpu tensors")
         device = inputs[0].device if inputs else torch.device("tpu")
         outputs = [torch.empty(o.shape, dtype=o.dtype, device=device) for o in self.out_shape]
-        source, lines = self._generated(inputs)
+        source, lines, checks = self._generated(inputs)
+        if checks:  # block indices that read scalar-prefetch tables: checked with this call's values
+            values = [t.cpu().tolist() for t in inputs[:self.num_tables]]
+            for check in checks:
+                check.run(self.grid, values)
         try:
             run_assembly(source, *[x.contiguous() for x in inputs], *outputs)
         except RuntimeError as error:
@@ -184,16 +203,20 @@ def _read_once(body: list[dict], ref: int) -> bool:
 
 def pallas_call(kernel: Callable, out_shape, *, grid: tuple[int, ...] | int = (), in_specs=None, out_specs=None,
                 scratch_shapes: Sequence[VMEM] = (), name: str | None = None, backward: Callable | None = None,
-                chip: str = "") -> Callable:
+                chip: str = "", num_scalar_prefetch: int = 0, grid_spec: PrefetchScalarGridSpec | None = None) -> Callable:
     """A function running `kernel` on tpu tensors at every point of `grid` (Pallas's pallas_call).
     `backward(inputs, outputs, grad_outputs)`, if given, returns the inputs' gradients (any tpu
-    code, other kernels included). `chip` names a preset to generate for instead of the device's."""
+    code, other kernels included). `chip` names a preset to generate for instead of the device's.
+    The first `num_scalar_prefetch` inputs are int32 tables (scalar_prefetch.py)."""
+    if grid_spec is not None:
+        num_scalar_prefetch, grid, in_specs = grid_spec.num_scalar_prefetch, grid_spec.grid, grid_spec.in_specs
+        out_specs, scratch_shapes = grid_spec.out_specs, grid_spec.scratch_shapes
     outs = _outputs(out_shape)
     grid = (grid,) if isinstance(grid, int) else tuple(grid)
     if out_specs is None or isinstance(out_specs, BlockSpec):
         out_specs = (out_specs,) * len(outs)
     name = name or getattr(kernel, "__name__", "kernel")
-    k = Kernel(kernel, outs, grid, in_specs, tuple(out_specs), scratch_shapes, name, chip)
+    k = Kernel(kernel, outs, grid, in_specs, tuple(out_specs), scratch_shapes, name, chip, num_scalar_prefetch)
     call = _custom_op(name, lambda inputs: k.run(inputs), outs, isinstance(out_shape, ShapeDtype), backward)
     call.kernel = k  # type: ignore[attr-defined]
     call.source = k.source  # type: ignore[attr-defined]

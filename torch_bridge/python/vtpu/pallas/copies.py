@@ -8,10 +8,9 @@ wait no copy will ever signal is a deadlock, each naming the body's line.
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
-from .grid import Affine
+from .grid import Affine, RangeCheck
 from .tracing import Ref, tracer
 
 ANY = "any"  # memory_space: left in HBM
@@ -80,11 +79,13 @@ def _window(x) -> Window:
 def _check_inside(window: Window, what: str) -> None:
     t = tracer()
     extent = window.ref.extent()
-    for point in itertools.product(*[sorted({0, g - 1}) for g in t.grid]) if t.grid else [()]:
-        r0, c0 = window.row0.at(point), window.col0.at(point)
-        if r0 < 0 or c0 < 0 or r0 + window.rows > extent[0] or c0 + window.cols > extent[1]:
-            raise t.fail(f"the copy's {what} at grid index {point} is rows [{r0}, {r0 + window.rows}), columns "
-                         f"[{c0}, {c0 + window.cols}) of a {extent[0]} x {extent[1]} ref")
+
+    def message(point, starts) -> str:
+        (r0, c0) = starts
+        return t.fail(f"the copy's {what} at grid index {point} is rows [{r0}, {r0 + window.rows}), columns "
+                      f"[{c0}, {c0 + window.cols}) of a {extent[0]} x {extent[1]} ref").args[0]
+
+    t.check(RangeCheck([window.row0, window.col0], (window.rows, window.cols), extent, message))
 
 
 class AsyncCopy:

@@ -1,22 +1,25 @@
 """Grid indices while tracing: `program_id(axis)` in the body (`pl.when` conditions, copy
-offsets) and the affine values an index map is called with. An index map is traced once, with symbolic grid
-indices, into `offset + sum(coef[g] * program_id(g))` per block dim, so the chip computes block
-addresses with a few scalar instructions; that it is affine also makes its range exact, and
-every out-of-bounds block is found before the kernel runs.
+offsets) and the values an index map is called with. An index map is traced once, with symbolic
+grid indices, into `offset + sum(coef[g] * program_id(g))` per block dim (plus entries of
+scalar-prefetch tables, scalar_prefetch.py), so the chip computes block addresses with a few
+scalar instructions. Every block index and copy window is checked in range at every grid step
+before the kernel runs: at the grid's corners when affine, at each step when it reads a table.
 """
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import Callable
 
 from .tracing import KernelTraceError, tracer
 
 
 class Affine:
-    """offset + sum(coef[g] * program_id(g)) over the grid's dims."""
+    """offset + sum(coef[g] * program_id(g)) + sum(scale * table[inner affine]) over the grid."""
 
-    def __init__(self, coef: tuple[int, ...], offset: int = 0):
+    def __init__(self, coef: tuple[int, ...], offset: int = 0, lookups: tuple = ()):
         self.coef, self.offset = coef, offset
+        self.lookups = lookups  # (table, scale, inner Affine without lookups)
 
     @staticmethod
     def of(value, dims: int) -> "Affine":
@@ -24,11 +27,12 @@ class Affine:
             return value
         if isinstance(value, int):
             return Affine((0,) * dims, value)
-        raise KernelTraceError(f"an index map returned {value!r}: block indices are ints and program ids times ints")
+        raise KernelTraceError(f"{value!r} is not a block index: indices are ints, program ids times ints, and "
+                               "scalar-prefetch entries")
 
     def __add__(self, o):
         o = Affine.of(o, len(self.coef))
-        return Affine(tuple(a + b for a, b in zip(self.coef, o.coef)), self.offset + o.offset)
+        return Affine(tuple(a + b for a, b in zip(self.coef, o.coef)), self.offset + o.offset, self.lookups + o.lookups)
 
     __radd__ = __add__
 
@@ -40,19 +44,24 @@ class Affine:
 
     def __mul__(self, k):
         if not isinstance(k, int):
-            raise KernelTraceError("an index map may multiply a program id by an int only (block indices are affine)")
-        return Affine(tuple(a * k for a in self.coef), self.offset * k)
+            raise KernelTraceError("program ids are multiplied by ints only (block indices are affine)")
+        return Affine(tuple(a * k for a in self.coef), self.offset * k,
+                      tuple((table, scale * k, inner) for table, scale, inner in self.lookups))
 
     __rmul__ = __mul__
 
     def __neg__(self):
         return self * -1
 
-    def at(self, point: tuple[int, ...]) -> int:
-        return self.offset + sum(c * p for c, p in zip(self.coef, point))
+    def at(self, point: tuple[int, ...], tables: list[list[int]] | None = None) -> int:
+        value = self.offset + sum(c * p for c, p in zip(self.coef, point))
+        for table, scale, inner in self.lookups:
+            value += scale * tables[table][inner.at(point)]
+        return value
 
     def spec(self) -> tuple:
-        return (list(self.coef), self.offset)
+        return (list(self.coef), self.offset,
+                [(table, scale, list(inner.coef), inner.offset) for table, scale, inner in self.lookups])
 
     # In a body, comparing program ids with an int makes a pl.when condition.
     def __eq__(self, value):  # type: ignore[override]
@@ -64,25 +73,37 @@ class Affine:
     __hash__ = None  # type: ignore[assignment]
 
 
-def trace_index_map(index_map, grid: tuple[int, ...], what: str) -> tuple[list[list[int]], list[int]]:
-    """(coef per block dim, offset per block dim) of `index_map`."""
+def trace_index_map(index_map, grid: tuple[int, ...], what: str, tables: tuple = ()) -> list[Affine]:
+    """The block index per dim that `index_map(*program_ids, *scalar_prefetch_refs)` gives."""
     dims = len(grid)
     ids = [Affine(tuple(int(g == d) for g in range(dims))) for d in range(dims)]
-    result = index_map(*ids)
+    result = index_map(*ids, *tables)
     if not isinstance(result, tuple) or len(result) != 2:
         raise KernelTraceError(f"{what}'s index map returned {result!r}: blocks of 2-D arrays need 2 indices")
-    parts = [Affine.of(r, dims) for r in result]
-    return [list(p.coef) for p in parts], [p.offset for p in parts]
+    return [Affine.of(r, dims) for r in result]
 
 
-def check_in_bounds(coef, offset, grid, blocks: tuple[int, int], what: str, where: str) -> None:
-    """Each block index at every grid point in range (checked at the corners: the map is affine)."""
-    corners = itertools.product(*[sorted({0, g - 1}) for g in grid]) if grid else [()]
-    for point in corners:
-        index = tuple(offset[d] + sum(c * p for c, p in zip(coef[d], point)) for d in range(2))
-        if not all(0 <= index[d] < blocks[d] for d in range(2)):
-            raise KernelTraceError(f"{what}'s index map sends grid index {point} to block {index}, outside the "
-                                   f"{blocks[0]} x {blocks[1]} blocks of its array (index map at {where})")
+@dataclass
+class RangeCheck:
+    """0 <= starts[d] and starts[d] + sizes[d] <= limits[d] at every grid step, else the error
+    `message(grid index, starts)`."""
+    starts: list[Affine]
+    sizes: tuple[int, ...]
+    limits: tuple[int, ...]
+    message: Callable[[tuple, tuple], str]
+
+    def reads_tables(self) -> bool:
+        return any(a.lookups for a in self.starts)
+
+    def run(self, grid: tuple[int, ...], tables: list[list[int]] | None = None) -> None:
+        if tables is None and self.reads_tables():
+            return  # checked at each call, with the tables' values
+        points = (itertools.product(*[range(g) for g in grid]) if self.reads_tables()
+                  else itertools.product(*[sorted({0, g - 1}) for g in grid]))
+        for point in points:
+            starts = tuple(a.at(point, tables) for a in self.starts)
+            if any(s < 0 or s + n > limit for s, n, limit in zip(starts, self.sizes, self.limits)):
+                raise KernelTraceError(self.message(point, starts))
 
 
 @dataclass(frozen=True)
@@ -93,8 +114,8 @@ class Condition:
     equal: bool
 
     def spec(self) -> tuple:
-        """The binding's form: ((coef, offset - value), equal), i.e. affine - value == 0."""
-        return ((list(self.affine.coef), self.affine.offset - self.value), self.equal)
+        """The binding's form: (affine - value, equal), the statement running where it is (not) 0."""
+        return ((self.affine - self.value).spec(), self.equal)
 
 
 def _int(value) -> int:

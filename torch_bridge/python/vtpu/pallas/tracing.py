@@ -40,11 +40,18 @@ class Tracer:
         self.body: list[dict] = []
         self.conditions: list[tuple] = []
         self.semaphores = 0
+        self.checks: list = []  # grid.RangeCheck of block indices and copy windows
 
-    def add_ref(self, kind: str, dtype: torch.dtype, shape, block, coef=None, offset=None, in_hbm=False) -> "Ref":
+    def check(self, c) -> None:
+        """Runs a range check now, or at each call when it reads scalar-prefetch tables."""
+        c.run(self.grid)
+        self.checks.append(c)
+
+    def add_ref(self, kind: str, dtype: torch.dtype, shape, block, index=None, in_hbm=False) -> "Ref":
+        """`index`: the block index per dim (grid.Affine specs); none for a block that never moves."""
+        fixed = ([0] * len(self.grid), 0, [])
         self.refs.append({"kind": kind, "dtype": dtype_code(dtype, f"{kind} {len(self.refs)}"), "shape": list(shape),
-                          "block": list(block), "coef": coef or [[0] * len(self.grid)] * 2, "offset": offset or [0, 0],
-                          "in_hbm": in_hbm})
+                          "block": list(block), "index": index or [fixed, fixed], "in_hbm": in_hbm})
         return Ref(self, len(self.refs) - 1, tuple(block), dtype, in_hbm)
 
     def temporary(self, shape, dtype) -> "Ref":
@@ -157,8 +164,12 @@ def _broadcast(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
 
 
 def as_block(value, like: torch.dtype = torch.float32) -> Block:
+    from .grid import Affine  # grid builds on this module
     if isinstance(value, Block):
         return value
+    if isinstance(value, Affine):  # a program id or scalar-prefetch entry: one int32 per grid step
+        from .scalar_prefetch import scalar_block
+        return scalar_block(value)
     if isinstance(value, bool):
         return Block(("const", float(value), "i32"), (1, 1), torch.bool)
     if isinstance(value, (int, float)):
@@ -201,12 +212,22 @@ class Ref:
         store(self, as_block(value, self.dtype))
 
 
-def _flatten(node: tuple, nodes: list, operands: list[int], memo: dict) -> int:
-    """Appends `node`'s tree to `nodes` (the binding's tuples), loads becoming operands."""
+_SCALAR = 1 << 20  # operand numbers of scalars while flattening, renumbered after the refs
+
+
+def _flatten(node: tuple, nodes: list, operands: list, memo: dict, scalars: list | None = None) -> int:
+    """Appends `node`'s tree to `nodes` (the binding's tuples), loads becoming operands and
+    per-step scalars (program ids, scalar-prefetch entries) collected in `scalars`."""
     if node in memo:
         return memo[node]
     kind = node[0]
-    if kind == "load":
+    if kind == "scalar":
+        if scalars is None:
+            raise tracer().fail("this statement cannot read program ids or scalar-prefetch entries")
+        if node[1] not in scalars:
+            scalars.append(node[1])
+        out = ("input", _SCALAR + scalars.index(node[1]), "i32")
+    elif kind == "load":
         if node[1] not in operands:
             operands.append(node[1])
         t = tracer()
@@ -214,13 +235,14 @@ def _flatten(node: tuple, nodes: list, operands: list[int], memo: dict) -> int:
     elif kind == "const":
         out = node
     elif kind == "unary":
-        out = ("unary", node[1], _flatten(node[2], nodes, operands, memo))
+        out = ("unary", node[1], _flatten(node[2], nodes, operands, memo, scalars))
     elif kind == "binary":
-        out = ("binary", node[1], _flatten(node[2], nodes, operands, memo), _flatten(node[3], nodes, operands, memo))
+        out = ("binary", node[1], _flatten(node[2], nodes, operands, memo, scalars),
+               _flatten(node[3], nodes, operands, memo, scalars))
     elif kind == "where":
-        out = ("where",) + tuple(_flatten(n, nodes, operands, memo) for n in node[1:])
+        out = ("where",) + tuple(_flatten(n, nodes, operands, memo, scalars) for n in node[1:])
     else:  # cast
-        out = ("cast", _flatten(node[1], nodes, operands, memo), node[2])
+        out = ("cast", _flatten(node[1], nodes, operands, memo, scalars), node[2])
     nodes.append(out)
     memo[node] = len(nodes) - 1
     return memo[node]
@@ -237,8 +259,12 @@ def store(ref: Ref, value: Block) -> None:
         raise t.fail(f"a {value.dtype} value stored into an {ref.dtype} block: cast it with .astype first")
     nodes: list = []
     operands: list[int] = []
-    output = _flatten(value.node, nodes, operands, {})
-    t.emit({"kind": "assign", "target": ref.index, "operands": operands, "nodes": nodes, "output": output})
+    scalars: list = []
+    output = _flatten(value.node, nodes, operands, {}, scalars)
+    # Scalars are the expression's operands after the refs.
+    nodes = [("input", len(operands) + n[1] - _SCALAR, n[2]) if n[0] == "input" and n[1] >= _SCALAR else n for n in nodes]
+    t.emit({"kind": "assign", "target": ref.index, "operands": operands, "nodes": nodes, "output": output,
+            "scalars": scalars})
 
 
 def materialize(value: Block) -> Ref:
