@@ -1,5 +1,5 @@
 """The Pallas TPU matmul tutorial's kernel (jax docs/pallas/tpu/matmul: a bf16 blocked matmul with
-an f32 VMEM accumulator, the K axis last in the grid) written with vtpu.pallas and timed on the
+an f32 VMEM accumulator, the K axis last in the grid; examples/pallas_matmul.py) timed on the
 simulated v5e, beside the tutorial's published v5e times (../shared/REFERENCES.md). Prints a
 markdown table: simulated and published milliseconds, the error, and the simulated time per grid
 step. docs/kernels.md carries its output. Inputs are zeros: the simulated time does not depend on
@@ -9,12 +9,16 @@ the values, and the run is functional (about a minute of host time for 8192^3).
     python3 bench/pallas_matmul.py --quick    # the 4096^3 rows only
 """
 import argparse
+import pathlib
+import sys
 import time
 
 import torch
 
 import vtpu
-from vtpu import pallas as pl
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
+from pallas_matmul import blocked_matmul  # noqa: E402  (the kernel, shared with the tests)
 
 # (size, bm, bk, bn, published ms on v5e)
 PUBLISHED = [
@@ -23,26 +27,6 @@ PUBLISHED = [
     (4096, 128, 128, 128, 11.77),
     (8192, 128, 128, 128, 91.84),
 ]
-
-
-def matmul_kernel(x_ref, y_ref, z_ref, acc_ref):
-    @pl.when(pl.program_id(2) == 0)
-    def _():
-        acc_ref[...] = 0.0
-
-    acc_ref[...] += pl.dot(x_ref[...], y_ref[...])
-
-    @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
-    def _():
-        z_ref[...] = acc_ref[...].astype(z_ref.dtype)
-
-
-def matmul(size: int, bm: int, bk: int, bn: int):
-    return pl.pallas_call(
-        matmul_kernel, out_shape=pl.ShapeDtype((size, size), torch.bfloat16), grid=(size // bm, size // bn, size // bk),
-        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, k: (i, k)), pl.BlockSpec((bk, bn), lambda i, j, k: (k, j))],
-        out_specs=pl.BlockSpec((bm, bn), lambda i, j, k: (i, j)), scratch_shapes=[pl.VMEM((bm, bn), torch.float32)],
-        chip="v5e")
 
 
 def main() -> None:
@@ -58,7 +42,7 @@ def main() -> None:
         if args.quick and size > 4096:
             continue
         x = torch.zeros(size, size, dtype=torch.bfloat16, device="tpu")
-        f = matmul(size, bm, bk, bn)
+        f = blocked_matmul(size, size, size, bm, bk, bn, chip="v5e")
         vtpu.synchronize()
         vtpu.reset_stats()
         start = time.time()

@@ -1,12 +1,16 @@
 """vtpu.pallas: kernels over VMEM blocks on a grid, each API element against CPU references."""
 import json
 import pathlib
+import sys
 
 import pytest
 import torch
 
 import vtpu
 from vtpu import pallas as pl
+
+sys.path.insert(0, str(pathlib.Path(__file__).parents[2] / "examples"))
+from pallas_matmul import blocked_matmul  # noqa: E402  (the Pallas tutorial's kernel)
 
 
 def rows_of(block_rows, cols):
@@ -38,25 +42,6 @@ def test_elementwise_math_where_and_casts():
     assert o.dtype == torch.bfloat16 and n.dtype == torch.int32
     torch.testing.assert_close(o.cpu(), expected.to(torch.bfloat16), rtol=1e-2, atol=1e-2)
     torch.testing.assert_close(n.cpu(), i * 3 + 1, rtol=0, atol=0)
-
-
-def matmul_kernel(x_ref, y_ref, z_ref, acc_ref):
-    @pl.when(pl.program_id(2) == 0)
-    def _():
-        acc_ref[...] = 0.0
-
-    acc_ref[...] += pl.dot(x_ref[...], y_ref[...])
-
-    @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
-    def _():
-        z_ref[...] = acc_ref[...].astype(z_ref.dtype)
-
-
-def blocked_matmul(m, k, n, bm, bk, bn, dtype):
-    return pl.pallas_call(
-        matmul_kernel, out_shape=pl.ShapeDtype((m, n), dtype), grid=(m // bm, n // bn, k // bk),
-        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, k: (i, k)), pl.BlockSpec((bk, bn), lambda i, j, k: (k, j))],
-        out_specs=pl.BlockSpec((bm, bn), lambda i, j, k: (i, j)), scratch_shapes=[pl.VMEM((bm, bn), torch.float32)])
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
