@@ -15,7 +15,7 @@ namespace vtpu::kernels {
 namespace {
 
 void validate(const BlockKernelSpec& spec) {
-  const auto fail = [&](const std::string& what) { throw KernelError(fmt::format("kernel '{}': {}", spec.name, what)); };
+  const auto fail = [&](const std::string& what) { fail_block_kernel(spec, what); };
   if (spec.grid.size() > kMaxBlockGrid) fail(fmt::format("a grid of {} dims (at most {})", spec.grid.size(), kMaxBlockGrid));
   for (int64_t g : spec.grid) {
     if (g < 1) fail("every grid dim must be at least 1");

@@ -1,7 +1,7 @@
 // A block kernel's VMEM layout and its body, lowered statement by statement: elementwise
-// assignments through TileCodegen tile by tile, dots on the MXUs (a group of row tiles per
-// accumulator set, weights loaded a K slice at a time), row reductions through the cross-lane
-// unit. Each statement runs under its `pl.when` conditions.
+// assignments through TileCodegen tile by tile, row reductions through the cross-lane unit,
+// copies and waits (dots: block_kernel_dot.cc). Each statement runs under its `pl.when`
+// conditions.
 #include "kernels/generators/block_kernel_body.h"
 
 #include <fmt/format.h>
@@ -24,9 +24,6 @@ std::string ref_name(const BlockKernelSpec& spec, int i) {
   return fmt::format("{}{}", r.kind == BlockRef::Kind::Input ? "in" : r.kind == BlockRef::Kind::Output ? "out" : "scratch", i);
 }
 
-[[noreturn]] void fail(const BlockKernelSpec& spec, const std::string& what) {
-  throw KernelError(fmt::format("kernel '{}': {}", spec.name, what));
-}
 
 // Skips the statement unless every condition on the program ids holds.
 void guard(AsmWriter& w, const BlockLayout& l, const BlockStatement& st, const std::vector<int>& ids,
@@ -65,8 +62,8 @@ void emit_copy(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l, 
                const std::vector<int>& ids) {
   const BlockRef& from = spec.refs.at(st.from.ref);
   const BlockRef& to = spec.refs.at(st.to.ref);
-  if (from.in_hbm == to.in_hbm) fail(spec, "a copy moves data between HBM (memory_space=ANY) and VMEM");
-  if (from.dtype != to.dtype) fail(spec, "a copy's two ends hold the same dtype");
+  if (from.in_hbm == to.in_hbm) fail_block_kernel(spec, "a copy moves data between HBM (memory_space=ANY) and VMEM");
+  if (from.dtype != to.dtype) fail_block_kernel(spec, "a copy's two ends hold the same dtype");
   const bool to_vmem = from.in_hbm;
   const BlockRef& hbm = to_vmem ? from : to;
   const BlockRef& vmem = to_vmem ? to : from;
@@ -87,7 +84,7 @@ void emit_copy(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l, 
 void emit_assign(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l, const BlockStatement& st,
                  const std::vector<int>& ids) {
   if (st.operands.size() > kMaxAssignOperands) {
-    fail(spec, fmt::format("one statement reads {} blocks (at most {}): assign a part to a scratch buffer first",
+    fail_block_kernel(spec, fmt::format("one statement reads {} blocks (at most {}): assign a part to a scratch buffer first",
                            st.operands.size(), kMaxAssignOperands));
   }
   const BlockRef& target = spec.refs[st.target];
@@ -150,8 +147,8 @@ void emit_assign(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l
 void emit_row_reduction(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l, const BlockStatement& st) {
   const BlockRef& x = spec.refs[st.operands.at(0)];
   const BlockRef& target = spec.refs[st.target];
-  if (!dtype_is_float(x.dtype) || target.dtype != DType::F32) fail(spec, "row reductions read and make float blocks");
-  if (x.block_rows % kSublanes) fail(spec, "row reductions read blocks of whole 8-row tiles");
+  if (!dtype_is_float(x.dtype) || target.dtype != DType::F32) fail_block_kernel(spec, "row reductions read and make float blocks");
+  if (x.block_rows % kSublanes) fail_block_kernel(spec, "row reductions read blocks of whole 8-row tiles");
   auto& s = w.sregs();
   const int src = s.take(), dst = s.take(), cursor = s.take(), g = s.take(), c = s.take(), limit = s.take();
   load_block_base(w, l, spec, st.operands[0], src);
@@ -183,133 +180,11 @@ void emit_row_reduction(AsmWriter& w, const BlockKernelSpec& spec, const BlockLa
   for (int reg : {src, dst, cursor, g, c, limit}) s.release(reg);
 }
 
-// Copies an f32 weight block into the staging area as bf16, the form mxu.lw loads.
-void stage_weights(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l, int rhs, int dst_reg) {
-  const BlockRef& r = spec.refs[rhs];
-  BlockRef staged = r;
-  staged.dtype = DType::BF16;
-  auto& s = w.sregs();
-  const int src = s.take(), dst = s.take(), n = s.take(), limit = s.take();
-  load_block_base(w, l, spec, rhs, src);
-  w.load_immediate(dst, l.staging);
-  w.line("sli s{}, 0", n);
-  w.load_immediate(limit, r.block_rows / kSublanes * (r.block_cols / kLanes));
-  const std::string loop = w.new_label("stage"), row_done = w.new_label("stage_row");
-  const int col = s.take(), cols = s.take();
-  w.load_immediate(cols, r.block_cols / kLanes);
-  w.line("sli s{}, 0", col);
-  w.place(loop);
-  w.line("vld v0, m0, s{}, 0, {}", src, row_stride_bytes(r));
-  w.line("vst.bf16 v0, m0, s{}, 0, {}", dst, row_stride_bytes(staged));
-  w.line("saddi s{}, s{}, {}", src, src, kLanes * 4);
-  w.line("saddi s{}, s{}, {}", dst, dst, kLanes * 2);
-  w.line("saddi s{}, s{}, 1", col, col);
-  w.line("blt s{}, s{}, {}", col, cols, row_done);
-  w.line("sli s{}, 0", col);  // next 8 rows: back to the row's start, down 8 rows
-  w.line("saddi s{}, s{}, {}", src, src, kSublanes * row_stride_bytes(r) - r.block_cols * 4);
-  w.line("saddi s{}, s{}, {}", dst, dst, kSublanes * row_stride_bytes(staged) - r.block_cols * 2);
-  w.place(row_done);
-  w.line("saddi s{}, s{}, 1", n, n);
-  w.line("blt s{}, s{}, {}", n, limit, loop);
-  w.load_immediate(dst_reg, l.staging);
-  for (int reg : {src, dst, n, limit, col, cols}) s.release(reg);
-}
-
-void emit_dot(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l, const BlockStatement& st,
-              const sim::ChipConfig& chip) {
-  const BlockRef& a = spec.refs[st.operands.at(0)];
-  const BlockRef& b = spec.refs[st.operands.at(1)];
-  const BlockRef& t = spec.refs[st.target];
-  const int64_t d = chip.mxu_dim, group = d / kLanes;
-  if (!dtype_is_float(a.dtype) || !dtype_is_float(b.dtype)) fail(spec, "dot multiplies float blocks (f32 or bf16)");
-  if (a.block_cols != b.block_rows || a.block_rows != t.block_rows || b.block_cols != t.block_cols) {
-    fail(spec, fmt::format("dot of ({}, {}) and ({}, {}) blocks into a ({}, {}) block", a.block_rows, a.block_cols,
-                           b.block_rows, b.block_cols, t.block_rows, t.block_cols));
-  }
-  if (a.block_rows % kSublanes) fail(spec, "dot's left operand is a block of whole 8-row tiles");
-  if (a.block_cols % d || b.block_cols % d) {
-    fail(spec, fmt::format("dot's contracted and output widths ({}, {}) must be whole MXU widths ({}) on {}", a.block_cols,
-                           b.block_cols, d, chip.name));
-  }
-  // Row tiles per accumulator set (a divisor of the block's), MXUs side by side (a divisor of
-  // the block's column strips).
-  int64_t slots = std::min<int64_t>(chip.mxu_acc_slots, a.block_rows / kSublanes);
-  while ((a.block_rows / kSublanes) % slots) --slots;
-  int64_t mxus = std::min<int64_t>(chip.mxu_per_core, b.block_cols / d);
-  while ((b.block_cols / d) % mxus) --mxus;
-  auto& s = w.sregs();
-  const int lhs = s.take(), rhs = s.take(), out = s.take(), rg = s.take(), ng = s.take(), ks = s.take(), limit = s.take(),
-            cursor = s.take(), weights = s.take();
-  if (b.dtype == DType::F32) {
-    stage_weights(w, spec, l, st.operands[1], rhs);
-  } else {
-    load_block_base(w, l, spec, st.operands[1], rhs);
-  }
-  const int64_t b_stride = b.block_cols * 2, a_stride = row_stride_bytes(a), t_stride = row_stride_bytes(t);
-  load_block_base(w, l, spec, st.operands[0], lhs);
-  load_block_base(w, l, spec, st.target, out);
-  RegisterPool vregs("vector registers", 0, 31);
-  const std::string rg_loop = w.new_label("dot_rows"), ng_loop = w.new_label("dot_cols"), ks_loop = w.new_label("dot_k");
-  w.line("sli s{}, 0", rg);
-  w.place(rg_loop);
-  w.line("sli s{}, 0", ng);
-  w.place(ng_loop);
-  w.line("sli s{}, 0", ks);
-  w.place(ks_loop);
-  // Weights of this K slice for each MXU: rows ks*d.., columns (ng*mxus + j)*d..
-  w.line("smuli s{}, s{}, {}", weights, ks, d * b_stride);
-  w.line("sadd s{}, s{}, s{}", weights, weights, rhs);
-  w.add_scaled(weights, ng, mxus * d * 2, cursor);
-  for (int64_t j = 0; j < mxus; ++j) {
-    w.line("saddi s{}, s{}, {}", cursor, weights, j * d * 2);
-    w.line("mxu.lw mxu{}, s{}, {}", j, cursor, b_stride);
-  }
-  // LHS tiles of this row group and K slice: rows (rg*slots + r)*8, columns ks*d..
-  w.line("smuli s{}, s{}, {}", cursor, ks, d * dtype_bytes(a.dtype));
-  w.line("sadd s{}, s{}, s{}", cursor, cursor, lhs);
-  w.add_scaled(cursor, rg, slots * kSublanes * a_stride, weights);
-  const int ga = vregs.take_run(static_cast<int>(group) * 8, static_cast<int>(group));
-  for (int64_t r = 0; r < slots; ++r) {
-    const int v = ga + static_cast<int>((r % 8) * group);
-    for (int64_t k = 0; k < group; ++k) {
-      w.line("{} v{}, m0, s{}, {}, {}", load_mnemonic(a.dtype), v + k, cursor, k * kLanes * dtype_bytes(a.dtype), a_stride);
-    }
-    for (int64_t j = 0; j < mxus; ++j) w.line("mxu.mm mxu{}, v{}, {}", j, v, r);
-    w.line("saddi s{}, s{}, {}", cursor, cursor, kSublanes * a_stride);
-  }
-  w.line("saddi s{}, s{}, 1", ks, ks);
-  w.load_immediate(limit, a.block_cols / d);
-  w.line("blt s{}, s{}, {}", ks, limit, ks_loop);
-  // Drain: each slot of each MXU into its tile of the target (added to it when accumulating).
-  w.line("smov s{}, s{}", cursor, out);
-  w.add_scaled(cursor, rg, slots * kSublanes * t_stride, weights);
-  w.add_scaled(cursor, ng, mxus * d * dtype_bytes(t.dtype), weights);
-  const int acc = vregs.take_run(static_cast<int>(group) * 2, static_cast<int>(group));
-  for (int64_t r = 0; r < slots; ++r) {
-    for (int64_t j = 0; j < mxus; ++j) {
-      const int v = ga + static_cast<int>(((r * mxus + j) % 8) * group);
-      w.line("mxu.pop v{}, mxu{}, {}", v, j, r);
-      for (int64_t k = 0; k < group; ++k) {
-        const int64_t offset = (j * d + k * kLanes) * dtype_bytes(t.dtype);
-        if (st.accumulate) {
-          w.line("{} v{}, m0, s{}, {}, {}", load_mnemonic(t.dtype), acc + k, cursor, offset, t_stride);
-          w.line("vadd v{}, v{}, v{}", v + k, v + k, acc + k);
-        }
-        w.line("{} v{}, m0, s{}, {}, {}", store_mnemonic(t.dtype), v + k, cursor, offset, t_stride);
-      }
-    }
-    w.line("saddi s{}, s{}, {}", cursor, cursor, kSublanes * t_stride);
-  }
-  w.line("saddi s{}, s{}, 1", ng, ng);
-  w.load_immediate(limit, b.block_cols / d / mxus);
-  w.line("blt s{}, s{}, {}", ng, limit, ng_loop);
-  w.line("saddi s{}, s{}, 1", rg, rg);
-  w.load_immediate(limit, a.block_rows / kSublanes / slots);
-  w.line("blt s{}, s{}, {}", rg, limit, rg_loop);
-  for (int reg : {lhs, rhs, out, rg, ng, ks, limit, cursor, weights}) s.release(reg);
-}
-
 }  // namespace
+
+void fail_block_kernel(const BlockKernelSpec& spec, const std::string& what) {
+  throw KernelError(fmt::format("kernel '{}': {}", spec.name, what));
+}
 
 BlockLayout lay_out_block_kernel(AsmWriter& w, const BlockKernelSpec& spec, const sim::ChipConfig& chip) {
   BlockLayout l;
@@ -343,7 +218,7 @@ BlockLayout lay_out_block_kernel(AsmWriter& w, const BlockKernelSpec& spec, cons
   }
   l.body_sem = streamed;
   if (streamed + spec.semaphores + 1 > chip.semaphores) {
-    fail(spec, fmt::format("{} streamed arrays and {} semaphores of its own (the chip has {} semaphores)", streamed,
+    fail_block_kernel(spec, fmt::format("{} streamed arrays and {} semaphores of its own (the chip has {} semaphores)", streamed,
                            spec.semaphores, chip.semaphores));
   }
   int64_t staging = 0;
@@ -356,7 +231,7 @@ BlockLayout lay_out_block_kernel(AsmWriter& w, const BlockKernelSpec& spec, cons
   l.staging = take(staging);
   l.bytes = at;
   if (static_cast<uint64_t>(l.bytes) > chip.vmem_bytes) {
-    fail(spec, fmt::format("its blocks need {} bytes of VMEM ({} buffers, double-buffered where streamed); {} has {}",
+    fail_block_kernel(spec, fmt::format("its blocks need {} bytes of VMEM ({} buffers, double-buffered where streamed); {} has {}",
                            l.bytes, n, chip.name, chip.vmem_bytes));
   }
   l.base_slot.assign(n, -1);
@@ -410,7 +285,7 @@ void emit_table_copies(AsmWriter& w, const BlockKernelSpec& spec, const BlockLay
 }
 
 void load_block_base(AsmWriter& w, const BlockLayout& l, const BlockKernelSpec& spec, int i, int dst) {
-  if (spec.refs.at(i).in_hbm) fail(spec, fmt::format("{} is in HBM: the body reaches it through copies only", ref_name(spec, i)));
+  if (spec.refs.at(i).in_hbm) fail_block_kernel(spec, fmt::format("{} is in HBM: the body reaches it through copies only", ref_name(spec, i)));
   if (is_streamed(spec.refs.at(i))) {
     w.line("sarg s{}, {}", dst, l.base_slot[i]);
   } else {

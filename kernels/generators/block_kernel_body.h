@@ -52,6 +52,12 @@ BlockLayout lay_out_block_kernel(AsmWriter& w, const BlockKernelSpec& spec, cons
 // s`dst` = the VMEM address of ref `i`'s current block.
 void load_block_base(AsmWriter& w, const BlockLayout& l, const BlockKernelSpec& spec, int i, int dst);
 
+// Throws KernelError naming the kernel.
+[[noreturn]] void fail_block_kernel(const BlockKernelSpec& spec, const std::string& what);
+// A Dot statement (block_kernel_dot.cc).
+void emit_dot(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l, const BlockStatement& st,
+              const sim::ChipConfig& chip);
+
 // The body, lowered statement by statement (block_kernel_body.cc).
 void emit_block_body(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l, const sim::ChipConfig& chip,
                      const std::vector<int>& program_ids);

@@ -254,7 +254,8 @@ def _custom_op(name: str, run: Callable, outs: tuple[ShapeDtype, ...], single: b
 
     @torch.library.register_fake(qualname)
     def _fake(inputs):
-        return [torch.empty(o.shape, dtype=o.dtype, device=inputs[0].device) for o in outs]
+        device = inputs[0].device if inputs else torch.device("tpu")
+        return [torch.empty(o.shape, dtype=o.dtype, device=device) for o in outs]
 
     if backward is not None:
         def setup_context(ctx, inputs, output):

@@ -94,7 +94,8 @@ def _promote(a: torch.dtype, b: torch.dtype) -> torch.dtype:
 
 
 class Block:
-    """A block's value: an expression tree over refs' blocks, shape (rows, cols) or (rows, 1)."""
+    """A block's value: an expression tree over refs' blocks, of shape (rows, cols), a row statistic
+    (rows, 1), a row vector (1, cols) or a number (1, 1)."""
 
     def __init__(self, node: tuple, shape: tuple[int, int], dtype: torch.dtype):
         self.node, self.shape, self.dtype = node, shape, dtype
