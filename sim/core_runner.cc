@@ -93,13 +93,15 @@ void CoreRunner::fail_deadlocked() const {
   const std::string where = core_.chip_count > 1 ? fmt::format("chip {} core {}", core_.chip_index, core_.core_index)
                                                  : fmt::format("core {}", core_.core_index);
   throw SimError(SimErrorKind::Deadlock,
-                 fmt::format("{} instruction {} `{}` waits for {} signal(s) on sem{}, but only {} can ever "
+                 fmt::format("{} instruction {} `{}`{} waits for {} signal(s) on sem{}, but only {} can ever "
                              "arrive (no more DMAs or signals target it): deadlock",
-                             where, pc_, isa::format_instruction(ins), ins.operands[1], ins.operands[0], available));
+                             where, pc_, isa::format_instruction(ins), mark_note(core_), ins.operands[1], ins.operands[0],
+                             available));
 }
 
 CoreRun CoreRunner::finish() {
   run_.cycles = std::max(timing_.finish_cycle(), dmas_.last_completion_cycle());
+  timing_.close_mark(run_.cycles);
   run_.hbm_read = timing_.hbm_read_bytes();
   run_.hbm_write = timing_.hbm_write_bytes();
   run_.held = timing_.local_dma_bytes();

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <array>
+#include <string>
+#include <optional>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -43,6 +45,10 @@ struct MxuState {
   }
 };
 
+struct CoreState;
+// " (after mark N)" once the core has run a `mark`, else nothing: appended to where an error is.
+std::string mark_note(const CoreState& core);
+
 struct CoreState {
   int core_index = 0;
   int core_count = 1;  // TensorCores running the launch
@@ -56,6 +62,7 @@ struct CoreState {
   uint64_t vmem_dirty_end = 0;    // every write so far lies below this address
   std::vector<uint8_t> vmem_written;           // one flag per 4-byte word, when uninitialised reads are checked
   std::vector<MxuState> mxus;
+  std::optional<int32_t> mark;    // the last `mark` operand: where errors say the core was
 
   // `zeroed` is a zeroed VMEM of vmem_size bytes (a fresh one when null).
   CoreState(uint64_t vmem_size, int mxu_count, int mxu_dim, int acc_slots, bool track_init, VmemBuffer zeroed = nullptr)
@@ -76,5 +83,9 @@ struct CoreState {
     return m;
   }
 };
+
+inline std::string mark_note(const CoreState& core) {
+  return core.mark ? " (after mark " + std::to_string(*core.mark) + ")" : std::string();
+}
 
 }  // namespace vtpu::sim

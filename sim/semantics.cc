@@ -60,8 +60,8 @@ int32_t f32_to_i32_trunc(float v) {
 }  // namespace
 
 void Semantics::fail(SimErrorKind kind, const std::string& message, int trap_code) const {
-  throw SimError(kind, fmt::format("core {} instruction {} `{}`: {}", core_.core_index, pc_,
-                                   isa::format_instruction(*current_), message), trap_code);
+  throw SimError(kind, fmt::format("core {} instruction {} `{}`{}: {}", core_.core_index, pc_,
+                                   isa::format_instruction(*current_), mark_note(core_), message), trap_code);
 }
 
 void Semantics::check_vmem(uint64_t lo, uint64_t hi, bool write) const {
@@ -167,6 +167,7 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
       break;
     }
     case Opcode::Nop: break;
+    case Opcode::Mark: core_.mark = out.mark = s[o[0]]; break;
     case Opcode::Blt: branch(s[o[0]] < s[o[1]], o[2]); break;
     case Opcode::Bge: branch(s[o[0]] >= s[o[1]], o[2]); break;
     case Opcode::Beq: branch(s[o[0]] == s[o[1]], o[2]); break;

@@ -3,6 +3,8 @@
 // and reports what timing and synchronisation need to know.
 #pragma once
 
+#include <optional>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,6 +32,7 @@ struct StepOutcome {
   int remote_chip = -1;            // dma.remote: the destination chip
   DmaRecord remote_inbound;        // dma.remote: the destination's side (done_cycle filled in later)
   double macs = 0;                 // MXU multiply-accumulates done
+  std::optional<int32_t> mark;     // `mark`: its operand, for the trace
 };
 
 class Semantics {

@@ -209,7 +209,8 @@ void Semantics::dma(const isa::Instruction& ins, StepOutcome& out) {
     fail(SimErrorKind::BadLaunch, fmt::format("DMA shape must be non-negative (rows {}, row_bytes {}, strides {}, {})",
                                               rows, row_bytes, vstride, hstride));
   }
-  const std::string what = fmt::format("core {} instruction {} `{}`", core_.core_index, pc_, isa::format_instruction(ins));
+  const std::string what =
+      fmt::format("core {} instruction {} `{}`{}", core_.core_index, pc_, isa::format_instruction(ins), mark_note(core_));
   DmaRecord rec;
   rec.pc = pc_;
   rec.to_vmem = to_vmem;

@@ -236,6 +236,7 @@ Scheduled TimingModel::schedule_front_end(const isa::Instruction& ins, const Ste
     trace_->slice(t.trace_id, start, start + 1, meta.mnemonic.data());
   }
   mark_written(ins, s.ready);
+  if (outcome.mark) mark(start, *outcome.mark);
   if (outcome.branch_taken) {
     issue_ += chip_.branch_taken_penalty_cycles;
     issued_this_cycle_ = 0;
@@ -290,6 +291,22 @@ Scheduled TimingModel::schedule_mxu(const isa::Instruction& ins, const StepOutco
   }
   mark_written(ins, s.ready);
   return s;
+}
+
+// Each mark's span, from it to the next mark (or the end of the run), is one slice on the trace's
+// "marks" row: a kernel that marks its grid steps draws them.
+void TimingModel::mark(uint64_t cycle, int32_t value) {
+  if (!trace_) return;
+  close_mark(cycle);
+  if (mark_track_ < 0) mark_track_ = trace_->add_track("marks", process_);
+  open_mark_ = {cycle, value};
+}
+
+void TimingModel::close_mark(uint64_t cycle) {
+  if (!trace_ || !open_mark_) return;
+  trace_->span(mark_track_, open_mark_->first, std::max(cycle, open_mark_->first + 1),
+                   fmt::format("mark {}", open_mark_->second));
+  open_mark_.reset();
 }
 
 uint64_t TimingModel::finish_cycle() const {

@@ -5,6 +5,8 @@
 // bandwidth on one FIFO timeline, which is what makes the roofline bound hold by construction.
 #pragma once
 
+#include <optional>
+
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -36,6 +38,8 @@ class TimingModel {
   uint64_t issue_cycle() const { return issue_; }
   // The cycle by which every unit, queue and DMA has finished.
   uint64_t finish_cycle() const;
+  // Ends the span of the last `mark` in the trace at `cycle` (the run's end).
+  void close_mark(uint64_t cycle);
   void add_unit_usage(std::vector<traces::UnitUsage>& units) const;
   uint64_t hbm_read_bytes() const { return hbm_read_bytes_; }
   uint64_t hbm_write_bytes() const { return hbm_write_bytes_; }
@@ -48,6 +52,10 @@ class TimingModel {
   }
 
  private:
+  void mark(uint64_t cycle, int32_t value);
+  int mark_track_ = -1;            // the trace's "marks" row, added at the first mark
+  std::optional<std::pair<uint64_t, int32_t>> open_mark_;  // (start cycle, value) of the span being drawn
+
   struct Track {
     std::string name;
     uint64_t free_at = 0;

@@ -41,6 +41,10 @@ void TraceRecorder::interval(int track, uint64_t start_cycle, uint64_t end_cycle
   else truncated_ = true;
 }
 
+void TraceRecorder::span(int track, uint64_t start_cycle, uint64_t end_cycle, const std::string& name) {
+  interval(track, start_cycle + offset_, end_cycle + offset_, name);
+}
+
 void TraceRecorder::sample(int counter, uint64_t cycle, double value) {
   if (samples_.size() < max_slices_) samples_.push_back({counter, cycle + offset_, value});
   else truncated_ = true;

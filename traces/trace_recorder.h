@@ -44,6 +44,9 @@ class TraceRecorder {
   // A slice at absolute cycles (no offset, no merging): work timed outside the simulator, such as
   // a collective on the interconnect's closed-form timeline.
   void interval(int track, uint64_t start_cycle, uint64_t end_cycle, const std::string& name);
+  // A slice of this launch's cycles (offset like slice()) that never merges with its neighbours:
+  // a span with its own name, such as a kernel's grid step (isa `mark`).
+  void span(int track, uint64_t start_cycle, uint64_t end_cycle, const std::string& name);
   // Prefixed to the process of tracks added from now on ("tpu:1 " names the chip of a slice).
   void set_process_prefix(std::string prefix) { prefix_ = std::move(prefix); }
   void sample(int counter, uint64_t cycle, double value);

@@ -220,6 +220,7 @@ std::string make_block_kernel_source(const BlockKernelSpec& spec, const sim::Chi
   const std::string loop = w.new_label("grid_step");
   w.place(loop);
   w.comment("grid step: wait for this step's inputs, fetch the next step's, run the body, write back");
+  w.line("mark s{}", step);  // the step's number: traces draw each step, errors name it
   w.line("saddi s{}, s{}, 1", step, step);
   w.load_immediate(steps, total);
   w.line("sslt s{}, s{}, s{}", has_next, step, steps);

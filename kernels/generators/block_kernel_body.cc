@@ -81,6 +81,25 @@ void emit_copy(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l, 
   for (int reg : {hbm_address, vmem_address, rows, bytes, vmem_stride, hbm_stride}) s.release(reg);
 }
 
+// v`vreg` = each element's index along `dim` of the block, in the tile of row group s`group` and
+// column chunk s`chunk` (through s`scratch`): viota's s * 128 + l split into the sublane or the
+// lane, plus the tile's first row or column.
+void emit_iota(AsmWriter& w, RegisterPool& vregs, int dim, int vreg, int group, int chunk, int scratch) {
+  const int offset = vregs.take();
+  w.line("viota v{}", vreg);
+  if (dim == 0) {
+    w.line("vshri v{}, v{}, 7", vreg, vreg);
+  } else {
+    w.load_immediate(scratch, kLanes - 1);
+    w.line("vbcast v{}, s{}", offset, scratch);
+    w.line("vand v{}, v{}, v{}", vreg, vreg, offset);
+  }
+  w.line("smuli s{}, s{}, {}", scratch, dim == 0 ? group : chunk, dim == 0 ? kSublanes : kLanes);
+  w.line("vbcast v{}, s{}", offset, scratch);
+  w.line("viadd v{}, v{}, v{}", vreg, vreg, offset);
+  vregs.release(offset);
+}
+
 void emit_assign(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l, const BlockStatement& st,
                  const std::vector<int>& ids) {
   if (st.operands.size() > kMaxAssignOperands) {
@@ -117,7 +136,12 @@ void emit_assign(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l
   w.place(chunk_loop);
   TileCodegen codegen(w, vregs, masks, scratch);
   const auto address = [&](size_t k) { return cursor[k] >= 0 ? cursor[k] : rowbase[k]; };
+  const size_t first_iota = st.operands.size() + st.scalars.size();
   const auto results = codegen.emit(st.expr, [&](int operand, int vreg) {
+    if (static_cast<size_t>(operand) >= first_iota) {  // the element's row or column in the block
+      emit_iota(w, vregs, st.iotas.at(operand - first_iota), vreg, g, c, limit);
+      return;
+    }
     const BlockRef& r = spec.refs[refs[operand]];
     w.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(r.dtype), vreg, address(operand), sublane_stride_bytes(r));
   }, preset);

@@ -75,6 +75,7 @@ struct BlockStatement {
   std::vector<int> operands;
   Expr expr;
   std::vector<GridAffine> scalars;     // Assign: expr's Input operands past `operands`, one int32 per step
+  std::vector<int> iotas;              // Assign: Input operands past those: each element's index along a dim
   bool accumulate = false;             // Dot only
   BlockWindow from, to;                // Copy only
   int64_t rows = 0, cols = 0;          // Copy only

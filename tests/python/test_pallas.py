@@ -244,11 +244,15 @@ def test_row_vectors_and_row_statistics_broadcast():
 
 def test_uninitialised_scratch_read_in_debug_mode():
     def reads_garbage(x_ref, o_ref, s_ref):
-        o_ref[...] = x_ref[...] + s_ref[...]
+        o_ref[...] = x_ref[...]
 
-    x = torch.zeros(8, 128, device="tpu")
-    f = pl.pallas_call(reads_garbage, out_shape=pl.ShapeDtype((8, 128)), in_specs=[None],
-                       scratch_shapes=[pl.VMEM((8, 128))])
+        @pl.when(pl.program_id(0) == 2)
+        def _():
+            o_ref[...] = x_ref[...] + s_ref[...]  # never written
+
+    x = torch.zeros(32, 128, device="tpu")
+    f = pl.pallas_call(reads_garbage, out_shape=pl.ShapeDtype((32, 128)), grid=(4,), in_specs=[rows_of(8, 128)],
+                       out_specs=rows_of(8, 128), scratch_shapes=[pl.VMEM((8, 128))])
     vtpu.set_mode("debug")
     try:
         with pytest.raises(RuntimeError) as info:
@@ -258,6 +262,7 @@ def test_uninitialised_scratch_read_in_debug_mode():
     message = str(info.value)
     assert "uninitialised VMEM" in message
     assert f"kernel 'reads_garbage', in the body's statement at {__file__}:" in message
+    assert "at grid index (2,))" in message
 
 
 def test_assembly_kernel_as_a_custom_op_with_autograd():
@@ -315,6 +320,7 @@ def test_reading_a_buffer_before_its_copy_is_waited_for_is_a_race():
         manual_call(racy)(torch.zeros(64, 256, device="tpu"))
     assert "races the DMA" in str(info.value)
     assert f"kernel 'racy', in the body's statement at {__file__}:" in str(info.value)
+    assert "at grid index (0,)" in str(info.value)
 
 
 def test_waiting_for_a_copy_never_started_is_a_deadlock():
@@ -365,3 +371,17 @@ def test_scalar_prefetch_entry_out_of_range_is_found_at_the_call():
     with pytest.raises(ValueError) as info:
         gather_blocks(2)(torch.tensor([1, 4], dtype=torch.int32, device="tpu"), x)
     assert "input 0's index map sends grid index (1,) to block (4, 0), outside the 4 x 1 blocks" in str(info.value)
+
+
+def test_iota_with_program_ids_gives_global_positions():
+    def causal(x_ref, o_ref):
+        rows = pl.iota((16, 256), 0) + pl.program_id(0) * 16  # the element's row in the whole array
+        cols = pl.broadcasted_iota(torch.int32, (16, 256), 1) + pl.program_id(1) * 256
+        o_ref[...] = pl.where(rows * 2 >= cols, x_ref[...], rows.astype(torch.float32) - cols)
+
+    spec = pl.BlockSpec((16, 256), lambda i, j: (i, j))
+    f = pl.pallas_call(causal, out_shape=pl.ShapeDtype((32, 512)), grid=(2, 2), in_specs=[spec], out_specs=spec)
+    x = torch.randn(32, 512)
+    rows, cols = torch.arange(32).view(-1, 1), torch.arange(512).view(1, -1)
+    expected = torch.where(rows * 2 >= cols, x, (rows - cols).float())
+    torch.testing.assert_close(f(x.to("tpu")).cpu(), expected, rtol=0, atol=0)

@@ -30,6 +30,12 @@ TEST_SUITE("sim") {
                     sim::SimErrorKind::OutOfBounds, {"instruction 2", "vld v1, m0, s1, 0, 512", "outside VMEM"});
   }
 
+  TEST_CASE("an error after a mark names the last mark") {
+    check_sim_error("  sli s2, 6\n  mark s2\n  saddi s2, s2, 1\n  mark s2\n  sli s1, 134217728 - 2048\n  jmp L\nL:\n"
+                    "  vld v1, m0, s1, 0, 512\n  halt\n",
+                    {}, sim::SimErrorKind::OutOfBounds, {"instruction 6", "(after mark 7)", "outside VMEM"});
+  }
+
   TEST_CASE("out-of-bounds HBM access names the argument") {
     check_sim_error(R"(
 .arg x buffer

@@ -75,4 +75,36 @@ TEST_SUITE("traces") {
     CHECK(j["cycles"].get<uint64_t>() == result.cycles);
     CHECK(traces::render_text(result.summary).find("roofline bound") != std::string::npos);
   }
+
+  TEST_CASE("marks draw their spans on a marks track, back to back, each named by its value") {
+    sim::SimDevice device(sim::load_chip("v5e"));
+    traces::TraceRecorder recorder;
+    device.set_trace(&recorder);
+    const auto program = isa::assemble(R"(
+  sli s1, 0
+  sli s2, 3
+step:
+  mark s1
+  vbcast v1, s1
+  vexp v2, v1
+  saddi s1, s1, 1
+  blt s1, s2, step
+)");
+    const auto result = device.wait(device.launch(program, {}));
+    int marks = -1;
+    for (size_t t = 0; t < recorder.tracks().size(); ++t) {
+      if (recorder.tracks()[t].name == "marks") marks = static_cast<int>(t);
+    }
+    REQUIRE(marks >= 0);
+    std::vector<traces::Slice> spans;
+    for (const auto& s : recorder.slices()) {
+      if (s.track == marks) spans.push_back(s);
+    }
+    REQUIRE(spans.size() == 3);
+    for (size_t i = 0; i < spans.size(); ++i) {
+      CHECK(spans[i].name == "mark " + std::to_string(i));
+      if (i > 0) CHECK(spans[i].start_cycle == spans[i - 1].end_cycle);
+    }
+    CHECK(spans.back().end_cycle == result.cycles);
+  }
 }

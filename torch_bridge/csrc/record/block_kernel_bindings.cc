@@ -131,6 +131,7 @@ BlockStatement statement_of(const py::dict& d) {
     if (d.contains("scalars")) {
       for (const auto& a : d["scalars"].cast<py::list>()) st.scalars.push_back(affine_of(a));
     }
+    if (d.contains("iotas")) st.iotas = d["iotas"].cast<std::vector<int>>();
   }
   return st;
 }

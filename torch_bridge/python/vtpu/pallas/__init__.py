@@ -19,7 +19,7 @@ from .call import BlockSpec, ShapeDtype, VMEM, assembly_call, pallas_call
 from .copies import ANY, SemaphoreType, async_copy, ds, make_async_copy
 from .grid import num_programs, program_id, when
 from .scalar_prefetch import PrefetchScalarGridSpec
-from .tracing import KernelTraceError, binary as _binary, dot, unary as _unary, where
+from .tracing import KernelTraceError, binary as _binary, broadcasted_iota, dot, iota, unary as _unary, where
 
 exp = _unary("exp")
 log = _unary("log")
@@ -51,6 +51,7 @@ def mean(x, axis: int = -1, keepdims: bool = True):
 
 
 __all__ = ["BlockSpec", "ShapeDtype", "VMEM", "pallas_call", "assembly_call", "ANY", "SemaphoreType", "ds",
-           "make_async_copy", "async_copy", "PrefetchScalarGridSpec", "program_id", "num_programs", "when", "dot", "where",
+           "make_async_copy", "async_copy", "PrefetchScalarGridSpec", "program_id", "num_programs", "when", "dot",
+           "where", "iota", "broadcasted_iota",
            "KernelTraceError", "exp", "log", "tanh", "sqrt", "rsqrt", "sigmoid", "reciprocal", "relu", "silu", "gelu",
            "erf", "sin", "cos", "maximum", "minimum", "sum", "max", "mean"]

@@ -145,8 +145,19 @@ class Kernel:
             found = re.search(r"instruction (\d+)", str(error))
             line = lines[int(found.group(1))] if found and int(found.group(1)) < len(lines) else ""
             where = f"the body's statement at {line}" if line else "the pipeline around the body"
+            step = re.search(r"after mark (\d+)", str(error))
+            if step:  # the grid loop marks each step with its number (row-major, the last dim fastest)
+                where += f", at grid index {_unravel(int(step.group(1)), self.grid)}"
             raise RuntimeError(f"{error}\n(vtpu.pallas: kernel '{self.name}', in {where})") from None
         return outputs
+
+
+def _unravel(step: int, grid: tuple[int, ...]) -> tuple[int, ...]:
+    index = []
+    for size in reversed(grid):
+        index.append(step % size)
+        step //= size
+    return tuple(reversed(index))
 
 
 def _instruction_lines(source: str, body: list[dict]) -> list[str]:

@@ -213,16 +213,23 @@ class Ref:
         store(self, as_block(value, self.dtype))
 
 
-_SCALAR = 1 << 20  # operand numbers of scalars while flattening, renumbered after the refs
+_SCALAR, _IOTA = 1 << 20, 2 << 20  # operand numbers while flattening, renumbered after the refs
 
 
-def _flatten(node: tuple, nodes: list, operands: list, memo: dict, scalars: list | None = None) -> int:
-    """Appends `node`'s tree to `nodes` (the binding's tuples), loads becoming operands and
-    per-step scalars (program ids, scalar-prefetch entries) collected in `scalars`."""
+def _flatten(node: tuple, nodes: list, operands: list, memo: dict, scalars: list | None = None,
+             iotas: list | None = None) -> int:
+    """Appends `node`'s tree to `nodes` (the binding's tuples), loads becoming operands, per-step
+    scalars (program ids, scalar-prefetch entries) collected in `scalars` and iotas' dims in `iotas`."""
     if node in memo:
         return memo[node]
     kind = node[0]
-    if kind == "scalar":
+    if kind == "iota":
+        if iotas is None:
+            raise tracer().fail("this statement cannot read an iota")
+        if node[1] not in iotas:
+            iotas.append(node[1])
+        out = ("input", _IOTA + iotas.index(node[1]), "i32")
+    elif kind == "scalar":
         if scalars is None:
             raise tracer().fail("this statement cannot read program ids or scalar-prefetch entries")
         if node[1] not in scalars:
@@ -236,14 +243,14 @@ def _flatten(node: tuple, nodes: list, operands: list, memo: dict, scalars: list
     elif kind == "const":
         out = node
     elif kind == "unary":
-        out = ("unary", node[1], _flatten(node[2], nodes, operands, memo, scalars))
+        out = ("unary", node[1], _flatten(node[2], nodes, operands, memo, scalars, iotas))
     elif kind == "binary":
-        out = ("binary", node[1], _flatten(node[2], nodes, operands, memo, scalars),
-               _flatten(node[3], nodes, operands, memo, scalars))
+        out = ("binary", node[1], _flatten(node[2], nodes, operands, memo, scalars, iotas),
+               _flatten(node[3], nodes, operands, memo, scalars, iotas))
     elif kind == "where":
-        out = ("where",) + tuple(_flatten(n, nodes, operands, memo, scalars) for n in node[1:])
+        out = ("where",) + tuple(_flatten(n, nodes, operands, memo, scalars, iotas) for n in node[1:])
     else:  # cast
-        out = ("cast", _flatten(node[1], nodes, operands, memo, scalars), node[2])
+        out = ("cast", _flatten(node[1], nodes, operands, memo, scalars, iotas), node[2])
     nodes.append(out)
     memo[node] = len(nodes) - 1
     return memo[node]
@@ -261,11 +268,18 @@ def store(ref: Ref, value: Block) -> None:
     nodes: list = []
     operands: list[int] = []
     scalars: list = []
-    output = _flatten(value.node, nodes, operands, {}, scalars)
-    # Scalars are the expression's operands after the refs.
-    nodes = [("input", len(operands) + n[1] - _SCALAR, n[2]) if n[0] == "input" and n[1] >= _SCALAR else n for n in nodes]
-    t.emit({"kind": "assign", "target": ref.index, "operands": operands, "nodes": nodes, "output": output,
-            "scalars": scalars})
+    iotas: list = []
+    output = _flatten(value.node, nodes, operands, {}, scalars, iotas)
+
+    def number(n):  # the expression's operands: the refs, then the scalars, then the iotas
+        if n[0] != "input" or n[1] < _SCALAR:
+            return n
+        if n[1] >= _IOTA:
+            return ("input", len(operands) + len(scalars) + n[1] - _IOTA, n[2])
+        return ("input", len(operands) + n[1] - _SCALAR, n[2])
+
+    t.emit({"kind": "assign", "target": ref.index, "operands": operands, "nodes": [number(n) for n in nodes],
+            "output": output, "scalars": scalars, "iotas": iotas})
 
 
 def materialize(value: Block) -> Ref:
@@ -301,6 +315,17 @@ def row_reduction(kind: str, value: Block, axis: int, keepdims: bool) -> Block:
     out = t.temporary((value.shape[0], 1), torch.float32)
     t.emit({"kind": kind, "target": out.index, "operands": [source.index]})
     return Block(("load", out.index), out.shape, torch.float32)
+
+
+def iota(shape: tuple[int, int], dimension: int, dtype: torch.dtype = torch.int32) -> Block:
+    """Each element's index along `dimension` of a block of `shape` (lax.broadcasted_iota)."""
+    if dimension not in (0, 1) or len(shape) != 2:
+        raise tracer().fail("iota makes 2-D blocks, along dimension 0 or 1")
+    return Block(("iota", dimension), tuple(shape), torch.int32).astype(dtype)
+
+
+def broadcasted_iota(dtype: torch.dtype, shape: tuple[int, int], dimension: int) -> Block:
+    return iota(shape, dimension, dtype)
 
 
 def where(condition, a, b) -> Block:
