@@ -63,7 +63,7 @@ class GreedyPlanner {
           break;
         case NodeKind::Concat: case NodeKind::Gather: case NodeKind::Random: case NodeKind::ScatterAdd:
         case NodeKind::ColumnReduce: case NodeKind::Iota: case NodeKind::Int64Narrow: case NodeKind::Attention:
-        case NodeKind::AttentionBackward:
+        case NodeKind::AttentionBackward: case NodeKind::UserKernel:
           open(KernelGroup::Kind::Copy, id);
           break;
         case NodeKind::Row:

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "isa/program.h"
 #include "kernels/attention/attention.h"
 #include "kernels/codegen/dtype.h"
 #include "kernels/generators/random.h"
@@ -40,6 +42,7 @@ enum class NodeKind : uint8_t {
   Int64Narrow,  // int64 values given as [.., 2] int32 words -> [..] int32, checked within `narrow_bound`
   Attention,    // softmax(q @ k^T * scalar) @ v, fused (kernels/attention/attention.h); inputs q, k, v
   AttentionBackward,  // its gradients, fused (kernels/attention/attention_backward.h); inputs q, k, v, out, dout, lse
+  UserKernel,   // a program given whole (vtpu.pallas): its buffer arguments are the inputs, then the value
 };
 
 struct Node {
@@ -77,6 +80,8 @@ struct Node {
   bool row_weight = false;
   double eps = 1e-5;
   int64_t correction = 1;
+  // UserKernel: the program (shared: the bridge keeps one per kernel source)
+  std::shared_ptr<const isa::Program> program;
 };
 
 class Graph {
@@ -136,6 +141,9 @@ class Graph {
   int random(TensorType type, RandomKind kind, double a, double b, int key, std::string label = "random");
   // A tensor of `type` (f32, exact below 2^24, or i32) whose element i (flat, row-major) is i.
   int iota(TensorType type, std::string label = "iota");
+  // A user's kernel (vtpu.pallas) reading `inputs` and writing the value of `type`: its program's
+  // buffer arguments are the inputs in order, then the result; it takes no scalar arguments.
+  int user_kernel(const std::vector<int>& inputs, TensorType type, std::shared_ptr<const isa::Program> program);
   // int64 values, given as their [.., 2] int32 words (low, high), as int32 [..]: the chip checks
   // every high word and that |value| < bound (at most 2^31), and traps otherwise
   // (kernels/generators/int64_narrow.h).

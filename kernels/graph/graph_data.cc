@@ -147,6 +147,25 @@ int Graph::random(TensorType type, RandomKind kind, double a, double b, int key,
   return add(std::move(n));
 }
 
+int Graph::user_kernel(const std::vector<int>& inputs, TensorType type, std::shared_ptr<const isa::Program> program) {
+  Node n;
+  n.kind = NodeKind::UserKernel;
+  n.inputs = inputs;
+  n.type = std::move(type);
+  n.label = program->name;
+  for (int i : inputs) node(i);  // each must exist
+  const auto& args = program->arguments;
+  const bool buffers_only = std::all_of(args.begin(), args.end(), [](const isa::ArgumentSpec& a) {
+    return a.kind == isa::ArgumentKind::Buffer;
+  });
+  if (args.size() != inputs.size() + 1 || !buffers_only) {
+    throw KernelError(fmt::format("{}: a graph's user kernel takes its {} inputs and its result as buffers, and no "
+                                  "scalars ({} arguments declared)", n.label, inputs.size(), args.size()));
+  }
+  n.program = std::move(program);
+  return add(std::move(n));
+}
+
 int Graph::iota(TensorType type, std::string label) {
   Node n;
   n.kind = NodeKind::Iota;

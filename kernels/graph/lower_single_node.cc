@@ -155,6 +155,14 @@ Launch lower_single_node(const Graph& g, const KernelGroup& grp, const sim::Chip
   if (n.kind == NodeKind::ColumnReduce) return lower_column_reduce(g, grp, chip, cache);
   if (n.kind == NodeKind::Concat) return lower_concat(g, grp, chip, cache);
   if (n.kind == NodeKind::Gather) return lower_gather(g, grp, chip, cache);
+  if (n.kind == NodeKind::UserKernel) {  // the program as given: the inputs, then the result
+    Launch l;
+    l.args = n.inputs;
+    l.args.push_back(grp.nodes.front());
+    l.program = n.program;
+    l.cache_hit = true;
+    return l;
+  }
   // The view's sizes, strides and offset are launch scalars: one program per view structure.
   const CopyPlan copy = plan_strided_copy({n.type.shape, n.strides, n.offset, n.type.dtype}, chip);
   Launch l;

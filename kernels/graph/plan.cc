@@ -66,6 +66,8 @@ std::string graph_signature(const Graph& graph) {
     }
     if (n.kind == NodeKind::Random) s += fmt::format(":r{}/{}/{}", static_cast<int>(n.random_kind), n.random_a, n.random_b);
     if (n.kind == NodeKind::Int64Narrow) s += fmt::format(":b{}", n.narrow_bound);
+    // A program lives as long as the bridge's cache of them: its address names it.
+    if (n.kind == NodeKind::UserKernel) s += fmt::format(":u{}@{}", n.program->name, fmt::ptr(n.program.get()));
     if (n.kind == NodeKind::Attention || n.kind == NodeKind::AttentionBackward) {
       s += fmt::format(":a{}/{}/{}", n.causal, n.with_lse, n.scalar);
     }

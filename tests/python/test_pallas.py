@@ -1,4 +1,5 @@
 """vtpu.pallas: kernels over VMEM blocks on a grid, each API element against CPU references."""
+import contextlib
 import json
 import pathlib
 import sys
@@ -65,7 +66,7 @@ def test_matmul_cycles_respect_the_roofline_and_the_pipelines_traffic():
     x = torch.zeros(m, k, dtype=torch.bfloat16, device="tpu")
     vtpu.synchronize()
     vtpu.reset_stats()
-    f(x, x)
+    z = f(x, x)  # kept: a kernel whose result nobody reads is dropped before it runs, like any op's
     vtpu.synchronize()
     stats = vtpu.stats()
     assert stats["per_kernel"]["matmul_kernel"]["cycles"] >= 2 * m * n * k / flops_per_cycle
@@ -124,7 +125,7 @@ def test_unchanged_input_block_is_fetched_once():
     x = torch.randn(8, 128, device="tpu")
     vtpu.synchronize()
     vtpu.reset_stats()
-    moving(x, x)
+    z = moving(x, x)  # noqa: F841  (kept alive until the flush)
     vtpu.synchronize()
     # Two input blocks read once and one output block written once, though the grid has 16 steps.
     assert vtpu.stats()["hbm_read_bytes"] == 2 * 8 * 128 * 4
@@ -163,6 +164,22 @@ def test_custom_op_in_every_mode_and_compiled():
             vtpu.set_mode("defer_and_fuse")
     compiled = torch.compile(lambda t: f(t + 1) - 1, backend="tpu")
     torch.testing.assert_close(compiled(x.to("tpu")).cpu(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_in_defer_and_fuse_a_kernel_is_a_node_of_the_pending_graph():
+    def double(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2
+
+    f = pl.pallas_call(double, out_shape=pl.ShapeDtype((8, 128)), in_specs=[None])
+    x = torch.randn(8, 128)
+    vtpu.synchronize()
+    vtpu.reset_stats()
+    y = torch.relu(f(torch.sigmoid(x.to("tpu"))) + 1)  # no flush until .cpu()
+    assert vtpu.stats()["kernels_launched"] == 0
+    torch.testing.assert_close(y.cpu(), torch.relu(torch.sigmoid(x) * 2 + 1))
+    stats = vtpu.stats()
+    assert stats["per_kernel"]["double"]["launches"] == 1
+    assert stats["kernels_launched"] == 3  # sigmoid, the kernel, then add and relu fused
 
 
 def test_autograd_through_a_backward_kernel():
@@ -280,6 +297,15 @@ def test_assembly_kernel_as_a_custom_op_with_autograd():
     torch.testing.assert_close(compiled(a.to("tpu"), b.to("tpu")).cpu(), a * 2 + b - 1, rtol=1e-6, atol=1e-6)
 
 
+@contextlib.contextmanager
+def strict_eager():
+    vtpu.set_mode("strict_eager")
+    try:
+        yield
+    finally:
+        vtpu.set_mode("defer_and_fuse")
+
+
 def manual_copy_kernel(x_hbm, o_hbm, a, b, sem_in, sem_out):
     """Two halves of a 16-row slab per step: the second half's copy in flies while the first
     half computes, the first half's copy out while the second computes."""
@@ -316,18 +342,23 @@ def test_reading_a_buffer_before_its_copy_is_waited_for_is_a_race():
         copy.wait()
         pl.async_copy(b, o_hbm.at[pl.ds(i * 16, 8), :], sem_out).wait()
 
-    with pytest.raises(RuntimeError) as info:
+    # Run at once (strict_eager, debug): the error names the body's line and the grid index.
+    with strict_eager(), pytest.raises(RuntimeError) as info:
         manual_call(racy)(torch.zeros(64, 256, device="tpu"))
     assert "races the DMA" in str(info.value)
     assert f"kernel 'racy', in the body's statement at {__file__}:" in str(info.value)
     assert "at grid index (0,)" in str(info.value)
+    # Deferred (defer_and_fuse): the same race, reported when the graph holding the kernel runs.
+    with pytest.raises(RuntimeError) as info:
+        manual_call(racy)(torch.zeros(64, 256, device="tpu")).cpu()
+    assert "racy" in str(info.value) and "races the DMA" in str(info.value) and "(after mark 0)" in str(info.value)
 
 
 def test_waiting_for_a_copy_never_started_is_a_deadlock():
     def forgets_to_start(x_hbm, o_hbm, a, b, sem_in, sem_out):
         pl.make_async_copy(x_hbm.at[pl.ds(0, 8), :], a, sem_in).wait()
 
-    with pytest.raises(RuntimeError) as info:
+    with strict_eager(), pytest.raises(RuntimeError) as info:
         manual_call(forgets_to_start)(torch.zeros(64, 256, device="tpu"))
     assert "deadlock" in str(info.value)
     assert f"kernel 'forgets_to_start', in the body's statement at {__file__}:" in str(info.value)

@@ -12,6 +12,7 @@ void register_build_info(py::module& m);
 void register_slice(py::module& m);
 void register_assembly_kernels(py::module& m);
 void register_block_kernels(py::module& m);
+void register_user_kernel_nodes(py::module& m);
 int current_device_index();
 void set_current_device_index(int index);
 
@@ -178,4 +179,5 @@ PYBIND11_MODULE(_C, m) {
   register_slice(m);
   register_assembly_kernels(m);
   register_block_kernels(m);
+  register_user_kernel_nodes(m);
 }

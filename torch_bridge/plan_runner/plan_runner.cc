@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "sim/sim_error.h"
+
 namespace vtpu::bridge {
 
 PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, const std::map<int, sim::HbmAddress>& bound)
@@ -54,7 +56,13 @@ PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, con
         args.push_back(sim::KernelArg::buffer(address(v), bytes(v)));
       }
       for (int32_t scalar : launch.scalars) args.push_back(sim::KernelArg::value(scalar));
-      run_.add(launch.label, device.wait(device.launch(*launch.program, args)));
+      try {
+        run_.add(launch.label, device.wait(device.launch(*launch.program, args)));
+      } catch (const sim::SimError& e) {
+        if (e.kind() == sim::SimErrorKind::OutOfMemory) throw;  // keeps its sizes
+        // Which kernel of the flush failed: its label (the fused ops, or a user kernel's name).
+        throw sim::SimError(e.kind(), fmt::format("kernel {}: {}", launch.label, e.what()), e.trap_code());
+      }
       if (input_done) {
         for (const auto& [v, last] : plan.memory.input_last_step) {
           if (last == static_cast<int>(step)) input_done(v);
