@@ -1,8 +1,9 @@
 """pallas_call: a kernel body, a grid and block specs made into a function on tpu tensors. The
-body is traced once per input shapes and dtypes (tracing.py), lowered by the chip's generator
-(vtpu._C.block_kernel_source) and run through run_assembly; the function is a torch custom op
-(`vtpu_kernels::<name>`) with a fake implementation, so defer_and_fuse, strict_eager and
-torch.compile(backend="tpu") all see one node, and autograd calls the `backward` given.
+body is traced once per input shapes and dtypes (tracing.py) and lowered by the chip's generator
+(vtpu._C.block_kernel_source); in defer_and_fuse a single-output kernel is recorded as a node of
+the pending graph (vtpu._C.record_user_kernel), otherwise it runs at once through run_assembly.
+The function is a torch custom op (`vtpu_kernels::<name>`) with a fake implementation, so
+torch.compile(backend="tpu") sees one node, and autograd calls the `backward` given.
 """
 from __future__ import annotations
 
