@@ -28,7 +28,7 @@ struct BlockLayout {
   std::vector<int64_t> slot0, slot1;  // per ref: VMEM addresses of its two buffers (scratch: one)
   int64_t staging = 0;                // bf16 copies of f32 dot weights
   int64_t bytes = 0;                  // all of it
-  std::vector<int> argument;          // per streamed ref: its kernel argument
+  std::vector<int> argument;          // per input or output (in HBM too): its kernel argument
   std::vector<int> base_slot;         // per streamed ref: scratch argument holding its current buffer
   std::vector<int> next_slot;         // per input: the buffer the next step reads
   std::vector<int> index_slot;        // per streamed ref: two scratch arguments, its block index
