@@ -3,11 +3,11 @@
 #pragma once
 
 #include <array>
-#include <string>
-#include <optional>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "isa/opcode.h"
@@ -45,10 +45,6 @@ struct MxuState {
   }
 };
 
-struct CoreState;
-// " (after mark N)" once the core has run a `mark`, else nothing: appended to where an error is.
-std::string mark_note(const CoreState& core);
-
 struct CoreState {
   int core_index = 0;
   int core_count = 1;  // TensorCores running the launch
@@ -84,6 +80,7 @@ struct CoreState {
   }
 };
 
+// " (after mark N)" once the core has run a `mark`, else nothing: appended to where an error is.
 inline std::string mark_note(const CoreState& core) {
   return core.mark ? " (after mark " + std::to_string(*core.mark) + ")" : std::string();
 }

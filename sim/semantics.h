@@ -3,9 +3,8 @@
 // and reports what timing and synchronisation need to know.
 #pragma once
 
-#include <optional>
-
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 

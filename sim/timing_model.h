@@ -5,10 +5,9 @@
 // bandwidth on one FIFO timeline, which is what makes the roofline bound hold by construction.
 #pragma once
 
-#include <optional>
-
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
