@@ -63,6 +63,13 @@ void move_block(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l,
   for (int reg : {hbm, rows, bytes, stride, scratch}) s.release(reg);
 }
 
+// s`dst` = ref `i`'s buffer other than the one at the VMEM address in s`current` (slot0 + slot1 -
+// current), through s`scratch`; `dst` may be `current`.
+void other_buffer(AsmWriter& w, const BlockLayout& l, int i, int current, int dst, int scratch) {
+  w.load_immediate(scratch, l.slot0[i] + l.slot1[i]);
+  w.line("ssub s{}, s{}, s{}", dst, scratch, current);
+}
+
 // The first step's input DMAs and every streamed ref's starting state.
 void emit_prologue(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l, const std::vector<int>& ids) {
   auto& s = w.sregs();
@@ -131,9 +138,8 @@ void emit_inputs(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l
     w.place(fetch);
     w.line("sargw {}, s{}", l.index_slot[i], row);
     w.line("sargw {}, s{}", l.index_slot[i] + 1, col);
-    w.line("sarg s{}, {}", old, l.base_slot[i]);  // the other buffer: slot0 + slot1 - current
-    w.load_immediate(scratch, l.slot0[i] + l.slot1[i]);
-    w.line("ssub s{}, s{}, s{}", old, scratch, old);
+    w.line("sarg s{}, {}", old, l.base_slot[i]);
+    other_buffer(w, l, static_cast<int>(i), old, old, scratch);
     w.line("sargw {}, s{}", l.next_slot[i], old);
     w.load_immediate(scratch, 1);
     w.line("sargw {}, s{}", l.count_slot[i], scratch);
@@ -164,8 +170,7 @@ void emit_outputs(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& 
     w.place(write);
     w.line("sarg s{}, {}", base, l.base_slot[i]);
     move_block(w, spec, l, static_cast<int>(i), false, base, old_row, old_col);
-    w.load_immediate(scratch, l.slot0[i] + l.slot1[i]);
-    w.line("ssub s{}, s{}, s{}", base, scratch, base);
+    other_buffer(w, l, static_cast<int>(i), base, base, scratch);
     w.line("sargw {}, s{}", l.base_slot[i], base);
     w.line("sargw {}, s{}", l.index_slot[i], row);
     w.line("sargw {}, s{}", l.index_slot[i] + 1, col);

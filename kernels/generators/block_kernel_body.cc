@@ -12,6 +12,7 @@
 #include "kernels/codegen/operand.h"
 #include "kernels/codegen/tile_codegen.h"
 #include "kernels/codegen/vreg_shape.h"
+
 namespace vtpu::kernels {
 namespace {
 
@@ -23,7 +24,6 @@ std::string ref_name(const BlockKernelSpec& spec, int i) {
   const BlockRef& r = spec.refs[i];
   return fmt::format("{}{}", r.kind == BlockRef::Kind::Input ? "in" : r.kind == BlockRef::Kind::Output ? "out" : "scratch", i);
 }
-
 
 // Skips the statement unless every condition on the program ids holds.
 void guard(AsmWriter& w, const BlockLayout& l, const BlockStatement& st, const std::vector<int>& ids,

@@ -133,7 +133,6 @@ class Kernel:
         for i, x in enumerate(inputs):
             if x.device.type != "tpu":
                 raise ValueError(f"kernel '{self.name}': input {i} is on {x.device}; kernels read tpu tensors")
-        device = inputs[0].device if inputs else torch.device("tpu")
         source, lines, checks = self._generated(inputs)
         if checks:  # block indices that read scalar-prefetch tables: checked with this call's values
             values = [t.cpu().tolist() for t in inputs[:self.num_tables]]
@@ -144,7 +143,7 @@ class Kernel:
             # in order at the next flush (its errors surface there, without the body's line).
             out = self.out_shape[0]
             return [_C.record_user_kernel(source, [x.contiguous() for x in inputs], list(out.shape), out.dtype)]
-        outputs = [torch.empty(o.shape, dtype=o.dtype, device=device) for o in self.out_shape]
+        outputs = _empty_outputs(self.out_shape, inputs)
         try:
             run_assembly(source, *[x.contiguous() for x in inputs], *outputs)
         except RuntimeError as error:
@@ -247,8 +246,7 @@ def assembly_call(source: str, out_shape, *, scalars: Sequence[int] = (), define
     outs = _outputs(out_shape)
 
     def run(inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-        device = inputs[0].device if inputs else torch.device("tpu")
-        outputs = [torch.empty(o.shape, dtype=o.dtype, device=device) for o in outs]
+        outputs = _empty_outputs(outs, inputs)
         run_assembly(source, *[x.contiguous() for x in inputs], *outputs, *scalars, defines=defines)
         return outputs
 
@@ -261,6 +259,12 @@ def _outputs(out_shape) -> tuple[ShapeDtype, ...]:
     return (out_shape,) if isinstance(out_shape, ShapeDtype) else tuple(out_shape)
 
 
+def _empty_outputs(outs: Sequence[ShapeDtype], inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """The kernel's outputs, on its inputs' device (real tensors, or fake ones while compiling)."""
+    device = inputs[0].device if inputs else torch.device("tpu")
+    return [torch.empty(o.shape, dtype=o.dtype, device=device) for o in outs]
+
+
 def _custom_op(name: str, run: Callable, outs: tuple[ShapeDtype, ...], single: bool, backward: Callable | None):
     """`run` registered as torch.ops.vtpu_kernels.<name>_<n>(Tensor[]) -> Tensor[] for tpu tensors,
     with a fake implementation (shapes for torch.compile) and `backward` as its autograd formula."""
@@ -271,8 +275,7 @@ def _custom_op(name: str, run: Callable, outs: tuple[ShapeDtype, ...], single: b
 
     @torch.library.register_fake(qualname)
     def _fake(inputs):
-        device = inputs[0].device if inputs else torch.device("tpu")
-        return [torch.empty(o.shape, dtype=o.dtype, device=device) for o in outs]
+        return _empty_outputs(outs, inputs)
 
     if backward is not None:
         def setup_context(ctx, inputs, output):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .grid import Affine, RangeCheck
-from .tracing import Ref, tracer
+from .tracing import Ref, tracer, user_line
 
 ANY = "any"  # memory_space: left in HBM
 
@@ -79,11 +79,12 @@ def _window(x) -> Window:
 def _check_inside(window: Window, what: str) -> None:
     t = tracer()
     extent = window.ref.extent()
+    where = user_line()  # a check that reads a table runs at each call: name the body's line, not the caller's
 
     def message(point, starts) -> str:
         (r0, c0) = starts
-        return t.fail(f"the copy's {what} at grid index {point} is rows [{r0}, {r0 + window.rows}), columns "
-                      f"[{c0}, {c0 + window.cols}) of a {extent[0]} x {extent[1]} ref").args[0]
+        return t.describe(f"the copy's {what} at grid index {point} is rows [{r0}, {r0 + window.rows}), columns "
+                          f"[{c0}, {c0 + window.cols}) of a {extent[0]} x {extent[1]} ref", where)
 
     t.check(RangeCheck([window.row0, window.col0], (window.rows, window.cols), extent, message))
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .grid import Affine, RangeCheck
-from .tracing import Block, KernelTraceError, tracer
+from .tracing import Block, KernelTraceError, tracer, user_line
 
 
 class ScalarTable:
@@ -27,10 +27,11 @@ class ScalarTable:
             raise KernelTraceError("a scalar-prefetch entry is indexed by program ids and ints, not by another entry")
         t = tracer()
         length = self.length
+        where = user_line()  # checked at each call, with the table's values: name this line, not the caller's
 
         def message(point, starts) -> str:
-            return t.fail(f"scalar-prefetch table {self.number} (length {length}) read at {starts[0]} at grid index "
-                          f"{point}").args[0]
+            return t.describe(f"scalar-prefetch table {self.number} (length {length}) read at {starts[0]} at grid "
+                              f"index {point}", where)
 
         t.check(RangeCheck([inner], (1,), (length,), message))
         return Affine((0,) * self.dims, 0, ((self.number, 1, inner),))

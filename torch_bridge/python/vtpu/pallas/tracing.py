@@ -8,6 +8,7 @@ registers; a store rounds to its ref's dtype, as Mosaic does on chips without a 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import traceback
 
 import torch
@@ -62,8 +63,12 @@ class Tracer:
         statement["line"] = user_line()
         self.body.append(statement)
 
+    def describe(self, message: str, where: str | None = None) -> str:
+        """`message` naming the kernel and the line (`where`; by default the line being traced)."""
+        return f"kernel '{self.name}': {message} (at {where or user_line()})"
+
     def fail(self, message: str) -> KernelTraceError:
-        return KernelTraceError(f"kernel '{self.name}': {message} (at {user_line()})")
+        return KernelTraceError(self.describe(message))
 
 
 def user_line() -> str:
@@ -213,44 +218,33 @@ class Ref:
         store(self, as_block(value, self.dtype))
 
 
-_SCALAR, _IOTA = 1 << 20, 2 << 20  # operand numbers while flattening, renumbered after the refs
+# An expression's operands, numbered in this order: the refs it loads, then the per-step scalars
+# (program ids, scalar-prefetch entries), then the iotas.
+_LEAVES = ("load", "scalar", "iota")
 
 
-def _flatten(node: tuple, nodes: list, operands: list, memo: dict, scalars: list | None = None,
-             iotas: list | None = None) -> int:
-    """Appends `node`'s tree to `nodes` (the binding's tuples), loads becoming operands, per-step
-    scalars (program ids, scalar-prefetch entries) collected in `scalars` and iotas' dims in `iotas`."""
+def _flatten(node: tuple, nodes: list, leaves: dict[str, list], memo: dict) -> int:
+    """Appends `node`'s tree to `nodes` (the binding's tuples); each leaf becomes an input
+    ("input", (kind, k), type), numbered once all leaves are known (store)."""
     if node in memo:
         return memo[node]
     kind = node[0]
-    if kind == "iota":
-        if iotas is None:
-            raise tracer().fail("this statement cannot read an iota")
-        if node[1] not in iotas:
-            iotas.append(node[1])
-        out = ("input", _IOTA + iotas.index(node[1]), "i32")
-    elif kind == "scalar":
-        if scalars is None:
-            raise tracer().fail("this statement cannot read program ids or scalar-prefetch entries")
-        if node[1] not in scalars:
-            scalars.append(node[1])
-        out = ("input", _SCALAR + scalars.index(node[1]), "i32")
-    elif kind == "load":
-        if node[1] not in operands:
-            operands.append(node[1])
-        t = tracer()
-        out = ("input", operands.index(node[1]), _value_type(_DTYPES[t.refs[node[1]]["dtype"]]))
+    if kind in _LEAVES:
+        group = leaves[kind]
+        if node[1] not in group:
+            group.append(node[1])
+        value_type = _value_type(_DTYPES[tracer().refs[node[1]]["dtype"]]) if kind == "load" else "i32"
+        out = ("input", (kind, group.index(node[1])), value_type)
     elif kind == "const":
         out = node
     elif kind == "unary":
-        out = ("unary", node[1], _flatten(node[2], nodes, operands, memo, scalars, iotas))
+        out = ("unary", node[1], _flatten(node[2], nodes, leaves, memo))
     elif kind == "binary":
-        out = ("binary", node[1], _flatten(node[2], nodes, operands, memo, scalars, iotas),
-               _flatten(node[3], nodes, operands, memo, scalars, iotas))
+        out = ("binary", node[1], _flatten(node[2], nodes, leaves, memo), _flatten(node[3], nodes, leaves, memo))
     elif kind == "where":
-        out = ("where",) + tuple(_flatten(n, nodes, operands, memo, scalars, iotas) for n in node[1:])
+        out = ("where",) + tuple(_flatten(n, nodes, leaves, memo) for n in node[1:])
     else:  # cast
-        out = ("cast", _flatten(node[1], nodes, operands, memo, scalars, iotas), node[2])
+        out = ("cast", _flatten(node[1], nodes, leaves, memo), node[2])
     nodes.append(out)
     memo[node] = len(nodes) - 1
     return memo[node]
@@ -266,20 +260,12 @@ def store(ref: Ref, value: Block) -> None:
     if value.dtype.is_floating_point and not ref.dtype.is_floating_point:
         raise t.fail(f"a {value.dtype} value stored into an {ref.dtype} block: cast it with .astype first")
     nodes: list = []
-    operands: list[int] = []
-    scalars: list = []
-    iotas: list = []
-    output = _flatten(value.node, nodes, operands, {}, scalars, iotas)
-
-    def number(n):  # the expression's operands: the refs, then the scalars, then the iotas
-        if n[0] != "input" or n[1] < _SCALAR:
-            return n
-        if n[1] >= _IOTA:
-            return ("input", len(operands) + len(scalars) + n[1] - _IOTA, n[2])
-        return ("input", len(operands) + n[1] - _SCALAR, n[2])
-
-    t.emit({"kind": "assign", "target": ref.index, "operands": operands, "nodes": [number(n) for n in nodes],
-            "output": output, "scalars": scalars, "iotas": iotas})
+    leaves: dict[str, list] = {kind: [] for kind in _LEAVES}
+    output = _flatten(value.node, nodes, leaves, {})
+    first = dict(zip(_LEAVES, itertools.accumulate((len(leaves[kind]) for kind in _LEAVES[:-1]), initial=0)))
+    nodes = [("input", first[n[1][0]] + n[1][1], n[2]) if n[0] == "input" else n for n in nodes]
+    t.emit({"kind": "assign", "target": ref.index, "operands": leaves["load"], "nodes": nodes, "output": output,
+            "scalars": leaves["scalar"], "iotas": leaves["iota"]})
 
 
 def materialize(value: Block) -> Ref:
