@@ -84,6 +84,11 @@ class Device {
   // Extra checks a debugging run asks of every launch from now on: reads of VMEM never written
   // are errors. A device that cannot check ignores it.
   virtual void set_debug_checks(bool on) { (void)on; }
+  // Timing only (SimOptions::timing_only): launches from now on are timed without computing
+  // values, and copies move no bytes (copies to the host give zeros), so tensors of any size cost
+  // no host memory. Returns false for a device that cannot (it then computes as before).
+  virtual bool set_timing_only(bool on) { return !on; }
+  virtual bool timing_only() const { return false; }
 };
 
 // The simulator behind the interface, for code above the seam that must not name SimDevice.

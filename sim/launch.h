@@ -33,11 +33,21 @@ struct SimOptions {
   // bandwidth among the cores that move data: sim/core_activity.h).
   // 0: every TensorCore of the chip for a .multicore program, one for any other.
   int cores = 0;
+  // Timing only: the functional units are skipped (vector and MXU arithmetic, the bytes of loads,
+  // stores and DMAs) while the scalar unit, every address and bounds check and the timing model
+  // run as usual, so a launch costs the host a fraction of a full one and touches no HBM bytes.
+  // Values a kernel reads back into its scalar unit (sld) are then placeholders: see
+  // LaunchResult::depends_on_data.
+  bool timing_only = false;
 };
 
 struct LaunchResult {
   uint64_t cycles = 0;
   traces::RunSummary summary;
+  // The program's control flow, addresses or touched regions may depend on the data it moves
+  // (sim/data_dependence.h): in a timing-only run its time was computed from placeholder values.
+  bool depends_on_data = false;
+  bool memo_hit = false;  // timing only: the result came from the timing memo (sim/timing_memo.h)
 };
 
 }  // namespace vtpu::sim

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "isa/verifier.h"
+#include "sim/data_dependence.h"
 #include "sim/sim_error.h"
 
 namespace vtpu::sim {
@@ -22,6 +23,7 @@ PreparedProgram prepare(const isa::Program& program, const ChipConfig& chip) {
   PreparedProgram prepared;
   prepared.code.reserve(program.code.size());
   for (uint64_t word : program.code) prepared.code.push_back(isa::decode(word));
+  prepared.depends_on_data = timing_depends_on_data(prepared.code);
   return prepared;
 }
 

@@ -10,8 +10,10 @@
 #include <cstring>
 
 #include "isa/disassembler.h"
+#include "isa/instruction_info.h"
 #include "isa/verifier.h"
 #include "sim/bf16.h"
+#include "sim/data_dependence.h"
 #include "sim/f16.h"
 #include "sim/sim_error.h"
 
@@ -37,6 +39,17 @@ void imap2(VReg& d, const VReg& a, const VReg& b, F f) {
 template <typename F>
 void compare(MaskReg& m, const VReg& a, const VReg& b, F f) {
   for (int i = 0; i < kVregElements; ++i) m[i] = f(a[i], b[i]) ? 1 : 0;
+}
+
+// Timing only: vector arithmetic and MXU results are skipped. Masks from counts (vmaskn, and
+// mand/mnot over them) still run, since they set the regions loads and stores touch; a
+// comparison's mask enables every lane, the widest region its loads could touch.
+bool skipped_when_timing_only(const isa::Instruction& ins) {
+  const Opcode op = ins.opcode;
+  if (op == Opcode::Vmaskn || op == Opcode::Mand || op == Opcode::Mnot) return false;
+  if (op == Opcode::Mxswap || op == Opcode::Mxpop) return true;
+  const isa::Unit unit = isa::info(op).unit;
+  return unit == isa::Unit::Vpu || unit == isa::Unit::Transc || unit == isa::Unit::Xlane;
 }
 
 float nan_max(float a, float b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b); }
@@ -74,7 +87,8 @@ void Semantics::check_vmem_region(const Region& region, bool write) const {
     fail(SimErrorKind::OutOfBounds,
          fmt::format("VMEM {} [{}, {}) outside VMEM [0, {})", write ? "write" : "read", lo, hi, core_.vmem_bytes));
   }
-  if (write) core_.vmem_dirty_end = std::max(core_.vmem_dirty_end, hi);  // what the pool zeroes again
+  // What the pool zeroes again; a timing-only run writes no VMEM bytes.
+  if (write && !options_.timing_only) core_.vmem_dirty_end = std::max(core_.vmem_dirty_end, hi);
   const DmaRecord* conflict = write ? dmas_.vmem_write_conflict(region) : dmas_.vmem_read_conflict(region);
   if (conflict) {
     fail(SimErrorKind::Race,
@@ -124,6 +138,10 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
       out.branch_taken = true;
     }
   };
+  if (options_.timing_only && skipped_when_timing_only(ins)) {
+    if (is_comparison(ins.opcode)) m[o[0]].fill(1);
+    return out;
+  }
   switch (ins.opcode) {
     case Opcode::Sli: s[o[0]] = o[1]; break;
     case Opcode::Smov: s[o[0]] = s[o[1]]; break;

@@ -66,6 +66,7 @@ void Semantics::vector_load(const isa::Instruction& ins, StepOutcome& out) {
     check_vmem(static_cast<uint64_t>(row_lo), static_cast<uint64_t>(row_hi), false);
     lo = std::min<uint64_t>(lo, row_lo);
     hi = std::max<uint64_t>(hi, row_hi);
+    if (options_.timing_only) continue;
     const uint8_t* src = core_.vmem.get() + row;
     float* dst = &r[sl * kLanes];
     for (int l = first; l <= last; ++l) {
@@ -106,6 +107,7 @@ void Semantics::vector_store(const isa::Instruction& ins, StepOutcome& out) {
     check_vmem(static_cast<uint64_t>(row_lo), static_cast<uint64_t>(row_hi), true);
     lo = std::min<uint64_t>(lo, row_lo);
     hi = std::max<uint64_t>(hi, row_hi);
+    if (options_.timing_only) continue;
     uint8_t* dst = core_.vmem.get() + row;
     const float* src = &value[sl * kLanes];
     for (int l = first; l <= last; ++l) {
@@ -138,6 +140,7 @@ void Semantics::mxu_load_weights(const isa::Instruction& ins, StepOutcome& out) 
   for (int k = 0; k < d; ++k) {
     const uint64_t row = static_cast<uint64_t>(base + k * stride);
     check_vmem(row, row + uint64_t(d) * elem, false);
+    if (options_.timing_only) continue;
     const uint8_t* src = core_.vmem.get() + row;
     for (int n = 0; n < d; ++n) {
       if (int8) {
@@ -164,6 +167,8 @@ void Semantics::mxu_matmul(const isa::Instruction& ins, StepOutcome& out) {
   using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using RowMajorI = Eigen::Matrix<int32_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   const size_t slot_base = size_t(slot) * kSublanes * d;
+  out.macs = double(kSublanes) * d * d;
+  if (options_.timing_only) return;
   if (ins.opcode == Opcode::Mxmm) {
     // The MXU rounds its LHS to bf16 on entry; bf16 x bf16 products are exact in f32.
     RowMajor lhs(kSublanes, d);
@@ -195,7 +200,6 @@ void Semantics::mxu_matmul(const isa::Instruction& ins, StepOutcome& out) {
     acc.noalias() += lhs * w;
     mxu.slot_is_int[slot] = 1;
   }
-  out.macs = double(kSublanes) * d * d;
 }
 
 void Semantics::dma(const isa::Instruction& ins, StepOutcome& out) {
@@ -226,6 +230,7 @@ void Semantics::dma(const isa::Instruction& ins, StepOutcome& out) {
     }
     for (int64_t r = 0; r < rows; ++r) {
       auto h = window_.view(hbm + r * hstride, row_bytes, what);
+      if (options_.timing_only) continue;  // the view above still checked the range
       uint8_t* vm = core_.vmem.get() + vmem + r * vstride;
       if (to_vmem) std::memcpy(vm, h.data(), row_bytes);
       else std::memcpy(h.data(), vm, row_bytes);
@@ -271,7 +276,7 @@ void Semantics::remote_dma(const isa::Instruction& ins, StepOutcome& out) {
     }
     const auto from = window_.view(src, bytes, what);
     const auto to = peers_->view(chip, dst, bytes, what + fmt::format(" (destination on chip {})", chip));
-    std::memcpy(to.data(), from.data(), bytes);
+    if (!options_.timing_only) std::memcpy(to.data(), from.data(), bytes);
   }
   out.is_dma = true;
   out.dma = sent;

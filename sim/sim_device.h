@@ -40,6 +40,11 @@ class SimDevice : public Device {
   SimOptions& options() { return options_; }
   void set_interrupt_poll(std::function<void()> poll) override { options_.poll = std::move(poll); }
   void set_debug_checks(bool on) override { options_.check_uninitialized = on; }
+  bool set_timing_only(bool on) override {
+    options_.timing_only = on;
+    return true;
+  }
+  bool timing_only() const override { return options_.timing_only; }
 
  private:
   ChipConfig chip_;
