@@ -58,4 +58,9 @@ int operand_bits(OperandKind kind);
 bool is_register_kind(OperandKind kind);
 bool is_destination(OperandKind kind);
 
+// The MXU weight loads (mxu.lw, mxu.lw.i8, mxu.lwb, mxu.lw.t, mxu.lwb.t): one D x D load each.
+constexpr bool is_weight_load(Opcode op) {
+  return op == Opcode::Mxlw || op == Opcode::Mxlwi8 || op == Opcode::Mxlwb || op == Opcode::Mxlwt || op == Opcode::Mxlwbt;
+}
+
 }  // namespace vtpu::isa

@@ -161,9 +161,9 @@ class Checker {
         if (first % elem != 0) issue(pc, ins, fmt::format("address {} not aligned to {} bytes", first, elem));
         check_vmem(pc, ins, std::min(first, last), std::max(first, last) + kLanes * elem);
       }
-    } else if (ins.opcode == Opcode::Mxlw || ins.opcode == Opcode::Mxlwi8) {
+    } else if (is_weight_load(ins.opcode)) {
       const auto base = known[ins.operands[1]];
-      const int elem = ins.opcode == Opcode::Mxlw ? 2 : 1;
+      const int elem = ins.opcode == Opcode::Mxlwi8 ? 1 : 2;
       if (base) {
         const int64_t last = *base + int64_t{limits_.mxu_dim - 1} * ins.operands[2];
         check_vmem(pc, ins, std::min(*base, last), std::max(*base, last) + int64_t{limits_.mxu_dim} * elem);

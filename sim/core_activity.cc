@@ -22,7 +22,8 @@ bool core_moves_data(const std::vector<isa::Instruction>& code, const std::vecto
   probe.core_count = cores;
   ArgWindow no_window;
   DmaTracker dmas(chip.semaphores);
-  Semantics semantics(probe, no_window, arg_values, dmas, chip, options);
+  const DataFlow unused;  // only for vector instructions, which the probe steps over
+  Semantics semantics(probe, no_window, arg_values, dmas, chip, options, unused);
   size_t pc = 0;
   for (int step = 0; step < kProbeSteps && pc < code.size(); ++step) {
     const isa::Instruction& ins = code[pc];

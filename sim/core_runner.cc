@@ -9,17 +9,17 @@
 
 namespace vtpu::sim {
 
-CoreRunner::CoreRunner(const isa::Program& program, const std::vector<isa::Instruction>& code, const ArgWindow& window,
+CoreRunner::CoreRunner(const isa::Program& program, const PreparedProgram& prepared, const ArgWindow& window,
                        const std::vector<int32_t>& arg_values, const ChipConfig& chip, const SimOptions& options,
                        CorePlace place, double hbm_share, traces::TraceRecorder* trace, VmemPool* vmem_pool)
-    : code_(code),
+    : code_(prepared.code),
       options_(options),
       vmem_pool_(vmem_pool),
       peers_(place.peers),
       core_(chip.kernel_vmem_bytes(), chip.mxu_per_core, chip.mxu_dim, chip.mxu_acc_slots, options.check_uninitialized,
             vmem_pool ? vmem_pool->take() : nullptr),
       dmas_(chip.semaphores),
-      semantics_(core_, window, arg_values, dmas_, chip, options),
+      semantics_(core_, window, arg_values, dmas_, chip, options, prepared.flow),
       timing_(chip, hbm_share, place.core_index, trace),
       last_poll_(std::chrono::steady_clock::now()) {
   core_.core_index = place.core_index;

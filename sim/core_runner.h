@@ -14,6 +14,7 @@
 #include "sim/core_state.h"
 #include "sim/dma_tracker.h"
 #include "sim/launch.h"
+#include "sim/prepared_program.h"
 #include "sim/semantics.h"
 #include "sim/slice_peers.h"
 #include "sim/timing_model.h"
@@ -43,7 +44,7 @@ class CoreRunner {
  public:
   enum class Step { Ran, Blocked, Halted };
 
-  CoreRunner(const isa::Program& program, const std::vector<isa::Instruction>& code, const ArgWindow& window,
+  CoreRunner(const isa::Program& program, const PreparedProgram& prepared, const ArgWindow& window,
              const std::vector<int32_t>& arg_values, const ChipConfig& chip, const SimOptions& options, CorePlace place,
              double hbm_share, traces::TraceRecorder* trace, VmemPool* vmem_pool);
 

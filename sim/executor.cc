@@ -31,10 +31,10 @@ void check_arguments(const isa::Program& program, std::span<const KernelArg> arg
   }
 }
 
-CoreRun run_core(const isa::Program& program, const std::vector<isa::Instruction>& code, const ArgWindow& window,
+CoreRun run_core(const isa::Program& program, const PreparedProgram& prepared, const ArgWindow& window,
                  const std::vector<int32_t>& arg_values, const ChipConfig& chip, const SimOptions& options,
                  int core_index, int cores, double hbm_share, traces::TraceRecorder* trace, VmemPool* vmem_pool) {
-  CoreRunner runner(program, code, window, arg_values, chip, options, {.core_index = core_index, .cores = cores},
+  CoreRunner runner(program, prepared, window, arg_values, chip, options, {.core_index = core_index, .cores = cores},
                     hbm_share, trace, vmem_pool);
   runner.run_to_end();
   return runner.finish();
@@ -95,7 +95,7 @@ LaunchResult execute(const isa::Program& program, const PreparedProgram& prepare
   }
   auto [window, arg_values] = map_arguments(program, args, hbm, held);
   // A traced launch runs in full, so that its trace has every instruction's slices.
-  const bool memoise = options.timing_only && !prepared.depends_on_data && !trace;
+  const bool memoise = options.timing_only && !prepared.flow.depends_on_data && !trace;
   TimingMemo::Key memo_key;
   if (memoise) {
     memo_key = TimingMemo::key(cores, args, held);
@@ -114,15 +114,15 @@ LaunchResult execute(const isa::Program& program, const PreparedProgram& prepare
   std::vector<CoreRun> runs(cores);
   if (trace || cores == 1) {
     for (int c = 0; c < cores; ++c) {
-      runs[c] = run_core(program, code, window, arg_values, chip, options, c, cores, hbm_share, trace, vmem_pool);
+      runs[c] = run_core(program, prepared, window, arg_values, chip, options, c, cores, hbm_share, trace, vmem_pool);
     }
   } else {
     tbb::parallel_for(0, cores, [&](int c) {
-      runs[c] = run_core(program, code, window, arg_values, chip, options, c, cores, hbm_share, nullptr, vmem_pool);
+      runs[c] = run_core(program, prepared, window, arg_values, chip, options, c, cores, hbm_share, nullptr, vmem_pool);
     });
   }
   LaunchResult result = summarize(chip, cores, runs);
-  result.depends_on_data = prepared.depends_on_data;
+  result.depends_on_data = prepared.flow.depends_on_data;
   if (trace) trace->flush();
   if (memoise) prepared.memo.remember(std::move(memo_key), result);
   return result;

@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string_view>
 
 #include "isa/verifier.h"
-#include "sim/data_dependence.h"
 #include "sim/sim_error.h"
 
 namespace vtpu::sim {
@@ -23,7 +23,7 @@ PreparedProgram prepare(const isa::Program& program, const ChipConfig& chip) {
   PreparedProgram prepared;
   prepared.code.reserve(program.code.size());
   for (uint64_t word : program.code) prepared.code.push_back(isa::decode(word));
-  prepared.depends_on_data = timing_depends_on_data(prepared.code);
+  prepared.flow = analyse_data_flow(prepared.code, std::max(1, chip.mxu_dim / 128));
   return prepared;
 }
 

@@ -13,13 +13,14 @@
 #include "isa/instruction.h"
 #include "isa/program.h"
 #include "sim/chip_config.h"
+#include "sim/data_dependence.h"
 #include "sim/timing_memo.h"
 
 namespace vtpu::sim {
 
 struct PreparedProgram {
   std::vector<isa::Instruction> code;
-  bool depends_on_data = false;  // sim/data_dependence.h
+  DataFlow flow;  // what depends on data (sim/data_dependence.h)
   // Timing-only results of its launches, when it does not depend on data. Mutable: remembering
   // a result does not change the program (SimDevice serialises its launches).
   mutable TimingMemo memo;

@@ -41,12 +41,10 @@ void compare(MaskReg& m, const VReg& a, const VReg& b, F f) {
   for (int i = 0; i < kVregElements; ++i) m[i] = f(a[i], b[i]) ? 1 : 0;
 }
 
-// Timing only: vector arithmetic and MXU results are skipped. Masks from counts (vmaskn, and
-// mand/mnot over them) still run, since they set the regions loads and stores touch; a
-// comparison's mask enables every lane, the widest region its loads could touch.
-bool skipped_when_timing_only(const isa::Instruction& ins) {
-  const Opcode op = ins.opcode;
-  if (op == Opcode::Vmaskn || op == Opcode::Mand || op == Opcode::Mnot) return false;
+// The instructions that only compute values: vector arithmetic and MXU results. A timing-only
+// run skips them, except where no data flows in (sim/data_dependence.h: lane indices, masks from
+// counts), since masks set the regions loads and stores touch.
+bool only_computes_values(Opcode op) {
   if (op == Opcode::Mxswap || op == Opcode::Mxpop) return true;
   const isa::Unit unit = isa::info(op).unit;
   return unit == isa::Unit::Vpu || unit == isa::Unit::Transc || unit == isa::Unit::Xlane;
@@ -138,7 +136,9 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
       out.branch_taken = true;
     }
   };
-  if (options_.timing_only && skipped_when_timing_only(ins)) {
+  if (options_.timing_only && only_computes_values(ins.opcode) && !flow_.computes_untainted[pc]) {
+    // A mask from data enables every lane: the widest region a load or store under it could
+    // touch (such programs are flagged as depending on data).
     if (is_comparison(ins.opcode)) m[o[0]].fill(1);
     return out;
   }
@@ -319,7 +319,9 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
       vector_load(ins, out);
       break;
     case Opcode::Vst: case Opcode::Vstbf: case Opcode::Vsth: case Opcode::Vsti8: vector_store(ins, out); break;
-    case Opcode::Mxlw: case Opcode::Mxlwi8: case Opcode::Mxlwb: mxu_load_weights(ins, out); break;
+    case Opcode::Mxlw: case Opcode::Mxlwi8: case Opcode::Mxlwb: case Opcode::Mxlwt: case Opcode::Mxlwbt:
+      mxu_load_weights(ins, out);
+      break;
     case Opcode::Mxswap: {
       MxuState& mxu = core_.mxu(o[0]);
       std::swap(mxu.weights, mxu.back_weights);

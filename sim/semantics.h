@@ -12,6 +12,7 @@
 #include "sim/arg_window.h"
 #include "sim/chip_config.h"
 #include "sim/core_state.h"
+#include "sim/data_dependence.h"
 #include "sim/dma_tracker.h"
 #include "sim/launch.h"
 #include "sim/sim_error.h"
@@ -37,8 +38,8 @@ struct StepOutcome {
 class Semantics {
  public:
   Semantics(CoreState& core, const ArgWindow& window, const std::vector<int32_t>& arg_values,
-            const DmaTracker& dmas, const ChipConfig& chip, const SimOptions& options)
-      : core_(core), window_(window), args_(arg_values), dmas_(dmas), chip_(chip), options_(options) {
+            const DmaTracker& dmas, const ChipConfig& chip, const SimOptions& options, const DataFlow& flow)
+      : core_(core), window_(window), args_(arg_values), dmas_(dmas), chip_(chip), options_(options), flow_(flow) {
     args_.resize(kArgumentSlots, 0);  // the launch's arguments, then scratch slots for sargw
   }
 
@@ -67,6 +68,7 @@ class Semantics {
   const DmaTracker& dmas_;
   const ChipConfig& chip_;
   const SimOptions& options_;
+  const DataFlow& flow_;  // which vector instructions a timing-only run still computes
   SlicePeers* peers_ = nullptr;
   const isa::Instruction* current_ = nullptr;
   size_t pc_ = 0;

@@ -137,23 +137,27 @@ void Semantics::mxu_load_weights(const isa::Instruction& ins, StepOutcome& out) 
   const int64_t lo = std::min(base, last), hi = std::max(base, last) + int64_t{d} * elem;
   if (lo < 0) fail(SimErrorKind::OutOfBounds, fmt::format("VMEM read at negative address {}", lo));
   if (base % elem != 0 || stride % elem != 0) fail(SimErrorKind::Misaligned, "weight rows must be aligned to the element size");
-  for (int k = 0; k < d; ++k) {
-    const uint64_t row = static_cast<uint64_t>(base + k * stride);
+  // VMEM row r holds W's row r, or its column r when the load is transposed (mxu.lw.t, mxu.lwb.t).
+  const bool transposed = ins.opcode == Opcode::Mxlwt || ins.opcode == Opcode::Mxlwbt;
+  const size_t row_step = transposed ? 1 : d, column_step = transposed ? d : 1;
+  for (int r = 0; r < d; ++r) {
+    const uint64_t row = static_cast<uint64_t>(base + r * stride);
     check_vmem(row, row + uint64_t(d) * elem, false);
     if (options_.timing_only) continue;
     const uint8_t* src = core_.vmem.get() + row;
-    for (int n = 0; n < d; ++n) {
+    for (int c = 0; c < d; ++c) {
+      const size_t at = size_t(r) * row_step + size_t(c) * column_step;
       if (int8) {
-        mxu.weights_i8[size_t(k) * d + n] = static_cast<int8_t>(src[n]);
+        mxu.weights_i8[at] = static_cast<int8_t>(src[c]);
       } else {
         uint16_t bits;
-        std::memcpy(&bits, src + 2 * n, 2);
-        mxu.back_weights[size_t(k) * d + n] = bf16_bits_to_f32(bits);
+        std::memcpy(&bits, src + 2 * c, 2);
+        mxu.back_weights[at] = bf16_bits_to_f32(bits);
       }
     }
   }
   // mxu.lw loads the back buffer and switches to it at once; mxu.lwb leaves the switch to mxu.swap.
-  if (ins.opcode == Opcode::Mxlw) std::swap(mxu.weights, mxu.back_weights);
+  if (ins.opcode == Opcode::Mxlw || ins.opcode == Opcode::Mxlwt) std::swap(mxu.weights, mxu.back_weights);
   out.vmem_read = stride >= 0 ? Region{static_cast<uint64_t>(base), uint64_t(d), uint64_t(d) * elem, uint64_t(stride)}
                               : Region::range(static_cast<uint64_t>(lo), static_cast<uint64_t>(hi));
 }

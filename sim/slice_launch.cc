@@ -72,7 +72,7 @@ SliceLaunchResult execute_slice(const isa::Program& program, const ChipConfig& c
   for (int c = 0; c < chips; ++c) {
     if (trace) trace->set_process_prefix(fmt::format("tpu:{} ", c));
     const CorePlace place{.core_index = 0, .cores = 1, .chip_index = c, .chips = chips, .peers = &peers};
-    runners.push_back(std::make_unique<CoreRunner>(program, prepared.code, mapped[c].window, mapped[c].values, chip,
+    runners.push_back(std::make_unique<CoreRunner>(program, prepared, mapped[c].window, mapped[c].values, chip,
                                                    options, place, 1.0, trace, nullptr));
   }
   if (trace) trace->set_process_prefix("");

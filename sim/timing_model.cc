@@ -249,7 +249,7 @@ Scheduled TimingModel::schedule_mxu(const isa::Instruction& ins, const StepOutco
   Scheduled s;
   const int x = ins.opcode == Opcode::Mxpop ? ins.operands[1] : ins.operands[0];
   MxuTiming& mt = mxus_[x];
-  if (ins.opcode == Opcode::Mxlw || ins.opcode == Opcode::Mxlwi8 || ins.opcode == Opcode::Mxlwb) {
+  if (isa::is_weight_load(ins.opcode)) {
     // Loads the back buffer, which must be done serving matmuls issued before the last switch.
     // mxu.lw switches to it at once (matmuls after it wait for the load); mxu.lwb does not.
     Track& t = tracks_[mxu_weight_tracks_[x]];
@@ -259,7 +259,7 @@ Scheduled TimingModel::schedule_mxu(const isa::Instruction& ins, const StepOutco
     s = {start, start + uint64_t(chip_.mxu_weight_load_cycles), start + uint64_t(chip_.mxu_weight_load_cycles)};
     record(t, s.start, s.end, ins);
     mt.buffer_loaded[back] = s.ready;
-    if (ins.opcode != Opcode::Mxlwb) {
+    if (ins.opcode != Opcode::Mxlwb && ins.opcode != Opcode::Mxlwbt) {
       mt.active = back;
       mt.weights_ready = s.ready;
     }

@@ -14,8 +14,9 @@
 //    passes only their C write-backs (and the next panel). When the traffic estimate says the
 //    first two passes get shorter (deferral_pays), the first pass's C tiles stay in VMEM, one per
 //    row block, and each is written back during the second pass, beside that pass's own.
-//  - f32 or transposed B lands in a staging area and the VPU writes the bf16 weight parts
-//    (transposing 128x128 blocks through vtrans) into the panel the MXUs load from.
+//  - f32 B (transposed or not) lands in a staging area and the VPU writes the bf16 weight parts
+//    (transposing 128x128 blocks through vtrans) into the panel the MXUs load from. bf16 B given
+//    transposed lands in the panel as it lies and is loaded by mxu.lw.t (weights_transposed_).
 //  - Transposed A ([K, M]) lands in a staging area too, a K slice at a time, and each slice is
 //    transposed (vtrans on 128x128 blocks) into the usual A panel when the block reaches it.
 //    Staging rows past K in a ragged last slice are never written, so they stay zero like the
@@ -197,6 +198,11 @@ class MatmulBuilder : private MatmulSchedule {
 
   // Loads weight part `b_part` of slice s`c.kt` into every MXU.
   void load_weight_part(const Compute& c, int b_part, int wt, int t);
+
+  // Loads every MXU's weights from the slice whose MXU-0 weights start at s`addr` (moved on by
+  // the loads), into the back buffers (mxu.lwb) or the active ones (mxu.lw); the transposed
+  // forms when weights_transposed_.
+  void load_weights_from(int addr, bool back_buffer);
 
   // One K slice: wait for its pieces (converting B's if staged), load the weights, issue the same
   // slice of the next block and stream the LHS rows. With `drain`, accumulator row tiles

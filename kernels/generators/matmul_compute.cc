@@ -32,22 +32,16 @@ void MatmulBuilder::emit_next_weights(const Compute& c, int scratch, bool stream
     w_.line("saddi s{}, s{}, 1", scratch, c.mb);
     w_.line("bge s{}, s{}, {}", scratch, row_blocks_, skip);
     w_.line("smov s{}, s{}", scratch, c.panel);
-    for (int j = 0; j < mxus_; ++j) {
-      w_.line("mxu.lwb mxu{}, s{}, {}", j, scratch, bn_ * 2);
-      w_.line("saddi s{}, s{}, {}", scratch, scratch, d_ * 2);
-    }
+    load_weights_from(scratch, true);
   }
   w_.line("jmp {}", skip);
   w_.place(not_last);
   w_.line("{} s{}, s0, {}", streaming ? "bne" : "beq", c.mb, skip);
   if (streaming) w_.line("sem.wait sem{}, 1", kSemPanel);  // B(kt + 1)
-  w_.line("smuli s{}, s{}, {}", scratch, c.kt, d_ * bn_ * 2);
-  w_.line("saddi s{}, s{}, {}", scratch, scratch, d_ * bn_ * 2);
+  w_.line("smuli s{}, s{}, {}", scratch, c.kt, weight_slice_bytes_);
+  w_.line("saddi s{}, s{}, {}", scratch, scratch, weight_slice_bytes_);
   w_.line("sadd s{}, s{}, s{}", scratch, scratch, c.panel);
-  for (int j = 0; j < mxus_; ++j) {
-    w_.line("mxu.lwb mxu{}, s{}, {}", j, scratch, bn_ * 2);
-    w_.line("saddi s{}, s{}, {}", scratch, scratch, d_ * 2);
-  }
+  load_weights_from(scratch, true);
   w_.place(skip);
 }
 
@@ -65,10 +59,8 @@ void MatmulBuilder::wait_for_slice(const Compute& c, const std::string& have_a, 
     w_.line("bne s{}, s0, {}", c.kt, later);
     w_.line("bne s{}, s0, {}", c.mb, later);
     w_.line("sem.wait sem{}, 1", kSemPanel);
-    for (int j = 0; j < mxus_; ++j) {
-      w_.line("saddi s{}, s{}, {}", t, c.panel, int64_t(j) * d_ * 2);
-      w_.line("mxu.lw mxu{}, s{}, {}", j, t, bn_ * 2);
-    }
+    w_.line("smov s{}, s{}", t, c.panel);
+    load_weights_from(t, false);
     w_.line("jmp {}", ready);
     w_.place(later);
     for (int j = 0; j < mxus_; ++j) w_.line("mxu.swap mxu{}", j);
@@ -87,11 +79,17 @@ void MatmulBuilder::wait_for_slice(const Compute& c, const std::string& have_a, 
 
 // Loads weight part `b_part` of slice s`c.kt` into every MXU; s`wt` and s`t` are scratch.
 void MatmulBuilder::load_weight_part(const Compute& c, int b_part, int wt, int t) {
-  w_.line("smuli s{}, s{}, {}", wt, c.kt, d_ * bn_ * 2);
+  w_.line("smuli s{}, s{}, {}", wt, c.kt, weight_slice_bytes_);
   w_.line("sadd s{}, s{}, s{}", wt, wt, c.panel);
+  w_.line("saddi s{}, s{}, {}", t, wt, int64_t(b_part) * int64_t(part_bytes_));
+  load_weights_from(t, false);
+}
+
+void MatmulBuilder::load_weights_from(int addr, bool back_buffer) {
+  const char* load = weights_transposed_ ? (back_buffer ? "mxu.lwb.t" : "mxu.lw.t") : (back_buffer ? "mxu.lwb" : "mxu.lw");
   for (int j = 0; j < mxus_; ++j) {
-    w_.line("saddi s{}, s{}, {}", t, wt, int64_t(b_part) * int64_t(part_bytes_) + int64_t(j) * d_ * 2);
-    w_.line("mxu.lw mxu{}, s{}, {}", j, t, bn_ * 2);
+    if (j > 0) w_.line("saddi s{}, s{}, {}", addr, addr, weight_mxu_bytes_);
+    w_.line("{} mxu{}, s{}, {}", load, j, addr, weight_stride_);
   }
 }
 

@@ -76,7 +76,8 @@ bool MatmulSchedule::plan(int max_mxus, int64_t max_rows, bool allow_a_resident)
   // 'highest'), and a weight load costs more than a small block's matmul rows. The f32
   // accumulator sums the same terms, in another order.
   std::stable_sort(pairs_.begin(), pairs_.end(), [](auto x, auto y) { return x.second < y.second; });
-  staged_ = s.b_dtype != DType::BF16 || s.b_transposed;
+  weights_transposed_ = s.b_dtype == DType::BF16 && s.b_transposed;
+  staged_ = s.b_dtype != DType::BF16 || (s.b_transposed && !weights_transposed_);
   panels_ahead_ = overlap_passes_ && s.batch == 1 && s.n > bn_ && chip_.dma_queues >= 3;  // a second column block, a third queue
 
   VmemLayout vmem_layout;
@@ -87,6 +88,9 @@ bool MatmulSchedule::plan(int max_mxus, int64_t max_rows, bool allow_a_resident)
   a_vmem_[0] = vmem_layout.place(a_resident_ ? a_all : a_panel_bytes_);
   a_vmem_[1] = a_resident_ ? a_vmem_[0] : vmem_layout.place(a_panel_bytes_);
   part_bytes_ = uint64_t(k_pad_) * bn_ * 2;
+  weight_slice_bytes_ = weights_transposed_ ? d_ * 2 : d_ * bn_ * 2;
+  weight_mxu_bytes_ = weights_transposed_ ? d_ * k_pad_ * 2 : d_ * 2;
+  weight_stride_ = weights_transposed_ ? k_pad_ * 2 : bn_ * 2;
   panel_vmem_ = vmem_layout.place(2 * b_parts_ * part_bytes_);
   staging_bytes_ = s.b_transposed ? uint64_t(bn_) * k_pad_ * eb_b_ : uint64_t(k_pad_) * bn_ * eb_b_;
   if (staged_) staging_vmem_ = vmem_layout.place(2 * staging_bytes_);

@@ -40,6 +40,14 @@ struct MatmulSchedule {
   int group_ = 1, mxus_ = 1, eb_a_ = 2, eb_b_ = 2, eb_c_ = 4, a_parts_ = 1, b_parts_ = 1;
   bool overlap_passes_ = true;  // the next B panel may stream across a pass, write-backs be deferred
   bool staged_ = false, a_resident_ = false, defer_ = false, panels_ahead_ = false;
+  // bf16 B given transposed ([N, K], a Linear weight) lands in the panel as it lies, [BN, Kpad],
+  // and the MXUs load it with their transposed weight load (mxu.lw.t), as XLA and Pallas kernels
+  // feed a transposed RHS to the MXU at no extra cost (the Pallas TPU matmul guide measures its
+  // fused RHS-transpose variant at 6.108 ms against 6.099 ms on v5e, ../shared/REFERENCES.md).
+  bool weights_transposed_ = false;
+  // Where slice kt's weights for MXU j start in a panel (kt * weight_slice_bytes_ + j *
+  // weight_mxu_bytes_) and the VMEM stride between the rows a weight load reads.
+  int64_t weight_slice_bytes_ = 0, weight_mxu_bytes_ = 0, weight_stride_ = 0;
   uint64_t a_vmem_[2] = {0, 0}, c_vmem_[2] = {0, 0}, panel_vmem_ = 0, staging_vmem_ = 0;
   uint64_t a_panel_bytes_ = 0, part_bytes_ = 0, staging_bytes_ = 0, c_tile_bytes_ = 0;
   uint64_t a_staging_[2] = {0, 0}, a_stage_pitch_ = 0;  // transposed A: staging per parity, its row pitch

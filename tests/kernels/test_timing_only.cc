@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "isa/assembler.h"
 #include "kernels/generators/row_spec.h"
 #include "kernels/graph/plan.h"
@@ -90,7 +92,7 @@ std::vector<Workload> workloads() {
 
 TEST_SUITE("kernels") {
   TEST_CASE("timing-only runs time data-independent kernels exactly as full runs do, and the memo repeats them") {
-    for (const char* chip_name : {"v5e", "v6e"}) {
+    for (const char* chip_name : {"v5e", "v6e", "v7"}) {
       const auto chip = sim::load_chip(chip_name);
       for (auto& w : workloads()) {
         const std::string where = std::string(chip_name) + " " + w.name;
@@ -102,6 +104,8 @@ TEST_SUITE("kernels") {
         const bridge::PlanRun want = run_plan(full, plan);
         for (int repeat = 0; repeat < 2; ++repeat) {  // the second run's launches come from the memo
           const bridge::PlanRun got = run_plan(timed, plan);
+          CHECK(got.data_dependent.empty());
+          CHECK(got.memo_hits == (repeat ? got.launches : 0));
           CHECK(got.cycles == want.cycles);
           CHECK(got.hbm_read_bytes == want.hbm_read_bytes);
           CHECK(got.hbm_write_bytes == want.hbm_write_bytes);
@@ -159,12 +163,23 @@ TEST_SUITE("kernels") {
 
   TEST_CASE("programs whose timing may depend on data are found, and timing-only runs of them are flagged, never memoised") {
     const auto chip = sim::load_chip("v5e");
-    const auto depends = [&](const char* text) { return sim::prepare(isa::assemble(text), chip).depends_on_data; };
+    const auto depends = [&](const char* text) { return sim::prepare(isa::assemble(text), chip).flow.depends_on_data; };
     CHECK(depends("  sli s1, 0\n  sld s2, s1, 0\n  halt\n"));  // a scalar read of VMEM data
-    CHECK(depends("  vcmp.lt m1, v0, v1\n  sli s1, 0\n  vld v2, m1, s1, 0, 512\n  halt\n"));  // a load under a data mask
-    CHECK(depends("  vcmp.lt m1, v0, v1\n  mnot m2, m1\n  sli s1, 0\n  vst v2, m2, s1, 0, 512\n  halt\n"));
+    // A load or store under a mask compared from loaded data (directly, or through mnot).
+    const char* loaded = "  sli s1, 0\n  vld v0, m0, s1, 0, 512\n";
+    CHECK(depends(fmt::format("{}  vcmp.lt m1, v0, v1\n  vld v2, m1, s1, 0, 512\n  halt\n", loaded).c_str()));
+    CHECK(depends(fmt::format("{}  vcmp.lt m1, v1, v0\n  mnot m2, m1\n  vst v2, m2, s1, 0, 512\n  halt\n", loaded).c_str()));
+    // Masks from counts, or compared from lane indices and scalars (a row kernel's lane-0 mask), are
+    // exact in a timing-only run; a data mask that only selects values does not move timing.
     CHECK_FALSE(depends("  sli s1, 300\n  vmaskn m1, s1\n  sli s2, 0\n  vld v2, m1, s2, 0, 512\n  halt\n"));
-    CHECK_FALSE(depends("  vcmp.lt m1, v0, v1\n  vsel v2, m1, v0, v1\n  sli s1, 0\n  vst v2, m0, s1, 0, 512\n  halt\n"));
+    CHECK_FALSE(depends("  viota v1\n  sli s1, 1\n  vbcast v2, s1\n  vicmp.lt m1, v1, v2\n  sli s2, 0\n"
+                        "  vst v1, m1, s2, 0, 512\n  halt\n"));
+    CHECK_FALSE(depends(fmt::format("{}  vcmp.lt m1, v0, v1\n  vsel v2, m1, v0, v1\n  vst v2, m0, s1, 0, 512\n  halt\n", loaded).c_str()));
+    // A timing-only run computes that mask (the vicmp.lt), and skips arithmetic on loaded data.
+    const auto lane0 = sim::prepare(isa::assemble("  viota v1\n  sli s1, 1\n  vbcast v2, s1\n  vicmp.lt m1, v1, v2\n"
+                                                  "  sli s2, 0\n  vld v3, m0, s2, 0, 512\n  vadd v4, v3, v1\n  halt\n"),
+                                    chip);
+    CHECK(lane0.flow.computes_untainted == std::vector<uint8_t>{1, 0, 1, 1, 0, 0, 0, 0});
 
     sim::SimDevice device(chip);
     device.set_timing_only(true);

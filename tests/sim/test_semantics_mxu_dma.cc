@@ -61,6 +61,54 @@ TEST_SUITE("sim") {
     }
   }
 
+  TEST_CASE("MXU: mxu.lw.t and mxu.lwb.t load W from its transpose (row n of VMEM holds W[.][n])") {
+    // VMEM holds M[r][c] = (2r + c) % 5 (not symmetric). A row of ones times W is W's column sums:
+    // sum over k of M[n][k] when M is W^T (transposed loads), sum over k of M[k][n] for mxu.lw.
+    std::vector<uint16_t> m(128 * 128);
+    for (int r = 0; r < 128; ++r) {
+      for (int c = 0; c < 128; ++c) m[r * 128 + c] = sim::f32_to_bf16_bits(float((2 * r + c) % 5));
+    }
+    const std::string src = R"(
+.arg w buffer
+.arg y buffer
+  sarg s1, w
+  sarg s3, y
+  sli s4, 0
+  sli s5, 1
+  sli s6, 32768
+  dma.h2v dq0, sem0, s4, s1, s5, s6, s6, s6
+  sem.wait sem0, 1
+  sli s8, 1.0f
+  vbcast v1, s8
+  mxu.lw.t mxu0, s4, 256
+  mxu.mm mxu0, v1, 0
+  mxu.lwb.t mxu0, s4, 256
+  mxu.lw mxu1, s4, 256
+  mxu.mm mxu1, v1, 0
+  mxu.swap mxu0
+  mxu.mm mxu0, v1, 1
+  mxu.pop v5, mxu0, 0
+  mxu.pop v6, mxu1, 0
+  mxu.pop v7, mxu0, 1
+  sli s9, 65536
+  vst v5, m0, s9, 0, 512
+  vst v6, m0, s9, 4096, 512
+  vst v7, m0, s9, 8192, 512
+  sli s8, 12288
+  dma.v2h dq0, sem1, s9, s3, s5, s8, s8, s8
+  sem.wait sem1, 1
+)";
+    auto out = testing::run_program(src, {Arg::buf(HostBuffer::of(m)), Arg::buf(HostBuffer::of(std::vector<float>(3072)))});
+    const auto y = out.buffers[1].as<float>();
+    for (int n = 0; n < 128; ++n) {
+      float row_sum = 0, column_sum = 0;
+      for (int k = 0; k < 128; ++k) row_sum += float((2 * n + k) % 5), column_sum += float((2 * k + n) % 5);
+      CHECK(y[n] == row_sum);            // mxu.lw.t
+      CHECK(y[1024 + n] == column_sum);  // mxu.lw of the same memory
+      CHECK(y[2048 + n] == row_sum);     // mxu.lwb.t, then mxu.swap
+    }
+  }
+
   TEST_CASE("MXU: bf16 inputs, f32 accumulation over several pushes; int8 to int32") {
     // W (128x128 bf16) from x, LHS rows from another part of x; acc = L1 @ W + L2 @ W.
     std::mt19937 rng(9);

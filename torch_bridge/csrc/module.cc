@@ -61,6 +61,8 @@ py::dict stats() {
   d["plan_cache_misses"] = s.plan_cache_misses;
   d["cached_plans"] = rt.plans().size();
   d["planning_seconds"] = s.planning_seconds;
+  d["timing_memo_hits"] = s.timing_memo_hits;
+  d["timing_only_data_dependent"] = s.timing_only_data_dependent;
   py::dict per_kernel;
   for (const auto& [label, profile] : s.per_kernel) {
     py::dict entry;
@@ -117,6 +119,8 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("get_fusion", [] { return std::string(vtpu::kernels::fusion_strategy_name(Runtime::get().fusion())); });
   m.def("set_cpu_fallback", [](bool allowed) { Runtime::get().set_cpu_fallback(allowed); });
+  m.def("set_timing_only", [](bool on) { Runtime::get().set_timing_only(on); });
+  m.def("timing_only", [] { return Runtime::get().timing_only(); });
   m.def("cpu_fallback_allowed", [] { return Runtime::get().cpu_fallback_allowed(); });
   // Counts one CPU fallback of `op` run from Python (an op whose decomposition declined); true the
   // first time since the last reset, when the caller warns.

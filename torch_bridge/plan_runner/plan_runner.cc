@@ -96,6 +96,8 @@ void PlanRun::add(const std::string& label, const sim::LaunchResult& r) {
   profile.cycles += r.cycles;
   timeline.push_back({label, r.summary.seconds()});
   for (const auto& unit : r.summary.units) busy_cycles_per_unit[unit.name] += unit.busy_cycles;
+  memo_hits += r.memo_hit;
+  if (r.depends_on_data) ++data_dependent[label];
 }
 
 PlanExecution::~PlanExecution() {

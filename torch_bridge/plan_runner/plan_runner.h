@@ -42,6 +42,9 @@ struct PlanRun {
   std::map<std::string, KernelProfile> per_kernel;
   std::vector<LaunchSpan> timeline;  // every launch, in order
   std::map<std::string, uint64_t> busy_cycles_per_unit;  // "mxu0", "vpu1", "dma2", ...
+  size_t memo_hits = 0;  // timing-only launches the timing memo answered
+  // Launches of programs whose timing may depend on data (sim/data_dependence.h), by label.
+  std::map<std::string, uint64_t> data_dependent;
 
   // Adds one launch of kernel `label` that gave `r`.
   void add(const std::string& label, const sim::LaunchResult& r);

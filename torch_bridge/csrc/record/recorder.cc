@@ -290,6 +290,10 @@ void count_launches(const LaunchStart& start, const PlanRun& run) {
   s.intermediates_held += run.held_intermediates;
   s.intermediates_in_hbm += run.hbm_intermediates;
   for (const auto& [unit, busy] : run.busy_cycles_per_unit) s.busy_cycles_per_unit[unit] += busy;
+  s.timing_memo_hits += run.memo_hits;
+  if (rt.timing_only()) {
+    for (const auto& [label, n] : run.data_dependent) s.timing_only_data_dependent[label] += n;
+  }
   for (const auto& [label, profile] : run.per_kernel) {
     s.per_kernel[label].launches += profile.launches;
     s.per_kernel[label].cycles += profile.cycles;

@@ -96,7 +96,8 @@ Runtime& Runtime::get() {
 }
 
 // VTPU_CHIP picks the generation (v5e by default), VTPU_CHIPS how many chips (1), VTPU_MODE the
-// mode, VTPU_CPU_FALLBACK=1 allows CPU fallback, VTPU_HBM_BYTES shrinks HBM (for OOM tests).
+// mode, VTPU_CPU_FALLBACK=1 allows CPU fallback, VTPU_HBM_BYTES shrinks HBM (for OOM tests),
+// VTPU_TIMING_ONLY=1 times without computing values.
 // Every value is checked here, at the first use of the device (`import vtpu` makes that use), so
 // a bad one is a Python ValueError then, never an exception thrown where C++ cannot pass it on.
 Runtime::Runtime() {
@@ -121,9 +122,14 @@ Runtime::Runtime() {
     return v == "1";
   });
   fusion_ = from_env("VTPU_FUSION", "greedy", kernels::fusion_strategy_from_name);
+  timing_only_ = from_env("VTPU_TIMING_ONLY", "0", [](const std::string& v) {
+    if (v != "0" && v != "1") throw std::invalid_argument("expected 0 (off) or 1 (time kernels without computing values)");
+    return v == "1";
+  });
   for (int64_t i = 0; i < count; ++i) {
     devices_.push_back(sim::make_sim_device(chip));
     devices_.back()->set_interrupt_poll(poll_interrupt);
+    devices_.back()->set_timing_only(timing_only_);
   }
   clocks_.assign(devices_.size(), 0.0);
   live_bytes_.assign(devices_.size(), 0);
@@ -167,6 +173,15 @@ void Runtime::set_mode(Mode mode) {
   std::lock_guard lock(mutex_);
   for (int d = 0; d < device_count(); ++d) flush_pending(d);  // pending work runs under the old mode
   mode_ = mode;
+}
+
+void Runtime::set_timing_only(bool on) {
+  std::lock_guard lock(mutex_);
+  for (int d = 0; d < device_count(); ++d) flush_pending(d);  // pending work runs as it was recorded
+  for (int d = 0; d < device_count(); ++d) {
+    TORCH_CHECK(devices_[d]->set_timing_only(on), "vtpu: device tpu:", d, " cannot run timing only");
+  }
+  timing_only_ = on;
 }
 
 std::string Runtime::matmul_precision() const {

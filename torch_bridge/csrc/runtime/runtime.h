@@ -76,6 +76,10 @@ struct Stats {
   uint64_t plan_cache_hits = 0;     // flushes whose graph was planned before
   uint64_t plan_cache_misses = 0;
   double planning_seconds = 0;      // host time making plans (fusion, memory plan, kernel generation)
+  uint64_t timing_memo_hits = 0;    // timing-only launches answered by the timing memo (sim/timing_memo.h)
+  // Timing only: launches whose control flow or addresses may have depended on values, which the
+  // run did not compute (their time is an estimate from placeholders), by kernel label.
+  std::map<std::string, uint64_t> timing_only_data_dependent;
   std::map<std::string, uint64_t> fallback_counts;
   std::map<std::string, uint64_t> busy_cycles_per_unit;  // summed over launches, for vtpu.stats()["unit_utilisation"]
   std::map<std::string, KernelProfile> per_kernel;  // by fused label, summed over flushes
@@ -107,6 +111,10 @@ class Runtime {
   void set_fusion(kernels::FusionStrategy s) { fusion_ = s; }
   kernels::ProgramCache& cache() { return cache_; }
   kernels::PlanCache& plans() { return plans_; }
+  // Timing only (sim::Device::set_timing_only): kernels are generated, planned and timed, values
+  // are not computed and tensors hold no host bytes. Pending work runs before the switch.
+  bool timing_only() const { return timing_only_; }
+  void set_timing_only(bool on);
   bool cpu_fallback_allowed() const { return cpu_fallback_; }
   void set_cpu_fallback(bool allowed) { cpu_fallback_ = allowed; }
   std::string matmul_precision() const;  // torch.get_float32_matmul_precision()
@@ -157,6 +165,7 @@ class Runtime {
   kernels::ProgramCache cache_;
   kernels::PlanCache plans_;
   bool cpu_fallback_ = false;
+  bool timing_only_ = false;
   std::map<uint64_t, Buffer> buffers_;
   std::vector<uint64_t> live_bytes_;  // per device: the bytes of its live buffers
   uint64_t next_vaddr_ = uint64_t{1} << 44;

@@ -6,7 +6,8 @@
     print(vtpu.stats())            # simulated cycles, HBM bytes, kernels, fusion, fallbacks
 
 Modes: vtpu.set_mode("defer_and_fuse" | "strict_eager" | "debug") (or VTPU_MODE; VTPU_LAUNCH_BLOCKING=1 is debug). Chips: VTPU_CHIP=v5e|v6e|...,
-VTPU_CHIPS=N. CPU fallback for ops not lowered yet: VTPU_CPU_FALLBACK=1.
+VTPU_CHIPS=N. CPU fallback for ops not lowered yet: VTPU_CPU_FALLBACK=1. Timing without values
+(full-size models): `with vtpu.timing_only():` or VTPU_TIMING_ONLY=1.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import sys
 import torch
 
 __all__ = ["set_mode", "get_mode", "set_fusion", "get_fusion", "set_cpu_fallback", "stats", "reset_stats", "trace", "merge_traces",
-           "synchronize", "chip_name", "run_assembly"]
+           "synchronize", "chip_name", "run_assembly", "timing_only", "set_timing_only", "is_timing_only"]
 
 
 def _find_extension() -> pathlib.Path:
@@ -137,6 +138,34 @@ def get_fusion() -> str:
 def set_cpu_fallback(allowed: bool) -> None:
     """Let ops that are not lowered to the chip run on the CPU (warned once per op, counted)."""
     _C.set_cpu_fallback(bool(allowed))
+
+
+def set_timing_only(on: bool) -> None:
+    """Timing only: kernels are generated, planned, fused and timed as always, but no value is
+    computed and tpu tensors hold no host bytes (HBM is still counted against the chip's capacity,
+    so a model too large for it still raises torch.OutOfMemoryError). Values read back (.cpu(),
+    .item(), printing) are zeros: placeholders. Programs whose control flow or addresses may depend
+    on values are timed from those placeholders and counted in
+    vtpu.stats()["timing_only_data_dependent"]; repeated launches of the others are answered by
+    the timing memo (vtpu.stats()["timing_memo_hits"]). Pending work runs before the switch."""
+    _C.set_timing_only(bool(on))
+
+
+def is_timing_only() -> bool:
+    return _C.timing_only()
+
+
+@contextlib.contextmanager
+def timing_only(on: bool = True):
+    """`with vtpu.timing_only():` runs the block timing only (set_timing_only); pending work is
+    flushed as the block ends, and the previous setting comes back. For a model larger than the
+    host's memory, build it on the meta device and move it with `model.to_empty(device="tpu")`."""
+    before = is_timing_only()
+    set_timing_only(on)
+    try:
+        yield
+    finally:
+        set_timing_only(before)
 
 
 def chip_name() -> str:
