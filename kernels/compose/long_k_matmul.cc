@@ -49,7 +49,7 @@ int64_t one_launch_k(const Graph& g, int a, int b, bool transpose_b, int passes,
   const bool f16 = at.dtype == DType::F16 || bt.dtype == DType::F16;
   spec.passes = f16 ? 6 : (at.dtype == DType::F32 || bt.dtype == DType::F32) ? passes : 1;
   spec.epilogue_inputs = {{DType::F32, Layout::Full}};  // room for a fused f32 operand (a bias, a partial sum)
-  return matmul_max_k(spec, chip);
+  return matmul_max_k(spec, chip, /*full_size_blocks=*/true);
 }
 
 int matmul_with_long_k(Graph& g, int a, int b, bool transpose_b, int passes, const std::string& label,

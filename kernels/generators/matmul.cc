@@ -59,12 +59,11 @@ std::vector<int32_t> matmul_scalars(const MatmulSpec& spec, const sim::ChipConfi
   return {int32_t(m), int32_t(n), int32_t(k)};
 }
 
-int64_t matmul_max_k(MatmulSpec spec, const sim::ChipConfig& chip) {
+int64_t matmul_max_k(MatmulSpec spec, const sim::ChipConfig& chip, bool full_size_blocks) {
   const auto fits = [&](int64_t k) {
     spec.k = k;
     try {
-      MatmulSchedule(spec, chip, /*overlap_passes=*/true);
-      return true;
+      return !full_size_blocks || MatmulSchedule(spec, chip, /*overlap_passes=*/true).full_size_blocks();
     } catch (const KernelError&) {
       return false;
     }

@@ -32,6 +32,8 @@ std::vector<int32_t> matmul_scalars(const MatmulSpec& spec, const sim::ChipConfi
 // The longest K, a multiple of the MXU size, with which a launch like `spec` fits the chip's
 // kernel VMEM (each block holds its panels' whole K): spec.k when spec fits, 0 when not even one
 // MXU-deep slice does. A longer K is the caller's to split into matmuls whose products it sums.
-int64_t matmul_max_k(MatmulSpec spec, const sim::ChipConfig& chip);
+// With `full_size_blocks`, the longest K that still fits the chip's largest blocks
+// (MatmulSchedule::full_size_blocks), past which one launch slows down more than a split costs.
+int64_t matmul_max_k(MatmulSpec spec, const sim::ChipConfig& chip, bool full_size_blocks = false);
 
 }  // namespace vtpu::kernels

@@ -124,6 +124,11 @@ bool MatmulSchedule::plan(int max_mxus, int64_t max_rows, bool allow_a_resident)
   return vmem_bytes_ <= vmem;
 }
 
+bool MatmulSchedule::full_size_blocks() const {
+  const int64_t most_rows = std::min<int64_t>({256, round_up(spec_.m, kSublanes), int64_t{chip_.mxu_acc_slots} / 2 * kSublanes});
+  return bn_ == std::min<int64_t>(int64_t{chip_.mxu_per_core} * d_, round_up(spec_.n, d_)) && bm_ == most_rows;
+}
+
 // Whether deferring the first column pass's write-backs to the second shortens the two passes,
 // each estimated as the longer of its MXU cycles and its HBM traffic at full bandwidth (spec
 // M, N and K): the first pass reads A and two B panels, so its C write-backs are what makes it

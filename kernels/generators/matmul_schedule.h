@@ -54,6 +54,11 @@ struct MatmulSchedule {
   uint64_t c_deferred_vmem_ = 0;  // with defer_: one C tile per row block
   uint64_t vmem_bytes_ = 0;  // the end of the last buffer: the kernel VMEM the program uses
 
+  // Whether the blocks are as large as the chip allows: every MXU of the core and as many rows
+  // as the accumulators hold (up to 256). Smaller blocks reload weights more often than the MXUs
+  // can hide (kernels/compose/long_k_matmul.h).
+  bool full_size_blocks() const;
+
  private:
   void validate();
 

@@ -16,6 +16,7 @@ CASES = [
     ({"VTPU_FUSION": "x"}, "VTPU_FUSION=x: unknown fusion strategy 'x' (none, greedy)"),
     ({"VTPU_CPU_FALLBACK": "maybe"}, "VTPU_CPU_FALLBACK=maybe: expected 0 (off) or 1 (on)"),
     ({"VTPU_HBM_BYTES": "12x"}, "VTPU_HBM_BYTES=12x: expected a byte count"),
+    ({"VTPU_TIMING_ONLY": "yes"}, "VTPU_TIMING_ONLY=yes: expected 0 (off) or 1 (time kernels without computing values)"),
 ]
 
 
