@@ -63,7 +63,8 @@ int64_t matmul_max_k(MatmulSpec spec, const sim::ChipConfig& chip, bool full_siz
   const auto fits = [&](int64_t k) {
     spec.k = k;
     try {
-      return !full_size_blocks || MatmulSchedule(spec, chip, /*overlap_passes=*/true).full_size_blocks();
+      const MatmulSchedule schedule(spec, chip, /*overlap_passes=*/true);
+      return !full_size_blocks || schedule.full_size_blocks();
     } catch (const KernelError&) {
       return false;
     }

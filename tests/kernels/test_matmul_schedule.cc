@@ -121,6 +121,28 @@ TEST_SUITE("kernels") {
       CHECK_FALSE(fits(vocab, most + d));  // the longest: one more MXU slice does not fit
     }
   }
+
+  TEST_CASE("matmul_max_k with full-size blocks: a wide MLP's down projection is split before its blocks shrink") {
+    for (const char* name : {"v5e", "v6e", "v7"}) {
+      CAPTURE(name);
+      const sim::ChipConfig chip = sim::load_chip(name);
+      const int64_t d = chip.mxu_dim;
+      auto down = spec_of(2048, 8192, 65536);  // bf16 [2048, 65536] @ W[8192, 65536]^T
+      down.b_transposed = true;
+      const auto full_at = [&](int64_t k) {
+        auto s = down;
+        s.k = k;
+        return kernels::MatmulSchedule(s, chip, true).full_size_blocks();
+      };
+      const int64_t fitting = kernels::matmul_max_k(down, chip), full = kernels::matmul_max_k(down, chip, true);
+      CHECK(full % d == 0);
+      CHECK(full >= 8192);  // a Linear of the usual widths keeps one launch
+      CHECK(full < fitting);
+      CHECK(full_at(full));
+      CHECK_FALSE(full_at(full + d));
+      CHECK_FALSE(full_at(fitting));
+    }
+  }
 }
 
 // A convolution gradient's matmul whose K outgrows VMEM (kernels/compose/long_k_matmul.h): split
