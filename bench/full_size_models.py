@@ -27,6 +27,9 @@ MODELS = {
     # LLaMA 33B's shape (the "30B" of the LLaMA paper), ~32.5B parameters.
     "30B-class dense (LLaMA-33B shape)": dict(hidden_size=6656, intermediate_size=17920, num_hidden_layers=60,
                                               num_attention_heads=52, num_key_value_heads=52, vocab_size=32000),
+    # Llama-2-7B's published config (multi-head attention).
+    "Llama-2-7B": dict(hidden_size=4096, intermediate_size=11008, num_hidden_layers=32, num_attention_heads=32,
+                       num_key_value_heads=32, vocab_size=32000),
     # Llama-3-8B's published config (grouped-query attention, 8 KV heads).
     "Llama-3-8B": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
                        num_key_value_heads=8, vocab_size=128256, rope_theta=500000.0),
@@ -35,8 +38,9 @@ MODELS = {
 ROWS = [
     ("30B-class dense (LLaMA-33B shape)", "v7", 5120, 25700),
     ("30B-class dense (LLaMA-33B shape)", "v7", 10240, 22400),
-    ("Llama-3-8B", "v7", 8192, None),
-    ("Llama-3-8B", "v6e", 8192, None),
+    ("Llama-2-7B", "v7", 4096, None),
+    ("Llama-2-7B", "v6e", 4096, None),
+    ("Llama-3-8B", "v6e", 4096, None),
 ]
 PEAK = {"v7": 2307e12, "v6e": 918e12, "v5e": 197e12}  # bf16 FLOP/s, sim/presets/*.json
 
@@ -71,15 +75,24 @@ def worker(model: str, tokens: int) -> None:
                       "seconds": stats["simulated_seconds"], "parameters": parameters,
                       "kernels": stats["kernels_launched"], "memo": stats["timing_memo_hits"],
                       "placeholder_kernels": sorted(stats["timing_only_data_dependent"]),
+                      "top": top_kernels(stats),
                       "fallbacks": stats["cpu_fallback_ops"]}))
 
 
+def top_kernels(stats: dict, count: int = 5) -> list[tuple[str, float]]:
+    """The kernels (fused labels) that took the most simulated cycles, with their share."""
+    total = sum(v["cycles"] for v in stats["per_kernel"].values()) or 1
+    ranked = sorted(stats["per_kernel"].items(), key=lambda kv: -kv[1]["cycles"])[:count]
+    return [(label, v["cycles"] / total) for label, v in ranked]
+
+
 def run_row(model: str, chip: str, tokens: int) -> dict:
+    """The worker's figures, or {"error": its last line} when the run failed."""
     env = dict(os.environ, VTPU_CHIP=chip)
     out = subprocess.run([sys.executable, __file__, "--worker", model, str(tokens)], env=env, capture_output=True,
                          text=True)
     if out.returncode != 0:
-        raise SystemExit(f"{model} on {chip} at {tokens} tokens failed:\n{out.stderr[-3000:]}")
+        return {"error": out.stderr.strip().splitlines()[-1]}
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -97,19 +110,28 @@ def main() -> None:
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     print("\n".join(lines), flush=True)
     notes = set()
+    shares = []
     for model, chip, tokens, reported in ROWS[:1] if args.quick else ROWS:
         r = run_row(model, chip, tokens)
+        if "error" in r:
+            line = f"| {model} | {chip} | {tokens} | fails: {r['error'].replace('|', '/')} |"
+            print(line, flush=True)
+            lines.append(line)
+            continue
         mfu = 2 * r["parameters"] * tokens / r["seconds"] / PEAK[chip]
         line = (f"| {model} | {chip} | {tokens} | {r['parameters'] / 1e9:.1f}B | {r['host_s']:.0f} | {r['rss_gib']:.2f} | "
                 f"{r['seconds'] * 1e3:.0f} | {tokens / r['seconds']:,.0f} | {100 * mfu:.0f}% | "
                 f"{f'{reported:,}' if reported else '-'} | {r['kernels']} ({r['memo']}) |")
         print(line, flush=True)
         lines.append(line)
+        shares.append(f"- {model}, {chip}, {tokens} tokens: " +
+                      ", ".join(f"`{label}` {100 * share:.0f}%" for label, share in r["top"]))
         notes.update(r["placeholder_kernels"])
         if r["fallbacks"]:
             notes.add(f"{r['fallbacks']} CPU fallbacks")
     tail = (f"\nKernels timed from placeholder values (their control flow may read data): "
-            f"{', '.join(sorted(notes)) or 'none'}.")
+            f"{', '.join(sorted(notes)) or 'none'}.\n\nWhere the simulated time goes (the kernels with the most "
+            f"cycles, by fused label; `mm` is every matmul not fused with its neighbours):\n" + "\n".join(shares))
     print(tail)
     if args.write:
         page = (ROOT / "bench" / "full_size_models_page.md").read_text()
