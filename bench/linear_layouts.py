@@ -1,7 +1,9 @@
 """A Linear's weight as it lies ([N, K], `x @ W.T`) against the same product with W given [K, N]
-(`x @ W`), bf16, timing only, one process per chip preset: simulated milliseconds and their ratio.
-A real MXU takes a transposed weight at no extra cost (the Pallas TPU guide's fused
-RHS-transpose matmul: 6.108 vs 6.099 ms on v5e, ../shared/REFERENCES.md).
+(`x @ W`), bf16, timing only, one process per chip preset: simulated milliseconds, their ratio
+and the share of the chip's bf16 peak. A real MXU takes a transposed weight at no extra cost (the
+Pallas TPU guide's fused RHS-transpose matmul: 6.108 vs 6.099 ms on v5e,
+../shared/REFERENCES.md). The last two shapes are wide MLPs' down projections, whose K is split
+into launches that keep the largest blocks (kernels/compose/long_k_matmul.h).
 
     python3 bench/linear_layouts.py
 """
@@ -9,10 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
-SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (5120, 6656, 6656), (5120, 6656, 17920)]  # M, K, N
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (5120, 6656, 6656), (5120, 6656, 17920),  # M, K, N
+          (2048, 28672, 8192), (2048, 65536, 8192)]
 CHIPS = ["v5e", "v6e", "v7"]
 
 
@@ -40,14 +46,16 @@ def main() -> None:
     if sys.argv[1:] == ["--worker"]:
         worker()
         return
-    print("| chip | M x K x N | x @ W.T ms | x @ W ms | ratio |")
-    print("| --- | --- | ---: | ---: | ---: |")
+    print("| chip | M x K x N | x @ W.T ms | x @ W ms | ratio | x @ W.T, share of peak |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
     for chip in CHIPS:
+        peak = json.loads((ROOT / "sim" / "presets" / f"{chip}.json").read_text())["peak_bf16_flops"]["value"]
         out = subprocess.run([sys.executable, __file__, "--worker"], env=dict(os.environ, VTPU_CHIP=chip), check=True,
                              capture_output=True, text=True)
         for line in out.stdout.splitlines():
             m, k, n, transposed, plain = json.loads(line)
-            print(f"| {chip} | {m} x {k} x {n} | {transposed * 1e3:.3f} | {plain * 1e3:.3f} | {transposed / plain:.3f} |")
+            print(f"| {chip} | {m} x {k} x {n} | {transposed * 1e3:.3f} | {plain * 1e3:.3f} | {transposed / plain:.3f} | "
+                  f"{100 * 2 * m * k * n / transposed / peak:.0f}% |", flush=True)
 
 
 if __name__ == "__main__":

@@ -61,6 +61,27 @@ def test_forward_and_backward_match_the_cpu(mode, causal, lead, s, t, e):
 
 
 @pytest.mark.parametrize("causal", [False, True])
+def test_grouped_query_attention_runs_the_fused_kernel_forward_and_backward(causal):
+    # 8 query heads sharing 2 key/value heads (Llama 3's grouping), enable_gqa as Hugging Face
+    # passes it: the fused kernel and its backward serve it, the key/value gradients summed over
+    # each group.
+    g = torch.Generator().manual_seed(3)
+    cpu = [torch.randn(2, h, 40, 32, generator=g).requires_grad_() for h in (8, 2, 2)]
+    dev = [x.detach().to("tpu").requires_grad_() for x in cpu]
+    want = F.scaled_dot_product_attention(*cpu, is_causal=causal, enable_gqa=True)
+    got = F.scaled_dot_product_attention(*dev, is_causal=causal, enable_gqa=True)
+    (want * want.detach().cos()).sum().backward()
+    (got * got.detach().cos()).sum().backward()
+    torch.testing.assert_close(got.cpu(), want.detach(), atol=2e-6, rtol=1e-5)
+    for d, c in zip(dev, cpu):
+        torch.testing.assert_close(d.grad.cpu(), c.grad, atol=2e-5, rtol=1e-4)
+    assert attention_kernels() and fused_backward_ran()
+    with pytest.raises(RuntimeError):  # heads that do not group are refused, as on the CPU
+        F.scaled_dot_product_attention(dev[0], dev[1][:, :1].expand(2, 3, 40, 32), dev[2][:, :1].expand(2, 3, 40, 32),
+                                       enable_gqa=True)
+
+
+@pytest.mark.parametrize("causal", [False, True])
 def test_fused_backward_keeps_the_products_out_of_hbm(causal):
     """The fused backward at one MXU pass (f32 at precision 'medium': within bf16 input rounding
     of the CPU) and at six ('highest': within f32 rounding) keeps its peak HBM far below the math

@@ -78,6 +78,7 @@ from . import decompositions as _decompositions  # noqa: E402  (after the extens
 from . import module_conversion as _module_conversion  # noqa: E402,F401
 from . import transformer_fast_path as _transformer_fast_path  # noqa: E402,F401
 from . import flex_attention as _flex_attention  # noqa: E402,F401  (admits tpu inputs)
+from . import grouped_query_attention as _grouped_query_attention  # noqa: E402,F401
 from . import embedding_bag as _embedding_bag  # noqa: E402,F401
 from . import convolution_3d as _convolution_3d  # noqa: E402,F401
 from . import pooling_3d as _pooling_3d  # noqa: E402,F401
