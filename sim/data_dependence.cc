@@ -53,10 +53,8 @@ bool brings_data(const isa::Instruction& ins) {
   return isa::info(ins.opcode).unit == isa::Unit::VLoad || ins.opcode == Opcode::Mxpop;
 }
 
-}  // namespace
-
 // Where control may go after `ins` at `pc`.
-static std::vector<size_t> successors(const isa::Instruction& ins, size_t pc, size_t size) {
+std::vector<size_t> successors(const isa::Instruction& ins, size_t pc, size_t size) {
   std::vector<size_t> next;
   switch (ins.opcode) {
     case Opcode::Halt: case Opcode::Trap: break;
@@ -70,6 +68,8 @@ static std::vector<size_t> successors(const isa::Instruction& ins, size_t pc, si
   std::erase_if(next, [&](size_t n) { return n >= size; });
   return next;
 }
+
+}  // namespace
 
 DataFlow analyse_data_flow(const std::vector<isa::Instruction>& code, int group_regs) {
   // Flow-sensitive, since generated kernels reuse registers: a register holding a lane index in

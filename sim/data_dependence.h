@@ -2,10 +2,11 @@
 // them. Timing follows control flow, the addresses and sizes of accesses and the regions they
 // touch; these come from scalar registers and from the masks of loads and stores. Data enters
 // vector registers through loads and MXU pops and flows on through vector instructions (taint per
-// register and program point, over every path); it enters scalar registers only through `sld`. A program is data-independent when it has no `sld` and no
-// load or store under a tainted mask. Such a program's time is a function of its launch
-// (sim/timing_memo.h). A timing-only run still computes every vector instruction whose
-// destinations are untainted (lane indices, masks from counts): their values are exact.
+// register and program point, over every path); it enters scalar registers only through `sld`.
+// A program is data-independent when it has no `sld` and no load or store under a tainted mask.
+// Such a program's time is a function of its launch (sim/timing_memo.h). A timing-only run still
+// computes every vector instruction whose destinations are untainted (lane indices, masks from
+// counts): their values are exact.
 #pragma once
 
 #include <cstdint>
