@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import torch
 
-from .python_kernels import register
-
 aten = torch.ops.aten
+# Registered directly, not through python_kernels.register: torch's composite makes the input
+# checks itself, and the meta-tensor check there cannot take the symbolic sizes of a dynamic
+# torch.compile trace.
+_library = torch.library.Library("aten", "IMPL")
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
@@ -26,4 +28,4 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                                                scale=scale, enable_gqa=enable_gqa)
 
 
-register("scaled_dot_product_attention", scaled_dot_product_attention, "AutogradPrivateUse1")
+_library.impl(aten.scaled_dot_product_attention.default, scaled_dot_product_attention, "AutogradPrivateUse1")
