@@ -24,7 +24,10 @@ MatmulSchedule::MatmulSchedule(const MatmulSpec& spec, const sim::ChipConfig& ch
   for (int mxus = chip_.mxu_per_core; mxus >= 1; mxus /= 2) {
     for (bool resident : {true, false}) {
       for (int64_t rows = 256; rows >= (mxus == 1 ? kSublanes : 64); rows /= 2) {
-        if (plan(mxus, rows, resident)) return;
+        if (plan(mxus, rows, resident)) {
+          full_size_blocks_ = mxus == chip_.mxu_per_core && rows == 256;
+          return;
+        }
         smallest = std::min(smallest, vmem_bytes_);
       }
     }
@@ -122,11 +125,6 @@ bool MatmulSchedule::plan(int max_mxus, int64_t max_rows, bool allow_a_resident)
   }
   vmem_bytes_ = vmem_layout.end();
   return vmem_bytes_ <= vmem;
-}
-
-bool MatmulSchedule::full_size_blocks() const {
-  const int64_t most_rows = std::min<int64_t>({256, round_up(spec_.m, kSublanes), int64_t{chip_.mxu_acc_slots} / 2 * kSublanes});
-  return bn_ == std::min<int64_t>(int64_t{chip_.mxu_per_core} * d_, round_up(spec_.n, d_)) && bm_ == most_rows;
 }
 
 // Whether deferring the first column pass's write-backs to the second shortens the two passes,

@@ -45,6 +45,7 @@ struct MatmulSchedule {
   // feed a transposed RHS to the MXU at no extra cost (the Pallas TPU matmul guide measures its
   // fused RHS-transpose variant at 6.108 ms against 6.099 ms on v5e, ../shared/REFERENCES.md).
   bool weights_transposed_ = false;
+  bool full_size_blocks_ = false;  // see full_size_blocks()
   // Where slice kt's weights for MXU j start in a panel (kt * weight_slice_bytes_ + j *
   // weight_mxu_bytes_) and the VMEM stride between the rows a weight load reads.
   int64_t weight_slice_bytes_ = 0, weight_mxu_bytes_ = 0, weight_stride_ = 0;
@@ -54,10 +55,10 @@ struct MatmulSchedule {
   uint64_t c_deferred_vmem_ = 0;  // with defer_: one C tile per row block
   uint64_t vmem_bytes_ = 0;  // the end of the last buffer: the kernel VMEM the program uses
 
-  // Whether the blocks are as large as the chip allows: every MXU of the core and as many rows
-  // as the accumulators hold (up to 256). Smaller blocks reload weights more often than the MXUs
-  // can hide (kernels/compose/long_k_matmul.h).
-  bool full_size_blocks() const;
+  // Whether the blocks are as large as the chip allows: the first, largest block shape the
+  // constructor tries (every MXU of the core, up to 256 rows) fits, A resident or not. Smaller
+  // blocks reload weights more often than the MXUs can hide (kernels/compose/long_k_matmul.h).
+  bool full_size_blocks() const { return full_size_blocks_; }
 
  private:
   void validate();
