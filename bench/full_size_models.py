@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import pathlib
-import subprocess
-import sys
 import time
+
+from chip_processes import json_lines, preset, run_worker
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -42,7 +41,6 @@ ROWS = [
     ("Llama-2-7B", "v6e", 4096, None),
     ("Llama-3-8B", "v6e", 4096, None),
 ]
-PEAK = {"v7": 2307e12, "v6e": 918e12, "v5e": 197e12}  # bf16 FLOP/s, sim/presets/*.json
 
 
 def worker(model: str, tokens: int) -> None:
@@ -88,12 +86,10 @@ def top_kernels(stats: dict, count: int = 5) -> list[tuple[str, float]]:
 
 def run_row(model: str, chip: str, tokens: int) -> dict:
     """The worker's figures, or {"error": its last line} when the run failed."""
-    env = dict(os.environ, VTPU_CHIP=chip)
-    out = subprocess.run([sys.executable, __file__, "--worker", model, str(tokens)], env=env, capture_output=True,
-                         text=True)
+    out = run_worker(__file__, chip, model, str(tokens))
     if out.returncode != 0:
         return {"error": out.stderr.strip().splitlines()[-1]}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return json_lines(out)[-1]
 
 
 def main() -> None:
@@ -118,7 +114,7 @@ def main() -> None:
             print(line, flush=True)
             lines.append(line)
             continue
-        mfu = 2 * r["parameters"] * tokens / r["seconds"] / PEAK[chip]
+        mfu = 2 * r["parameters"] * tokens / r["seconds"] / preset(chip)["peak_bf16_flops"]["value"]
         line = (f"| {model} | {chip} | {tokens} | {r['parameters'] / 1e9:.1f}B | {r['host_s']:.0f} | {r['rss_gib']:.2f} | "
                 f"{r['seconds'] * 1e3:.0f} | {tokens / r['seconds']:,.0f} | {100 * mfu:.0f}% | "
                 f"{f'{reported:,}' if reported else '-'} | {r['kernels']} ({r['memo']}) |")

@@ -10,12 +10,9 @@ into launches that keep the largest blocks (kernels/compose/long_k_matmul.h).
 from __future__ import annotations
 
 import json
-import os
-import pathlib
-import subprocess
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from chip_processes import json_lines, preset, run_worker
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (5120, 6656, 6656), (5120, 6656, 17920),  # M, K, N
           (2048, 28672, 8192), (2048, 65536, 8192)]
@@ -49,11 +46,8 @@ def main() -> None:
     print("| chip | M x K x N | x @ W.T ms | x @ W ms | ratio | x @ W.T, share of peak |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
     for chip in CHIPS:
-        peak = json.loads((ROOT / "sim" / "presets" / f"{chip}.json").read_text())["peak_bf16_flops"]["value"]
-        out = subprocess.run([sys.executable, __file__, "--worker"], env=dict(os.environ, VTPU_CHIP=chip), check=True,
-                             capture_output=True, text=True)
-        for line in out.stdout.splitlines():
-            m, k, n, transposed, plain = json.loads(line)
+        peak = preset(chip)["peak_bf16_flops"]["value"]
+        for m, k, n, transposed, plain in json_lines(run_worker(__file__, chip)):
             print(f"| {chip} | {m} x {k} x {n} | {transposed * 1e3:.3f} | {plain * 1e3:.3f} | {transposed / plain:.3f} | "
                   f"{100 * 2 * m * k * n / transposed / peak:.0f}% |", flush=True)
 

@@ -14,10 +14,11 @@ import argparse
 import json
 import os
 import pathlib
-import subprocess
 import sys
 import tempfile
 import time
+
+from chip_processes import json_lines, preset, run_worker
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -101,15 +102,15 @@ def preset_with(chip: str, parameter: str | None, factor: float, folder: str) ->
     """VTPU_CHIP for `chip` with `parameter` scaled by `factor` (a preset file), or the preset's name."""
     if parameter is None:
         return chip
-    preset = json.loads((ROOT / "sim" / "presets" / f"{chip}.json").read_text())
-    value = preset[parameter]["value"]
+    edited = preset(chip)
+    value = edited[parameter]["value"]
     if isinstance(value, int):
         value = max(1, round(value * factor))
     else:  # an efficiency cannot pass 1
         value = min(1.0, value * factor) if parameter == "hbm_efficiency" else value * factor
-    preset[parameter]["value"] = value
+    edited[parameter]["value"] = value
     path = pathlib.Path(folder) / f"{chip}-{parameter}.json"
-    path.write_text(json.dumps(preset))
+    path.write_text(json.dumps(edited))
     return str(path)
 
 
@@ -117,12 +118,7 @@ def measure(parameter: str | None = None, factor: float = 1.0) -> list[dict]:
     results = {}
     for chip in sorted({r[0] for r in ROWS}):
         with tempfile.TemporaryDirectory() as folder:
-            env = dict(os.environ, VTPU_CHIP=preset_with(chip, parameter, factor, folder))
-            out = subprocess.run([sys.executable, __file__, "--worker", chip], env=env, check=True, capture_output=True,
-                                 text=True)
-        for line in out.stdout.splitlines():
-            if line.startswith("{"):
-                r = json.loads(line)
+            for r in json_lines(run_worker(__file__, preset_with(chip, parameter, factor, folder), chip)):
                 results[r["row"]] = r
     return [results[i] for i in range(len(ROWS))]
 
@@ -150,9 +146,10 @@ def table(results: list[dict]) -> str:
     mean = sum(abs(e) for e in errors) / len(errors)
     worst = max(range(len(errors)), key=lambda i: abs(errors[i]))
     lines.append("")
+    on_one_chip = [abs(e) for e, row in zip(errors, ROWS) if row[1] != "all_gather"]
     lines.append(f"Mean absolute error over the {len(errors)} rows: **{100 * mean:.1f}%**; worst row: "
                  f"{describe(ROWS[worst][1], ROWS[worst][2])} on {ROWS[worst][0]}, {100 * errors[worst]:+.1f}%. "
-                 f"Without the two all-gathers: {100 * sum(abs(e) for e, r in zip(errors, ROWS) if r[1] != 'all_gather') / sum(r[1] != 'all_gather' for r in ROWS):.1f}%.")
+                 f"Without the two all-gathers: {100 * sum(on_one_chip) / len(on_one_chip):.1f}%.")
     return "\n".join(lines)
 
 
