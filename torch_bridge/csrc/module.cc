@@ -68,6 +68,10 @@ py::dict stats() {
     py::dict entry;
     entry["launches"] = profile.launches;
     entry["cycles"] = profile.cycles;
+    entry["seconds"] = profile.seconds;
+    entry["flops"] = profile.flops;
+    entry["hbm_read_bytes"] = profile.hbm_read_bytes;
+    entry["hbm_write_bytes"] = profile.hbm_write_bytes;
     per_kernel[py::str(label)] = entry;
   }
   d["per_kernel"] = per_kernel;
@@ -122,6 +126,23 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_timing_only", [](bool on) { Runtime::get().set_timing_only(on); });
   m.def("timing_only", [] { return Runtime::get().timing_only(); });
   m.def("cpu_fallback_allowed", [] { return Runtime::get().cpu_fallback_allowed(); });
+  // vtpu.progress: `listener(done, total)` during long flushes, or None to stop. It is called
+  // with the GIL taken on whichever thread runs the flush (autograd's included); what it raises
+  // (a KeyboardInterrupt) stops the flush as Ctrl-C does. The callable is kept in a leaked
+  // holder: it must not be released after the interpreter has finalised.
+  m.def("set_progress_listener", [](py::object listener) {
+    static auto* held = new py::object();
+    *held = std::move(listener);
+    if (held->is_none()) {
+      Runtime::get().set_progress_listener(nullptr);
+      return;
+    }
+    Runtime::get().set_progress_listener([](size_t done, size_t total) {
+      if (!Py_IsInitialized()) return;
+      py::gil_scoped_acquire gil;
+      if (!held->is_none()) (*held)(done, total);
+    });
+  });
   // Counts one CPU fallback of `op` run from Python (an op whose decomposition declined); true the
   // first time since the last reset, when the caller warns.
   m.def("count_cpu_fallback", [](const std::string& op) {

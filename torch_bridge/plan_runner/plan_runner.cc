@@ -13,7 +13,8 @@ PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, con
     : PlanExecution(device, plan, bound, nullptr) {}
 
 PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, const std::map<int, sim::HbmAddress>& bound,
-                             std::function<sim::HbmAddress(int)> allocate_output, std::function<void(int)> input_done)
+                             std::function<sim::HbmAddress(int)> allocate_output, std::function<void(int)> input_done,
+                             std::function<void(size_t)> after_launch)
     : device_(device), plan_(plan), inputs_(bound), allocate_output_(std::move(allocate_output)) {
   for (int v : plan.inputs) {
     if (plan.value_bytes.count(v) && !inputs_.count(v)) throw std::invalid_argument(fmt::format("plan input {} is not bound", v));
@@ -76,6 +77,7 @@ PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, con
           ++it;
         }
       }
+      if (after_launch) after_launch(step + 1);
     }
   } catch (...) {
     for (const auto& [v, addr] : intermediates_) device.free(addr);
@@ -91,13 +93,21 @@ void PlanRun::add(const std::string& label, const sim::LaunchResult& r) {
   hbm_write_bytes += r.summary.hbm_write_bytes;
   held_vmem_bytes += r.summary.held_vmem_bytes;
   ++launches;
-  auto& profile = per_kernel[label];
-  profile.launches++;
-  profile.cycles += r.cycles;
+  per_kernel[label] += {1, r.cycles, r.summary.seconds(), r.summary.flops, r.summary.hbm_read_bytes, r.summary.hbm_write_bytes};
   timeline.push_back({label, r.summary.seconds()});
   for (const auto& unit : r.summary.units) busy_cycles_per_unit[unit.name] += unit.busy_cycles;
   memo_hits += r.memo_hit;
   if (r.depends_on_data) ++data_dependent[label];
+}
+
+KernelProfile& KernelProfile::operator+=(const KernelProfile& other) {
+  launches += other.launches;
+  cycles += other.cycles;
+  seconds += other.seconds;
+  flops += other.flops;
+  hbm_read_bytes += other.hbm_read_bytes;
+  hbm_write_bytes += other.hbm_write_bytes;
+  return *this;
 }
 
 PlanExecution::~PlanExecution() {

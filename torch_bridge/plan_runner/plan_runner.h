@@ -15,10 +15,17 @@
 
 namespace vtpu::bridge {
 
-// Where a plan's cycles went, per kernel label ("matmul+add+gelu").
+// Where a plan's cycles went, per kernel label ("matmul+add+gelu"), with what a roofline needs:
+// the MXU's work as executed (padding included) and the HBM bytes the launches moved.
 struct KernelProfile {
   uint64_t launches = 0;
   uint64_t cycles = 0;
+  double seconds = 0;  // simulated
+  double flops = 0;
+  uint64_t hbm_read_bytes = 0;
+  uint64_t hbm_write_bytes = 0;
+
+  KernelProfile& operator+=(const KernelProfile& other);
 };
 
 // One launch in the order it ran: what the profiler shows as a kernel on the chip's timeline.
@@ -60,9 +67,11 @@ class PlanExecution {
   // writes them, so a long plan does not hold all its outputs' HBM from its first kernel on.
   // `input_done`, when given, hears of each graph input after the last launch that reads it, so
   // the caller can give back inputs nothing else holds while the rest of the plan runs.
+  // `after_launch`, when given, hears how many of the plan's launches have run (progress bars).
   PlanExecution(sim::Device& device, const kernels::Plan& plan, const std::map<int, sim::HbmAddress>& bound,
                 std::function<sim::HbmAddress(int value)> allocate_output,
-                std::function<void(int value)> input_done = nullptr);
+                std::function<void(int value)> input_done = nullptr,
+                std::function<void(size_t launched)> after_launch = nullptr);
   ~PlanExecution();
   PlanExecution(const PlanExecution&) = delete;
   PlanExecution& operator=(const PlanExecution&) = delete;

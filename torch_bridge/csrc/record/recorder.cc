@@ -238,7 +238,7 @@ void Recorder::flush() {
       const Output& out = outputs_.at(v);
       rt.buffer(out.vaddr).ready_at = 0;  // computed here, after anything that was in flight
       return rt.materialize(out.vaddr) + out.offset;
-    }, [this](int v) { input_done(v); });
+    }, [this](int v) { input_done(v); }, rt.progress_for(plan->launches.size()));
     run = exec.run();
   } catch (const pybind11::error_already_set&) {
     abandon("a KeyboardInterrupt stopped its flush");  // Ctrl-C abandoned the launch: the pending results are lost
@@ -294,10 +294,7 @@ void count_launches(const LaunchStart& start, const PlanRun& run) {
   if (rt.timing_only()) {
     for (const auto& [label, n] : run.data_dependent) s.timing_only_data_dependent[label] += n;
   }
-  for (const auto& [label, profile] : run.per_kernel) {
-    s.per_kernel[label].launches += profile.launches;
-    s.per_kernel[label].cycles += profile.cycles;
-  }
+  for (const auto& [label, profile] : run.per_kernel) s.per_kernel[label] += profile;
 }
 
 void Recorder::input_done(int value) {

@@ -4,6 +4,7 @@
 #include <c10/util/Exception.h>
 #include <pybind11/pybind11.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
@@ -292,6 +293,18 @@ void Runtime::stop_trace(const std::string& path) {
   trace_->flush();
   traces::write_chrome_trace(*trace_, devices_[0]->chip().clock_hz, path);
   trace_.reset();
+}
+
+std::function<void(size_t)> Runtime::progress_for(size_t total) const {
+  if (!progress_) return nullptr;
+  using Clock = std::chrono::steady_clock;
+  return [listener = progress_, total, last = Clock::now(), heard = false](size_t done) mutable {
+    const auto now = Clock::now();
+    if (std::chrono::duration<double>(now - last).count() < kProgressSeconds && !(heard && done == total)) return;
+    last = now;
+    heard = true;
+    listener(done, total);
+  };
 }
 
 }  // namespace vtpu::bridge

@@ -154,6 +154,15 @@ class Runtime {
                           const std::string& row = "interconnect");
   bool tracing() const { return trace_ != nullptr; }
 
+  // Progress of long flushes (vtpu.progress): the listener hears (launches run, launches in the
+  // flush) at most every kProgressSeconds of host time, and once more when a flush it heard of
+  // ends, so short flushes cost nothing and show nothing.
+  using ProgressListener = std::function<void(size_t done, size_t total)>;
+  static constexpr double kProgressSeconds = 0.25;
+  void set_progress_listener(ProgressListener listener) { progress_ = std::move(listener); }
+  // The PlanExecution after_launch hook for a flush of `total` launches; nullptr when no one listens.
+  std::function<void(size_t)> progress_for(size_t total) const;
+
  private:
   Runtime();
   std::vector<std::unique_ptr<sim::Device>> devices_;
@@ -171,6 +180,7 @@ class Runtime {
   uint64_t next_vaddr_ = uint64_t{1} << 44;
   Stats stats_;
   std::unique_ptr<traces::TraceRecorder> trace_;
+  ProgressListener progress_;
   std::recursive_mutex mutex_;
 };
 

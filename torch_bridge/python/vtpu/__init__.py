@@ -22,7 +22,7 @@ import sys
 import torch
 
 __all__ = ["set_mode", "get_mode", "set_fusion", "get_fusion", "set_cpu_fallback", "stats", "reset_stats", "trace", "merge_traces",
-           "synchronize", "chip_name", "run_assembly", "timing_only", "set_timing_only", "is_timing_only"]
+           "synchronize", "chip_name", "run_assembly", "timing_only", "set_timing_only", "is_timing_only", "progress", "report"]
 
 
 def _find_extension() -> pathlib.Path:
@@ -93,6 +93,17 @@ from . import distributed  # noqa: E402
 from . import debug_mode as _debug_mode  # noqa: E402
 from .assembly import run_assembly  # noqa: E402
 from .trace_merge import merge_traces  # noqa: E402
+from .progress import progress  # noqa: E402
+
+
+def __getattr__(name: str):
+    # vtpu.report (a callable module) is imported on first use, not here: `python -m vtpu.report`
+    # must find it unimported (runpy warns otherwise), and matplotlib loads only when reporting.
+    if name == "report":
+        import importlib
+
+        return importlib.import_module(".report", __name__)
+    raise AttributeError(f"module 'vtpu' has no attribute {name!r}")
 
 distributed.register()  # torch.distributed backend "tpu_dist"
 if _C.get_mode() == "debug":  # VTPU_MODE=debug or VTPU_LAUNCH_BLOCKING=1
