@@ -59,23 +59,29 @@ void AttentionBuilder::plan() {
   mxu_values_ = chip_.mxu_per_core > 1 ? 1 : 0;
   record_bytes_ = (3 + group_ * (g_.parts > 1 ? 2 : 1)) * kVregBytes;
 
-  VmemLayout vmem_layout;
-  // One head's buffer; the second is the same layout head_bytes_ further on.
-  q_off_ = vmem_layout.place(g_.q_pad * g_.row_bytes);
-  k_off_ = vmem_layout.place(g_.kv_pad * g_.row_bytes);
-  v_off_ = vmem_layout.place(g_.kv_pad * g_.row_bytes);
-  o_off_ = vmem_layout.place(g_.q_pad * g_.row_bytes);
-  if (s_.write_lse) l_off_ = vmem_layout.place(g_.q_pad * kRowOfVreg);
-  head_bytes_ = int64_t(vmem_layout.end());
-  vmem_layout.repeat(2);
-  kt_part_bytes_ = g_.key_blocks * d_ * d_ * 2;
-  vp_part_bytes_ = g_.kv_pad * d_ * 2;
-  kt_vmem_ = vmem_layout.place(g_.parts * kt_part_bytes_);
-  vp_vmem_ = vmem_layout.place(g_.parts * vp_part_bytes_);
-  state_vmem_ = vmem_layout.place(chunk_tiles_ * record_bytes_);
-  if (vmem_layout.end() > chip_.kernel_vmem_bytes()) {
-    throw KernelError(fmt::format("attention: a head of {} queries and {} keys needs {} bytes of VMEM, {} has {}", s_.q_len,
-                                  s_.kv_len, vmem_layout.end(), chip_.name, chip_.kernel_vmem_bytes()));
+  // Two head buffers let the next head's inputs arrive while this one computes. A long head
+  // whose two buffers do not fit VMEM (8,192 tokens on v7) takes one: its successor's k and v
+  // are fetched once this head's have become weights, its q after the last chunk.
+  for (buffers_ = 2;; --buffers_) {
+    VmemLayout vmem_layout;
+    // One head's buffer; the second is the same layout head_bytes_ further on.
+    q_off_ = vmem_layout.place(g_.q_pad * g_.row_bytes);
+    k_off_ = vmem_layout.place(g_.kv_pad * g_.row_bytes);
+    v_off_ = vmem_layout.place(g_.kv_pad * g_.row_bytes);
+    o_off_ = vmem_layout.place(g_.q_pad * g_.row_bytes);
+    if (s_.write_lse) l_off_ = vmem_layout.place(g_.q_pad * kRowOfVreg);
+    head_bytes_ = int64_t(vmem_layout.end());
+    vmem_layout.repeat(buffers_);
+    kt_part_bytes_ = g_.key_blocks * d_ * d_ * 2;
+    vp_part_bytes_ = g_.kv_pad * d_ * 2;
+    kt_vmem_ = vmem_layout.place(g_.parts * kt_part_bytes_);
+    vp_vmem_ = vmem_layout.place(g_.parts * vp_part_bytes_);
+    state_vmem_ = vmem_layout.place(chunk_tiles_ * record_bytes_);
+    if (vmem_layout.end() <= chip_.kernel_vmem_bytes()) break;
+    if (buffers_ == 1) {
+      throw KernelError(fmt::format("attention: a head of {} queries and {} keys needs {} bytes of VMEM, {} has {}", s_.q_len,
+                                    s_.kv_len, vmem_layout.end(), chip_.name, chip_.kernel_vmem_bytes()));
+    }
   }
   q_arg_ = w_.argument("q", isa::ArgumentKind::Buffer);
   k_arg_ = w_.argument("k", isa::ArgumentKind::Buffer);
@@ -87,28 +93,23 @@ void AttentionBuilder::emit() {
   auto& r = w_.sregs();
   bh_ = r.take();
   hb_ = r.take();
-  const int t = r.take(), heads = r.take();
+  heads_ = r.take();
+  const int t = r.take();
   // Heads are independent: each TensorCore takes a contiguous share of them.
-  w_.load_immediate(heads, s_.batch);
-  emit_core_share_or_halt(w_, bh_, heads);
+  w_.load_immediate(heads_, s_.batch);
+  emit_core_share_or_halt(w_, bh_, heads_);
   w_.line("sli s{}, 0", hb_);
-  issue_inputs(bh_, hb_);
-  signal_outputs(2 * dmas_per_head());  // the two heads "before" the first have nothing in flight
+  issue_inputs(bh_, hb_, kAllInputs);
+  signal_outputs(buffers_ * dmas_per_head());  // the heads "before" the first have nothing in flight
   c_ = emit_attention_constants(w_, vregs_, s_, g_.ragged_keys, t);
-  const std::string head_loop = w_.new_label("head"), no_prefetch = w_.new_label("no_prefetch");
+  const std::string head_loop = w_.new_label("head");
   w_.place(head_loop);
   w_.line("sem.wait sem{}, 3", kSemInput);
-  w_.line("saddi s{}, s{}, 1", t, bh_);
-  w_.line("bge s{}, s{}, {}", t, heads, no_prefetch);
-  const int other = r.take();
-  w_.load_immediate(other, head_bytes_);
-  w_.line("ssub s{}, s{}, s{}", other, other, hb_);
-  issue_inputs(t, other);
-  r.release(other);
-  w_.place(no_prefetch);
-  wait_outputs(dmas_per_head());  // this buffer's writes from two heads ago
+  if (buffers_ == 2) fetch_next_head(t, kAllInputs);
+  wait_outputs(dmas_per_head());  // this buffer's writes from `buffers_` heads ago
   build_key_weights();
   build_value_weights();
+  if (buffers_ == 1) fetch_next_head(t, kKeysAndValues);
   c0_ = r.take();
   w_.line("sli s{}, 0", c0_);
   const int64_t chunk_rows = int64_t(chunk_tiles_) * kSublanes;
@@ -122,11 +123,14 @@ void AttentionBuilder::emit() {
   }
   if (last_rows_ > 0) emit_chunk(static_cast<int>((last_rows_ + kSublanes - 1) / kSublanes), last_rows_);
   r.release(c0_);
+  if (buffers_ == 1) fetch_next_head(t, kQueries);
   w_.line("saddi s{}, s{}, 1", bh_, bh_);
-  w_.load_immediate(t, head_bytes_);
-  w_.line("ssub s{}, s{}, s{}", hb_, t, hb_);
-  w_.line("blt s{}, s{}, {}", bh_, heads, head_loop);
-  for (int x : {bh_, hb_, t, heads}) r.release(x);
+  if (buffers_ == 2) {
+    w_.load_immediate(t, head_bytes_);
+    w_.line("ssub s{}, s{}, s{}", hb_, t, hb_);
+  }
+  w_.line("blt s{}, s{}, {}", bh_, heads_, head_loop);
+  for (int x : {bh_, hb_, t, heads_}) r.release(x);
 }
 
 void AttentionBuilder::signal_outputs(int64_t n) {
@@ -137,14 +141,34 @@ void AttentionBuilder::wait_outputs(int64_t n) {
   for (; n > 0; n -= 255) w_.line("sem.wait sem{}, {}", kSemOutput, std::min<int64_t>(n, 255));
 }
 
-// q, k and v of head s`head` into the head buffer at s`buffer`.
-void AttentionBuilder::issue_inputs(int head, int buffer) {
+// The next head's `inputs`, when there is a next head: into the other buffer with two buffers,
+// into this one with one. `t` is scratch.
+void AttentionBuilder::fetch_next_head(int t, int inputs) {
+  auto& r = w_.sregs();
+  const std::string last = w_.new_label("last_head");
+  w_.line("saddi s{}, s{}, 1", t, bh_);
+  w_.line("bge s{}, s{}, {}", t, heads_, last);
+  if (buffers_ == 2) {
+    const int other = r.take();
+    w_.load_immediate(other, head_bytes_);
+    w_.line("ssub s{}, s{}, s{}", other, other, hb_);
+    issue_inputs(t, other, inputs);
+    r.release(other);
+  } else {
+    issue_inputs(t, hb_, inputs);
+  }
+  w_.place(last);
+}
+
+// `inputs` (kQueries, kKeysAndValues or both) of head s`head` into the head buffer at s`buffer`.
+void AttentionBuilder::issue_inputs(int head, int buffer, int inputs) {
   auto& r = w_.sregs();
   const int hbm = r.take(), vm = r.take(), rows = r.take(), rb = r.take(), vs = r.take(), t = r.take();
   w_.load_immediate(rb, s_.head_dim * g_.element_bytes);
   w_.load_immediate(vs, g_.row_bytes);
   const std::pair<int, int64_t> q{q_arg_, q_off_}, k{k_arg_, k_off_}, v{v_arg_, v_off_};
   for (auto [arg, off] : {q, k, v}) {
+    if (!(inputs & (arg == q_arg_ ? kQueries : kKeysAndValues))) continue;
     const int64_t len = arg == q_arg_ ? s_.q_len : s_.kv_len;
     w_.line("sarg s{}, {}", hbm, arg);
     w_.line("smuli s{}, s{}, {}", t, head, len * s_.head_dim * g_.element_bytes);

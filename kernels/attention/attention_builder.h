@@ -1,6 +1,8 @@
 // Schedule (each TensorCore takes a contiguous share of the heads), head by head (a batch entry):
 //  - The head's q, k and v land in VMEM, each row padded to the MXU width D (the padding is never
 //    written, so it stays zero); the next head's are fetched meanwhile into a second buffer (sem0).
+//    A head too long for two buffers takes one: the next head's k and v are fetched once this
+//    head's are weights, its q after this head's last chunk.
 //  - k becomes the bf16 weight parts of k^T (128x128 blocks turned over by vtrans) and v those of
 //    v: one D x D weight block per D keys, written once per head.
 //  - Queries go in chunks of up to 32 tiles of 8 rows, one MXU accumulator slot per tile for the
@@ -68,8 +70,12 @@ class AttentionBuilder {
   void signal_outputs(int64_t n);
   void wait_outputs(int64_t n);
 
-  // q, k and v of head s`head` into the head buffer at s`buffer`.
-  void issue_inputs(int head, int buffer);
+  // Which of a head's inputs a fetch takes (each signals sem0 once per tensor).
+  static constexpr int kQueries = 1, kKeysAndValues = 2, kAllInputs = kQueries | kKeysAndValues;
+  // `inputs` of head s`head` into the head buffer at s`buffer`.
+  void issue_inputs(int head, int buffer, int inputs);
+  // The next head's `inputs`, if there is one, into the buffer it will use (`t`: scratch).
+  void fetch_next_head(int t, int inputs);
 
   // Writes the bf16 parts of vreg `x` to VMEM at s`addr` (+ part_stride per part), rows `stride`
   // apart (bf16_parts.h). Leaves x changed.
@@ -155,7 +161,8 @@ class AttentionBuilder {
   bool pipelined_ = false;
   int mxu_scores_ = 0, mxu_values_ = 0;
   int q_arg_ = 0, k_arg_ = 0, v_arg_ = 0, out_arg_ = 0;
-  int bh_ = -1, hb_ = -1, c0_ = -1, j_ = -1;
+  int buffers_ = 2;  // head buffers: 2 (the next head's inputs arrive meanwhile) or 1 (long heads)
+  int bh_ = -1, hb_ = -1, heads_ = -1, c0_ = -1, j_ = -1;
   AttentionConstants c_;
 };
 

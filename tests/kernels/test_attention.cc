@@ -245,6 +245,14 @@ TEST_SUITE("kernels") {
     check(spec(1, 33, 257, 200, false, DType::BF16, 1), "v6e");
   }
 
+  TEST_CASE("attention whose heads fit VMEM only one at a time: the next head's inputs come as this one frees them") {
+    // v4's 12 MiB of kernel VMEM: two buffers of 3,500 f32 keys (with the weights' three bf16
+    // parts) need 13.7 MB, one 9 MB. Three heads: fetches into the buffer in use, none after the
+    // last. Causal, 2,000 queries and keys: 13 MB against 8 MB, several query chunks.
+    check(spec(3, 64, 3500, 128, false, DType::F32, 6), "v4");
+    check(spec(2, 2000, 2000, 128, true, DType::F32, 6), "v4");
+  }
+
   TEST_CASE("attention without the logsumexp output, and a custom scale") {
     AttentionSpec s = spec(2, 20, 50, 16, false, DType::F32, 6);
     s.write_lse = false;
