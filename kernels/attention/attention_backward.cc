@@ -48,6 +48,23 @@ void AttentionBackwardBuilder::plan() {
   weight_block_ = chip_.mxu_dim * weight_row_;
   full_query_blocks_ = s_.q_len / kBlock;
   last_rows_ = s_.q_len % kBlock;
+  // The gradients get VMEM of their own. A long head that does not fit so writes dq over `out`
+  // and dk, dv over k and v, dead by then (out is read for delta, k and v become weights first),
+  // but only where nothing is padded (head_dim 128, lengths whole blocks): the next head's
+  // inputs then overwrite every byte of those buffers, so no stale gradient reaches padding the
+  // kernel reads as zeros.
+  const bool unpadded = s_.head_dim == kBlock && s_.q_len % kBlock == 0 && s_.kv_len % kBlock == 0;
+  for (bool reuse : {false, true}) {
+    const uint64_t end = place_buffers(reuse);
+    if (end <= chip_.kernel_vmem_bytes()) return;
+    if (reuse || !unpadded) {
+      throw KernelError(fmt::format("attention backward: a head of {} queries and {} keys needs {} bytes of VMEM, {} has {}",
+                                    s_.q_len, s_.kv_len, end, chip_.name, chip_.kernel_vmem_bytes()));
+    }
+  }
+}
+
+uint64_t AttentionBackwardBuilder::place_buffers(bool reuse_inputs_for_gradients) {
   VmemLayout vmem_layout;
   q_ = vmem_layout.place(g_.q_pad * g_.row_bytes);
   k_ = vmem_layout.place(g_.kv_pad * g_.row_bytes);
@@ -70,13 +87,16 @@ void AttentionBackwardBuilder::plan() {
   dq_acc_ = vmem_layout.place(g_.q_pad * kRowOfVreg);
   p_stage_ = vmem_layout.place(kBlock * kRowOfVreg);
   ds_stage_ = vmem_layout.place(kBlock * kRowOfVreg);
-  dq_out_ = vmem_layout.place(g_.q_pad * g_.row_bytes);
-  dk_out_ = vmem_layout.place(g_.kv_pad * g_.row_bytes);
-  dv_out_ = vmem_layout.place(g_.kv_pad * g_.row_bytes);
-  if (vmem_layout.end() > chip_.kernel_vmem_bytes()) {
-    throw KernelError(fmt::format("attention backward: a head of {} queries and {} keys needs {} bytes of VMEM, {} has {}",
-                                  s_.q_len, s_.kv_len, vmem_layout.end(), chip_.name, chip_.kernel_vmem_bytes()));
+  if (reuse_inputs_for_gradients) {
+    dq_out_ = o_;
+    dk_out_ = k_;
+    dv_out_ = v_;
+  } else {
+    dq_out_ = vmem_layout.place(g_.q_pad * g_.row_bytes);
+    dk_out_ = vmem_layout.place(g_.kv_pad * g_.row_bytes);
+    dv_out_ = vmem_layout.place(g_.kv_pad * g_.row_bytes);
   }
+  return vmem_layout.end();
 }
 
 void AttentionBackwardBuilder::emit() {

@@ -63,6 +63,8 @@ class AttentionBackwardBuilder {
 
  private:
   void plan();
+  // Places every buffer, the gradients' own or over out, k and v; returns the VMEM used.
+  uint64_t place_buffers(bool reuse_inputs_for_gradients);
 
   void emit();
 

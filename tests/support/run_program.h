@@ -41,9 +41,9 @@ struct RunOutput {
   sim::LaunchResult result;
 };
 
-inline RunOutput run_program(const isa::Program& program, std::vector<Arg> args, const std::string& chip = "v5e",
+inline RunOutput run_program(const isa::Program& program, std::vector<Arg> args, const sim::ChipConfig& chip,
                              sim::SimOptions options = {}) {
-  sim::SimDevice device(sim::load_chip(chip), options);
+  sim::SimDevice device(chip, options);
   std::vector<sim::KernelArg> kargs;
   std::vector<sim::HbmAddress> addrs;
   for (auto& a : args) {
@@ -68,6 +68,11 @@ inline RunOutput run_program(const isa::Program& program, std::vector<Arg> args,
     out.buffers.push_back(std::move(b));
   }
   return out;
+}
+
+inline RunOutput run_program(const isa::Program& program, std::vector<Arg> args, const std::string& chip = "v5e",
+                             sim::SimOptions options = {}) {
+  return run_program(program, std::move(args), sim::load_chip(chip), options);
 }
 
 inline RunOutput run_program(const std::string& source, std::vector<Arg> args, const std::string& chip = "v5e",
