@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "kernels/compose/reduce_dims.h"
+#include "kernels/generators/row_spec.h"
 #include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
 #include "torch_bridge/csrc/runtime/runtime.h"
@@ -131,6 +132,11 @@ at::Tensor softmax_backward(const char* op, bool log, const at::Tensor& grad, co
   }
   // In f32 whatever the dtypes (as torch's kernels compute): g - sum(g y) cancels, and bf16
   // intermediates would round away what is left. The result has the forward input's dtype.
+  if (out.size(-1) > kernels::kMaxRowCols) {  // a long reduction composes from pieces of the row (as the forward)
+    const at::Tensor dy = grad.to(at::kFloat), y = out.to(at::kFloat);
+    const at::Tensor dx = log ? dy - y.exp() * dy.sum(-1, true) : y * (dy - (dy * y).sum(-1, true));
+    return dx.to(input_dtype);
+  }
   return record(op, {grad, out}, input_dtype, [&](Graph& g, const std::vector<int>& in) {
     const auto f32 = [&](int x) { return g.node(x).type.dtype == kernels::DType::F32 ? x : g.cast(x, kernels::DType::F32, op); };
     const int dy = f32(in[0]), y = f32(in[1]);

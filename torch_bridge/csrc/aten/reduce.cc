@@ -9,6 +9,7 @@
 #include <torch/library.h>
 
 #include "kernels/compose/reduce_dims.h"
+#include "kernels/generators/row_spec.h"
 #include "torch_bridge/csrc/aten/complex.h"
 #include "torch_bridge/csrc/aten/int64.h"
 #include "torch_bridge/csrc/aten/pointwise.h"
@@ -40,13 +41,27 @@ std::optional<at::Tensor> along_last_dim(const at::Tensor& self, int64_t dim, co
   return op(self.transpose(d, -1)).transpose(d, -1);
 }
 
+// Rows longer than a row kernel takes (Llama 3's 128,256-entry vocabulary) as their parts: the
+// row maximum and the sum of exponentials are long reductions, which compose from row kernels
+// over pieces of the row (kernels/compose/reduce_dims.h). In f32, as torch's kernels compute.
+at::Tensor long_row_softmax(const at::Tensor& self, bool log, bool half_to_float) {
+  const at::Tensor x = self.to(at::kFloat);
+  const at::Tensor shifted = x - x.amax(-1, true);
+  const at::Tensor out = log ? shifted - shifted.exp().sum(-1, true).log() : shifted.exp() / shifted.exp().sum(-1, true);
+  return out.to(half_to_float ? at::kFloat : self.scalar_type());
+}
+
+bool longer_than_a_row_kernel_takes(const at::Tensor& self) { return self.size(-1) > kernels::kMaxRowCols; }
+
 at::Tensor tpu_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
   if (auto moved = along_last_dim(self, dim, [&](const at::Tensor& x) { return tpu_softmax(x, -1, half_to_float); })) return *moved;
+  if (longer_than_a_row_kernel_takes(self)) return long_row_softmax(self, false, half_to_float);
   const auto cpu = [dim, half_to_float](const std::vector<at::Tensor>& c) { return at::_softmax(c[0], dim, half_to_float); };
   return row_op("_softmax", RowOp::Softmax, self, cpu, half_to_float ? at::kFloat : self.scalar_type());
 }
 at::Tensor tpu_log_softmax(const at::Tensor& self, int64_t dim, bool half_to_float) {
   if (auto moved = along_last_dim(self, dim, [&](const at::Tensor& x) { return tpu_log_softmax(x, -1, half_to_float); })) return *moved;
+  if (longer_than_a_row_kernel_takes(self)) return long_row_softmax(self, true, half_to_float);
   const auto cpu = [dim, half_to_float](const std::vector<at::Tensor>& c) { return at::_log_softmax(c[0], dim, half_to_float); };
   return row_op("_log_softmax", RowOp::LogSoftmax, self, cpu, half_to_float ? at::kFloat : self.scalar_type());
 }
