@@ -9,7 +9,7 @@ namespace vtpu::sim {
 uint32_t ArgWindow::map(const std::string& name, Hbm& memory, HbmAddress physical, uint64_t bytes, bool on_chip) {
   const uint64_t base = next_base_;
   const uint64_t end = base + bytes;
-  if (end > UINT32_MAX) {
+  if (end > kWindowBytes - 1) {
     throw SimError(SimErrorKind::BadLaunch,
                    fmt::format("buffer arguments exceed the 4 GiB kernel address window (argument '{}')", name));
   }

@@ -12,6 +12,7 @@
 #include "kernels/codegen/kernel_error.h"
 #include "kernels/generators/elementwise.h"
 #include "kernels/generators/rowwise.h"
+#include "sim/arg_window.h"
 
 namespace vtpu::kernels {
 namespace {
@@ -176,6 +177,19 @@ class GreedyPlanner {
     return external_inputs(members).size() + escaping_values(members).size();
   }
 
+  // Whether one kernel of `grp` plus node `extra` can see all its operands: they share a launch's
+  // 4 GiB address window (sim/arg_window.h), which an optimizer step's fused update of a 1 GB
+  // embedding (weights, gradients, two moments, in and out) would overflow.
+  bool operands_fit_window(const KernelGroup& grp, int extra) const {
+    std::vector<int> members = grp.nodes;
+    members.push_back(extra);
+    std::vector<uint64_t> bytes;
+    for (const std::vector<int>& values : {external_inputs(members), escaping_values(members)}) {
+      for (int v : values) bytes.push_back(uint64_t(g_.node(v).type.numel()) * dtype_bytes(g_.node(v).type.dtype));
+    }
+    return sim::ArgWindow::fits(bytes);
+  }
+
   // Matmul epilogues stream Full, Row, Scalar and (unbatched) Column operands only.
   bool layouts_fit(int id, const std::vector<int64_t>& out_shape, bool matmul, bool allow_column) const {
     for (int in : g_.node(id).inputs) {
@@ -230,6 +244,7 @@ class GreedyPlanner {
       if (!layouts_fit(id, n.type.shape, false, true)) return false;
       if (operand_count(grp, id) > kMaxElementwiseOperands) return false;
     }
+    if (!operands_fit_window(grp, id)) return false;
     grp.nodes.push_back(id);
     group_of_[id] = gi;
     return true;
@@ -252,6 +267,7 @@ class GreedyPlanner {
       if (g_.node(m).type.shape != g_.node(x).type.shape) return false;
     }
     if (operand_count(grp, id) > kMaxRowOperands) return false;  // the prologue stays a kernel of its own
+    if (!operands_fit_window(grp, id)) return false;
     grp.kind = KernelGroup::Kind::Row;
     grp.nodes.push_back(id);
     group_of_[id] = gi;
