@@ -75,9 +75,14 @@ class GreedyPlanner {
           break;
       }
     }
+    if (strategy_ != FusionStrategy::None) merge_into_sole_readers();
     std::vector<KernelGroup> out;
     for (auto& grp : groups_) {
       if (grp.nodes.empty()) continue;
+      if (grp.kind == KernelGroup::Kind::Elementwise) {
+        for (auto& piece : pieces_that_fit_the_window(grp)) out.push_back(std::move(piece));
+        continue;
+      }
       finish(grp);
       out.push_back(std::move(grp));
     }
@@ -181,13 +186,83 @@ class GreedyPlanner {
   // 4 GiB address window (sim/arg_window.h), which an optimizer step's fused update of a 1 GB
   // embedding (weights, gradients, two moments, in and out) would overflow.
   bool operands_fit_window(const KernelGroup& grp, int extra) const {
-    std::vector<int> members = grp.nodes;
-    members.push_back(extra);
+    KernelGroup grown = grp;
+    grown.nodes.push_back(extra);
+    return operands_fit_window(grown);
+  }
+  bool operands_fit_window(const KernelGroup& grp) const {
+    const std::vector<int>& members = grp.nodes;
     std::vector<uint64_t> bytes;
     for (const std::vector<int>& values : {external_inputs(members), escaping_values(members)}) {
       for (int v : values) bytes.push_back(uint64_t(g_.node(v).type.numel()) * dtype_bytes(g_.node(v).type.dtype));
     }
     return sim::ArgWindow::fits(bytes);
+  }
+
+  // A node reading only graph inputs starts a group of its own (unrelated ops stay apart). When a
+  // later elementwise group of its shape reads everything such a group makes, and nothing else
+  // does (lerp's cast of one operand, read by the rest of its expression), the group joins that
+  // reader: its values then stay in registers instead of going through HBM.
+  void merge_into_sole_readers() {
+    std::vector<std::vector<int>> users(g_.nodes().size());
+    for (size_t i = 0; i < g_.nodes().size(); ++i) {
+      if (!live_[i]) continue;
+      for (int in : g_.node(static_cast<int>(i)).inputs) users[in].push_back(static_cast<int>(i));
+    }
+    for (size_t gi = 0; gi < groups_.size(); ++gi) {
+      KernelGroup& from = groups_[gi];
+      if (from.kind != KernelGroup::Kind::Elementwise || from.nodes.empty()) continue;
+      int reader = -1;
+      bool sole = true;
+      for (int m : from.nodes) {
+        if (g_.is_output(m)) sole = false;
+        for (int u : users[m]) {
+          if (group_of_[u] == static_cast<int>(gi)) continue;
+          if (group_of_[u] < 0 || (reader >= 0 && group_of_[u] != reader)) sole = false;
+          reader = group_of_[u];
+        }
+      }
+      if (!sole || reader <= static_cast<int>(gi)) continue;
+      KernelGroup& into = groups_[reader];
+      if (into.kind != KernelGroup::Kind::Elementwise ||
+          g_.node(into.nodes.back()).type.shape != g_.node(from.nodes.back()).type.shape) {
+        continue;
+      }
+      std::vector<int> merged = from.nodes;
+      merged.insert(merged.end(), into.nodes.begin(), into.nodes.end());
+      std::sort(merged.begin(), merged.end());  // node ids are in dependency order
+      if (external_inputs(merged).size() + escaping_values(merged).size() > kMaxElementwiseOperands) continue;
+      for (int m : from.nodes) group_of_[m] = reader;
+      into.nodes = std::move(merged);
+      from.nodes.clear();
+    }
+  }
+
+  // An elementwise group as kernels whose operands each fit a launch's address window: itself,
+  // or consecutive runs of its nodes (a value one run makes and a later one reads is an operand
+  // of both). Checked on the finished group, not node by node: half-built, a chain's f32
+  // intermediates look like operands (lerp of two 1 GB bf16 tensors fits; its steps would not).
+  std::vector<KernelGroup> pieces_that_fit_the_window(KernelGroup grp) const {
+    if (operands_fit_window(grp)) {
+      finish(grp);
+      return {std::move(grp)};
+    }
+    std::vector<KernelGroup> pieces;
+    KernelGroup piece;
+    piece.kind = grp.kind;
+    for (int id : grp.nodes) {
+      KernelGroup grown = piece;
+      grown.nodes.push_back(id);
+      if (!piece.nodes.empty() && !operands_fit_window(grown)) {
+        finish(piece);
+        pieces.push_back(std::move(piece));
+        grown.nodes = {id};
+      }
+      piece = std::move(grown);
+    }
+    finish(piece);
+    pieces.push_back(std::move(piece));
+    return pieces;
   }
 
   // Matmul epilogues stream Full, Row, Scalar and (unbatched) Column operands only.
@@ -240,11 +315,11 @@ class GreedyPlanner {
       std::vector<int> members = grp.nodes;
       members.push_back(id);
       if (external_inputs(members).size() > 2 + kMaxMatmulEpilogueInputs) return false;
+      if (!operands_fit_window(grp, id)) return false;
     } else {
       if (!layouts_fit(id, n.type.shape, false, true)) return false;
       if (operand_count(grp, id) > kMaxElementwiseOperands) return false;
     }
-    if (!operands_fit_window(grp, id)) return false;
     grp.nodes.push_back(id);
     group_of_[id] = gi;
     return true;

@@ -141,6 +141,19 @@ TEST_SUITE("kernels") {
     CHECK(small_would_overflow);
     CHECK(big_groups.size() > small_groups.size());
     for (const auto& grp : big_groups) CHECK(sim::ArgWindow::fits(window_bytes(big, grp)));
+
+    // torch's lerp of two 1 GiB bf16 tensors computes in f32 (2 GiB intermediates) and rounds
+    // back: one kernel of 3 GiB of operands, though its first steps alone would see more.
+    kernels::Graph lerp;
+    const kernels::TensorType t{{1 << 18, 2048}, DType::BF16};
+    const auto f32 = [&](int x) { return lerp.cast(x, DType::F32); };
+    const int a = lerp.input(t), b = lerp.input(t);
+    const int fa = f32(a);
+    lerp.mark_output(lerp.cast(lerp.binary(ExprOp::Add, fa, lerp.binary_scalar(ExprOp::Mul, lerp.binary(ExprOp::Sub, f32(b), fa), 0.1)),
+                               DType::BF16));
+    const auto lerp_groups = kernels::plan_fusion(lerp, FusionStrategy::Greedy);
+    REQUIRE(lerp_groups.size() == 1);
+    CHECK(lerp_groups[0].inputs.size() == 2);
   }
 
   TEST_CASE("fusion: subexpressions over separately copied operands share one elementwise kernel") {
