@@ -209,7 +209,10 @@ class GreedyPlanner {
       if (!live_[i]) continue;
       for (int in : g_.node(static_cast<int>(i)).inputs) users[in].push_back(static_cast<int>(i));
     }
-    for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    // Latest first: a group that reads another group's values and joins a later reader itself
+    // leaves that reader the sole one of the other group too (lerp: cast(a) is read by where and
+    // by the sub that joined cast(b)'s group, which the rest of the expression reads).
+    for (size_t gi = groups_.size(); gi-- > 0;) {
       KernelGroup& from = groups_[gi];
       if (from.kind != KernelGroup::Kind::Elementwise || from.nodes.empty()) continue;
       int reader = -1;
