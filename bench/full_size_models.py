@@ -4,16 +4,24 @@ memory. Each row runs in its own process (its own preset, its own peak RSS) and 
 seconds, peak RSS, simulated seconds, tokens/s and MFU (2 x parameters x tokens, attention not
 counted, over the chip's bf16 peak).
 
+Two workloads: a prefill (a forward over the prompt with a KV cache, the logits of every token)
+and a decode step (one new token per sequence against the cache a prefill of the context left,
+as Hugging Face's generate runs it: a DynamicCache, the prefill's logits for the last token only;
+only the decode step is timed).
+
 The 30B-class row answers TorchTPU's reported throughput of a 30B dense model on one v7 (25,700
 tokens/s at 5,120 tokens, 22,400 at 10,240; its architecture is not public): vtpu's model is
 LLaMA's 33B shape (hidden 6656, 60 layers, 52 heads of 128, MLP 17920, vocabulary 32000) in bf16,
 prefill with a KV cache, defer_and_fuse. An estimate, not a calibration point.
 
-    python3 bench/full_size_models.py [--quick] [--write]   # --quick: the 5,120-token row only
+    python3 bench/full_size_models.py [--quick] [--write] [--report DIR]
+      --quick: the 5,120-token 30B-class row only
+      --report DIR: also a vtpu.report of the Llama-3-8B prefill on v6e (report.md, roofline.png)
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import pathlib
 import time
@@ -33,17 +41,20 @@ MODELS = {
     "Llama-3-8B": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
                        num_key_value_heads=8, vocab_size=128256, rope_theta=500000.0),
 }
-# (model, chip, tokens, TorchTPU's reported tokens/s or None)
+# (model, chip, workload, tokens, TorchTPU's reported tokens/s or None). A prefill's tokens are its
+# prompt; a decode row's are (sequences, context): one new token for each.
 ROWS = [
-    ("30B-class dense (LLaMA-33B shape)", "v7", 5120, 25700),
-    ("30B-class dense (LLaMA-33B shape)", "v7", 10240, 22400),
-    ("Llama-2-7B", "v7", 4096, None),
-    ("Llama-2-7B", "v6e", 4096, None),
-    ("Llama-3-8B", "v6e", 4096, None),
+    ("30B-class dense (LLaMA-33B shape)", "v7", "prefill", 5120, 25700),
+    ("30B-class dense (LLaMA-33B shape)", "v7", "prefill", 10240, 22400),
+    ("Llama-2-7B", "v7", "prefill", 4096, None),
+    ("Llama-2-7B", "v6e", "prefill", 4096, None),
+    ("Llama-3-8B", "v6e", "prefill", 4096, None),
+    ("Llama-3-8B", "v6e", "decode", (8, 2048), None),
+    ("30B-class dense (LLaMA-33B shape)", "v7", "decode", (8, 2048), None),
 ]
 
 
-def worker(model: str, tokens: int) -> None:
+def worker(model: str, workload: str, sequences: int, tokens: int, report_dir: str | None) -> None:
     import resource
 
     import torch
@@ -51,26 +62,32 @@ def worker(model: str, tokens: int) -> None:
 
     import vtpu
 
-    config = LlamaConfig(**MODELS[model], max_position_embeddings=tokens)
+    config = LlamaConfig(**MODELS[model], max_position_embeddings=tokens + 1)
     config._attn_implementation = "sdpa"
     start = time.time()
     with torch.device("meta"):
         net = LlamaForCausalLM(config).to(torch.bfloat16).eval()
     parameters = sum(p.numel() for p in net.parameters())
-    with vtpu.timing_only():
+    timed_tokens = sequences * (tokens if workload == "prefill" else 1)
+    with vtpu.timing_only(), torch.no_grad():
         net.to_empty(device="tpu")
-        ids = torch.zeros(1, tokens, dtype=torch.long, device="tpu")
+        ids = torch.zeros(sequences, tokens, dtype=torch.long, device="tpu")
+        cache = None
+        if workload == "decode":
+            cache = net(ids, use_cache=True, logits_to_keep=1).past_key_values
+            ids = ids[:, -1:]
         vtpu.synchronize()
         vtpu.reset_stats()
-        with torch.no_grad():
-            # With a KV cache (prefill) the causal mask is SDPA's is_causal: without one, Hugging
-            # Face reads the position ids to detect packed sequences, and timing-only positions
-            # are placeholders (zeros) that look like one sequence per token.
-            logits = net(ids, use_cache=True).logits  # noqa: F841
-        vtpu.synchronize()
+        # With a KV cache the causal mask is SDPA's is_causal: without one, Hugging Face reads the
+        # position ids to detect packed sequences, and timing-only positions are placeholders
+        # (zeros) that look like one sequence per token.
+        with (vtpu.report.profile(report_dir, model_flops=2 * parameters * timed_tokens, trace=False)
+              if report_dir else contextlib.nullcontext()):
+            logits = net(ids, past_key_values=cache, use_cache=True).logits  # noqa: F841
+            vtpu.synchronize()
         stats = vtpu.stats()
     print(json.dumps({"host_s": time.time() - start, "rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
-                      "seconds": stats["simulated_seconds"], "parameters": parameters,
+                      "seconds": stats["simulated_seconds"], "parameters": parameters, "timed_tokens": timed_tokens,
                       "kernels": stats["kernels_launched"], "memo": stats["timing_memo_hits"],
                       "placeholder_kernels": sorted(stats["timing_only_data_dependent"]),
                       "top": top_kernels(stats),
@@ -84,43 +101,53 @@ def top_kernels(stats: dict, count: int = 5) -> list[tuple[str, float]]:
     return [(label, v["cycles"] / total) for label, v in ranked]
 
 
-def run_row(model: str, chip: str, tokens: int) -> dict:
+def run_row(model: str, chip: str, workload: str, tokens, report_dir: str | None = None) -> dict:
     """The worker's figures, or {"error": its last line} when the run failed."""
-    out = run_worker(__file__, chip, model, str(tokens))
+    sequences, length = tokens if isinstance(tokens, tuple) else (1, tokens)
+    out = run_worker(__file__, chip, model, workload, str(sequences), str(length), report_dir or "")
     if out.returncode != 0:
         return {"error": out.stderr.strip().splitlines()[-1]}
     return json_lines(out)[-1]
 
 
+def describe(workload: str, tokens) -> str:
+    if workload == "decode":
+        return f"decode step, {tokens[0]} x 1 (context {tokens[1]:,})"
+    return f"prefill, {tokens:,}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="the 5,120-token 30B-class row only")
     parser.add_argument("--write", action="store_true", help="write docs/full_size_models.md")
+    parser.add_argument("--report", metavar="DIR", help="a vtpu.report of the Llama-3-8B prefill on v6e in DIR")
     args = parser.parse_args()
     if args.worker:
-        worker(args.worker[0], int(args.worker[1]))
+        model, workload, sequences, tokens, report_dir = args.worker
+        worker(model, workload, int(sequences), int(tokens), report_dir or None)
         return
-    lines = ["| model | chip | tokens | parameters | host s | peak RSS GiB | simulated ms | tokens/s | MFU | "
+    lines = ["| model | chip | workload, tokens | parameters | host s | peak RSS GiB | simulated ms | tokens/s | MFU | "
              "TorchTPU tokens/s | kernels (memoised) |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     print("\n".join(lines), flush=True)
     notes = set()
     shares = []
-    for model, chip, tokens, reported in ROWS[:1] if args.quick else ROWS:
-        r = run_row(model, chip, tokens)
+    for model, chip, workload, tokens, reported in ROWS[:1] if args.quick else ROWS:
+        r = run_row(model, chip, workload, tokens)
         if "error" in r:
-            line = f"| {model} | {chip} | {tokens} | fails: {r['error'].replace('|', '/')} |"
+            line = f"| {model} | {chip} | {describe(workload, tokens)} | fails: {r['error'].replace('|', '/')} |"
             print(line, flush=True)
             lines.append(line)
             continue
-        mfu = 2 * r["parameters"] * tokens / r["seconds"] / preset(chip)["peak_bf16_flops"]["value"]
-        line = (f"| {model} | {chip} | {tokens} | {r['parameters'] / 1e9:.1f}B | {r['host_s']:.0f} | {r['rss_gib']:.2f} | "
-                f"{r['seconds'] * 1e3:.0f} | {tokens / r['seconds']:,.0f} | {100 * mfu:.0f}% | "
+        timed = r["timed_tokens"]
+        mfu = 2 * r["parameters"] * timed / r["seconds"] / preset(chip)["peak_bf16_flops"]["value"]
+        line = (f"| {model} | {chip} | {describe(workload, tokens)} | {r['parameters'] / 1e9:.1f}B | {r['host_s']:.0f} | "
+                f"{r['rss_gib']:.2f} | {r['seconds'] * 1e3:.1f} | {timed / r['seconds']:,.0f} | {100 * mfu:.0f}% | "
                 f"{f'{reported:,}' if reported else '-'} | {r['kernels']} ({r['memo']}) |")
         print(line, flush=True)
         lines.append(line)
-        shares.append(f"- {model}, {chip}, {tokens} tokens: " +
+        shares.append(f"- {model}, {chip}, {describe(workload, tokens)}: " +
                       ", ".join(f"`{label}` {100 * share:.0f}%" for label, share in r["top"]))
         notes.update(r["placeholder_kernels"])
         if r["fallbacks"]:
@@ -132,6 +159,9 @@ def main() -> None:
     if args.write:
         page = (ROOT / "bench" / "full_size_models_page.md").read_text()
         (ROOT / "docs" / "full_size_models.md").write_text(page.replace("{{TABLE}}", "\n".join(lines) + "\n" + tail))
+    if args.report:
+        r = run_row("Llama-3-8B", "v6e", "prefill", 4096, str(pathlib.Path(args.report).resolve()))
+        print(f"report of the Llama-3-8B prefill on v6e in {args.report}" if "error" not in r else f"report failed: {r['error']}")
 
 
 if __name__ == "__main__":
