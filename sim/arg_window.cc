@@ -9,12 +9,12 @@ namespace vtpu::sim {
 uint32_t ArgWindow::map(const std::string& name, Hbm& memory, HbmAddress physical, uint64_t bytes, bool on_chip) {
   const uint64_t base = next_base_;
   const uint64_t end = base + bytes;
-  if (end > kWindowBytes - 1) {
+  if (end > isa::kWindowBytes - 1) {
     throw SimError(SimErrorKind::BadLaunch,
                    fmt::format("buffer arguments exceed the 4 GiB kernel address window (argument '{}')", name));
   }
   entries_.push_back({name, base, &memory, physical, bytes, on_chip});
-  next_base_ = (end + kGuardBytes + 0xfff) & ~uint64_t{0xfff};
+  next_base_ = isa::next_window_base(base, bytes);  // as isa::window_fits lays them out
   return static_cast<uint32_t>(base);
 }
 

@@ -10,26 +10,16 @@
 #include <string>
 #include <vector>
 
+#include "isa/address_window.h"
 #include "sim/hbm.h"
 
 namespace vtpu::sim {
 
 class ArgWindow {
  public:
-  static constexpr uint64_t kFirstBase = 0x10000;
-  static constexpr uint64_t kGuardBytes = 0x10000;
-  static constexpr uint64_t kWindowBytes = uint64_t{1} << 32;
-
-  // Whether buffers of these sizes fit one launch's window (what fusion checks before it makes
-  // one kernel of several ops: their operands' bytes add up).
-  static bool fits(std::span<const uint64_t> buffer_bytes) {
-    uint64_t base = kFirstBase;
-    for (uint64_t b : buffer_bytes) {
-      if (base + b > kWindowBytes - 1) return false;
-      base = (base + b + kGuardBytes + 0xfff) & ~uint64_t{0xfff};  // as map() lays them out
-    }
-    return true;
-  }
+  // The window's layout (first base, guard gaps, 4 GiB) is the ISA's launch contract.
+  static constexpr uint64_t kFirstBase = isa::kWindowFirstBase;
+  static constexpr uint64_t kGuardBytes = isa::kWindowGuardBytes;
 
   // Returns the kernel-visible address of the buffer.
   uint32_t map(const std::string& name, Hbm& memory, HbmAddress physical, uint64_t bytes, bool on_chip = false);
@@ -48,7 +38,7 @@ class ArgWindow {
     bool on_chip;
   };
   std::vector<Entry> entries_;
-  uint64_t next_base_ = kFirstBase;  // map() and fits() lay buffers out alike
+  uint64_t next_base_ = kFirstBase;
 };
 
 }  // namespace vtpu::sim

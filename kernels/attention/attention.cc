@@ -59,6 +59,8 @@ void AttentionBuilder::plan() {
   mxu_values_ = chip_.mxu_per_core > 1 ? 1 : 0;
   record_bytes_ = (3 + group_ * (g_.parts > 1 ? 2 : 1)) * kVregBytes;
 
+  kt_part_bytes_ = g_.key_blocks * d_ * d_ * 2;
+  vp_part_bytes_ = g_.kv_pad * d_ * 2;
   // Two head buffers let the next head's inputs arrive while this one computes. A long head
   // whose two buffers do not fit VMEM (8,192 tokens on v7) takes one: its successor's k and v
   // are fetched once this head's have become weights, its q after the last chunk.
@@ -72,8 +74,6 @@ void AttentionBuilder::plan() {
     if (s_.write_lse) l_off_ = vmem_layout.place(g_.q_pad * kRowOfVreg);
     head_bytes_ = int64_t(vmem_layout.end());
     vmem_layout.repeat(buffers_);
-    kt_part_bytes_ = g_.key_blocks * d_ * d_ * 2;
-    vp_part_bytes_ = g_.kv_pad * d_ * 2;
     kt_vmem_ = vmem_layout.place(g_.parts * kt_part_bytes_);
     vp_vmem_ = vmem_layout.place(g_.parts * vp_part_bytes_);
     state_vmem_ = vmem_layout.place(chunk_tiles_ * record_bytes_);

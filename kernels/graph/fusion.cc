@@ -9,10 +9,10 @@
 #include <algorithm>
 #include <map>
 
+#include "isa/address_window.h"
 #include "kernels/codegen/kernel_error.h"
 #include "kernels/generators/elementwise.h"
 #include "kernels/generators/rowwise.h"
-#include "sim/arg_window.h"
 
 namespace vtpu::kernels {
 namespace {
@@ -183,7 +183,7 @@ class GreedyPlanner {
   }
 
   // Whether one kernel of `grp` plus node `extra` can see all its operands: they share a launch's
-  // 4 GiB address window (sim/arg_window.h), which an optimizer step's fused update of a 1 GB
+  // 4 GiB address window (isa/address_window.h), which an optimizer step's fused update of a 1 GB
   // embedding (weights, gradients, two moments, in and out) would overflow.
   bool operands_fit_window(const KernelGroup& grp, int extra) const {
     KernelGroup grown = grp;
@@ -196,7 +196,7 @@ class GreedyPlanner {
     for (const std::vector<int>& values : {external_inputs(members), escaping_values(members)}) {
       for (int v : values) bytes.push_back(uint64_t(g_.node(v).type.numel()) * dtype_bytes(g_.node(v).type.dtype));
     }
-    return sim::ArgWindow::fits(bytes);
+    return isa::window_fits(bytes);
   }
 
   // A node reading only graph inputs starts a group of its own (unrelated ops stay apart). When a

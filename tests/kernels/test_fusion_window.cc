@@ -1,10 +1,10 @@
-// Fusion and a launch's 4 GiB address window (sim/arg_window.h): groups whose operands would
+// Fusion and a launch's 4 GiB address window (isa/address_window.h): groups whose operands would
 // overflow it are split, and chains whose intermediates are big but whose operands fit stay one
 // kernel (kernels/graph/fusion.cc).
 #include <doctest/doctest.h>
 
 #include "kernels/graph/fusion.h"
-#include "sim/arg_window.h"
+#include "isa/address_window.h"
 
 using namespace vtpu;
 using kernels::DType;
@@ -42,11 +42,11 @@ TEST_SUITE("kernels") {
     for (const auto& grp : small_groups) {
       auto bytes = window_bytes(small, grp);
       for (auto& b : bytes) b *= 1024;  // the same kernel at 1 << 18 rows
-      small_would_overflow |= !sim::ArgWindow::fits(bytes);
+      small_would_overflow |= !isa::window_fits(bytes);
     }
     CHECK(small_would_overflow);
     CHECK(big_groups.size() > small_groups.size());
-    for (const auto& grp : big_groups) CHECK(sim::ArgWindow::fits(window_bytes(big, grp)));
+    for (const auto& grp : big_groups) CHECK(isa::window_fits(window_bytes(big, grp)));
 
     // torch's lerp (torch._refs.lerp, what _foreach_lerp_ of AdamW runs) of two 1 GiB bf16
     // tensors: both cast to f32 (2 GiB each), the weight's mask and coefficient (a group of one

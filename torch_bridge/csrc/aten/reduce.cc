@@ -47,7 +47,8 @@ std::optional<at::Tensor> along_last_dim(const at::Tensor& self, int64_t dim, co
 at::Tensor long_row_softmax(const at::Tensor& self, bool log, bool half_to_float) {
   const at::Tensor x = self.to(at::kFloat);
   const at::Tensor shifted = x - x.amax(-1, true);
-  const at::Tensor out = log ? shifted - shifted.exp().sum(-1, true).log() : shifted.exp() / shifted.exp().sum(-1, true);
+  const at::Tensor e = shifted.exp();
+  const at::Tensor out = log ? shifted - e.sum(-1, true).log() : e / e.sum(-1, true);
   return out.to(half_to_float ? at::kFloat : self.scalar_type());
 }
 

@@ -20,8 +20,6 @@ class _Bar:
     def __init__(self, stream):
         self._stream = stream
         self._bar = None
-        self._total = 0
-        self._done = 0
         self._broken = False
 
     def __call__(self, done: int, total: int) -> None:
@@ -36,11 +34,9 @@ class _Bar:
             print(f"vtpu.progress: the progress bar failed ({e!r}); the run goes on without it", file=self._stream)
 
     def _show(self, done: int, total: int) -> None:
-        if self._bar is None or total != self._total or done < self._done:
+        if self._bar is None or total != self._bar.total or done < self._bar.n:
             self.close()
             self._bar = self._open(total)
-            self._total = total
-        self._done = done
         self._bar.update(done - self._bar.n)
         if done == total:
             self.close()
@@ -56,7 +52,6 @@ class _Bar:
         if self._bar is not None:
             self._bar.close()
         self._bar = None
-        self._done = 0
 
 
 class _PlainBar:
@@ -64,12 +59,12 @@ class _PlainBar:
 
     def __init__(self, total: int, stream):
         self.n = 0
-        self._total = total
+        self.total = total
         self._stream = stream
 
     def update(self, step: int) -> None:
         self.n += step
-        print(f"tpu kernels: {self.n}/{self._total}", file=self._stream, flush=True)
+        print(f"tpu kernels: {self.n}/{self.total}", file=self._stream, flush=True)
 
     def close(self) -> None:
         pass
