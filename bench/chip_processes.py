@@ -18,10 +18,11 @@ def preset(chip: str) -> dict:
     return json.loads((ROOT / "sim" / "presets" / f"{chip}.json").read_text())
 
 
-def run_worker(script: str, vtpu_chip: str, *args: str) -> subprocess.CompletedProcess:
+def run_worker(script: str, vtpu_chip: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     """`script --worker args...` in a new process whose VTPU_CHIP is `vtpu_chip` (a preset's name
-    or a preset file); the caller checks its return code."""
-    return subprocess.run([sys.executable, script, "--worker", *args], env=dict(os.environ, VTPU_CHIP=vtpu_chip),
+    or a preset file), with `env`'s variables added (VTPU_MODE, VTPU_FUSION); the caller checks its
+    return code."""
+    return subprocess.run([sys.executable, script, "--worker", *args], env=dict(os.environ, VTPU_CHIP=vtpu_chip, **(env or {})),
                           capture_output=True, text=True)
 
 
