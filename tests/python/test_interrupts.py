@@ -12,7 +12,10 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SNIPPET = """
-import time, torch, vtpu
+import signal, time, torch, vtpu
+# Python's own Ctrl-C handler even when this process was started with SIGINT ignored (a shell
+# without job control ignores it in what it runs in the background, and children inherit that).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 a = torch.randn(2048, 2048, device="tpu"); b = torch.randn(2048, 2048, device="tpu"); vtpu.synchronize()
 vtpu.reset_stats()
 print("started", flush=True)
