@@ -13,6 +13,7 @@
 #include "kernels/codegen/kernel_error.h"
 #include "kernels/generators/elementwise.h"
 #include "kernels/generators/rowwise.h"
+#include "kernels/graph/window_pieces.h"
 
 namespace vtpu::kernels {
 namespace {
@@ -192,6 +193,10 @@ class GreedyPlanner {
   }
   bool operands_fit_window(const KernelGroup& grp) const {
     const std::vector<int>& members = grp.nodes;
+    // Nor may it count more elements than its int32 launch scalars hold, unless it streams flat.
+    for (int m : members) {
+      if (g_.node(m).type.numel() >= (int64_t{1} << 31)) return false;
+    }
     std::vector<uint64_t> bytes;
     for (const std::vector<int>& values : {external_inputs(members), escaping_values(members)}) {
       for (int v : values) bytes.push_back(uint64_t(g_.node(v).type.numel()) * dtype_bytes(g_.node(v).type.dtype));
@@ -246,7 +251,7 @@ class GreedyPlanner {
   // of both). Checked on the finished group, not node by node: half-built, a chain's f32
   // intermediates look like operands (lerp of two 1 GB bf16 tensors fits; its steps would not).
   std::vector<KernelGroup> pieces_that_fit_the_window(KernelGroup grp) const {
-    if (operands_fit_window(grp)) {
+    if (operands_fit_window(grp) || streams_flat_whole(grp)) {
       finish(grp);
       return {std::move(grp)};
     }
@@ -266,6 +271,14 @@ class GreedyPlanner {
     finish(piece);
     pieces.push_back(std::move(piece));
     return pieces;
+  }
+
+  // A group that streams its tensors' flat data, reading no view in place, stays one kernel
+  // whatever its size: its launch runs in pieces over ranges of the elements
+  // (kernels/graph/window_pieces.h), each reading and writing its range once.
+  bool streams_flat_whole(const KernelGroup& grp) const {
+    const std::vector<int> inputs = external_inputs(grp.nodes);
+    return std::none_of(inputs.begin(), inputs.end(), [&](int in) { return view_[in]; }) && streams_flat(g_, grp.nodes, inputs);
   }
 
   // Matmul epilogues stream Full, Row, Scalar and (unbatched) Column operands only.

@@ -20,6 +20,7 @@
 #include "kernels/generators/matmul.h"
 #include "kernels/generators/rowwise.h"
 #include "kernels/generators/strided_copy.h"
+#include "kernels/graph/window_pieces.h"
 
 namespace vtpu::kernels {
 namespace {
@@ -163,15 +164,9 @@ struct FlatView {
 };
 
 std::optional<FlatView> flat_view(const Graph& g, const KernelGroup& grp, const std::vector<int>& operands) {
+  if (!streams_flat(g, grp.nodes, operands)) return std::nullopt;
   const auto& out = g.node(grp.nodes.back()).type;
   const int64_t numel = out.numel();
-  for (int n : grp.nodes) {
-    if (g.node(n).type.numel() != numel) return std::nullopt;
-  }
-  for (int v : operands) {
-    const int64_t n = g.node(v).type.numel();
-    if (n != numel && n != 1) return std::nullopt;
-  }
   const auto [rows, cols] = rows_cols(out.shape);
   // Small tensors take narrower rows, so that they still fill eight sublanes.
   const int64_t width = std::clamp<int64_t>(row_bucket(rows) * col_bucket(cols) / kSublanes, kLanes, kMaxElementwiseBlockCols);
@@ -195,7 +190,14 @@ Launch lower_elementwise(const Graph& g, const KernelGroup& grp, const sim::Chip
       const auto& t = g.node(v).type;
       spec.inputs.push_back({t.dtype, t.numel() == 1 && flat->elements > 1 ? Layout::Scalar : Layout::Full, 0});
     }
-    l.scalars = flat_stream_scalars(flat->elements, flat->width);
+    std::vector<FlatArg> args;
+    for (int v : l.args) {
+      const auto& t = g.node(v).type;
+      const uint64_t bytes = dtype_bytes(t.dtype);
+      args.push_back(t.numel() == 1 && flat->elements > 1 ? FlatArg{0, bytes} : FlatArg{bytes, bytes * uint64_t(t.numel())});
+    }
+    l.pieces = flat_window_pieces(args, flat->elements, flat->width);
+    l.scalars = l.pieces.empty() ? flat_stream_scalars(flat->elements, flat->width) : l.pieces.front().scalars;
     spec.rows = ((int64_t{1} << 31) - 1) / flat->width;  // any size: blocks are sized at launch
     spec.cols = flat->width;
   } else {

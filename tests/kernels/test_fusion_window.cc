@@ -1,10 +1,11 @@
 // Fusion and a launch's 4 GiB address window (isa/address_window.h): groups whose operands would
-// overflow it are split, and chains whose intermediates are big but whose operands fit stay one
-// kernel (kernels/graph/fusion.cc).
+// overflow it are split unless they stream flat (then their launch runs in pieces), and chains
+// whose intermediates are big but whose operands fit stay one kernel (kernels/graph/fusion.cc).
 #include <doctest/doctest.h>
 
-#include "kernels/graph/fusion.h"
 #include "isa/address_window.h"
+#include "kernels/graph/fusion.h"
+#include "kernels/graph/plan.h"
 
 using namespace vtpu;
 using kernels::DType;
@@ -14,12 +15,16 @@ using kernels::FusionStrategy;
 TEST_SUITE("kernels") {
   TEST_CASE("fusion: a group stops where its operands would overflow a launch's 4 GiB address window") {
     // AdamW's update of a 1 GiB bf16 embedding: parameter, gradient and both moments in, the three
-    // updated tensors out. Fused as it is at a small size, a kernel would see more than 4 GiB of
-    // operands; at full size every kernel must fit, so there are more of them.
-    const auto adamw = [](int64_t rows) {
+    // updated tensors out, the parameter scaled by a per-column decay (a broadcast operand, so the
+    // kernel cannot stream the flat data in pieces: kernels/graph/window_pieces.h). Fused as it is
+    // at a small size, a kernel would see more than 4 GiB of operands; at full size every kernel
+    // must fit, so there are more of them.
+    const auto adamw = [](int64_t rows, bool decay_per_column = true) {
       kernels::Graph g;
       const kernels::TensorType t{{rows, 2048}, DType::BF16};
-      const int p = g.input(t), grad = g.input(t), m = g.input(t), v = g.input(t);
+      int p = g.input(t);
+      const int grad = g.input(t), m = g.input(t), v = g.input(t);
+      if (decay_per_column) p = g.binary(ExprOp::Mul, p, g.input({{2048}, DType::BF16}));
       const int m2 = g.binary(ExprOp::Add, g.binary_scalar(ExprOp::Mul, m, 0.9), g.binary_scalar(ExprOp::Mul, grad, 0.1));
       const int v2 = g.binary(ExprOp::Add, g.binary_scalar(ExprOp::Mul, v, 0.999),
                               g.binary_scalar(ExprOp::Mul, g.binary(ExprOp::Mul, grad, grad), 0.001));
@@ -47,6 +52,27 @@ TEST_SUITE("kernels") {
     CHECK(small_would_overflow);
     CHECK(big_groups.size() > small_groups.size());
     for (const auto& grp : big_groups) CHECK(isa::window_fits(window_bytes(big, grp)));
+
+    // Without the broadcast the update streams flat: as few kernels at full size as at a small
+    // one, each run in launches over ranges of the elements that fit the window.
+    const kernels::Graph flat = adamw(1 << 18, false);
+    const auto flat_groups = kernels::plan_fusion(flat, FusionStrategy::Greedy);
+    CHECK(flat_groups.size() == kernels::plan_fusion(adamw(256, false), FusionStrategy::Greedy).size());
+    kernels::ProgramCache cache;
+    const kernels::Plan plan = kernels::make_plan(flat, FusionStrategy::Greedy, sim::load_chip("v7"), cache);
+    bool pieced = false;
+    for (const auto& launch : plan.launches) {
+      std::vector<uint64_t> whole;
+      for (int v : launch.args) whole.push_back(uint64_t(flat.node(v).type.numel()) * 2);
+      CHECK(launch.pieces.empty() == isa::window_fits(whole));
+      pieced |= !launch.pieces.empty();
+      for (const auto& piece : launch.pieces) {
+        std::vector<uint64_t> bytes;
+        for (const auto& r : piece.ranges) bytes.push_back(r.bytes);
+        CHECK(isa::window_fits(bytes));
+      }
+    }
+    CHECK(pieced);
 
     // torch's lerp (torch._refs.lerp, what _foreach_lerp_ of AdamW runs) of two 1 GiB bf16
     // tensors: both cast to f32 (2 GiB each), the weight's mask and coefficient (a group of one

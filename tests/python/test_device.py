@@ -237,9 +237,11 @@ def test_reductions_longer_than_a_row_kernel_are_split_or_fall_back():
 
 @pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
 def test_a_result_past_one_launchs_reach_is_refused_when_recorded(mode):
-    """2^31 elements is the most one kernel launch addresses. Such a result is refused by the op
-    that makes it, so it can fall back, instead of failing the whole flush later (SAM 3 tracker's
-    mask decoder did). The refusal comes before any HBM is taken for the result."""
+    """2^31 elements is the most one kernel launch addresses. A broadcast's result that large
+    cannot run as launches over ranges of flat data (kernels/graph/window_pieces.h: only operands
+    of its size or of one element can), so it is refused by the op that makes it, so it can fall
+    back, instead of failing the whole flush later (SAM 3 tracker's mask decoder did). The refusal
+    comes before any HBM is taken for the result."""
     vtpu.set_mode(mode)
     a, b = torch.randn(2**16, 1).to("tpu"), torch.randn(1, 2**15).to("tpu")
     allocated = torch.tpu.memory_allocated()

@@ -39,7 +39,6 @@ PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, con
   try {
     for (size_t step = 0; step < plan.launches.size(); ++step) {
       const auto& launch = plan.launches[step];
-      std::vector<sim::KernelArg> args;
       for (int v : launch.args) {
         const int root = plan.alias.count(v) ? plan.alias.at(v) : v;
         if (lifetimes.count(root) && !intermediates_.count(root) && !inputs_.count(root)) {
@@ -54,15 +53,24 @@ PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, con
             ++run_.hbm_intermediates;
           }
         }
-        args.push_back(sim::KernelArg::buffer(address(v), bytes(v)));
       }
-      for (int32_t scalar : launch.scalars) args.push_back(sim::KernelArg::value(scalar));
-      try {
-        run_.add(launch.label, device.wait(device.launch(*launch.program, args)));
-      } catch (const sim::SimError& e) {
-        if (e.kind() == sim::SimErrorKind::OutOfMemory) throw;  // keeps its sizes
-        // Which kernel of the flush failed: its label (the fused ops, or a user kernel's name).
-        throw sim::SimError(e.kind(), fmt::format("kernel {}: {}", launch.label, e.what()), e.trap_code());
+      // A launch over more than one address window holds runs piece by piece (Launch::pieces).
+      const std::vector<kernels::LaunchPiece> whole{{{}, launch.scalars}};
+      for (const kernels::LaunchPiece& piece : launch.pieces.empty() ? whole : launch.pieces) {
+        std::vector<sim::KernelArg> args;
+        for (size_t i = 0; i < launch.args.size(); ++i) {
+          const int v = launch.args[i];
+          const auto range = piece.ranges.empty() ? kernels::LaunchPiece::Range{0, bytes(v)} : piece.ranges[i];
+          args.push_back(sim::KernelArg::buffer(address(v) + range.offset, range.bytes));
+        }
+        for (int32_t scalar : piece.scalars) args.push_back(sim::KernelArg::value(scalar));
+        try {
+          run_.add(launch.label, device.wait(device.launch(*launch.program, args)));
+        } catch (const sim::SimError& e) {
+          if (e.kind() == sim::SimErrorKind::OutOfMemory) throw;  // keeps its sizes
+          // Which kernel of the flush failed: its label (the fused ops, or a user kernel's name).
+          throw sim::SimError(e.kind(), fmt::format("kernel {}: {}", launch.label, e.what()), e.trap_code());
+        }
       }
       if (input_done) {
         for (const auto& [v, last] : plan.memory.input_last_step) {

@@ -11,6 +11,7 @@
 #include "kernels/codegen/kernel_error.h"
 #include "kernels/compose/int64_words.h"
 #include "kernels/graph/fusion.h"
+#include "kernels/graph/window_pieces.h"
 #include "kernels/codegen/vreg_shape.h"
 #include "torch_bridge/csrc/record/layout.h"
 #include "torch_bridge/csrc/record/meta_check.h"
@@ -153,10 +154,14 @@ at::Tensor record(const char* op, const std::vector<at::Tensor>& inputs, c10::Sc
     out = wrapped_to_bytes(g, build(g, values), result_dtype, op);
     if (g.node(out).type.dtype != to_kernel_dtype(result_dtype)) out = g.cast(out, to_kernel_dtype(result_dtype));
     // A broadcast kernels cannot stream, or a tensor past the 2^31 elements one launch addresses,
-    // would only fail at the flush, where nothing can fall back: check them here, per op.
+    // would only fail at the flush, where nothing can fall back: check them here, per op. An
+    // elementwise op over flat data runs in launches over ranges of it (window_pieces.h).
     for (size_t id = mark; id < g.nodes().size(); ++id) {
       const auto& n = g.node(static_cast<int>(id));
-      if (n.type.numel() >= (int64_t{1} << 31)) throw kernels::KernelError("a tensor too large for one launch");
+      if (n.type.numel() >= (int64_t{1} << 31) &&
+          !(n.kind == kernels::NodeKind::Elementwise && kernels::streams_flat(g, {static_cast<int>(id)}, n.inputs))) {
+        throw kernels::KernelError("a tensor too large for one launch");
+      }
       if (n.kind != kernels::NodeKind::Elementwise) continue;
       for (int in : n.inputs) kernels::broadcast_layout(g.node(in).type.shape, n.type.shape);
     }
