@@ -190,11 +190,11 @@ Launch lower_elementwise(const Graph& g, const KernelGroup& grp, const sim::Chip
       const auto& t = g.node(v).type;
       spec.inputs.push_back({t.dtype, t.numel() == 1 && flat->elements > 1 ? Layout::Scalar : Layout::Full, 0});
     }
-    std::vector<FlatArg> args;
+    std::vector<RangedArg> args;
     for (int v : l.args) {
       const auto& t = g.node(v).type;
       const uint64_t bytes = dtype_bytes(t.dtype);
-      args.push_back(t.numel() == 1 && flat->elements > 1 ? FlatArg{0, bytes} : FlatArg{bytes, bytes * uint64_t(t.numel())});
+      args.push_back(t.numel() == 1 && flat->elements > 1 ? RangedArg{0, bytes} : RangedArg{bytes, bytes * uint64_t(t.numel())});
     }
     l.pieces = flat_window_pieces(args, flat->elements, flat->width);
     l.scalars = l.pieces.empty() ? flat_stream_scalars(flat->elements, flat->width) : l.pieces.front().scalars;
@@ -202,11 +202,13 @@ Launch lower_elementwise(const Graph& g, const KernelGroup& grp, const sim::Chip
     spec.cols = flat->width;
   } else {
     const auto& shape = g.node(grp.nodes.back()).type.shape;
-    std::tie(spec.rows, spec.cols) = rows_cols(shape);
+    const auto [rows, cols] = rows_cols(shape);
     spec.inputs = operands_for(g, b.operands(), shape, &grp);
-    l.scalars = stream_scalars(spec.rows, spec.cols, spec.inputs);
-    spec.rows = row_bucket(spec.rows);
-    spec.cols = col_bucket(spec.cols);
+    // A broadcast over more than one launch addresses runs in pieces of rows.
+    l.pieces = row_window_pieces(g, l.args, spec.inputs, grp.outputs.size(), rows, cols, std::max(cols, col_bucket(cols)));
+    l.scalars = l.pieces.empty() ? stream_scalars(rows, cols, spec.inputs) : l.pieces.front().scalars;
+    spec.rows = row_bucket(l.pieces.empty() ? rows : l.pieces.front().scalars.front());
+    spec.cols = col_bucket(cols);
   }
   std::string key = fmt::format("ew{}|{}x{}|{}|", spec.flat ? "flat" : "", spec.rows, spec.cols, operand_key(spec.inputs));
   for (DType t : spec.outputs) key += fmt::format("{},", dtype_name(t));
@@ -305,12 +307,15 @@ Launch lower_row(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& 
     l.args.push_back(r.inputs[bias_at]);
   }
   l.args.push_back(grp.nodes.back());
-  l.scalars = stream_scalars(spec.rows, spec.cols, spec.inputs);
-  spec.rows = row_bucket(spec.rows);
+  const int64_t rows = spec.rows, cols = spec.cols;
   // Rows that are whole vregs wide (hidden sizes) keep a program of their exact width that masks
   // nothing; other widths (sequence lengths: softmax over scores) share one per power of two.
   spec.whole_chunks = spec.cols % kLanes == 0;
   if (!spec.whole_chunks) spec.cols = std::max<int64_t>(kLanes, int64_t(std::bit_ceil(uint64_t(spec.cols))));
+  // More rows than one launch addresses (4 GB of f32 logits) run in pieces of rows.
+  l.pieces = row_window_pieces(g, l.args, spec.inputs, 1, rows, cols, spec.cols);
+  l.scalars = l.pieces.empty() ? stream_scalars(rows, cols, spec.inputs) : l.pieces.front().scalars;
+  spec.rows = row_bucket(l.pieces.empty() ? rows : l.pieces.front().scalars.front());
   const std::string key = fmt::format("row|{}|{}x{}{}|{}|{}|{}|{}|{}{}{}|{}|{}", row_op_name(spec.op), spec.rows, spec.cols,
                                       spec.whole_chunks ? "" : "(ragged)",
                                       operand_key(spec.inputs), dtype_name(spec.out_dtype), spec.eps, spec.correction,

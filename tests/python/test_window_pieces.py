@@ -44,6 +44,35 @@ def test_elementwise_ops_over_gigabytes_run_in_launches_that_fit_the_window(run_
         assert floor <= got["seconds"] < 1.1 * floor, (name, got, floor)
 
 
+def test_row_ops_over_gigabytes_of_logits_run_in_pieces_of_rows(run_isolated):
+    # Cross-entropy's inputs at Llama 3's vocabulary and 8,192 tokens: [8192, 128256] f32 logits
+    # (4.2 GB). A row's max and a broadcast subtraction of it (a row kernel, and an elementwise
+    # kernel over rows) each run in pieces of rows; one launch would count more than 2^31
+    # elements (the program serves rows of 131,072 columns) or overflow the window.
+    proc = run_isolated("""
+        import json, torch, vtpu
+        with vtpu.timing_only():
+            logits = torch.empty(8192, 128256, device="tpu")
+            vtpu.synchronize()
+            vtpu.reset_stats()
+            top = logits.amax(-1, keepdim=True)
+            shifted = logits - top
+            vtpu.synchronize()
+            s = vtpu.stats()
+        print(json.dumps({"per_kernel": {k: v["launches"] for k, v in s["per_kernel"].items()},
+                          "read": s["hbm_read_bytes"], "written": s["hbm_write_bytes"], "seconds": s["simulated_seconds"]}))
+    """, VTPU_CHIP="v7")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    logits = 8192 * 128256 * 4
+    assert sum(r["per_kernel"].values()) > len(r["per_kernel"]), r  # some kernel ran in pieces
+    # The logits read by each kernel, the shifted logits written once: no range twice (beside
+    # them, the subtraction reads the 32 KB column of maxima once per block of columns).
+    assert 2 * logits <= r["read"] < 2.01 * logits and logits <= r["written"] < logits + 2**20, r
+    sustained = V7["hbm_bandwidth_bytes_per_s"]["value"] * V7["hbm_efficiency"]["value"]
+    assert r["seconds"] >= (r["read"] + r["written"]) / sustained, r
+
+
 def test_adamw_steps_a_full_size_embedding_on_the_chip(run_isolated):
     # Llama-3-8B's embedding (128,256 x 4,096 bf16, 1.05 GB): AdamW's multi-tensor update fuses
     # into kernels whose f32 operands exceed one launch's window; it used to fail at the flush.
