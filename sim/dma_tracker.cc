@@ -32,39 +32,52 @@ bool overlaps(const Region& a, const Region& b) {
   return false;
 }
 
-const DmaRecord* DmaTracker::vmem_read_conflict(const Region& r) const {
-  for (const auto& d : in_flight_) {
-    if (d.to_vmem && overlaps(r, d.vmem)) return &d;
+void DmaTracker::RegionIndex::add(const Region& r, uint64_t sequence) {
+  by_start.emplace(r.lo(), sequence);
+  longest = std::max(longest, r.hi() - r.lo());
+}
+
+void DmaTracker::RegionIndex::remove(const Region& r, uint64_t sequence) {
+  auto [first, last] = by_start.equal_range(r.lo());
+  for (auto it = first; it != last; ++it) {
+    if (it->second == sequence) {
+      by_start.erase(it);
+      break;
+    }
   }
-  return nullptr;
+  if (by_start.empty()) longest = 0;
+}
+
+template <typename Accept>
+const DmaRecord* DmaTracker::first_conflict(const RegionIndex& index, const Region& r, bool vmem, Accept accept) const {
+  if (r.rows == 0) return nullptr;
+  const DmaRecord* found = nullptr;
+  const uint64_t from = r.lo() > index.longest ? r.lo() - index.longest : 0;
+  for (auto it = index.by_start.lower_bound(from); it != index.by_start.end() && it->first < r.hi(); ++it) {
+    const DmaRecord& d = in_flight_.at(it->second);
+    if ((!found || d.sequence < found->sequence) && accept(d) && overlaps(r, vmem ? d.vmem : d.hbm)) found = &d;
+  }
+  return found;
+}
+
+const DmaRecord* DmaTracker::vmem_read_conflict(const Region& r) const {
+  return first_conflict(vmem_index_, r, true, [](const DmaRecord& d) { return d.to_vmem; });
 }
 
 const DmaRecord* DmaTracker::vmem_write_conflict(const Region& r) const {
-  for (const auto& d : in_flight_) {
-    if (overlaps(r, d.vmem)) return &d;
-  }
-  return nullptr;
+  return first_conflict(vmem_index_, r, true, [](const DmaRecord&) { return true; });
 }
 
 const DmaRecord* DmaTracker::hbm_read_conflict(const Region& r) const {
-  for (const auto& d : in_flight_) {
-    if (!d.to_vmem && overlaps(r, d.hbm)) return &d;
-  }
-  return nullptr;
+  return first_conflict(hbm_index_, r, false, [](const DmaRecord& d) { return !d.to_vmem; });
 }
 
 const DmaRecord* DmaTracker::hbm_write_conflict(const Region& r) const {
-  for (const auto& d : in_flight_) {
-    if (overlaps(r, d.hbm)) return &d;
-  }
-  return nullptr;
+  return first_conflict(hbm_index_, r, false, [](const DmaRecord&) { return true; });
 }
 
 const DmaRecord* DmaTracker::remote_write_conflict(const Region& r, uint64_t start_cycle) const {
-  for (const auto& d : in_flight_) {
-    if (d.done_cycle > start_cycle && overlaps(r, d.hbm)) return &d;
-  }
-  return nullptr;
+  return first_conflict(hbm_index_, r, false, [start_cycle](const DmaRecord& d) { return d.done_cycle > start_cycle; });
 }
 
 void DmaTracker::add(DmaRecord record) {
@@ -76,7 +89,10 @@ void DmaTracker::add(DmaRecord record) {
   auto pos = std::upper_bound(queue.begin(), queue.end(), s,
                               [](const Signal& a, const Signal& b) { return a.cycle < b.cycle; });
   queue.insert(pos, s);
-  in_flight_.push_back(record);
+  ++available_[record.sem];
+  vmem_index_.add(record.vmem, record.sequence);
+  hbm_index_.add(record.hbm, record.sequence);
+  in_flight_.emplace(record.sequence, record);
 }
 
 void DmaTracker::signal(int sem, int count, uint64_t cycle) {
@@ -85,16 +101,12 @@ void DmaTracker::signal(int sem, int count, uint64_t cycle) {
   auto pos = std::upper_bound(queue.begin(), queue.end(), s,
                               [](const Signal& a, const Signal& b) { return a.cycle < b.cycle; });
   queue.insert(pos, s);
-}
-
-int DmaTracker::available(int sem) const {
-  int count = 0;
-  for (const auto& s : signals_[sem]) count += s.count;
-  return count;
+  available_[sem] += count;
 }
 
 uint64_t DmaTracker::wait(int sem, int count) {
   if (available(sem) < count) throw std::logic_error("vtpu: a semaphore wait for signals that were never sent");
+  available_[sem] -= count;
   auto& queue = signals_[sem];
   uint64_t ready_cycle = 0;
   int needed = count;
@@ -105,9 +117,10 @@ uint64_t DmaTracker::wait(int sem, int count) {
     needed -= take;
     s.count -= take;
     if (s.count == 0) {
-      if (s.dma_sequence != 0) {
-        const uint64_t seq = s.dma_sequence;
-        std::erase_if(in_flight_, [seq](const DmaRecord& d) { return d.sequence == seq; });
+      if (auto it = in_flight_.find(s.dma_sequence); it != in_flight_.end()) {
+        vmem_index_.remove(it->second.vmem, it->first);
+        hbm_index_.remove(it->second.hbm, it->first);
+        in_flight_.erase(it);
       }
       queue.pop_front();
     }

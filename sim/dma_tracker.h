@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace vtpu::sim {
@@ -32,9 +34,10 @@ struct DmaRecord {
 
 class DmaTracker {
  public:
-  explicit DmaTracker(int semaphores) : signals_(semaphores) {}
+  explicit DmaTracker(int semaphores) : signals_(semaphores), available_(semaphores, 0) {}
 
-  // Each returns the in-flight DMA the access conflicts with, or nullptr.
+  // Each returns the in-flight DMA the access conflicts with (the earliest issued, if several),
+  // or nullptr.
   const DmaRecord* vmem_read_conflict(const Region& r) const;   // with an inbound DMA
   const DmaRecord* vmem_write_conflict(const Region& r) const;  // with any DMA using it
   const DmaRecord* hbm_read_conflict(const Region& r) const;    // with an outbound DMA
@@ -46,7 +49,7 @@ class DmaTracker {
   void add(DmaRecord record);
   void signal(int sem, int count, uint64_t cycle);
   // Signals of `sem` sent so far and not consumed (landed or still in flight).
-  int available(int sem) const;
+  int available(int sem) const { return available_[sem]; }
   // Consumes `count` signals of `sem`, earliest-landing first, and returns the cycle they had all
   // landed. The caller checks available() first: a wait for more would deadlock or block.
   uint64_t wait(int sem, int count);
@@ -59,8 +62,22 @@ class DmaTracker {
     int count;
     uint64_t dma_sequence;  // 0 for sem.signal
   };
+  // The in-flight DMAs' regions in one memory, by where each starts: an access need only look at
+  // DMAs starting less than the longest region's span before it ends (a gather's thousands of row
+  // DMAs waited on at once made every access scan all of them).
+  struct RegionIndex {
+    std::multimap<uint64_t, uint64_t> by_start;  // region lo -> DMA sequence
+    uint64_t longest = 0;                        // the longest span indexed since it was last empty
+    void add(const Region& r, uint64_t sequence);
+    void remove(const Region& r, uint64_t sequence);
+  };
+  template <typename Accept>
+  const DmaRecord* first_conflict(const RegionIndex& index, const Region& r, bool vmem, Accept accept) const;
+
   std::vector<std::deque<Signal>> signals_;  // per semaphore, ordered by landing cycle
-  std::vector<DmaRecord> in_flight_;
+  std::vector<int> available_;               // per semaphore: signals sent and not consumed
+  std::unordered_map<uint64_t, DmaRecord> in_flight_;  // by sequence
+  RegionIndex vmem_index_, hbm_index_;
   uint64_t next_sequence_ = 1;
   uint64_t last_completion_ = 0;
 };
