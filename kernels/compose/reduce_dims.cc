@@ -13,6 +13,31 @@ namespace vtpu::kernels {
 namespace {
 
 constexpr int64_t kPreferredGroup = 2048;  // elements per row of a split reduction's first pass
+constexpr int64_t kMostSlices = 16;         // a middle reduction composed of at most this many slices
+
+ExprOp combining_op(RowOp op) {
+  return op == RowOp::Max ? ExprOp::Max : op == RowOp::Min ? ExprOp::Min : ExprOp::Add;
+}
+
+// x as [outer, r, inner] reduced over its middle dim by combining its r slices [outer, inner]
+// elementwise: each slice is a row-strided view that the elementwise kernel reads in place, so x
+// is read once and nothing is transposed (grouped-query attention's key and value gradients sum
+// each group's few query heads: a permute moving a dim of 4 last was a transpose of 4-element
+// rows, slow on the chip and slower to simulate).
+int combine_middle_slices(Graph& g, int x, int64_t outer, int64_t r, int64_t inner, RowOp op) {
+  const DType dtype = g.node(x).type.dtype;
+  // Sums accumulate in f32 and round once, as a row kernel's (and the CPU's) do.
+  const bool widen = (op == RowOp::Sum || op == RowOp::Mean) && dtype != DType::F32;
+  const int flat = g.reshape(x, {outer * r * inner});
+  int out = -1;
+  for (int64_t i = 0; i < r; ++i) {
+    int slice = g.strided_copy(flat, {outer, inner}, {r * inner, 1}, i * inner, "reduce_slice");
+    if (widen) slice = g.cast(slice, DType::F32, "reduce_slices");
+    out = out < 0 ? slice : g.binary(combining_op(op), out, slice, "reduce_slices");
+  }
+  if (op == RowOp::Mean) out = g.binary_scalar(ExprOp::Mul, out, 1.0 / double(r), false, "reduce_slices");
+  return widen ? g.cast(out, dtype, "reduce_slices") : out;
+}
 
 }  // namespace
 
@@ -39,6 +64,15 @@ int reduce_dims(Graph& g, int v, const std::vector<int64_t>& dims, RowOp op, int
   const DType dtype = g.node(v).type.dtype;
   if (leading && column_op && kept_numel >= kLanes && dtype_is_float(dtype)) {
     return g.reshape(g.column_reduce(op, g.reshape(v, {reduced_numel, kept_numel})), kept);
+  }
+  // Over one run of middle dims, with a vreg-wide run of kept dims after it: slices combined.
+  const int64_t first = dims.empty() ? 0 : *std::min_element(dims.begin(), dims.end());
+  const int64_t last = dims.empty() ? 0 : *std::max_element(dims.begin(), dims.end());
+  int64_t inner = 1;
+  for (size_t i = static_cast<size_t>(last) + 1; i < shape.size(); ++i) inner *= shape[i];
+  const bool one_run = !dims.empty() && last - first + 1 == static_cast<int64_t>(dims.size());
+  if (one_run && column_op && inner >= kLanes && reduced_numel > 1 && reduced_numel <= kMostSlices && dtype_is_float(dtype)) {
+    return g.reshape(combine_middle_slices(g, v, kept_numel / inner, reduced_numel, inner, op), kept);
   }
   bool already_last = true;
   for (size_t i = 0; i < order.size(); ++i) already_last &= order[i] == int64_t(i);

@@ -67,3 +67,42 @@ def test_a_cat_of_only_legacy_empty_tensors_is_empty():
     parts = [torch.empty(0), torch.empty(0, dtype=torch.int32)]
     got, want = torch.cat([p.to("tpu") for p in parts]), torch.cat(parts)
     assert got.shape == want.shape and got.dtype == want.dtype and got.device.type == "tpu"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
+def test_a_reduction_over_middle_dims_reads_its_input_once_without_a_transpose(dtype, op):
+    """Over a run of middle dims (grouped-query attention's key and value gradients sum the
+    expanded query-head group, [b, kv_heads, group, seq, d] over the group), the slices are
+    combined elementwise, each read in place: one kernel reading x once, where a permute moving the
+    group last was a transpose of 4-element rows, slow on the chip and slower to simulate."""
+    import vtpu
+
+    x = torch.randn(2, 8, 4, 64, 128, generator=torch.Generator().manual_seed(3)).to(dtype)
+    x[1, 2, 3, 5, 7] = float("nan")
+    vtpu.synchronize()
+    vtpu.reset_stats()
+    got = getattr(x.to("tpu"), op)(2).cpu()
+    vtpu.synchronize()
+    s = vtpu.stats()
+    torch.testing.assert_close(got, getattr(x, op)(2), equal_nan=True, atol=0, rtol=0)  # f32 sums, one rounding
+    assert not any("permute" in label for label in s["per_kernel"]), s["per_kernel"]
+    reads = sum(v["hbm_read_bytes"] for k, v in s["per_kernel"].items() if "reduce_slice" in k)
+    assert reads == x.numel() * x.element_size(), s["per_kernel"]
+
+
+def test_grouped_query_attentions_key_gradient_sums_its_group_without_a_transpose():
+    import vtpu
+
+    k = torch.randn(1, 2, 64, 128, generator=torch.Generator().manual_seed(4), requires_grad=True)
+    grad = torch.randn(1, 8, 64, 128, generator=torch.Generator().manual_seed(5))
+    # transformers' repeat_kv: each key/value head expanded over its group of query heads
+    expand = lambda t: t[:, :, None].expand(1, 2, 4, 64, 128).reshape(1, 8, 64, 128)  # noqa: E731
+    k_tpu = k.detach().to("tpu").requires_grad_()
+    vtpu.synchronize()
+    vtpu.reset_stats()
+    expand(k_tpu).backward(grad.to("tpu"))
+    got = k_tpu.grad.cpu()
+    expand(k).backward(grad)
+    torch.testing.assert_close(got, k.grad)
+    assert not any("permute" in label for label in vtpu.stats()["per_kernel"]), vtpu.stats()["per_kernel"]
