@@ -72,6 +72,7 @@ py::dict stats() {
     entry["flops"] = profile.flops;
     entry["hbm_read_bytes"] = profile.hbm_read_bytes;
     entry["hbm_write_bytes"] = profile.hbm_write_bytes;
+    entry["host_seconds"] = profile.host_seconds;
     per_kernel[py::str(label)] = entry;
   }
   d["per_kernel"] = per_kernel;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 
 #include "sim/sim_error.h"
@@ -65,7 +66,9 @@ PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, con
         }
         for (int32_t scalar : piece.scalars) args.push_back(sim::KernelArg::value(scalar));
         try {
-          run_.add(launch.label, device.wait(device.launch(*launch.program, args)));
+          const auto started = std::chrono::steady_clock::now();
+          const sim::LaunchResult result = device.wait(device.launch(*launch.program, args));
+          run_.add(launch.label, result, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
         } catch (const sim::SimError& e) {
           if (e.kind() == sim::SimErrorKind::OutOfMemory) throw;  // keeps its sizes
           // Which kernel of the flush failed: its label (the fused ops, or a user kernel's name).
@@ -94,14 +97,15 @@ PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, con
   }
 }
 
-void PlanRun::add(const std::string& label, const sim::LaunchResult& r) {
+void PlanRun::add(const std::string& label, const sim::LaunchResult& r, double host_seconds) {
   cycles += r.cycles;
   seconds += r.summary.seconds();
   hbm_read_bytes += r.summary.hbm_read_bytes;
   hbm_write_bytes += r.summary.hbm_write_bytes;
   held_vmem_bytes += r.summary.held_vmem_bytes;
   ++launches;
-  per_kernel[label] += {1, r.cycles, r.summary.seconds(), r.summary.flops, r.summary.hbm_read_bytes, r.summary.hbm_write_bytes};
+  per_kernel[label] += {1, r.cycles, r.summary.seconds(), r.summary.flops, r.summary.hbm_read_bytes, r.summary.hbm_write_bytes,
+                        host_seconds};
   timeline.push_back({label, r.summary.seconds()});
   for (const auto& unit : r.summary.units) busy_cycles_per_unit[unit.name] += unit.busy_cycles;
   memo_hits += r.memo_hit;
@@ -115,6 +119,7 @@ KernelProfile& KernelProfile::operator+=(const KernelProfile& other) {
   flops += other.flops;
   hbm_read_bytes += other.hbm_read_bytes;
   hbm_write_bytes += other.hbm_write_bytes;
+  host_seconds += other.host_seconds;
   return *this;
 }
 

@@ -24,6 +24,7 @@ struct KernelProfile {
   double flops = 0;
   uint64_t hbm_read_bytes = 0;
   uint64_t hbm_write_bytes = 0;
+  double host_seconds = 0;  // what simulating it took this host (which kernels make a run slow)
 
   KernelProfile& operator+=(const KernelProfile& other);
 };
@@ -54,7 +55,7 @@ struct PlanRun {
   std::map<std::string, uint64_t> data_dependent;
 
   // Adds one launch of kernel `label` that gave `r`.
-  void add(const std::string& label, const sim::LaunchResult& r);
+  void add(const std::string& label, const sim::LaunchResult& r, double host_seconds = 0);
 };
 
 // Runs the plan in its constructor; intermediates are freed as they die.
