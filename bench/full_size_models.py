@@ -4,11 +4,12 @@ memory. Each row runs in its own process (its own preset, its own peak RSS) and 
 seconds, peak RSS, simulated seconds, tokens/s and MFU (2 x parameters x tokens, attention not
 counted, over the chip's bf16 peak).
 
-Two workloads: a prefill (a forward over the prompt with a KV cache, the logits of every token)
-and a decode step (one new token per sequence against the cache a prefill of the context left,
-as Hugging Face's generate runs it: a DynamicCache, the prefill's logits for the last token only;
-only the decode step is timed). Most rows run in defer_and_fuse; Llama-3-8B's also in
-strict_eager and compiled (torch.compile with backend "tpu").
+Three workloads: a prefill (a forward over the prompt with a KV cache, the logits of every
+token), a decode step (one new token per sequence against the cache a prefill of the context
+left, as Hugging Face's generate runs it: a DynamicCache, the prefill's logits for the last token
+only; only the decode step is timed) and a training step (forward with labels, backward, AdamW).
+Most rows run in defer_and_fuse; Llama-3-8B's also in strict_eager and compiled (torch.compile
+with backend "tpu").
 
 The 30B-class row answers TorchTPU's reported throughput of a 30B dense model on one v7 (25,700
 tokens/s at 5,120 tokens, 22,400 at 10,240; its architecture is not public): vtpu's model is
@@ -65,6 +66,9 @@ ROWS = [
     ("30B-class dense (LLaMA-33B shape)", "v7", "decode", (8, 2048), None, "defer_and_fuse"),
     ("Gemma-2B", "v6e", "prefill", 4096, None, "defer_and_fuse"),
     ("Gemma-2B", "v6e", "decode", (8, 2048), None, "defer_and_fuse"),
+    ("Llama-3-8B", "v7", "train", 8192, None, "defer_and_fuse"),
+    ("Llama-3-8B", "v7", "train", 8192, None, "strict_eager"),
+    ("Llama-3-8B", "v7", "train", 8192, None, "compiled"),
 ]
 
 
@@ -83,9 +87,16 @@ def worker(model: str, workload: str, sequences: int, tokens: int, mode: str, re
     with torch.device("meta"):
         net = model_class(config).to(torch.bfloat16).eval()
     parameters = sum(p.numel() for p in net.parameters())
-    timed_tokens = sequences * (tokens if workload == "prefill" else 1)
+    timed_tokens = sequences * (tokens if workload in ("prefill", "train") else 1)
     vtpu.set_mode("defer_and_fuse" if mode == "compiled" else mode)
-    with vtpu.timing_only(), torch.no_grad():
+    if workload == "train":
+        # Without a KV cache Hugging Face reads the position ids to detect packed sequences, and
+        # timing-only values are placeholders (zeros, one sequence per token to that check); the
+        # bench's batch is one unpacked sequence per row, which is what it would find.
+        import transformers.masking_utils
+
+        transformers.masking_utils.find_packed_sequence_indices = lambda *args, **kwargs: None
+    with vtpu.timing_only(), torch.set_grad_enabled(workload == "train"):
         net.to_empty(device="tpu")
         run = torch.compile(net, backend="tpu", dynamic=False) if mode == "compiled" else net
         ids = torch.zeros(sequences, tokens, dtype=torch.long, device="tpu")
@@ -93,14 +104,21 @@ def worker(model: str, workload: str, sequences: int, tokens: int, mode: str, re
         if workload == "decode":
             cache = run(ids, use_cache=True, logits_to_keep=1).past_key_values
             ids = ids[:, -1:]
+        optimizer = torch.optim.AdamW(net.parameters(), lr=1e-5) if workload == "train" else None
         vtpu.synchronize()
         vtpu.reset_stats()
         # With a KV cache the causal mask is SDPA's is_causal: without one, Hugging Face reads the
         # position ids to detect packed sequences, and timing-only positions are placeholders
         # (zeros) that look like one sequence per token.
-        with (vtpu.report.profile(report_dir, model_flops=2 * parameters * timed_tokens, trace=False)
+        with (vtpu.report.profile(report_dir, model_flops=flops_per_token(workload) * parameters * timed_tokens, trace=False)
               if report_dir else contextlib.nullcontext()):
-            logits = run(ids, past_key_values=cache, use_cache=True).logits  # noqa: F841
+            if workload == "train":  # one step: forward with labels, backward, AdamW
+                net.train()
+                run(ids, labels=ids, use_cache=False).loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+            else:
+                logits = run(ids, past_key_values=cache, use_cache=True).logits  # noqa: F841
             vtpu.synchronize()
         stats = vtpu.stats()
     print(json.dumps({"host_s": time.time() - start, "rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
@@ -110,6 +128,12 @@ def worker(model: str, workload: str, sequences: int, tokens: int, mode: str, re
                       "placeholder_kernels": sorted(stats["timing_only_data_dependent"]),
                       "top": top_kernels(stats),
                       "fallbacks": stats["cpu_fallback_ops"]}))
+
+
+def flops_per_token(workload: str) -> int:
+    """Model FLOPs per parameter and token: 2 for a forward, 6 for a training step (the forward
+    and a backward of twice its work); attention's own FLOPs are not counted."""
+    return 6 if workload == "train" else 2
 
 
 def top_kernels(stats: dict, count: int = 5) -> list[tuple[str, float]]:
@@ -134,6 +158,8 @@ def run_row(model: str, chip: str, workload: str, tokens, report_dir: str | None
 def describe(workload: str, tokens) -> str:
     if workload == "decode":
         return f"decode step, {tokens[0]} x 1 (context {tokens[1]:,})"
+    if workload == "train":
+        return f"training step, {tokens:,} (forward, backward, AdamW)"
     return f"prefill, {tokens:,}"
 
 
@@ -162,7 +188,7 @@ def main() -> None:
             lines.append(line)
             continue
         timed = r["timed_tokens"]
-        mfu = 2 * r["parameters"] * timed / r["seconds"] / preset(chip)["peak_bf16_flops"]["value"]
+        mfu = flops_per_token(workload) * r["parameters"] * timed / r["seconds"] / preset(chip)["peak_bf16_flops"]["value"]
         line = (f"| {model} | {chip} | {describe(workload, tokens)} | {mode} | {r['parameters'] / 1e9:.1f}B | {r['host_s']:.0f} | "
                 f"{r['rss_gib']:.2f} | {r['seconds'] * 1e3:.1f} | {timed / r['seconds']:,.0f} | {100 * mfu:.0f}% | "
                 f"{f'{reported:,}' if reported else '-'} | {r['kernels']} ({r['memo']}) |")

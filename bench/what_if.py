@@ -23,7 +23,7 @@ import pathlib
 import tempfile
 
 from chip_processes import preset
-from full_size_models import run_row
+from full_size_models import flops_per_token, run_row
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 MODEL = "Llama-2-7B"
@@ -60,22 +60,24 @@ def edited_preset(directory: pathlib.Path, index: int, what: str, scales: dict) 
     return str(path)
 
 
-def cells(r: dict, base: dict | None, chip: str | None) -> str:
-    """One workload's cells: simulated ms, tokens/s, MFU (when the chip's peak is known), vs the base row."""
+def cells(r: dict, base: dict | None, workload: str, chip: str | None) -> str:
+    """One workload's cells: simulated ms, tokens/s (with MFU when `chip` names a preset), vs the base row."""
     if "error" in r:
         if "OutOfMemoryError" in r["error"]:
             return f"out of HBM ({preset(chip)['hbm_bytes']['value'] / 2**30:.0f} GiB) | - | -" if chip else "out of HBM | - | -"
         return f"fails: {r['error'].replace('|', '/')[:80]} | - | -"
     ms = r["seconds"] * 1e3
     rate = r["timed_tokens"] / r["seconds"]
-    mfu = f" ({100 * 2 * r['parameters'] * rate / preset(chip)['peak_bf16_flops']['value']:.0f}% MFU)" if chip else ""
+    peak = preset(chip)["peak_bf16_flops"]["value"] if chip else 0
+    mfu = f" ({100 * flops_per_token(workload) * r['parameters'] * rate / peak:.0f}% MFU)" if chip else ""
     ratio = f"{r['seconds'] / base['seconds']:.2f}x" if base and "error" not in base else "-"
     return f"{ms:,.1f} | {rate:,.0f}{mfu} | {ratio}"
 
 
-def sweep(title: str, variants: list, base_label: str, columns: str, run) -> list[str]:
-    """Runs `run(variant)` for every workload of every variant, two processes at a time, and returns
-    the table: one row per variant, each workload's cells beside the base variant's ratio."""
+def sweep(title: str, variants: list, base_label: str, columns: str, run, presets: bool = False) -> list[str]:
+    """Runs `run(variant, workload)` for every workload of every variant, two processes at a time,
+    and returns the table: one row per variant (its label first), each workload's cells with its
+    ratio to the base variant's. `presets`: each variant's second field names a preset (MFU shown)."""
     jobs = [(v, w) for v in variants for w in WORKLOADS]
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         results = dict(zip(jobs, pool.map(lambda job: run(*job), jobs)))
@@ -85,7 +87,7 @@ def sweep(title: str, variants: list, base_label: str, columns: str, run) -> lis
              "simulated ms | tokens/s | vs base | kernels (prefill) | HBM GB moved (prefill) |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for v in variants:
-        row = [cells(results[(v, w)], results[(base, w)], v[1] if title.startswith("Presets") else None) for w in WORKLOADS]
+        row = [cells(results[(v, w)], results[(base, w)], w[0], v[1] if presets else None) for w in WORKLOADS]
         prefill = results[(v, WORKLOADS[0])]
         extra = f"{prefill['kernels']} | {prefill['hbm_bytes'] / 1e9:.1f}" if "error" not in prefill else "- | -"
         lines.append(f"| {v[0]} | {row[0]} | {row[1]} | {extra} |")
@@ -99,14 +101,13 @@ def main() -> None:
     args = parser.parse_args()
     page = []
     page += sweep(f"Presets (base: {BASE})", [(chip, chip) for chip in PRESETS], BASE, "chip",
-                  lambda v, w: run_row(MODEL, v[1], *w))
+                  lambda v, w: run_row(MODEL, v[1], *w), presets=True)
     with tempfile.TemporaryDirectory() as directory:
         edits = [(f"{BASE} as published", BASE)] + [
             (what, edited_preset(pathlib.Path(directory), i, what, scales)) for i, (what, scales) in enumerate(EDITS)]
         page += sweep(f"Chip parameters ({BASE} edited; base: {BASE} as published)", edits, f"{BASE} as published", "chip",
                       lambda v, w: run_row(MODEL, v[1], *w))
-    strategies = [(what, mode, fusion) for what, mode, fusion in STRATEGIES]
-    page += sweep(f"Fusion strategies and modes ({BASE}; base: greedy fusion)", strategies, STRATEGIES[2][0], "strategy",
+    page += sweep(f"Fusion strategies and modes ({BASE}; base: greedy fusion)", STRATEGIES, STRATEGIES[2][0], "strategy",
                   lambda v, w: run_row(MODEL, BASE, *w, mode=v[1], env={"VTPU_FUSION": v[2]} if v[2] else None))
     if args.write:
         template = (ROOT / "bench" / "what_if_page.md").read_text()
