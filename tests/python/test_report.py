@@ -49,7 +49,10 @@ def test_timing_only_profiles_kernels_as_a_full_run_does():
     _, _, full = _matmul_then_add()
     with vtpu.timing_only():
         _, _, timed = _matmul_then_add()
-    assert timed["per_kernel"] == full["per_kernel"]
+    # Every simulated count agrees; host_seconds is what simulating took this host, which differs.
+    simulated = lambda stats: {k: {f: v for f, v in p.items() if f != "host_seconds"} for k, p in stats["per_kernel"].items()}  # noqa: E731
+    assert simulated(timed) == simulated(full)
+    assert all(p["host_seconds"] > 0 for p in full["per_kernel"].values())
 
 
 def test_roofline_points_and_totals_follow_from_the_counts():
