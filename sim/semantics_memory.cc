@@ -15,6 +15,7 @@
 #include "isa/verifier.h"
 #include "sim/bf16.h"
 #include "sim/f16.h"
+#include "sim/mxu_product.h"
 #include "sim/sim_error.h"
 
 namespace vtpu::sim {
@@ -31,16 +32,40 @@ Region sublane_region(int64_t base, int64_t stride, int elem, uint64_t lo, uint6
   return Region::range(lo, hi);
 }
 
-// First and last lane of sublane `sl` that the mask enables ({-1, -1} when none).
-std::pair<int, int> enabled_lanes(const MaskReg& mask, int sl) {
+// The lanes of sublane `sl` that the mask enables: the first and last ({-1, -1} when none), and
+// whether every lane between them is enabled (a whole row usually is: copied without per-lane
+// tests).
+struct EnabledLanes {
   int first = -1, last = -1;
+  bool dense = false;
+};
+
+EnabledLanes enabled_lanes(const MaskReg& mask, int sl) {
+  const uint8_t* m = mask.data() + sl * kLanes;
+  bool all = true;
+  for (int l = 0; l < kLanes; ++l) all &= m[l] != 0;  // no early exit: vectorised
+  if (all) return {0, kLanes - 1, true};
+  EnabledLanes lanes;
   for (int l = 0; l < kLanes; ++l) {
-    if (mask[sl * kLanes + l]) {
-      if (first < 0) first = l;
-      last = l;
+    if (m[l]) {
+      if (lanes.first < 0) lanes.first = l;
+      lanes.last = l;
     }
   }
-  return {first, last};
+  return lanes;
+}
+
+// Calls copy(l) for every enabled lane l of `lanes` in sublane `sl`.
+template <typename Copy>
+void for_enabled_lanes(const MaskReg& mask, int sl, const EnabledLanes& lanes, Copy copy) {
+  if (lanes.dense) {
+    for (int l = lanes.first; l <= lanes.last; ++l) copy(l);
+    return;
+  }
+  const uint8_t* m = mask.data() + sl * kLanes;
+  for (int l = lanes.first; l <= lanes.last; ++l) {
+    if (m[l]) copy(l);
+  }
 }
 
 }  // namespace
@@ -59,9 +84,9 @@ void Semantics::vector_load(const isa::Instruction& ins, StepOutcome& out) {
     const int64_t row = base + sl * stride;
     if (row % elem != 0) fail(SimErrorKind::Misaligned, fmt::format("address {} not aligned to {} bytes", row, elem));
     // Only enabled lanes are accessed.
-    const auto [first, last] = enabled_lanes(mask, sl);
-    if (first < 0) continue;
-    const int64_t row_lo = row + int64_t{first} * elem, row_hi = row + int64_t{last + 1} * elem;
+    const EnabledLanes lanes = enabled_lanes(mask, sl);
+    if (lanes.first < 0) continue;
+    const int64_t row_lo = row + int64_t{lanes.first} * elem, row_hi = row + int64_t{lanes.last + 1} * elem;
     if (row_lo < 0) fail(SimErrorKind::OutOfBounds, fmt::format("VMEM read at negative address {}", row_lo));
     check_vmem(static_cast<uint64_t>(row_lo), static_cast<uint64_t>(row_hi), false);
     lo = std::min<uint64_t>(lo, row_lo);
@@ -69,19 +94,24 @@ void Semantics::vector_load(const isa::Instruction& ins, StepOutcome& out) {
     if (options_.timing_only) continue;
     const uint8_t* src = core_.vmem.get() + row;
     float* dst = &r[sl * kLanes];
-    for (int l = first; l <= last; ++l) {
-      if (!mask[sl * kLanes + l]) continue;
-      if (elem == 4) {
-        std::memcpy(&dst[l], src + 4 * l, 4);
-      } else if (elem == 2) {
-        uint16_t bits;
-        std::memcpy(&bits, src + 2 * l, 2);
-        dst[l] = half ? f16_bits_to_f32(bits) : bf16_bits_to_f32(bits);
-      } else if (zero_extend) {
-        dst[l] = std::bit_cast<float>(int32_t{src[l]});
+    if (elem == 4) {
+      for_enabled_lanes(mask, sl, lanes, [&](int l) { std::memcpy(&dst[l], src + 4 * l, 4); });
+    } else if (elem == 2) {
+      const auto bits = [&](int l) {
+        uint16_t b;
+        std::memcpy(&b, src + 2 * l, 2);
+        return b;
+      };
+      if (half) {
+        for_enabled_lanes(mask, sl, lanes, [&](int l) { dst[l] = f16_bits_to_f32(bits(l)); });
       } else {
-        dst[l] = std::bit_cast<float>(int32_t{static_cast<int8_t>(src[l])});
+        for_enabled_lanes(mask, sl, lanes, [&](int l) { dst[l] = bf16_bits_to_f32(bits(l)); });
       }
+    } else if (zero_extend) {
+      for_enabled_lanes(mask, sl, lanes, [&](int l) { dst[l] = std::bit_cast<float>(int32_t{src[l]}); });
+    } else {
+      for_enabled_lanes(mask, sl, lanes,
+                        [&](int l) { dst[l] = std::bit_cast<float>(int32_t{static_cast<int8_t>(src[l])}); });
     }
   }
   core_.vregs[o[0]] = r;
@@ -100,9 +130,9 @@ void Semantics::vector_store(const isa::Instruction& ins, StepOutcome& out) {
   for (int sl = 0; sl < kSublanes; ++sl) {
     const int64_t row = base + sl * stride;
     if (row % elem != 0) fail(SimErrorKind::Misaligned, fmt::format("address {} not aligned to {} bytes", row, elem));
-    const auto [first, last] = enabled_lanes(mask, sl);
-    if (first < 0) continue;
-    const int64_t row_lo = row + int64_t{first} * elem, row_hi = row + int64_t{last + 1} * elem;
+    const EnabledLanes lanes = enabled_lanes(mask, sl);
+    if (lanes.first < 0) continue;
+    const int64_t row_lo = row + int64_t{lanes.first} * elem, row_hi = row + int64_t{lanes.last + 1} * elem;
     if (row_lo < 0) fail(SimErrorKind::OutOfBounds, fmt::format("VMEM write at negative address {}", row_lo));
     check_vmem(static_cast<uint64_t>(row_lo), static_cast<uint64_t>(row_hi), true);
     lo = std::min<uint64_t>(lo, row_lo);
@@ -110,16 +140,17 @@ void Semantics::vector_store(const isa::Instruction& ins, StepOutcome& out) {
     if (options_.timing_only) continue;
     uint8_t* dst = core_.vmem.get() + row;
     const float* src = &value[sl * kLanes];
-    for (int l = first; l <= last; ++l) {
-      if (!mask[sl * kLanes + l]) continue;
-      if (elem == 4) {
-        std::memcpy(dst + 4 * l, &src[l], 4);
-      } else if (elem == 2) {
-        const uint16_t bits = half ? f32_to_f16_bits(src[l]) : f32_to_bf16_bits(src[l]);
-        std::memcpy(dst + 2 * l, &bits, 2);
+    if (elem == 4) {
+      for_enabled_lanes(mask, sl, lanes, [&](int l) { std::memcpy(dst + 4 * l, &src[l], 4); });
+    } else if (elem == 2) {
+      const auto put = [&](int l, uint16_t bits) { std::memcpy(dst + 2 * l, &bits, 2); };
+      if (half) {
+        for_enabled_lanes(mask, sl, lanes, [&](int l) { put(l, f32_to_f16_bits(src[l])); });
       } else {
-        dst[l] = static_cast<uint8_t>(std::bit_cast<int32_t>(src[l]) & 0xff);
+        for_enabled_lanes(mask, sl, lanes, [&](int l) { put(l, f32_to_bf16_bits(src[l])); });
       }
+    } else {
+      for_enabled_lanes(mask, sl, lanes, [&](int l) { dst[l] = static_cast<uint8_t>(std::bit_cast<int32_t>(src[l]) & 0xff); });
     }
   }
   if (hi > lo) out.vmem_write = sublane_region(base, stride, elem, lo, hi);
@@ -168,24 +199,21 @@ void Semantics::mxu_matmul(const isa::Instruction& ins, StepOutcome& out) {
   const int d = mxu.dim;
   const int group = d / kLanes;
   const int slot = o[2];
-  using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using RowMajorI = Eigen::Matrix<int32_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   const size_t slot_base = size_t(slot) * kSublanes * d;
   out.macs = double(kSublanes) * d * d;
   if (options_.timing_only) return;
   if (ins.opcode == Opcode::Mxmm) {
     // The MXU rounds its LHS to bf16 on entry; bf16 x bf16 products are exact in f32.
-    RowMajor lhs(kSublanes, d);
+    float* lhs = mxu.pushed.data();
     for (int g = 0; g < group; ++g) {
       const VReg& src = core_.vregs[o[1] + g];
       for (int sl = 0; sl < kSublanes; ++sl) {
-        for (int l = 0; l < kLanes; ++l) lhs(sl, g * kLanes + l) = round_to_bf16(src[sl * kLanes + l]);
+        for (int l = 0; l < kLanes; ++l) lhs[sl * d + g * kLanes + l] = round_to_bf16(src[sl * kLanes + l]);
       }
     }
     if (mxu.slot_is_int[slot]) fail(SimErrorKind::BadLaunch, "f32 matmul into a slot holding int32 results (pop it first)");
-    Eigen::Map<const RowMajor> w(mxu.weights.data(), d, d);
-    Eigen::Map<RowMajor> acc(mxu.acc.data() + slot_base, kSublanes, d);
-    acc.noalias() += lhs * w;
+    mxu_accumulate_f32(lhs, mxu.weights.data(), mxu.acc.data() + slot_base, d);
   } else {
     RowMajorI lhs(kSublanes, d);
     for (int g = 0; g < group; ++g) {
