@@ -30,7 +30,11 @@ struct MxuState {
   std::vector<float> acc;            // slots x 8 x dim
   std::vector<int32_t> acc_i32;      // slots x 8 x dim
   std::vector<uint8_t> slot_is_int;  // last accumulation mode of each slot
-  std::vector<float> pushed;         // 8 x dim: the rows of the mxu.mm being run, rounded to bf16
+  // f32 pushes not multiplied yet, against the current weights: their rows (8 x dim each, rounded
+  // to bf16) and slots. Multiplied together (sim/mxu_product.h) before an accumulator is read or
+  // these weights are replaced, so the host runs one large product instead of many small ones.
+  std::vector<float> pending_rows;
+  std::vector<int> pending_slots;
 
   // Sized (zeroed) on first use: several MB per launch on a 256-wide MXU, which a launch that
   // never touches the MXU (most of them) should not pay for.
@@ -43,7 +47,6 @@ struct MxuState {
     acc.assign(accumulators, 0.f);
     acc_i32.assign(accumulators, 0);
     slot_is_int.assign(slots, 0);
-    pushed.assign(size_t(kSublanes) * dim, 0.f);
   }
 };
 

@@ -1,14 +1,20 @@
-// The MXU's functional product for one mxu.mm: an 8-row LHS (bf16 values widened to f32) times
-// the D x D weights (the same), added to an 8 x D accumulator slot. Each output is the sum over
-// k in increasing order, started from zero, then added to the slot: the order Eigen's GEMM used
-// here before, so results are bit-identical to it (tests/python/test_host_speed_fingerprint.py)
-// while running several times faster on the host (an 8-row product is too small for a general
-// GEMM's packing to pay off).
+// The MXU's functional products. An mxu.mm pushes 8 rows (bf16 values widened to f32) against the
+// D x D weights and adds the product to an 8 x D accumulator slot. The simulator queues the pushes
+// made against one set of weights and multiplies them together when something needs the results
+// (a pop, new weights, an int8 push, a full queue): one product of many rows, split across the
+// host's cores. Each output is still the sum over k in increasing order, started from zero, then
+// added to its slot, push by push in program order: the results are bit-identical to one product
+// per push (and to Eigen's GEMM, used before; tests/python/test_host_speed_fingerprint.py).
 #pragma once
+
+#include "sim/core_state.h"
 
 namespace vtpu::sim {
 
-// acc[r][n] += sum_k lhs[r][k] * weights[k][n] for r < 8, n < d; row-major, d a multiple of 32.
-void mxu_accumulate_f32(const float* lhs, const float* weights, float* acc, int d);
+// Queues one push into `slot`; returns where its 8 x mxu.dim rows (rounded to bf16) go.
+float* queue_mxu_push(MxuState& mxu, int slot);
+
+// Multiplies every queued push and adds each product to its slot, in the order pushed.
+void run_pending_mxu_pushes(MxuState& mxu);
 
 }  // namespace vtpu::sim

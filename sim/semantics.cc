@@ -15,6 +15,7 @@
 #include "sim/bf16.h"
 #include "sim/data_dependence.h"
 #include "sim/f16.h"
+#include "sim/mxu_product.h"
 #include "sim/sim_error.h"
 
 namespace vtpu::sim {
@@ -324,12 +325,14 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
       break;
     case Opcode::Mxswap: {
       MxuState& mxu = core_.mxu(o[0]);
+      run_pending_mxu_pushes(mxu);  // they were pushed against the weights being swapped out
       std::swap(mxu.weights, mxu.back_weights);
       break;
     }
     case Opcode::Mxmm: case Opcode::Mxmmi8: mxu_matmul(ins, out); break;
     case Opcode::Mxpop: {
       MxuState& mxu = core_.mxu(o[1]);
+      run_pending_mxu_pushes(mxu);
       const int group = mxu.dim / kLanes;
       const size_t slot_base = size_t(o[2]) * kSublanes * mxu.dim;
       const bool is_int = mxu.slot_is_int[o[2]];

@@ -188,7 +188,10 @@ void Semantics::mxu_load_weights(const isa::Instruction& ins, StepOutcome& out) 
     }
   }
   // mxu.lw loads the back buffer and switches to it at once; mxu.lwb leaves the switch to mxu.swap.
-  if (ins.opcode == Opcode::Mxlw || ins.opcode == Opcode::Mxlwt) std::swap(mxu.weights, mxu.back_weights);
+  if (ins.opcode == Opcode::Mxlw || ins.opcode == Opcode::Mxlwt) {
+    run_pending_mxu_pushes(mxu);  // they were pushed against the weights being replaced
+    std::swap(mxu.weights, mxu.back_weights);
+  }
   out.vmem_read = stride >= 0 ? Region{static_cast<uint64_t>(base), uint64_t(d), uint64_t(d) * elem, uint64_t(stride)}
                               : Region::range(static_cast<uint64_t>(lo), static_cast<uint64_t>(hi));
 }
@@ -205,16 +208,16 @@ void Semantics::mxu_matmul(const isa::Instruction& ins, StepOutcome& out) {
   if (options_.timing_only) return;
   if (ins.opcode == Opcode::Mxmm) {
     // The MXU rounds its LHS to bf16 on entry; bf16 x bf16 products are exact in f32.
-    float* lhs = mxu.pushed.data();
+    if (mxu.slot_is_int[slot]) fail(SimErrorKind::BadLaunch, "f32 matmul into a slot holding int32 results (pop it first)");
+    float* lhs = queue_mxu_push(mxu, slot);
     for (int g = 0; g < group; ++g) {
       const VReg& src = core_.vregs[o[1] + g];
       for (int sl = 0; sl < kSublanes; ++sl) {
         for (int l = 0; l < kLanes; ++l) lhs[sl * d + g * kLanes + l] = round_to_bf16(src[sl * kLanes + l]);
       }
     }
-    if (mxu.slot_is_int[slot]) fail(SimErrorKind::BadLaunch, "f32 matmul into a slot holding int32 results (pop it first)");
-    mxu_accumulate_f32(lhs, mxu.weights.data(), mxu.acc.data() + slot_base, d);
   } else {
+    run_pending_mxu_pushes(mxu);  // the check below reads the accumulators
     RowMajorI lhs(kSublanes, d);
     for (int g = 0; g < group; ++g) {
       const VReg& src = core_.vregs[o[1] + g];
