@@ -26,10 +26,19 @@ bool ArgWindow::on_chip(uint64_t address) const {
 }
 
 std::span<uint8_t> ArgWindow::view(uint64_t address, uint64_t bytes, const std::string& what) const {
+  return view(address, bytes, [&what] { return what; });
+}
+
+std::span<uint8_t> ArgWindow::view(uint64_t address, uint64_t bytes, const std::function<std::string()>& what) const {
   const Entry* nearest = nullptr;
   for (const Entry& e : entries_) {
     if (address >= e.base && address - e.base <= e.bytes && bytes <= e.bytes - (address - e.base)) {
-      return e.memory->view(e.physical + (address - e.base), bytes, what);
+      static const std::string kInArgument = "access inside a kernel argument";
+      try {
+        return e.memory->view(e.physical + (address - e.base), bytes, kInArgument);
+      } catch (const SimError&) {  // the argument's own allocation is gone: say which access found it
+        return e.memory->view(e.physical + (address - e.base), bytes, what());
+      }
     }
     // Name the buffer the access starts in (or just past); an overrun reports its own argument.
     if (address >= e.base && address <= e.base + e.bytes + kGuardBytes) nearest = &e;
@@ -37,12 +46,12 @@ std::span<uint8_t> ArgWindow::view(uint64_t address, uint64_t bytes, const std::
   }
   if (nearest) {
     throw SimError(SimErrorKind::OutOfBounds,
-                   fmt::format("{}: HBM access [0x{:x}, 0x{:x}) outside argument '{}' [0x{:x}, 0x{:x}) of {} bytes", what,
+                   fmt::format("{}: HBM access [0x{:x}, 0x{:x}) outside argument '{}' [0x{:x}, 0x{:x}) of {} bytes", what(),
                                address, address + bytes, nearest->name, nearest->base, nearest->base + nearest->bytes,
                                nearest->bytes));
   }
   throw SimError(SimErrorKind::OutOfBounds,
-                 fmt::format("{}: HBM access [0x{:x}, 0x{:x}) is not inside any buffer argument", what, address,
+                 fmt::format("{}: HBM access [0x{:x}, 0x{:x}) is not inside any buffer argument", what(), address,
                              address + bytes));
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@ class ArgWindow {
   uint32_t map(const std::string& name, Hbm& memory, HbmAddress physical, uint64_t bytes, bool on_chip = false);
   // Host view of kernel address range [address, address + bytes); throws SimError naming `what`.
   std::span<uint8_t> view(uint64_t address, uint64_t bytes, const std::string& what) const;
+  // The same, `what` written only for an error: a DMA's description (its disassembly) cost more
+  // host time than a small DMA itself.
+  std::span<uint8_t> view(uint64_t address, uint64_t bytes, const std::function<std::string()>& what) const;
   // Whether the buffer argument holding kernel address `address` is held on chip.
   bool on_chip(uint64_t address) const;
 

@@ -30,7 +30,7 @@ CoreRunner::CoreRunner(const isa::Program& program, const PreparedProgram& prepa
   timing_.set_peers(place.peers, place.chip_index);
   for (const auto& seg : program.data) {
     std::copy(seg.bytes.begin(), seg.bytes.end(), core_.vmem.get() + seg.vmem_address);
-    core_.vmem_dirty_end = std::max<uint64_t>(core_.vmem_dirty_end, seg.vmem_address + seg.bytes.size());
+    core_.vmem_dirty.mark(seg.vmem_address, seg.vmem_address + seg.bytes.size());
     if (!core_.vmem_written.empty()) {
       for (size_t w = seg.vmem_address / 4; w < (seg.vmem_address + seg.bytes.size() + 3) / 4; ++w) core_.vmem_written[w] = 1;
     }
@@ -107,7 +107,7 @@ CoreRun CoreRunner::finish() {
   run_.held = timing_.local_dma_bytes();
   run_.ici = timing_.ici_bytes();
   timing_.add_unit_usage(run_.units);
-  if (vmem_pool_) vmem_pool_->give_back(std::move(core_.vmem), core_.vmem_dirty_end);  // a failed launch frees its VMEM instead
+  if (vmem_pool_) vmem_pool_->give_back(std::move(core_.vmem), core_.vmem_dirty);  // a failed launch frees its VMEM instead
   return std::move(run_);
 }
 

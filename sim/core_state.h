@@ -60,7 +60,7 @@ struct CoreState {
   std::array<MaskReg, isa::kMaskRegs> masks{};
   VmemBuffer vmem;                // zeroed at the start of a launch
   uint64_t vmem_bytes = 0;
-  uint64_t vmem_dirty_end = 0;    // every write so far lies below this address
+  VmemDirtyPages vmem_dirty;      // the pages written so far
   std::vector<uint8_t> vmem_written;           // one flag per 4-byte word, when uninitialised reads are checked
   std::vector<MxuState> mxus;
   std::optional<int32_t> mark;    // the last `mark` operand: where errors say the core was

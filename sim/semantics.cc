@@ -87,7 +87,7 @@ void Semantics::check_vmem_region(const Region& region, bool write) const {
          fmt::format("VMEM {} [{}, {}) outside VMEM [0, {})", write ? "write" : "read", lo, hi, core_.vmem_bytes));
   }
   // What the pool zeroes again; a timing-only run writes no VMEM bytes.
-  if (write && !options_.timing_only) core_.vmem_dirty_end = std::max(core_.vmem_dirty_end, hi);
+  if (write && !options_.timing_only) core_.vmem_dirty.mark(lo, hi);
   const DmaRecord* conflict = write ? dmas_.vmem_write_conflict(region) : dmas_.vmem_read_conflict(region);
   if (conflict) {
     fail(SimErrorKind::Race,

@@ -176,15 +176,21 @@ void Semantics::mxu_load_weights(const isa::Instruction& ins, StepOutcome& out) 
     check_vmem(row, row + uint64_t(d) * elem, false);
     if (options_.timing_only) continue;
     const uint8_t* src = core_.vmem.get() + row;
-    for (int c = 0; c < d; ++c) {
-      const size_t at = size_t(r) * row_step + size_t(c) * column_step;
-      if (int8) {
-        mxu.weights_i8[at] = static_cast<int8_t>(src[c]);
-      } else {
-        uint16_t bits;
-        std::memcpy(&bits, src + 2 * c, 2);
-        mxu.back_weights[at] = bf16_bits_to_f32(bits);
-      }
+    const size_t first = size_t(r) * row_step;
+    if (int8) {
+      for (int c = 0; c < d; ++c) mxu.weights_i8[first + size_t(c) * column_step] = static_cast<int8_t>(src[c]);
+      continue;
+    }
+    float* dst = mxu.back_weights.data() + first;
+    const auto bf16_at = [src](int c) {
+      uint16_t bits;
+      std::memcpy(&bits, src + 2 * c, 2);
+      return bf16_bits_to_f32(bits);
+    };
+    if (column_step == 1) {
+      for (int c = 0; c < d; ++c) dst[c] = bf16_at(c);  // a contiguous row: vectorised
+    } else {
+      for (int c = 0; c < d; ++c) dst[size_t(c) * column_step] = bf16_at(c);
     }
   }
   // mxu.lw loads the back buffer and switches to it at once; mxu.lwb leaves the switch to mxu.swap.
@@ -248,8 +254,9 @@ void Semantics::dma(const isa::Instruction& ins, StepOutcome& out) {
     fail(SimErrorKind::BadLaunch, fmt::format("DMA shape must be non-negative (rows {}, row_bytes {}, strides {}, {})",
                                               rows, row_bytes, vstride, hstride));
   }
-  const std::string what =
-      fmt::format("core {} instruction {} `{}`{}", core_.core_index, pc_, isa::format_instruction(ins), mark_note(core_));
+  const std::function<std::string()> what = [&] {
+    return fmt::format("core {} instruction {} `{}`{}", core_.core_index, pc_, isa::format_instruction(ins), mark_note(core_));
+  };
   DmaRecord rec;
   rec.pc = pc_;
   rec.to_vmem = to_vmem;

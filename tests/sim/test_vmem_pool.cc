@@ -46,7 +46,8 @@ TEST_SUITE("sim") {
     sim::SimDevice device(sim::load_chip("v5e"));
     const uint64_t bytes = 8192;
     const auto out = device.allocate(bytes);
-    // vst at 65536 and a scalar-visible word at 4 MiB, a DMA into 131072, program data at 200704
+    // vst at 65536, across the 4 KiB pages from 7936 and a scalar-visible word at 4 MiB, a DMA into
+    // 131072, program data at 200704 (the pool zeroes the pages written, not all below the last)
     const isa::Program writer = isa::assemble(R"(
 .arg src buffer
   sli s1, 7.0f
@@ -54,6 +55,8 @@ TEST_SUITE("sim") {
   sli s2, 65536
   vst v1, m0, s2, 0, 512
   sli s2, 4194304
+  vst v1, m0, s2, 0, 512
+  sli s2, 7936
   vst v1, m0, s2, 0, 512
   sarg s3, src
   sli s4, 131072
@@ -68,7 +71,7 @@ TEST_SUITE("sim") {
     const auto src = device.allocate(4096);
     const std::vector<float> nines(1024, 9.0f);
     device.copy_to_device(src, {reinterpret_cast<const uint8_t*>(nines.data()), 4096});
-    for (int64_t at : {65536, 131072, 200704}) {
+    for (int64_t at : {65536, 8192, 131072, 200704}) {
       CAPTURE(at);
       device.wait(device.launch(writer, std::vector<sim::KernelArg>{sim::KernelArg::buffer(src, 4096)}));
       const isa::Program reader = isa::assemble(kReader, "reader", {{"AT", at}});
