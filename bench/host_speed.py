@@ -16,6 +16,7 @@ import time
 import torch
 
 import vtpu
+from eager_modes import per_op_overhead  # bench/ is the script's directory
 
 
 def best_of(fn, reps=3) -> float:
@@ -73,22 +74,10 @@ def matmul_4096() -> None:
           f"CPU bf16 {cpu_bf16:.2f} s, f32 {cpu_f32:.2f} s; tpu / CPU bf16 = {host / cpu_bf16:.1f}x")
 
 
-def per_op(device: str, n: int = 2000) -> float:
-    a, b = torch.ones(8, device=device), torch.ones(8, device=device)
-    for _ in range(50):
-        a + b
-    start = time.perf_counter()
-    for _ in range(n):
-        a + b
-    if device == "tpu":
-        vtpu.synchronize()
-    return (time.perf_counter() - start) / n * 1e6
-
-
 def eager_op() -> None:
     vtpu.set_mode("strict_eager")
-    cpu = min(per_op("cpu") for _ in range(3))
-    tpu = per_op("tpu")
+    cpu = min(per_op_overhead("cpu") for _ in range(3))
+    tpu = per_op_overhead("tpu")
     print(f"per eager op (8-element add, strict_eager): tpu {tpu:.1f} us, CPU {cpu:.1f} us, {tpu / cpu:.0f}x")
 
 
