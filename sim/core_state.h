@@ -35,6 +35,7 @@ struct MxuState {
   // these weights are replaced, so the host runs one large product instead of many small ones.
   std::vector<float> pending_rows;
   std::vector<int> pending_slots;
+  std::vector<float> pending_sums;  // scratch for their products, kept between batches
 
   // Sized (zeroed) on first use: several MB per launch on a 256-wide MXU, which a launch that
   // never touches the MXU (most of them) should not pay for.

@@ -9,7 +9,7 @@ namespace vtpu::sim {
 namespace {
 
 constexpr int kColumns = 32;       // output columns whose 8 rows of sums stay in registers
-constexpr size_t kMaxPending = 256;  // pushes queued at most (8 MiB of rows on a 256-wide MXU)
+constexpr size_t kMaxPending = 256;  // pushes queued at most (2 MiB of rows on a 256-wide MXU)
 constexpr size_t kPushesPerTask = 16;  // below this a push is not worth a thread
 
 // sums[r][n] = sum over k (in order, from zero) of rows[r][k] * weights[k][n], for 8 rows.
@@ -47,8 +47,9 @@ void run_pending_mxu_pushes(MxuState& mxu) {
   if (pushes == 0) return;
   const int d = mxu.dim;
   const size_t push_elements = size_t(kSublanes) * d;
-  // Products into the queue's own rows (each push's rows are read only by its own product).
-  std::vector<float> sums(pushes * push_elements);
+  // Each push's product into its own block of the scratch: the tasks share nothing they write.
+  std::vector<float>& sums = mxu.pending_sums;
+  sums.resize(pushes * push_elements);
   const auto multiply = [&](size_t first, size_t end) {
     for (size_t p = first; p < end; ++p) {
       product_of_push(mxu.pending_rows.data() + p * push_elements, mxu.weights.data(), sums.data() + p * push_elements, d);
