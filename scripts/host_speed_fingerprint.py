@@ -2,8 +2,9 @@
 nothing the user sees: for each workload, a SHA-256 of every output's bytes and the simulated
 seconds and kernel count. The workloads are the README demo's model (examples/demo_model.py,
 forward in defer_and_fuse), bench/eager_modes.py's step (forward and backward, both eager modes:
-loss and every gradient), causal attention forward and backward, and matmuls of the roofline's kinds (bf16, f32 at 3 and 6 MXU passes,
-ragged shapes, a batched one), on the chip VTPU_CHIP names.
+loss and every gradient), causal attention forward and backward, and matmuls of the roofline's
+kinds (bf16, f32 at 1, 3 and 6 MXU passes, ragged shapes, a batched one), on the chip VTPU_CHIP
+names.
 
 tests/python/test_host_speed_fingerprint.py compares a fresh run against
 tests/python/data/host_speed_fingerprint.json, which this script wrote with the code from before

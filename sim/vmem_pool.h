@@ -26,7 +26,7 @@ VmemBuffer zeroed_vmem(uint64_t bytes);
 inline constexpr uint64_t kVmemPoolKeepBelow = uint64_t{16} << 20;
 
 // The 4 KiB pages of a VMEM buffer that a launch wrote: what the pool zeroes again. Kernels place
-// buffers far apart (a small add wrote bytes at 0 and near 900 KiB), so zeroing everything below
+// buffers far apart (a small add wrote three pages, the highest near 900 KiB), so zeroing all below
 // the highest write cost most of a small launch's host time.
 class VmemDirtyPages {
  public:
