@@ -3,6 +3,7 @@
 #include <tbb/parallel_for.h>
 
 #include <cstring>
+#include <utility>
 
 namespace vtpu::sim {
 
@@ -70,6 +71,11 @@ void run_pending_mxu_pushes(MxuState& mxu) {
   }
   mxu.pending_rows.clear();
   mxu.pending_slots.clear();
+}
+
+void switch_mxu_weights(MxuState& mxu) {
+  run_pending_mxu_pushes(mxu);
+  std::swap(mxu.weights, mxu.back_weights);
 }
 
 }  // namespace vtpu::sim

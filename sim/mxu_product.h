@@ -17,4 +17,8 @@ float* queue_mxu_push(MxuState& mxu, int slot);
 // Multiplies every queued push and adds each product to its slot, in the order pushed.
 void run_pending_mxu_pushes(MxuState& mxu);
 
+// Makes the back weight buffer the current one (mxu.lw, mxu.swap), running first the pushes
+// queued against the weights it replaces.
+void switch_mxu_weights(MxuState& mxu);
+
 }  // namespace vtpu::sim

@@ -323,12 +323,7 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
     case Opcode::Mxlw: case Opcode::Mxlwi8: case Opcode::Mxlwb: case Opcode::Mxlwt: case Opcode::Mxlwbt:
       mxu_load_weights(ins, out);
       break;
-    case Opcode::Mxswap: {
-      MxuState& mxu = core_.mxu(o[0]);
-      run_pending_mxu_pushes(mxu);  // they were pushed against the weights being swapped out
-      std::swap(mxu.weights, mxu.back_weights);
-      break;
-    }
+    case Opcode::Mxswap: switch_mxu_weights(core_.mxu(o[0])); break;
     case Opcode::Mxmm: case Opcode::Mxmmi8: mxu_matmul(ins, out); break;
     case Opcode::Mxpop: {
       MxuState& mxu = core_.mxu(o[1]);

@@ -194,10 +194,7 @@ void Semantics::mxu_load_weights(const isa::Instruction& ins, StepOutcome& out) 
     }
   }
   // mxu.lw loads the back buffer and switches to it at once; mxu.lwb leaves the switch to mxu.swap.
-  if (ins.opcode == Opcode::Mxlw || ins.opcode == Opcode::Mxlwt) {
-    run_pending_mxu_pushes(mxu);  // they were pushed against the weights being replaced
-    std::swap(mxu.weights, mxu.back_weights);
-  }
+  if (ins.opcode == Opcode::Mxlw || ins.opcode == Opcode::Mxlwt) switch_mxu_weights(mxu);
   out.vmem_read = stride >= 0 ? Region{static_cast<uint64_t>(base), uint64_t(d), uint64_t(d) * elem, uint64_t(stride)}
                               : Region::range(static_cast<uint64_t>(lo), static_cast<uint64_t>(hi));
 }
