@@ -107,9 +107,6 @@ def worker(model: str, workload: str, sequences: int, tokens: int, mode: str, re
         optimizer = torch.optim.AdamW(net.parameters(), lr=1e-5) if workload == "train" else None
         vtpu.synchronize()
         vtpu.reset_stats()
-        # With a KV cache the causal mask is SDPA's is_causal: without one, Hugging Face reads the
-        # position ids to detect packed sequences, and timing-only positions are placeholders
-        # (zeros) that look like one sequence per token.
         with (vtpu.report.profile(report_dir, model_flops=flops_per_token(workload) * parameters * timed_tokens, trace=False)
               if report_dir else contextlib.nullcontext()):
             if workload == "train":  # one step: forward with labels, backward, AdamW
@@ -117,7 +114,7 @@ def worker(model: str, workload: str, sequences: int, tokens: int, mode: str, re
                 run(ids, labels=ids, use_cache=False).loss.backward()
                 optimizer.step()
                 optimizer.zero_grad()
-            else:
+            else:  # with a KV cache the causal mask is SDPA's is_causal: no packed-sequence check
                 logits = run(ids, past_key_values=cache, use_cache=True).logits  # noqa: F841
             vtpu.synchronize()
         stats = vtpu.stats()
