@@ -22,6 +22,14 @@ inline constexpr int kVregElements = kLanes * kSublanes;
 using VReg = std::array<float, kVregElements>;  // 32-bit containers; int ops reinterpret the bits
 using MaskReg = std::array<uint8_t, kVregElements>;
 
+// Exponent fields (biased; a subnormal counts as 1) of a set of values, over its non-zero ones,
+// and whether each is a finite bf16 value: enough to tell whether products are exact in f32
+// (sim/mxu_product.cc).
+struct ExponentRange {
+  uint32_t min = 255, max = 0;
+  bool finite_bf16 = true;
+};
+
 struct MxuState {
   int dim = 128, slots = 0;
   std::vector<float> weights;        // dim x dim, row-major W[k][n], bf16 values widened to f32
@@ -36,6 +44,7 @@ struct MxuState {
   std::vector<float> pending_rows;
   std::vector<int> pending_slots;
   std::vector<float> pending_sums;  // scratch for their products, kept between batches
+  std::optional<ExponentRange> weights_range;  // of `weights`, found at their first product
 
   // Sized (zeroed) on first use: several MB per launch on a 256-wide MXU, which a launch that
   // never touches the MXU (most of them) should not pay for.
@@ -51,13 +60,31 @@ struct MxuState {
   }
 };
 
+// The vector registers, each zeroed when first used: a launch starts with all of them zero, but
+// most kernels use a few, and zeroing all 128 KiB up front was a tenth of an eager op's host time.
+class VectorRegisters {
+ public:
+  VReg& operator[](size_t r) {
+    if (!(zeroed_ >> r & 1)) {
+      regs_[r].fill(0.f);
+      zeroed_ |= uint64_t{1} << r;
+    }
+    return regs_[r];
+  }
+
+ private:
+  static_assert(isa::kVectorRegs <= 64, "one bit of zeroed_ per register");
+  std::array<VReg, isa::kVectorRegs> regs_;  // left uninitialised: each is zeroed at first use
+  uint64_t zeroed_ = 0;
+};
+
 struct CoreState {
   int core_index = 0;
   int core_count = 1;  // TensorCores running the launch
   int chip_index = 0;  // in a slice launch (sim/slice_launch.h)
   int chip_count = 1;
   std::array<int32_t, isa::kScalarRegs> sregs{};
-  std::array<VReg, isa::kVectorRegs> vregs{};
+  VectorRegisters vregs;
   std::array<MaskReg, isa::kMaskRegs> masks{};
   VmemBuffer vmem;                // zeroed at the start of a launch
   uint64_t vmem_bytes = 0;

@@ -83,24 +83,23 @@ const DmaRecord* DmaTracker::remote_write_conflict(const Region& r, uint64_t sta
 void DmaTracker::add(DmaRecord record) {
   record.sequence = next_sequence_++;
   last_completion_ = std::max(last_completion_, record.done_cycle);
-  auto& queue = signals_[record.sem];
-  const Signal s{record.done_cycle, 1, record.sequence};
-  // Keep landing order; ties keep issue order.
-  auto pos = std::upper_bound(queue.begin(), queue.end(), s,
-                              [](const Signal& a, const Signal& b) { return a.cycle < b.cycle; });
-  queue.insert(pos, s);
+  queue_signal(record.sem, {record.done_cycle, 1, record.sequence});
   ++available_[record.sem];
   vmem_index_.add(record.vmem, record.sequence);
   hbm_index_.add(record.hbm, record.sequence);
   in_flight_.emplace(record.sequence, record);
 }
 
-void DmaTracker::signal(int sem, int count, uint64_t cycle) {
+// Keeps landing order; ties keep issue order.
+void DmaTracker::queue_signal(int sem, const Signal& s) {
   auto& queue = signals_[sem];
-  const Signal s{cycle, count, 0};
-  auto pos = std::upper_bound(queue.begin(), queue.end(), s,
+  auto pos = std::upper_bound(queue.begin() + std::ptrdiff_t(consumed_[sem]), queue.end(), s,
                               [](const Signal& a, const Signal& b) { return a.cycle < b.cycle; });
   queue.insert(pos, s);
+}
+
+void DmaTracker::signal(int sem, int count, uint64_t cycle) {
+  queue_signal(sem, {cycle, count, 0});
   available_[sem] += count;
 }
 
@@ -110,8 +109,9 @@ uint64_t DmaTracker::wait(int sem, int count) {
   auto& queue = signals_[sem];
   uint64_t ready_cycle = 0;
   int needed = count;
+  size_t& front = consumed_[sem];
   while (needed > 0) {
-    Signal& s = queue.front();
+    Signal& s = queue[front];
     ready_cycle = std::max(ready_cycle, s.cycle);
     const int take = std::min(needed, s.count);
     needed -= take;
@@ -122,7 +122,13 @@ uint64_t DmaTracker::wait(int sem, int count) {
         hbm_index_.remove(it->second.hbm, it->first);
         in_flight_.erase(it);
       }
-      queue.pop_front();
+      if (++front == queue.size()) {  // all consumed: reuse the storage from its start
+        queue.clear();
+        front = 0;
+      } else if (front >= 64 && 2 * front >= queue.size()) {  // a pipeline that never drains
+        queue.erase(queue.begin(), queue.begin() + std::ptrdiff_t(front));
+        front = 0;
+      }
     }
   }
   return ready_cycle;

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -34,7 +33,7 @@ struct DmaRecord {
 
 class DmaTracker {
  public:
-  explicit DmaTracker(int semaphores) : signals_(semaphores), available_(semaphores, 0) {}
+  explicit DmaTracker(int semaphores) : signals_(semaphores), consumed_(semaphores, 0), available_(semaphores, 0) {}
 
   // Each returns the in-flight DMA the access conflicts with (the earliest issued, if several),
   // or nullptr.
@@ -71,10 +70,14 @@ class DmaTracker {
     void add(const Region& r, uint64_t sequence);
     void remove(const Region& r, uint64_t sequence);
   };
+  void queue_signal(int sem, const Signal& s);
   template <typename Accept>
   const DmaRecord* first_conflict(const RegionIndex& index, const Region& r, bool vmem, Accept accept) const;
 
-  std::vector<std::deque<Signal>> signals_;  // per semaphore, ordered by landing cycle
+  // Per semaphore, ordered by landing cycle; the first consumed_[sem] of them were consumed. (A
+  // std::deque per semaphore cost two heap blocks each at every launch, used or not.)
+  std::vector<std::vector<Signal>> signals_;
+  std::vector<size_t> consumed_;
   std::vector<int> available_;               // per semaphore: signals sent and not consumed
   std::unordered_map<uint64_t, DmaRecord> in_flight_;  // by sequence
   RegionIndex vmem_index_, hbm_index_;

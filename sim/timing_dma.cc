@@ -23,7 +23,7 @@ std::pair<uint64_t, uint64_t> TimingModel::take_hbm_turn(Track& q, uint64_t acce
   q.free_at = std::max(q.free_at, hbm_end);
   q.busy_cycles += hbm_end - hs;
   ++q.instructions;
-  q.recent_starts.push_back(accept);
+  enqueue_start(q, accept);
   Track& h = tracks_[hbm_track_];
   h.busy_cycles += hbm_end - hs;
   ++h.instructions;
@@ -69,7 +69,7 @@ Scheduled TimingModel::schedule_local_dma(const isa::Instruction& ins, const Ste
   q.free_at = end;
   q.busy_cycles += transfer;
   ++q.instructions;
-  q.recent_starts.push_back(accept);
+  enqueue_start(q, accept);
   if (trace_) trace_->slice(q.trace_id, start, end, ins.opcode == isa::Opcode::Dmah2v ? "dma.h2v (held VMEM)" : "dma.v2h (held VMEM)");
   local_dma_bytes_ += outcome.dma_bytes;
   vmem_written(outcome.vmem_write, done);

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "isa/instruction_info.h"
+#include "traces/unit_name.h"
 
 namespace vtpu::sim {
 namespace {
@@ -27,6 +28,7 @@ TimingModel::TimingModel(const ChipConfig& chip, double hbm_share, int core_inde
       mask_ready_(isa::kMaskRegs, 0),
       acc_ready_(size_t(chip.mxu_per_core) * chip.mxu_acc_slots, 0),
       vmem_pages_((chip.vmem_bytes >> kPageShift) + 1) {
+  tracks_.reserve(6 + size_t(chip.vpu_alus) + 2 * size_t(chip.mxu_per_core) + size_t(chip.dma_queues));
   scalar_track_ = add_track("scalar");
   for (int i = 0; i < chip.vpu_alus; ++i) vpu_tracks_.push_back(add_track(fmt::format("vpu{}", i)));
   transc_track_ = add_track("transcendental");
@@ -40,6 +42,8 @@ TimingModel::TimingModel(const ChipConfig& chip, double hbm_share, int core_inde
   for (int i = 0; i < chip.dma_queues; ++i) dma_tracks_.push_back(add_track(fmt::format("dma{}", i)));
   hbm_track_ = add_track("hbm");
   mxus_.resize(chip.mxu_per_core);
+  queue_starts_.resize(tracks_.size() * size_t(chip.unit_queue_depth));
+  for (size_t i = 0; i < tracks_.size(); ++i) tracks_[i].ring = i * size_t(chip.unit_queue_depth);
   if (trace_) hbm_counter_ = trace_->add_counter("HBM bandwidth (GB/s)", process_);
 }
 
@@ -62,15 +66,22 @@ void TimingModel::advance_issue_slot() {
 // A unit's queue holds at most unit_queue_depth instructions that have not started; when full,
 // the front end waits for the oldest to start.
 uint64_t TimingModel::dispatch(Track& track) {
-  auto& q = track.recent_starts;
-  if (static_cast<int>(q.size()) >= chip_.unit_queue_depth) {
-    if (q.front() > issue_) {
-      issue_ = q.front();
+  if (track.queued >= chip_.unit_queue_depth) {
+    const uint64_t oldest = queue_starts_[track.ring + size_t(track.head)];
+    if (oldest > issue_) {
+      issue_ = oldest;
       issued_this_cycle_ = 1;
     }
-    q.pop_front();
+    track.head = (track.head + 1) % chip_.unit_queue_depth;
+    --track.queued;
   }
   return issue_;
+}
+
+// After dispatch(), which left room for it.
+void TimingModel::enqueue_start(Track& track, uint64_t start) {
+  queue_starts_[track.ring + size_t((track.head + track.queued) % chip_.unit_queue_depth)] = start;
+  ++track.queued;
 }
 
 uint64_t TimingModel::operands_ready(const isa::Instruction& ins) const {
@@ -150,7 +161,7 @@ void TimingModel::record(Track& track, uint64_t start, uint64_t end, const isa::
   track.free_at = std::max(track.free_at, end);
   track.busy_cycles += end - start;
   ++track.instructions;
-  track.recent_starts.push_back(start);
+  enqueue_start(track, start);
   if (trace_) trace_->slice(track.trace_id, start, end, isa::info(ins.opcode).mnemonic.data());
 }
 
@@ -317,14 +328,11 @@ uint64_t TimingModel::finish_cycle() const {
 }
 
 void TimingModel::add_unit_usage(std::vector<traces::UnitUsage>& units) const {
+  fmt::memory_buffer name;  // on the stack: "v5e core0 mxu1 weights" costs no heap block
   for (const auto& t : tracks_) {
-    const std::string name = process_ + " " + t.name;
-    auto it = std::find_if(units.begin(), units.end(), [&](const auto& u) { return u.name == name; });
-    if (it == units.end()) units.push_back({name, t.busy_cycles, t.instructions});
-    else {
-      it->busy_cycles += t.busy_cycles;
-      it->instructions += t.instructions;
-    }
+    name.clear();
+    fmt::format_to(std::back_inserter(name), "{} {}", process_, t.name);
+    units.push_back({traces::unit_name({name.data(), name.size()}), t.busy_cycles, t.instructions});
   }
 }
 

@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <string>
 #include <utility>
@@ -39,6 +38,7 @@ class TimingModel {
   uint64_t finish_cycle() const;
   // Ends the span of the last `mark` in the trace at `cycle` (the run's end).
   void close_mark(uint64_t cycle);
+  // Appends every unit's busy cycles and instructions, named "<chip> core<i> <unit>".
   void add_unit_usage(std::vector<traces::UnitUsage>& units) const;
   uint64_t hbm_read_bytes() const { return hbm_read_bytes_; }
   uint64_t hbm_write_bytes() const { return hbm_write_bytes_; }
@@ -60,7 +60,10 @@ class TimingModel {
     uint64_t free_at = 0;
     uint64_t busy_cycles = 0;
     uint64_t instructions = 0;
-    std::deque<uint64_t> recent_starts;  // for dispatch-queue back-pressure
+    // The start cycles of the instructions still counted in the unit's queue, oldest first (for
+    // back-pressure): a ring of unit_queue_depth slots in queue_starts_ from `ring` on.
+    size_t ring = 0;
+    int head = 0, queued = 0;
     int trace_id = -1;
   };
   struct MxuTiming {
@@ -73,6 +76,7 @@ class TimingModel {
   int add_track(const std::string& name);
   void advance_issue_slot();
   uint64_t dispatch(Track& track);
+  void enqueue_start(Track& track, uint64_t start);
   uint64_t operands_ready(const isa::Instruction& ins) const;
   void mark_written(const isa::Instruction& ins, uint64_t ready);
   uint64_t vmem_ready(const Region& region) const;
@@ -97,6 +101,9 @@ class TimingModel {
   uint64_t issue_ = 0;
   int issued_this_cycle_ = 0;
   std::vector<Track> tracks_;
+  // Every track's queue ring in one allocation: a std::deque per track cost two heap blocks
+  // each, per launch, a fifth of an 8-element add's host time.
+  std::vector<uint64_t> queue_starts_;
   int scalar_track_, transc_track_, xlane_track_, vld_track_, vst_track_;
   std::vector<int> vpu_tracks_, mxu_tracks_, mxu_weight_tracks_, dma_tracks_;
   int hbm_track_;

@@ -30,7 +30,7 @@ std::string render_text(const RunSummary& s) {
 nlohmann::json to_json(const RunSummary& s) {
   nlohmann::json units = nlohmann::json::array();
   for (const auto& u : s.units) {
-    units.push_back({{"name", u.name}, {"busy_cycles", u.busy_cycles}, {"instructions", u.instructions},
+    units.push_back({{"name", std::string(u.name)}, {"busy_cycles", u.busy_cycles}, {"instructions", u.instructions},
                      {"utilization", s.cycles ? double(u.busy_cycles) / s.cycles : 0.0}});
   }
   return {{"chip", s.chip},

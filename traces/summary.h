@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -12,7 +13,7 @@
 namespace vtpu::traces {
 
 struct UnitUsage {
-  std::string name;
+  std::string_view name;  // from unit_name() (traces/unit_name.h): valid for the process's life
   uint64_t busy_cycles = 0;
   uint64_t instructions = 0;
 };

@@ -79,7 +79,7 @@ py::dict stats() {
   // Busy cycles over simulated cycles: a unit that is busy half the time reports 0.5.
   py::dict utilisation;
   for (const auto& [unit, busy] : s.busy_cycles_per_unit) {
-    utilisation[py::str(unit)] = s.simulated_cycles ? double(busy) / double(s.simulated_cycles) : 0.0;
+    utilisation[py::str(unit.data(), unit.size())] = s.simulated_cycles ? double(busy) / double(s.simulated_cycles) : 0.0;
   }
   d["unit_utilisation"] = utilisation;
   py::list memory;

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kernels/graph/plan.h"
@@ -49,7 +50,7 @@ struct PlanRun {
   size_t hbm_intermediates = 0;  // intermediates that did not fit there and took HBM
   std::map<std::string, KernelProfile> per_kernel;
   std::vector<LaunchSpan> timeline;  // every launch, in order
-  std::map<std::string, uint64_t> busy_cycles_per_unit;  // "mxu0", "vpu1", "dma2", ...
+  std::map<std::string_view, uint64_t> busy_cycles_per_unit;  // by traces::unit_name: "v5e core0 mxu0", ...
   size_t memo_hits = 0;  // timing-only launches the timing memo answered
   // Launches of programs whose timing may depend on data (sim/data_dependence.h), by label.
   std::map<std::string, uint64_t> data_dependent;

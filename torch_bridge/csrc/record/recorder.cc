@@ -289,7 +289,13 @@ void count_launches(const LaunchStart& start, const PlanRun& run) {
   s.held_vmem_bytes += run.held_vmem_bytes;
   s.intermediates_held += run.held_intermediates;
   s.intermediates_in_hbm += run.hbm_intermediates;
-  for (const auto& [unit, busy] : run.busy_cycles_per_unit) s.busy_cycles_per_unit[unit] += busy;
+  // Both maps are in name order, so the place after the last unit is the hint for the next.
+  auto unit_at = s.busy_cycles_per_unit.begin();
+  for (const auto& [unit, busy] : run.busy_cycles_per_unit) {
+    unit_at = s.busy_cycles_per_unit.try_emplace(unit_at, unit, 0);
+    unit_at->second += busy;
+    ++unit_at;
+  }
   s.timing_memo_hits += run.memo_hits;
   if (rt.timing_only()) {
     for (const auto& [label, n] : run.data_dependent) s.timing_only_data_dependent[label] += n;

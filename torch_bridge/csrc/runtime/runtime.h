@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <string_view>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -81,7 +82,8 @@ struct Stats {
   // run did not compute (their time is an estimate from placeholders), by kernel label.
   std::map<std::string, uint64_t> timing_only_data_dependent;
   std::map<std::string, uint64_t> fallback_counts;
-  std::map<std::string, uint64_t> busy_cycles_per_unit;  // summed over launches, for vtpu.stats()["unit_utilisation"]
+  // Summed over launches, for vtpu.stats()["unit_utilisation"]; keyed by traces::unit_name().
+  std::map<std::string_view, uint64_t> busy_cycles_per_unit;
   std::map<std::string, KernelProfile> per_kernel;  // by fused label, summed over flushes
 };
 
