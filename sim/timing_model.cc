@@ -144,16 +144,21 @@ void TimingModel::for_each_page(const Region& region, F f) const {
 uint64_t TimingModel::vmem_ready(const Region& region) const {
   uint64_t ready = 0;
   for_each_page(region, [&](uint64_t p) {
-    if (p < vmem_page_ready_.size()) ready = std::max(ready, vmem_page_ready_[p]);
+    const uint64_t chunk = p >> kChunkShift;
+    if (chunk < vmem_page_ready_.size() && vmem_page_ready_[chunk]) {
+      ready = std::max(ready, (*vmem_page_ready_[chunk])[p & ((1u << kChunkShift) - 1)]);
+    }
   });
   return ready;
 }
 
 void TimingModel::vmem_written(const Region& region, uint64_t ready) {
   for_each_page(region, [&](uint64_t p) {
-    // Grown on demand: a launch pays for the VMEM it touches, not for all 128 MiB of it.
-    if (p >= vmem_page_ready_.size()) vmem_page_ready_.resize(std::max<uint64_t>(p + 1, 2 * vmem_page_ready_.size()), 0);
-    vmem_page_ready_[p] = std::max(vmem_page_ready_[p], ready);
+    const uint64_t chunk = p >> kChunkShift;
+    if (chunk >= vmem_page_ready_.size()) vmem_page_ready_.resize(chunk + 1);
+    if (!vmem_page_ready_[chunk]) vmem_page_ready_[chunk] = std::make_unique<PageChunk>();  // zeroed
+    uint64_t& page = (*vmem_page_ready_[chunk])[p & ((1u << kChunkShift) - 1)];
+    page = std::max(page, ready);
   });
 }
 

@@ -5,7 +5,9 @@
 // bandwidth on one FIFO timeline, which is what makes the roofline bound hold by construction.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -120,7 +122,12 @@ class TimingModel {
 
   // Readiness, in cycles, of scalar, vector and mask registers and MXU accumulator slots.
   std::vector<uint64_t> sreg_ready_, vreg_ready_, mask_ready_, acc_ready_;
-  std::vector<uint64_t> vmem_page_ready_;  // pages past its end were never written: ready at 0
+  // When each VMEM page's last write lands, in chunks of 512 pages made at a chunk's first write
+  // (a page never written is ready at 0): a launch pays for the VMEM it touches, and a small one
+  // touching a few pages far apart (an 8-element add's buffers lie 900 KiB apart) pays for two.
+  static constexpr int kChunkShift = 9;
+  using PageChunk = std::array<uint64_t, size_t{1} << kChunkShift>;
+  std::vector<std::unique_ptr<PageChunk>> vmem_page_ready_;
   uint64_t vmem_pages_ = 0;
   static constexpr int kPageShift = 8;  // 256-byte granules: the narrowest tile row (128 bf16)
 };
