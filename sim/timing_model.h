@@ -103,8 +103,8 @@ class TimingModel {
   uint64_t issue_ = 0;
   int issued_this_cycle_ = 0;
   std::vector<Track> tracks_;
-  // Every track's queue ring in one allocation: a std::deque per track cost two heap blocks
-  // each, per launch, a fifth of an 8-element add's host time.
+  // Every track's queue ring in one allocation: a std::deque per track cost two heap blocks each
+  // at every launch (with the semaphores' deques, half of an 8-element add's allocations).
   std::vector<uint64_t> queue_starts_;
   int scalar_track_, transc_track_, xlane_track_, vld_track_, vst_track_;
   std::vector<int> vpu_tracks_, mxu_tracks_, mxu_weight_tracks_, dma_tracks_;

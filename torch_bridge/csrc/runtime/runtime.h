@@ -13,11 +13,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <string_view>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kernels/graph/plan.h"
