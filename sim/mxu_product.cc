@@ -110,9 +110,11 @@ void run_pending_mxu_pushes(MxuState& mxu) {
   std::vector<float>& sums = mxu.pending_sums;
   sums.resize(pushes * push_elements);
   static const bool host_has_fma = __builtin_cpu_supports("fma");
-  if (!mxu.weights_range) mxu.weights_range = exponent_range(mxu.weights.data(), mxu.weights.size());
-  const bool fused =
-      host_has_fma && exact_products(exponent_range(mxu.pending_rows.data(), pushes * push_elements), *mxu.weights_range);
+  const auto products_exact = [&] {  // scans the rows, and the weights once per set
+    if (!mxu.weights_range) mxu.weights_range = exponent_range(mxu.weights.data(), mxu.weights.size());
+    return exact_products(exponent_range(mxu.pending_rows.data(), pushes * push_elements), *mxu.weights_range);
+  };
+  const bool fused = host_has_fma && products_exact();  // without FMA nothing is scanned
   const auto multiply = [&](size_t first, size_t end) {
     const float* rows = mxu.pending_rows.data() + first * push_elements;
     float* out = sums.data() + first * push_elements;

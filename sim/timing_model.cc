@@ -146,7 +146,7 @@ uint64_t TimingModel::vmem_ready(const Region& region) const {
   for_each_page(region, [&](uint64_t p) {
     const uint64_t chunk = p >> kChunkShift;
     if (chunk < vmem_page_ready_.size() && vmem_page_ready_[chunk]) {
-      ready = std::max(ready, (*vmem_page_ready_[chunk])[p & ((1u << kChunkShift) - 1)]);
+      ready = std::max(ready, (*vmem_page_ready_[chunk])[p & kChunkMask]);
     }
   });
   return ready;
@@ -157,7 +157,7 @@ void TimingModel::vmem_written(const Region& region, uint64_t ready) {
     const uint64_t chunk = p >> kChunkShift;
     if (chunk >= vmem_page_ready_.size()) vmem_page_ready_.resize(chunk + 1);
     if (!vmem_page_ready_[chunk]) vmem_page_ready_[chunk] = std::make_unique<PageChunk>();  // zeroed
-    uint64_t& page = (*vmem_page_ready_[chunk])[p & ((1u << kChunkShift) - 1)];
+    uint64_t& page = (*vmem_page_ready_[chunk])[p & kChunkMask];
     page = std::max(page, ready);
   });
 }

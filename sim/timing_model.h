@@ -126,6 +126,7 @@ class TimingModel {
   // (a page never written is ready at 0): a launch pays for the VMEM it touches, and a small one
   // touching a few pages far apart (an 8-element add's buffers lie 900 KiB apart) pays for two.
   static constexpr int kChunkShift = 9;
+  static constexpr uint64_t kChunkMask = (uint64_t{1} << kChunkShift) - 1;  // a page's place in its chunk
   using PageChunk = std::array<uint64_t, size_t{1} << kChunkShift>;
   std::vector<std::unique_ptr<PageChunk>> vmem_page_ready_;
   uint64_t vmem_pages_ = 0;
