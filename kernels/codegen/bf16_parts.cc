@@ -19,6 +19,14 @@ void store_bf16_parts(AsmWriter& w, RegisterPool& vregs, int x, int addr, int64_
   w.sregs().release(at);
 }
 
+void finite_form(AsmWriter& w, RegisterPool& masks, int dst, int x, int zero, int scratch) {
+  const int finite = masks.take();
+  w.line("vsub v{}, v{}, v{}", scratch, x, x);
+  w.line("vcmp.eq m{}, v{}, v{}", finite, scratch, scratch);
+  w.line("vsel v{}, m{}, v{}, v{}", dst, finite, x, zero);
+  masks.release(finite);
+}
+
 void peel_bf16_parts(AsmWriter& w, RegisterPool& vregs, int x, int count, int from, int to) {
   if (from >= to) return;
   const int hi = vregs.take();

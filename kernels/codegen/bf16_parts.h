@@ -2,6 +2,13 @@
 // rounded, part 1 the rounding error rounded, part 2 what is left after that. Weights are stored
 // as parts; an LHS is pushed part by part, each peeled off the f32 value on the vector unit (the
 // MXU rounds what it is pushed to bf16, so a vreg holding "part p and the rest" pushes part p).
+//
+// Infinities and NaN: the leading pass (0, 0) multiplies the values as they are; every other pass
+// multiplies the parts of the values with their non-finite elements replaced by 0
+// (finite_form). Splitting an infinity as it is would make its part 1 inf - inf = NaN, and its
+// part 0 times another value's part 1 (0 for any value bf16 holds exactly) inf * 0 = NaN, where
+// the CPU's product is the infinity. So a kernel with more than one pass keeps two forms of an
+// operand's part 0: as it is, for the leading pass, and finite, for the others.
 #pragma once
 
 #include <algorithm>
@@ -32,6 +39,11 @@ inline int bf16_part_count(DType dtype, int passes) {
 // `row_stride` bytes apart. Leaves x holding what is left after them.
 void store_bf16_parts(AsmWriter& w, RegisterPool& vregs, int x, int addr, int64_t offset, int parts, int64_t part_stride,
                       int64_t row_stride);
+
+// v`dst` = v`x` with its non-finite elements (infinities and NaN) replaced by 0: the form of a
+// value every pass but the leading one multiplies (above). v`zero` holds 0; v`scratch` is
+// clobbered; dst may be x. Three vector instructions: x - x is NaN exactly where x is not finite.
+void finite_form(AsmWriter& w, RegisterPool& masks, int dst, int x, int zero, int scratch);
 
 // Strips the leading parts off vregs x..x+count-1 (holding part `from`) until they hold part `to`.
 void peel_bf16_parts(AsmWriter& w, RegisterPool& vregs, int x, int count, int from, int to);

@@ -117,21 +117,21 @@ class MatmulBuilder : private MatmulSchedule {
   // Row, Column and Scalar epilogue operands are loaded once, before the first block.
   void load_broadcast_operands(RegisterPool& vregs);
 
-  // Writes the bf16 parts of `x` (f32 in a vreg) to VMEM at s`addr` + offset (+ part_bytes per
-  // part), rows `stride` apart. Part 0 is x rounded, part 1 the rounding error rounded, part 2
-  // what is left after that.
-  void store_parts(int x, int addr, int64_t offset, int64_t stride, RegisterPool& vregs);
+  // Writes the stored weight parts of `x` (f32 in a vreg) to VMEM at s`addr` + offset (+
+  // part_bytes per part), rows `stride` apart (see matmul_operands.cc).
+  void store_parts(int x, int addr, int64_t offset, int64_t stride, RegisterPool& vregs, RegisterPool& masks, int zero);
 
-  // Converts slice kt of the staged B panel into the bf16 weight parts. `panel` and `staging` hold
-  // this nb's buffers.
-  void convert_slice(int kt, int panel, int staging, RegisterPool& vregs);
+  // Converts slice kt of the staged B panel into the stored weight parts. `panel` and `staging`
+  // hold this nb's buffers; v`zero` holds 0 (with finite_passes_).
+  void convert_slice(int kt, int panel, int staging, RegisterPool& vregs, RegisterPool& masks, int zero);
 
   // Slice kt of the staged A^T [Kpad, BM] (this block's, of `parity`) into the A panel [BM, Kpad]
   // at s`a_base`: 128x128 blocks through vtrans.
   void transpose_a_slice(int kt, int a_base, int parity, RegisterPool& vregs);
 
-  // LHS part `part` of the 8 x D rows at s`addr` into the group starting at `g`.
-  void load_lhs(int g, int addr, int part, RegisterPool& vregs);
+  // The LHS part the pass (A part, B part) multiplies, of the 8 x D rows at s`addr`, into the
+  // group starting at `g` (v`zero` holds 0 with finite_passes_).
+  void load_lhs(int g, int addr, std::pair<int, int> pass, RegisterPool& vregs, RegisterPool& masks, int zero);
 
   // Registers of a block being drained: its coordinates, the C row cursor and the epilogue
   // operand cursors.
@@ -194,10 +194,11 @@ class MatmulBuilder : private MatmulSchedule {
   int drain_parts() const { return kt_ >= 2 ? 2 : 1; }
 
   // Waits for slice s`c.kt`'s B and A pieces (see matmul_compute.cc).
-  void wait_for_slice(const Compute& c, const std::string& have_a, const std::string& have_b, int t, RegisterPool& vregs);
+  void wait_for_slice(const Compute& c, const std::string& have_a, const std::string& have_b, int t, RegisterPool& vregs,
+                      RegisterPool& masks, int zero);
 
-  // Loads weight part `b_part` of slice s`c.kt` into every MXU.
-  void load_weight_part(const Compute& c, int b_part, int wt, int t);
+  // Loads stored weight part `part` (weight_part) of slice s`c.kt` into every MXU.
+  void load_weight_part(const Compute& c, int part, int wt, int t);
 
   // Loads every MXU's weights from the slice whose MXU-0 weights start at s`addr` (moved on by
   // the loads), into the back buffers (mxu.lwb) or the active ones (mxu.lw); the transposed

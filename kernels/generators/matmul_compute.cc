@@ -50,7 +50,7 @@ void MatmulBuilder::emit_next_weights(const Compute& c, int scratch, bool stream
 // loads, every other slice switches to the weights loaded during the slice before) and A's piece
 // (transposed into the A panel when given as [K, M]). s`t` is scratch.
 void MatmulBuilder::wait_for_slice(const Compute& c, const std::string& have_a, const std::string& have_b, int t,
-                                   RegisterPool& vregs) {
+                                   RegisterPool& vregs, RegisterPool& masks, int zero) {
   if (pipelined()) {
     // Slice 0 of a panel's first row block waits for its piece and loads its weights; every
     // other slice switches to the ones loaded during the slice before (emit_next_weights),
@@ -68,7 +68,7 @@ void MatmulBuilder::wait_for_slice(const Compute& c, const std::string& have_a, 
   } else {
     w_.line("bne s{}, s0, {}", c.mb, have_b);
     w_.line("sem.wait sem{}, 1", kSemPanel);
-    if (staged_) convert_slice(c.kt, c.panel, c.staging, vregs);
+    if (staged_) convert_slice(c.kt, c.panel, c.staging, vregs, masks, zero);
     w_.place(have_b);
   }
   skip_unless_a_needed(c.nb, have_a);
@@ -77,11 +77,12 @@ void MatmulBuilder::wait_for_slice(const Compute& c, const std::string& have_a, 
   w_.place(have_a);
 }
 
-// Loads weight part `b_part` of slice s`c.kt` into every MXU; s`wt` and s`t` are scratch.
-void MatmulBuilder::load_weight_part(const Compute& c, int b_part, int wt, int t) {
+// Loads stored weight part `part` (weight_part) of slice s`c.kt` into every MXU; s`wt` and s`t`
+// are scratch.
+void MatmulBuilder::load_weight_part(const Compute& c, int part, int wt, int t) {
   w_.line("smuli s{}, s{}, {}", wt, c.kt, weight_slice_bytes_);
   w_.line("sadd s{}, s{}, s{}", wt, wt, c.panel);
-  w_.line("saddi s{}, s{}, {}", t, wt, int64_t(b_part) * int64_t(part_bytes_));
+  w_.line("saddi s{}, s{}, {}", t, wt, int64_t(part) * int64_t(part_bytes_));
   load_weights_from(t, false);
 }
 
@@ -104,14 +105,16 @@ void MatmulBuilder::emit_slice(const Compute& c, Drain* drain, RegisterPool& vre
   int row = -1, wt = -1, t = -1;
   const auto take = [&] { row = r.take(), wt = r.take(), t = r.take(); };
   take();
-  wait_for_slice(c, have_a, have_b, t, vregs);
+  // Finite forms (finite_passes_) are made against one zero vreg per slice.
+  const int zero = finite_passes_ ? vregs.take() : -1;
+  if (finite_passes_) w_.line("vbcast v{}, s0", zero);
+  wait_for_slice(c, have_a, have_b, t, vregs, masks, zero);
   const int slot0 = c.parity * static_cast<int>(bm_ / kSublanes);
-  int last_b_part = pipelined() ? 0 : -1;  // pipelined: the weights are in place already
+  int last_weights = pipelined() ? 0 : -1;  // pipelined: the weights are in place already
   for (size_t pass = 0; pass < pairs_.size(); ++pass) {
-    const auto [a_part, b_part] = pairs_[pass];
-    if (b_part != last_b_part) {
-      load_weight_part(c, b_part, wt, t);
-      last_b_part = b_part;
+    if (weight_part(pairs_[pass]) != last_weights) {
+      last_weights = weight_part(pairs_[pass]);
+      load_weight_part(c, last_weights, wt, t);
     }
     if (pass == 0) {
       // The same slice of the next block, issued after the weight load so its scalar work
@@ -145,7 +148,7 @@ void MatmulBuilder::emit_slice(const Compute& c, Drain* drain, RegisterPool& vre
           w_.line("bge s{}, s{}, {}", wt, t, skip);
         }
         const int g = vregs.take_run(group_);
-        load_lhs(g, row, a_part, vregs);
+        load_lhs(g, row, pairs_[pass], vregs, masks, zero);
         for (int j = 0; j < mxus_; ++j) w_.line("mxu.mm mxu{}, v{}, {}", j, g, slot0 + rt);
         vregs.release_run(g, group_);
         w_.line("saddi s{}, s{}, {}", row, row, kSublanes * k_pad_ * eb_a_);
@@ -174,6 +177,7 @@ void MatmulBuilder::emit_slice(const Compute& c, Drain* drain, RegisterPool& vre
     });
   }
   for (int x : {row, wt, t}) r.release(x);
+  if (finite_passes_) vregs.release(zero);
 }
 
 void MatmulBuilder::compute_block(int block, int next, int nblocks, int parity, RegisterPool& vregs, RegisterPool& masks) {
@@ -192,7 +196,7 @@ void MatmulBuilder::compute_block(int block, int next, int nblocks, int parity, 
     w_.line("smuli s{}, s{}, {}", c.staging, c.panel, int64_t(staging_bytes_));
     w_.line("saddi s{}, s{}, {}", c.staging, c.staging, staging_vmem_);
   }
-  w_.line("smuli s{}, s{}, {}", c.panel, c.panel, int64_t(b_parts_ * part_bytes_));
+  w_.line("smuli s{}, s{}, {}", c.panel, c.panel, int64_t(b_stored_parts_ * part_bytes_));
   w_.line("saddi s{}, s{}, {}", c.panel, c.panel, panel_vmem_);
   r.release(t);
   const std::string loop = w_.new_label("k_slice"), after = w_.new_label("k_done");

@@ -143,7 +143,7 @@ void MatmulBuilder::issue_b_piece(const BlockRegs& b, int kt, int kd, int queue,
   }
   panel_parity(vm, b.bt, b.nb, t);
   const uint64_t dst_base = staged_ ? staging_vmem_ : panel_vmem_;
-  const uint64_t dst_stride = staged_ ? staging_bytes_ : b_parts_ * part_bytes_;
+  const uint64_t dst_stride = staged_ ? staging_bytes_ : b_stored_parts_ * part_bytes_;
   w_.line("smuli s{}, s{}, {}", vm, vm, int64_t(dst_stride));
   w_.line("saddi s{}, s{}, {}", vm, vm, dst_base);
   if (spec_.b_transposed) {  // rows n of B^T [N, K], columns kt*D .. of each

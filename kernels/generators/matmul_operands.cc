@@ -48,19 +48,27 @@ void MatmulBuilder::load_broadcast_operands(RegisterPool& vregs) {
   }
 }
 
-// Writes the bf16 parts of `x` (f32 in a vreg) to VMEM at s`addr` + offset (+ part_bytes per
-// part), rows `stride` apart. Part 0 is x rounded, part 1 the rounding error rounded, part 2
-// what is left after that.
-void MatmulBuilder::store_parts(int x, int addr, int64_t offset, int64_t stride, RegisterPool& vregs) {
+// Writes the stored weight parts of `x` (f32 in a vreg) to VMEM at s`addr` + offset (+ part_bytes
+// per part), rows `stride` apart. Part 0 is x rounded, part 1 the rounding error rounded, part 2
+// what is left after that; with finite_passes_, x's part 0 as it is comes first, then the parts
+// of its finite form (v`zero` holds 0).
+void MatmulBuilder::store_parts(int x, int addr, int64_t offset, int64_t stride, RegisterPool& vregs, RegisterPool& masks,
+                                int zero) {
   const int rest = vregs.take();
-  w_.line("vmov v{}, v{}", rest, x);
+  if (finite_passes_) {
+    store_bf16_parts(w_, vregs, x, addr, offset, 1, 0, stride);
+    finite_form(w_, masks, rest, x, zero, rest);
+    offset += int64_t(part_bytes_);
+  } else {
+    w_.line("vmov v{}, v{}", rest, x);
+  }
   store_bf16_parts(w_, vregs, rest, addr, offset, b_parts_, int64_t(part_bytes_), stride);
   vregs.release(rest);
 }
 
-// Converts slice kt of the staged B panel into the bf16 weight parts. `panel` and `staging` hold
-// this nb's buffers.
-void MatmulBuilder::convert_slice(int kt, int panel, int staging, RegisterPool& vregs) {
+// Converts slice kt of the staged B panel into the stored weight parts. `panel` and `staging`
+// hold this nb's buffers; v`zero` holds 0 (with finite_passes_).
+void MatmulBuilder::convert_slice(int kt, int panel, int staging, RegisterPool& vregs, RegisterPool& masks, int zero) {
   auto& r = w_.sregs();
   const int src = r.take(), dst = r.take(), t = r.take(), i = r.take(), n = r.take();
   const char* load = load_mnemonic(spec_.b_dtype);
@@ -77,7 +85,7 @@ void MatmulBuilder::convert_slice(int kt, int panel, int staging, RegisterPool& 
     const int x = vregs.take();
     for (int64_t c = 0; c < bn_ / kLanes; ++c) {
       w_.line("{} v{}, m0, s{}, {}, {}", load, x, src, c * kLanes * eb_b_, bn_ * eb_b_);
-      store_parts(x, dst, c * kLanes * 2, bn_ * 2, vregs);
+      store_parts(x, dst, c * kLanes * 2, bn_ * 2, vregs, masks, zero);
     }
     vregs.release(x);
     w_.line("saddi s{}, s{}, {}", src, src, kSublanes * bn_ * eb_b_);
@@ -101,7 +109,7 @@ void MatmulBuilder::convert_slice(int kt, int panel, int staging, RegisterPool& 
         w_.line("saddi s{}, s{}, {}", dst, t, q * kLanes * bn_ * 2 + c * kLanes * 2);
         w_.line("sadd s{}, s{}, s{}", dst, dst, panel);
         for (int v = 0; v < 16; ++v) {
-          store_parts(block + v, dst, 0, bn_ * 2, vregs);
+          store_parts(block + v, dst, 0, bn_ * 2, vregs, masks, zero);
           w_.line("saddi s{}, s{}, {}", dst, dst, kSublanes * bn_ * 2);
         }
       }
@@ -141,12 +149,18 @@ void MatmulBuilder::transpose_a_slice(int kt, int a_base, int parity, RegisterPo
   r.release(dst);
 }
 
-// LHS part `part` of the 8 x D rows at s`addr` into the group starting at `g`.
-void MatmulBuilder::load_lhs(int g, int addr, int part, RegisterPool& vregs) {
+// The LHS part `pass` multiplies of the 8 x D rows at s`addr` into the group starting at `g`:
+// the part of the rows as they are in the leading pass, of their finite form in the others
+// (v`zero` holds 0).
+void MatmulBuilder::load_lhs(int g, int addr, std::pair<int, int> pass, RegisterPool& vregs, RegisterPool& masks, int zero) {
+  const bool finite = finite_passes_ && pass != std::pair{0, 0};
+  const int scratch = finite ? vregs.take() : -1;
   for (int q = 0; q < group_; ++q) {
     w_.line("{} v{}, m0, s{}, {}, {}", load_mnemonic(spec_.a_dtype), g + q, addr, q * kLanes * eb_a_, k_pad_ * eb_a_);
-    peel_bf16_parts(w_, vregs, g + q, 1, 0, part);
+    if (finite) finite_form(w_, masks, g + q, g + q, zero, scratch);
+    peel_bf16_parts(w_, vregs, g + q, 1, 0, pass.first);
   }
+  if (finite) vregs.release(scratch);
 }
 
 }  // namespace vtpu::kernels::matmul_detail

@@ -75,12 +75,16 @@ bool MatmulSchedule::plan(int max_mxus, int64_t max_rows, bool allow_a_resident)
   a_parts_ = bf16_part_count(s.a_dtype, s.passes);
   b_parts_ = bf16_part_count(s.b_dtype, s.passes);
   std::erase_if(pairs_, [&](auto p) { return p.first >= a_parts_ || p.second >= b_parts_; });
-  // Passes grouped by B part: a K slice then loads each weight part once (3 loads, not 6, at
-  // 'highest'), and a weight load costs more than a small block's matmul rows. The f32
+  finite_passes_ = pairs_.size() > 1;
+  b_stored_parts_ = b_parts_ + finite_passes_;
+  // Passes grouped by weight part: a K slice then loads each weight part once (4 loads, not 6,
+  // at 'highest'), and a weight load costs more than a small block's matmul rows. The f32
   // accumulator sums the same terms, in another order.
-  std::stable_sort(pairs_.begin(), pairs_.end(), [](auto x, auto y) { return x.second < y.second; });
-  weights_transposed_ = s.b_dtype == DType::BF16 && s.b_transposed;
-  staged_ = s.b_dtype != DType::BF16 || (s.b_transposed && !weights_transposed_);
+  std::stable_sort(pairs_.begin(), pairs_.end(), [&](auto x, auto y) { return weight_part(x) < weight_part(y); });
+  // A bf16 B is loaded as it lands unless its finite form is needed: that one is made on the
+  // vector unit, as f32 and f16 B are split into parts.
+  weights_transposed_ = s.b_dtype == DType::BF16 && s.b_transposed && !finite_passes_;
+  staged_ = s.b_dtype != DType::BF16 || (s.b_transposed && !weights_transposed_) || finite_passes_;
   panels_ahead_ = overlap_passes_ && s.batch == 1 && s.n > bn_ && chip_.dma_queues >= 3;  // a second column block, a third queue
 
   VmemLayout vmem_layout;
@@ -94,7 +98,7 @@ bool MatmulSchedule::plan(int max_mxus, int64_t max_rows, bool allow_a_resident)
   weight_slice_bytes_ = weights_transposed_ ? d_ * 2 : d_ * bn_ * 2;
   weight_mxu_bytes_ = weights_transposed_ ? d_ * k_pad_ * 2 : d_ * 2;
   weight_stride_ = weights_transposed_ ? k_pad_ * 2 : bn_ * 2;
-  panel_vmem_ = vmem_layout.place(2 * b_parts_ * part_bytes_);
+  panel_vmem_ = vmem_layout.place(2 * b_stored_parts_ * part_bytes_);
   staging_bytes_ = s.b_transposed ? uint64_t(bn_) * k_pad_ * eb_b_ : uint64_t(k_pad_) * bn_ * eb_b_;
   if (staged_) staging_vmem_ = vmem_layout.place(2 * staging_bytes_);
   if (s.a_transposed) {  // a block's A^T, [Kpad, BM rounded up to whole 128-lane blocks], per parity

@@ -38,6 +38,11 @@ struct MatmulSchedule {
   std::vector<EpilogueBuffer> epilogue_;
   int64_t d_ = 128, bn_ = 0, bm_ = 0, k_pad_ = 0, kt_ = 0;
   int group_ = 1, mxus_ = 1, eb_a_ = 2, eb_b_ = 2, eb_c_ = 4, a_parts_ = 1, b_parts_ = 1;
+  // With more than one pass, every pass but the leading one reads the operands with their
+  // non-finite elements as 0 (kernels/codegen/bf16_parts.h): B's panel then holds its part 0 as
+  // it is, then the b_parts_ parts of its finite form, b_stored_parts_ in all.
+  bool finite_passes_ = false;
+  int b_stored_parts_ = 1;
   bool overlap_passes_ = true;  // the next B panel may stream across a pass, write-backs be deferred
   bool staged_ = false, a_resident_ = false, defer_ = false, panels_ahead_ = false;
   // bf16 B given transposed ([N, K], a Linear weight) lands in the panel as it lies, [BN, Kpad],
@@ -59,6 +64,11 @@ struct MatmulSchedule {
   // constructor tries (every MXU of the core, up to 256 rows) fits, A resident or not. Smaller
   // blocks reload weights more often than the MXUs can hide (kernels/compose/long_k_matmul.h).
   bool full_size_blocks() const { return full_size_blocks_; }
+
+  // Which of the panel's stored weight parts the pass multiplying (A part, B part) loads.
+  int weight_part(std::pair<int, int> pass) const {
+    return finite_passes_ && pass != std::pair{0, 0} ? 1 + pass.second : pass.second;
+  }
 
  private:
   void validate();

@@ -5,6 +5,8 @@
 
 #include <Eigen/Core>
 #include <cmath>
+#include <functional>
+#include <limits>
 
 #include "isa/disassembler.h"
 #include "kernels/generators/matmul.h"
@@ -45,14 +47,18 @@ struct Result {
   sim::LaunchResult launch;
 };
 
+// Edits the random inputs before a run: A as [batch, M, K], B as the kernel reads it.
+using EditInputs = std::function<void(std::vector<float>& a, std::vector<float>& w)>;
+
 // Runs spec on random inputs; `extra` are epilogue inputs (already in their dtype). `rows`,
 // `cols`, `depth`: the M, N and K passed at launch (default spec's, the most the program serves).
 Result run(const kernels::MatmulSpec& spec, const std::string& chip = "v5e", std::vector<testing::HostBuffer> extra = {},
-           int64_t rows = 0, int64_t cols = 0, int64_t depth = 0) {
+           int64_t rows = 0, int64_t cols = 0, int64_t depth = 0, const EditInputs& edit = {}) {
   const int64_t b = spec.batch, m = rows > 0 ? rows : spec.m, n = cols > 0 ? cols : spec.n, k = depth > 0 ? depth : spec.k;
   const int64_t b_count = spec.b_shared ? 1 : b;
-  const auto a = testing::random_floats(b * m * k, 21, -1, 1);
-  const auto w = testing::random_floats(b_count * k * n, 22, -1, 1);
+  auto a = testing::random_floats(b * m * k, 21, -1, 1);
+  auto w = testing::random_floats(b_count * k * n, 22, -1, 1);
+  if (edit) edit(a, w);
   std::vector<float> a_given = a;  // A as the kernel reads it: [b, K, M] when transposed
   if (spec.a_transposed) {
     for (int64_t bi = 0; bi < b; ++bi) {
@@ -168,6 +174,76 @@ TEST_SUITE("kernels") {
     CHECK(errors[2] < errors[1]);
     CHECK(kernels::passes_for_precision("high") == 3);
     CHECK_THROWS_AS(kernels::passes_for_precision("fast"), kernels::KernelError);
+  }
+
+  TEST_CASE("infinities and NaN propagate as an f32 GEMM's at 3 and 6 passes, B as given or transposed, mixed dtypes") {
+    // The CPU's f32 GEMM: a NaN term (a NaN operand, inf * 0) or +inf beside -inf gives NaN, an
+    // infinite term its infinity. Splitting an infinity into bf16 parts gave NaN wherever it met
+    // a value bf16 holds exactly (its part 1 is 0): every pass but the leading one multiplies
+    // finite forms (kernels/codegen/bf16_parts.h).
+    const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+    const int64_t m = 24, n = 200, k = 300;
+    for (auto [ta, tb] : {std::pair{DType::F32, DType::F32}, {DType::F32, DType::BF16}, {DType::BF16, DType::F32}, {DType::F16, DType::F32}}) {
+      for (int passes : {3, 6}) {
+        for (bool transposed : {false, true}) {
+          for (const char* chip : {"v5e", "v6e"}) {
+            CAPTURE(kernels::dtype_name(ta));
+            CAPTURE(kernels::dtype_name(tb));
+            CAPTURE(passes);
+            CAPTURE(transposed);
+            CAPTURE(chip);
+            auto spec = spec_of(m, n, k, ta);
+            spec.b_dtype = tb;
+            spec.passes = passes;
+            spec.b_transposed = transposed;
+            std::vector<float> a_in, w_in;
+            const auto at_b = [&](int64_t kk, int64_t j) { return transposed ? j * k + kk : kk * n + j; };
+            const auto r = run(spec, chip, {}, 0, 0, 0, [&](std::vector<float>& a, std::vector<float>& w) {
+              for (int64_t kk = 0; kk < k; ++kk) w[at_b(kk, 7)] = 1.0f;  // column 7: exact in bf16
+              w[at_b(5, 9)] = 0.0f;
+              a[0 * k + 5] = inf;    // row 0 meets a zero in column 9 only
+              a[1 * k + 8] = -inf;
+              a[2 * k + 11] = nan;
+              w[at_b(20, 3)] = inf;  // column 3: every row but 4 and 5 meets it
+              a[4 * k + 20] = 0.0f;
+              a[5 * k + 20] = -inf;
+              a[6 * k + 30] = inf;  // row 6: +inf and -inf terms in column 12
+              w[at_b(31, 12)] = -inf;
+              a[6 * k + 31] = 1.0f;
+              a_in = a;
+              w_in = w;
+            });
+            const auto as = seen(a_in, ta), ws = seen(w_in, tb);
+            int non_finite = 0;
+            for (int64_t i = 0; i < m; ++i) {
+              for (int64_t j = 0; j < n; ++j) {
+                bool nan_term = false, plus = false, minus = false;
+                double sum = 0, mag = 0;
+                for (int64_t kk = 0; kk < k; ++kk) {
+                  const double t = double(as[i * k + kk]) * double(ws[at_b(kk, j)]);
+                  nan_term |= std::isnan(t);
+                  plus |= t == inf;
+                  minus |= t == -inf;
+                  if (std::isfinite(t)) sum += t, mag += std::fabs(t);
+                }
+                const float got = r.c[i * n + j];
+                CAPTURE(i);
+                CAPTURE(j);
+                if (nan_term || (plus && minus)) {
+                  CHECK(std::isnan(got));
+                } else if (plus || minus) {
+                  CHECK(got == (plus ? inf : -inf));
+                } else {
+                  CHECK(std::fabs(got - sum) <= std::ldexp(1.0, -15) * mag + 1e-30);
+                }
+                non_finite += !std::isfinite(got);
+              }
+            }
+            CHECK(non_finite >= 2 * n);  // rows 0, 1, 2 and 5 and most of column 3
+          }
+        }
+      }
+    }
   }
 
   TEST_CASE("B given transposed (a Linear weight): f32 staged; bf16 loaded by mxu.lw.t, as fast as B as given") {

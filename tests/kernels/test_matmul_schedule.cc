@@ -61,13 +61,37 @@ TEST_SUITE("kernels") {
     REQUIRE(s.pairs_.size() == 6);
     CHECK(std::is_sorted(s.pairs_.begin(), s.pairs_.end(), [](auto x, auto y) { return x.second < y.second; }));
     CHECK(s.staged_);  // f32 B is converted into parts on the VPU
+    // The leading pass multiplies B's part 0 as it is, the others the parts of its finite form:
+    // four stored parts, loaded in order, each once per K slice.
+    CHECK(s.finite_passes_);
+    CHECK(s.b_stored_parts_ == 4);
+    CHECK(s.pairs_.front() == std::pair{0, 0});
+    CHECK(s.weight_part(s.pairs_.front()) == 0);
+    CHECK(std::is_sorted(s.pairs_.begin(), s.pairs_.end(), [&](auto x, auto y) { return s.weight_part(x) < s.weight_part(y); }));
+    for (size_t i = 1; i < s.pairs_.size(); ++i) CHECK(s.weight_part(s.pairs_[i]) == 1 + s.pairs_[i].second);
+  }
+
+  TEST_CASE("one pass needs no finite form; a bf16 B beside a split f32 A is staged to make one") {
+    const sim::ChipConfig chip = sim::load_chip("v5e");
+    const kernels::MatmulSchedule one(spec_of(256, 256, 256, DType::F32, 1), chip, true);
+    CHECK_FALSE(one.finite_passes_);
+    CHECK(one.b_stored_parts_ == 1);
+    auto mixed = spec_of(256, 256, 256, DType::F32, 6);
+    mixed.b_dtype = DType::BF16;
+    const kernels::MatmulSchedule s(mixed, chip, true);
+    CHECK(s.b_parts_ == 1);
+    CHECK(s.pairs_.size() == 3);  // A's three parts against B's one
+    CHECK(s.finite_passes_);
+    CHECK(s.b_stored_parts_ == 2);
+    CHECK(s.staged_);
   }
 
   TEST_CASE("a schedule too large for VMEM takes smaller blocks: A read per block, fewer rows, fewer MXUs") {
-    // f32 at 'highest' on v4 (12 MiB of kernel VMEM): the full-size blocks' B panels (three bf16
-    // parts of all of K for 4 MXUs' columns, twice) and f32 staging need 15.7 MB at 1024^3.
+    // f32 at 'highest' on v4 (12 MiB of kernel VMEM): the full-size blocks' B panels (four
+    // stored bf16 parts of all of K for 4 MXUs' columns, twice) and f32 staging do not fit at
+    // 1024^3.
     const sim::ChipConfig v4 = sim::load_chip("v4");
-    for (int64_t k : {1024, 2048, 4096}) {
+    for (int64_t k : {1024, 2048}) {
       CAPTURE(k);
       const kernels::MatmulSchedule s(spec_of(1024, 1024, k, DType::F32, 6), v4, true);
       CHECK(s.vmem_bytes_ <= v4.kernel_vmem_bytes());
@@ -82,7 +106,7 @@ TEST_SUITE("kernels") {
     CHECK(full.bm_ == 256);
     CHECK(full.a_resident_);
     // B's panel holds all of K: past that, even one MXU's 128 columns do not fit.
-    CHECK_THROWS_WITH_AS(kernels::MatmulSchedule(spec_of(1024, 1024, 16384, DType::F32, 6), v4, true),
+    CHECK_THROWS_WITH_AS(kernels::MatmulSchedule(spec_of(1024, 1024, 4096, DType::F32, 6), v4, true),
                          doctest::Contains("bytes of VMEM even in its smallest blocks (8 rows, one MXU), v4 has 12582912"),
                          kernels::KernelError);
   }

@@ -73,3 +73,28 @@ def test_cumsum_carries_infinities_and_nan_forward_only():
                       [1.0, 2.0, 3.0, 4.0]])
     for dim in (0, 1):
         torch.testing.assert_close(x.to("tpu").cumsum(dim).cpu(), x.cumsum(dim), equal_nan=True)
+
+
+@pytest.mark.parametrize("precision", ["highest", "high"])
+def test_float32_matmuls_carry_infinities_as_the_cpus(precision):
+    # An f32 matmul splits its operands into bf16 parts; an infinity split as it is met a value
+    # bf16 holds exactly (1.0: part 1 is 0) as inf * 0 = NaN where the CPU's product is inf.
+    inf = float("inf")
+    torch.manual_seed(0)
+    a, b = torch.randn(6, 40), torch.randn(40, 5)
+    b[:, 0] = 1.0
+    b[3, 1] = 0.0
+    a[0, 3], a[1, 7], a[2, 9] = inf, -inf, float("nan")
+    a[3, 3], a[3, 4] = inf, -inf  # +inf and -inf terms: NaN
+    w = torch.randn(5, 40)
+    w[2, 11] = inf
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision)
+    try:
+        for f in (lambda x, y: x @ y, lambda x, y: F.linear(x, w.to(x.device)), lambda x, y: torch.addmm(y[0], x, y)):
+            want = f(a, b)
+            got = f(a.to("tpu"), b.to("tpu")).cpu()
+            assert (~want.isfinite()).sum() >= 10
+            torch.testing.assert_close(got, want, equal_nan=True, atol=1e-4, rtol=1e-4)
+    finally:
+        torch.set_float32_matmul_precision(previous)
