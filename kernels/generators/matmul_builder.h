@@ -129,9 +129,14 @@ class MatmulBuilder : private MatmulSchedule {
   // at s`a_base`: 128x128 blocks through vtrans.
   void transpose_a_slice(int kt, int a_base, int parity, RegisterPool& vregs);
 
-  // The LHS part the pass (A part, B part) multiplies, of the 8 x D rows at s`addr`, into the
-  // group starting at `g` (v`zero` holds 0 with finite_passes_).
-  void load_lhs(int g, int addr, std::pair<int, int> pass, RegisterPool& vregs, RegisterPool& masks, int zero);
+  // The LHS part the pass (A part, B part) multiplies, of 8 x D rows, into the group starting at
+  // `g`: from the A panel at s`addr` in the leading pass, from the rows' finite form at s`addr`
+  // in the others (see matmul_operands.cc).
+  void load_lhs(int g, int addr, std::pair<int, int> pass, RegisterPool& vregs);
+
+  // The finite form of the LHS rows in group g.. (just pushed by the leading pass) to s`addr`,
+  // for the slice's other passes; v`zero` holds 0.
+  void store_finite_lhs(int g, int addr, RegisterPool& vregs, RegisterPool& masks, int zero);
 
   // Registers of a block being drained: its coordinates, the C row cursor and the epilogue
   // operand cursors.
@@ -197,8 +202,9 @@ class MatmulBuilder : private MatmulSchedule {
   void wait_for_slice(const Compute& c, const std::string& have_a, const std::string& have_b, int t, RegisterPool& vregs,
                       RegisterPool& masks, int zero);
 
-  // Loads stored weight part `part` (weight_part) of slice s`c.kt` into every MXU.
-  void load_weight_part(const Compute& c, int part, int wt, int t);
+  // Loads stored weight part `part` (weight_part) of slice s`c.kt` into every MXU (into the back
+  // buffers only, when `back_buffer`).
+  void load_weight_part(const Compute& c, int part, int wt, int t, bool back_buffer);
 
   // Loads every MXU's weights from the slice whose MXU-0 weights start at s`addr` (moved on by
   // the loads), into the back buffers (mxu.lwb) or the active ones (mxu.lw); the transposed

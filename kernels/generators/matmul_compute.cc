@@ -77,13 +77,13 @@ void MatmulBuilder::wait_for_slice(const Compute& c, const std::string& have_a, 
   w_.place(have_a);
 }
 
-// Loads stored weight part `part` (weight_part) of slice s`c.kt` into every MXU; s`wt` and s`t`
-// are scratch.
-void MatmulBuilder::load_weight_part(const Compute& c, int part, int wt, int t) {
+// Loads stored weight part `part` (weight_part) of slice s`c.kt` into every MXU, into the back
+// buffers only when `back_buffer`; s`wt` and s`t` are scratch.
+void MatmulBuilder::load_weight_part(const Compute& c, int part, int wt, int t, bool back_buffer) {
   w_.line("smuli s{}, s{}, {}", wt, c.kt, weight_slice_bytes_);
   w_.line("sadd s{}, s{}, s{}", wt, wt, c.panel);
   w_.line("saddi s{}, s{}, {}", t, wt, int64_t(part) * int64_t(part_bytes_));
-  load_weights_from(t, false);
+  load_weights_from(t, back_buffer);
 }
 
 void MatmulBuilder::load_weights_from(int addr, bool back_buffer) {
@@ -111,10 +111,15 @@ void MatmulBuilder::emit_slice(const Compute& c, Drain* drain, RegisterPool& vre
   wait_for_slice(c, have_a, have_b, t, vregs, masks, zero);
   const int slot0 = c.parity * static_cast<int>(bm_ / kSublanes);
   int last_weights = pipelined() ? 0 : -1;  // pipelined: the weights are in place already
+  int in_back = -1;  // the weight part loaded into the back buffers ahead of its passes
   for (size_t pass = 0; pass < pairs_.size(); ++pass) {
     if (weight_part(pairs_[pass]) != last_weights) {
       last_weights = weight_part(pairs_[pass]);
-      load_weight_part(c, last_weights, wt, t);
+      if (in_back == last_weights) {
+        for (int j = 0; j < mxus_; ++j) w_.line("mxu.swap mxu{}", j);
+      } else {
+        load_weight_part(c, last_weights, wt, t, false);
+      }
     }
     if (pass == 0) {
       // The same slice of the next block, issued after the weight load so its scalar work
@@ -127,6 +132,13 @@ void MatmulBuilder::emit_slice(const Compute& c, Drain* drain, RegisterPool& vre
       w_.place(no_prefetch);
       if (panels_ahead_) issue_next_panel_piece(c);
       take();
+    }
+    // The slice's next weight part goes into the back buffers before this pass's rows: it loads
+    // while they are multiplied (once the pass before this one is done with those buffers), and
+    // its passes begin with a swap instead of waiting for a load.
+    if (pass + 1 < pairs_.size() && weight_part(pairs_[pass + 1]) != last_weights) {
+      in_back = weight_part(pairs_[pass + 1]);
+      load_weight_part(c, in_back, wt, t, true);
     }
     // Row tiles past M's end (known only at launch) are skipped tile by tile, in a copy of the
     // loop placed out of line: most blocks are full, and the checks (or a taken branch) would
@@ -148,8 +160,12 @@ void MatmulBuilder::emit_slice(const Compute& c, Drain* drain, RegisterPool& vre
           w_.line("bge s{}, s{}, {}", wt, t, skip);
         }
         const int g = vregs.take_run(group_);
-        load_lhs(g, row, pairs_[pass], vregs, masks, zero);
+        // s`wt`: where this tile's finite LHS rows lie (finite_passes_)
+        if (finite_passes_) w_.load_immediate(wt, int64_t(finite_a_vmem_) + rt * kSublanes * d_ * 4);
+        const bool leading = pairs_[pass] == std::pair{0, 0};
+        load_lhs(g, finite_passes_ && !leading ? wt : row, pairs_[pass], vregs);
         for (int j = 0; j < mxus_; ++j) w_.line("mxu.mm mxu{}, v{}, {}", j, g, slot0 + rt);
+        if (finite_passes_ && leading) store_finite_lhs(g, wt, vregs, masks, zero);
         vregs.release_run(g, group_);
         w_.line("saddi s{}, s{}, {}", row, row, kSublanes * k_pad_ * eb_a_);
         w_.place(skip);

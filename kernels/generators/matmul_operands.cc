@@ -149,18 +149,31 @@ void MatmulBuilder::transpose_a_slice(int kt, int a_base, int parity, RegisterPo
   r.release(dst);
 }
 
-// The LHS part `pass` multiplies of the 8 x D rows at s`addr` into the group starting at `g`:
-// the part of the rows as they are in the leading pass, of their finite form in the others
-// (v`zero` holds 0).
-void MatmulBuilder::load_lhs(int g, int addr, std::pair<int, int> pass, RegisterPool& vregs, RegisterPool& masks, int zero) {
+// The LHS part `pass` multiplies, of 8 x D rows, into the group starting at `g`: in the leading
+// pass from the A panel at s`addr`; in the others (finite_passes_) from the rows' finite form the
+// leading pass stored at s`addr` (store_finite_lhs), f32 rows D apart.
+void MatmulBuilder::load_lhs(int g, int addr, std::pair<int, int> pass, RegisterPool& vregs) {
   const bool finite = finite_passes_ && pass != std::pair{0, 0};
-  const int scratch = finite ? vregs.take() : -1;
   for (int q = 0; q < group_; ++q) {
-    w_.line("{} v{}, m0, s{}, {}, {}", load_mnemonic(spec_.a_dtype), g + q, addr, q * kLanes * eb_a_, k_pad_ * eb_a_);
-    if (finite) finite_form(w_, masks, g + q, g + q, zero, scratch);
+    if (finite) {
+      w_.line("vld v{}, m0, s{}, {}, {}", g + q, addr, q * kLanes * 4, d_ * 4);
+    } else {
+      w_.line("{} v{}, m0, s{}, {}, {}", load_mnemonic(spec_.a_dtype), g + q, addr, q * kLanes * eb_a_, k_pad_ * eb_a_);
+    }
     peel_bf16_parts(w_, vregs, g + q, 1, 0, pass.first);
   }
-  if (finite) vregs.release(scratch);
+}
+
+// After the leading pass pushed LHS rows g..: their finite form, f32, to s`addr` (rows D apart),
+// for the other passes of the slice to load. Made once per slice, not once per pass: four vector
+// instructions per vreg where making it in each of five passes took fifteen.
+void MatmulBuilder::store_finite_lhs(int g, int addr, RegisterPool& vregs, RegisterPool& masks, int zero) {
+  const int scratch = vregs.take();
+  for (int q = 0; q < group_; ++q) {
+    finite_form(w_, masks, g + q, g + q, zero, scratch);
+    w_.line("vst v{}, m0, s{}, {}, {}", g + q, addr, q * kLanes * 4, d_ * 4);
+  }
+  vregs.release(scratch);
 }
 
 }  // namespace vtpu::kernels::matmul_detail

@@ -94,6 +94,7 @@ bool MatmulSchedule::plan(int max_mxus, int64_t max_rows, bool allow_a_resident)
   a_panel_bytes_ = uint64_t(bm_) * k_pad_ * eb_a_;
   a_vmem_[0] = vmem_layout.place(a_resident_ ? a_all : a_panel_bytes_);
   a_vmem_[1] = a_resident_ ? a_vmem_[0] : vmem_layout.place(a_panel_bytes_);
+  if (finite_passes_) finite_a_vmem_ = vmem_layout.place(uint64_t(bm_) * d_ * 4);
   part_bytes_ = uint64_t(k_pad_) * bn_ * 2;
   weight_slice_bytes_ = weights_transposed_ ? d_ * 2 : d_ * bn_ * 2;
   weight_mxu_bytes_ = weights_transposed_ ? d_ * k_pad_ * 2 : d_ * 2;

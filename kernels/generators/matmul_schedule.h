@@ -43,6 +43,9 @@ struct MatmulSchedule {
   // it is, then the b_parts_ parts of its finite form, b_stored_parts_ in all.
   bool finite_passes_ = false;
   int b_stored_parts_ = 1;
+  // With finite_passes_: the finite form of a K slice's LHS rows, [BM, D] f32, stored by the
+  // leading pass and loaded by the others.
+  uint64_t finite_a_vmem_ = 0;
   bool overlap_passes_ = true;  // the next B panel may stream across a pass, write-backs be deferred
   bool staged_ = false, a_resident_ = false, defer_ = false, panels_ahead_ = false;
   // bf16 B given transposed ([N, K], a Linear weight) lands in the panel as it lies, [BN, Kpad],

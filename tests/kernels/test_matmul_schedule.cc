@@ -69,6 +69,9 @@ TEST_SUITE("kernels") {
     CHECK(s.weight_part(s.pairs_.front()) == 0);
     CHECK(std::is_sorted(s.pairs_.begin(), s.pairs_.end(), [&](auto x, auto y) { return s.weight_part(x) < s.weight_part(y); }));
     for (size_t i = 1; i < s.pairs_.size(); ++i) CHECK(s.weight_part(s.pairs_[i]) == 1 + s.pairs_[i].second);
+    // The leading pass stores a slice's finite LHS rows ([BM, D] f32) for the others to load.
+    CHECK(s.finite_a_vmem_ > 0);
+    CHECK(s.finite_a_vmem_ + uint64_t(s.bm_ * s.d_ * 4) <= s.vmem_bytes_);
   }
 
   TEST_CASE("one pass needs no finite form; a bf16 B beside a split f32 A is staged to make one") {
