@@ -74,8 +74,8 @@ void AttentionBuilder::plan() {
     if (s_.write_lse) l_off_ = vmem_layout.place(g_.q_pad * kRowOfVreg);
     head_bytes_ = int64_t(vmem_layout.end());
     vmem_layout.repeat(buffers_);
-    kt_vmem_ = vmem_layout.place(g_.parts * kt_part_bytes_);
-    vp_vmem_ = vmem_layout.place(g_.parts * vp_part_bytes_);
+    kt_vmem_ = vmem_layout.place(g_.stored_parts * kt_part_bytes_);
+    vp_vmem_ = vmem_layout.place(g_.stored_parts * vp_part_bytes_);
     state_vmem_ = vmem_layout.place(chunk_tiles_ * record_bytes_);
     if (vmem_layout.end() <= chip_.kernel_vmem_bytes()) break;
     if (buffers_ == 1) {
@@ -180,10 +180,10 @@ void AttentionBuilder::issue_inputs(int head, int buffer, int inputs) {
   for (int x : {hbm, vm, rows, rb, vs, t}) r.release(x);
 }
 
-// Writes the bf16 parts of vreg `x` to VMEM at s`addr` (+ part_stride per part), rows `stride`
-// apart (bf16_parts.h). Leaves x changed.
+// Writes vreg `x` as weights (its stored parts) to VMEM at s`addr` (+ part_stride per part), rows
+// `stride` apart (bf16_parts.h).
 void AttentionBuilder::store_parts(int x, int addr, int64_t part_stride, int64_t stride) {
-  store_bf16_parts(w_, vregs_, x, addr, 0, g_.parts, part_stride, stride);
+  store_weight_parts(w_, vregs_, finite_mask_, x, addr, 0, g_.parts, g_.finite_passes, c_.zero, part_stride, stride);
 }
 
 // k^T weights: key block j's part p is a D x D block (row = head dim, column = key) at

@@ -78,11 +78,11 @@ uint64_t AttentionBackwardBuilder::place_buffers(bool reuse_inputs_for_gradients
   // Part b of each weight at b * key_part_ (per key block) or b * query_part_ (per query block).
   key_part_ = g_.key_blocks * weight_block_;
   query_part_ = g_.q_pad / kBlock * weight_block_;
-  kt_ = vmem_layout.place(g_.parts * key_part_);
-  vt_ = paired_ ? kt_ + diagonal : vmem_layout.place(g_.parts * key_part_);
-  kw_ = vmem_layout.place(g_.parts * key_part_);
-  dow_ = vmem_layout.place(g_.parts * query_part_);
-  qw_ = paired_ ? dow_ + diagonal : vmem_layout.place(g_.parts * query_part_);
+  kt_ = vmem_layout.place(g_.stored_parts * key_part_);
+  vt_ = paired_ ? kt_ + diagonal : vmem_layout.place(g_.stored_parts * key_part_);
+  kw_ = vmem_layout.place(g_.stored_parts * key_part_);
+  dow_ = vmem_layout.place(g_.stored_parts * query_part_);
+  qw_ = paired_ ? dow_ + diagonal : vmem_layout.place(g_.stored_parts * query_part_);
   rows_ = vmem_layout.place(g_.q_pad / kSublanes * 2 * kVregBytes);  // per tile: lse broadcast, delta
   dq_acc_ = vmem_layout.place(g_.q_pad * kRowOfVreg);
   p_stage_ = vmem_layout.place(kBlock * kRowOfVreg);
@@ -183,16 +183,16 @@ void AttentionBackwardBuilder::transposed_weights(int64_t src_at, int64_t dst_at
   for (int x : {j, n, src, dst, a}) r.release(x);
 }
 
-// Vreg `x` as bf16 weight rows at s`addr`, its parts `part_stride` apart (bf16_parts.h).
-// Leaves x changed.
+// Vreg `x` as bf16 weight rows at s`addr`, its stored parts `part_stride` apart (bf16_parts.h).
 void AttentionBackwardBuilder::store_parts(int x, int addr, int64_t part_stride) {
-  store_bf16_parts(w_, vregs_, x, addr, 0, g_.parts, part_stride, weight_row_);
+  store_weight_parts(w_, vregs_, finite_mask_, x, addr, 0, g_.parts, g_.finite_passes, c_.zero, part_stride, weight_row_);
 }
 
-// The LHS parts paired with weight part b, in increasing order (each peeled from the last).
+// The LHS parts paired with stored weight part b, in increasing order (each peeled from the
+// last).
 std::vector<int> AttentionBackwardBuilder::lhs_parts(int b) const {
   std::vector<int> out;
-  for (auto [lp, wp] : g_.pairs) if (wp == b) out.push_back(lp);
+  for (auto pass : g_.pairs) if (stored_weight_part(pass, g_.finite_passes) == b) out.push_back(pass.first);
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -62,13 +62,21 @@ void AttentionBackwardBuilder::query_block(int tiles) {
   accumulate_dq(tiles);
 }
 
+// LHS vregs x..x+count-1 as stored weight part b's passes multiply them: as they are for the
+// leading pass (b = 0), their finite forms for the others (bf16_parts.h).
+void AttentionBackwardBuilder::finite_forms(int x, int count, int b, int scratch) {
+  if (!g_.finite_passes || b == 0) return;
+  for (int i = 0; i < count; ++i) finite_form(w_, finite_mask_, x + i, x + i, c_.zero, scratch);
+}
+
 // (1) scores q @ k^T into mxu0 slot i and dout @ v^T into mxu1 slot i (paired: both in mxu0
 // slot i), per weight part the LHS parts paired with it.
 void AttentionBackwardBuilder::scores_and_dp(int tiles) {
   auto& r = w_.sregs();
   const int qp = r.take(), dp = r.take(), t = r.take();
   const int x = vregs_.take_run(2), y = x + 1;  // paired, [q | dout] is one MXU row
-  for (int b = 0; b < g_.parts; ++b) {
+  const int scratch = g_.finite_passes ? vregs_.take() : -1;
+  for (int b = 0; b < g_.stored_parts; ++b) {
     const std::vector<int> lhs = lhs_parts(b);
     if (lhs.empty()) continue;
     if (g_.parts > 1) {
@@ -81,6 +89,7 @@ void AttentionBackwardBuilder::scores_and_dp(int tiles) {
     for (int i = 0; i < tiles; ++i) {
       w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), x, qp, g_.row_bytes);
       w_.line("{} v{}, m0, s{}, 0, {}", load_mnemonic(s_.dtype), y, dp, g_.row_bytes);
+      finite_forms(x, 2, b, scratch);
       int held = 0;
       for (int a : lhs) {
         peel_bf16_parts(w_, vregs_, x, 2, held, a);
@@ -96,6 +105,7 @@ void AttentionBackwardBuilder::scores_and_dp(int tiles) {
       w_.line("saddi s{}, s{}, {}", dp, dp, kSublanes * g_.row_bytes);
     }
   }
+  if (scratch >= 0) vregs_.release(scratch);
   vregs_.release_run(x, 2);
   for (int v : {qp, dp, t}) r.release(v);
 }
@@ -106,13 +116,15 @@ void AttentionBackwardBuilder::dq_products(int tiles) {
   const int a = r.take(), t = r.take();
   const int x = vregs_.take_run(2);  // paired, [ds | 0]
   if (paired_) w_.line("vmov v{}, v{}", x + 1, c_.zero);
-  for (int b = 0; b < g_.parts; ++b) {
+  const int scratch = g_.finite_passes ? vregs_.take() : -1;
+  for (int b = 0; b < g_.stored_parts; ++b) {
     const std::vector<int> lhs = lhs_parts(b);
     if (lhs.empty()) continue;
     load_key_weights(kDq, kw_, b, t);
     w_.load_immediate(a, ds_stage_);
     for (int i = 0; i < tiles; ++i) {
       w_.line("vld v{}, m0, s{}, 0, {}", x, a, kRowOfVreg);
+      finite_forms(x, 1, b, scratch);
       int held = 0;
       for (int lp : lhs) {
         peel_bf16_parts(w_, vregs_, x, 1, held, lp);
@@ -122,6 +134,7 @@ void AttentionBackwardBuilder::dq_products(int tiles) {
       w_.line("saddi s{}, s{}, {}", a, a, kVregBytes);
     }
   }
+  if (scratch >= 0) vregs_.release(scratch);
   vregs_.release_run(x, 2);
   r.release(a);
   r.release(t);
@@ -177,6 +190,7 @@ void AttentionBackwardBuilder::transposed_products() {
   // Paired, or peeling parts, a tile is pushed from a copy: zero, tile, zero.
   const bool copied = paired_ || g_.parts > 1;
   const int lhs = copied ? vregs_.take_run(3) : -1;
+  const int scratch = g_.finite_passes ? vregs_.take() : -1;
   if (paired_) {
     w_.line("vmov v{}, v{}", lhs, c_.zero);
     w_.line("vmov v{}, v{}", lhs + 2, c_.zero);
@@ -189,7 +203,7 @@ void AttentionBackwardBuilder::transposed_products() {
       w_.line("saddi s{}, s{}, {}", a, a, kVregBytes);
     }
     w_.line("vtrans v{}, v{}", block, block);
-    for (int b = 0; b < g_.parts; ++b) {
+    for (int b = 0; b < g_.stored_parts; ++b) {
       const std::vector<int> parts = lhs_parts(b);
       if (parts.empty()) continue;
       if (!paired_ || k == 0 || g_.parts > 1) {  // paired at one pass, the block diagonal serves both
@@ -204,6 +218,7 @@ void AttentionBackwardBuilder::transposed_products() {
           continue;
         }
         w_.line("vmov v{}, v{}", lhs + 1, block + v);
+        finite_forms(lhs + 1, 1, b, scratch);
         int held = 0;
         for (int lp : parts) {
           peel_bf16_parts(w_, vregs_, lhs + 1, 1, held, lp);
@@ -213,6 +228,7 @@ void AttentionBackwardBuilder::transposed_products() {
       }
     }
   }
+  if (scratch >= 0) vregs_.release(scratch);
   vregs_.release_run(block, 16);
   if (copied) vregs_.release_run(lhs, 3);
   r.release(a);

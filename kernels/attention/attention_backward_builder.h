@@ -74,12 +74,17 @@ class AttentionBackwardBuilder {
   // Per key block: the 128 x 128 block of rows j*128.. of `src` transposed into bf16 weights.
   void transposed_weights(int64_t src_at, int64_t dst_at);
 
-  // Vreg `x` as bf16 weight rows at s`addr`, its parts `part_stride` apart (bf16_parts.h).
+  // Vreg `x` as bf16 weight rows at s`addr`, its stored parts `part_stride` apart (bf16_parts.h).
   // Leaves x changed.
   void store_parts(int x, int addr, int64_t part_stride);
 
-  // The LHS parts paired with weight part b, in increasing order (each peeled from the last).
+  // The LHS parts paired with stored weight part b, in increasing order (each peeled from the
+  // last).
   std::vector<int> lhs_parts(int b) const;
+
+  // LHS vregs x..x+count-1 as stored weight part b's passes multiply them (the finite forms but
+  // for the leading pass); v`scratch` is clobbered.
+  void finite_forms(int x, int count, int b, int scratch);
 
   // The `rows` rows of `src` (a multiple of 128: padding rows are zero) as bf16 weight rows, 128
   // rows to a weight block; its parts `part_stride` apart.
@@ -128,6 +133,8 @@ class AttentionBackwardBuilder {
   const sim::ChipConfig& chip_;
   AsmWriter w_;
   RegisterPool vregs_{"vector registers", 0, 31};
+  // The mask register finite forms use (the causal and ragged-key masks take mask 1).
+  RegisterPool finite_mask_{"mask registers", 7, 7};
   AttentionGeometry g_;  // shared with the forward kernel
   int64_t full_query_blocks_ = 0, last_rows_ = 0;
   bool paired_ = false;                           // a 256-wide MXU holds two 128-wide weight blocks

@@ -77,8 +77,8 @@ class AttentionBuilder {
   // The next head's `inputs`, if there is one, into the buffer it will use (`t`: scratch).
   void fetch_next_head(int t, int inputs);
 
-  // Writes the bf16 parts of vreg `x` to VMEM at s`addr` (+ part_stride per part), rows `stride`
-  // apart (bf16_parts.h). Leaves x changed.
+  // Writes vreg `x` as weights (its stored parts) to VMEM at s`addr` (+ part_stride per part),
+  // rows `stride` apart (bf16_parts.h).
   void store_parts(int x, int addr, int64_t part_stride, int64_t stride);
 
   // k^T weights: key block j's part p is a D x D block (row = head dim, column = key) at
@@ -153,6 +153,8 @@ class AttentionBuilder {
   const sim::ChipConfig& chip_;
   AsmWriter w_;
   RegisterPool vregs_{"vector registers", 0, 31};
+  // The mask register finite forms use: the softmax streams take masks 1 to stream_ways().
+  RegisterPool finite_mask_{"mask registers", 7, 7};
   AttentionGeometry g_;  // shared with the backward kernel
   int d_ = 0, group_ = 0, chunk_tiles_ = 0, head_lane_blocks_ = 1;
   int64_t full_chunks_ = 0, last_rows_ = 0, chunks_ = 0;

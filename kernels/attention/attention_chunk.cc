@@ -63,16 +63,18 @@ void AttentionBuilder::emit_chunk(int tiles, int64_t rows) {
   finish_chunk(tiles, rows);
 }
 
-// The products of one phase by MXU passes: per weight part b (the D x D block of key block j at
-// region + b * part_bytes, loaded once for the chunk), every tile's LHS parts paired with b
-// pushed into slot slot0 + i of `mxu`.
+// The products of one phase by MXU passes: per stored weight part b (the D x D block of key
+// block j at region + b * part_bytes, loaded once for the chunk), every tile's LHS parts paired
+// with b pushed into slot slot0 + i of `mxu`: the LHS as it is in the leading pass, its finite
+// form in the others (bf16_parts.h).
 void AttentionBuilder::products_by_part(int tiles, int mxu, int64_t region, int64_t part_bytes, int slot0, const LhsTiles& lhs) {
   auto& r = w_.sregs();
   const int cursor = r.take(), t = r.take();
   const int x = vregs_.take_run(group_, group_);
-  for (int b = 0; b < g_.parts; ++b) {
+  const int scratch = g_.finite_passes ? vregs_.take() : -1;
+  for (int b = 0; b < g_.stored_parts; ++b) {
     std::vector<int> lhs_parts;
-    for (auto [lp, wp] : g_.pairs) if (wp == b) lhs_parts.push_back(lp);
+    for (auto pass : g_.pairs) if (stored_weight_part(pass, g_.finite_passes) == b) lhs_parts.push_back(pass.first);
     if (lhs_parts.empty()) continue;
     w_.line("smuli s{}, s{}, {}", t, j_, int64_t(d_) * d_ * 2);
     w_.line("saddi s{}, s{}, {}", t, t, region + b * part_bytes);
@@ -81,6 +83,7 @@ void AttentionBuilder::products_by_part(int tiles, int mxu, int64_t region, int6
     for (int i = 0; i < tiles; ++i) {
       for (int g = 0; g < group_; ++g) {
         w_.line("{} v{}, m0, s{}, {}, {}", lhs.load, x + g, cursor, g * lhs.group_step, lhs.row_stride);
+        if (g_.finite_passes && b > 0) finite_form(w_, finite_mask_, x + g, x + g, c_.zero, scratch);
       }
       int held = 0;
       for (int lp : lhs_parts) {
@@ -91,6 +94,7 @@ void AttentionBuilder::products_by_part(int tiles, int mxu, int64_t region, int6
       w_.line("saddi s{}, s{}, {}", cursor, cursor, lhs.tile_step);
     }
   }
+  if (scratch >= 0) vregs_.release(scratch);
   vregs_.release_run(x, group_);
   r.release(cursor);
   r.release(t);

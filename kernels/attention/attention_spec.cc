@@ -26,6 +26,8 @@ AttentionGeometry::AttentionGeometry(const AttentionSpec& spec, int64_t query_mu
     : element_bytes(dtype_bytes(spec.dtype)),
       parts(bf16_part_count(spec.dtype, spec.passes)),
       pairs(mxu_pass_pairs(spec.dtype == DType::F32 ? spec.passes : 1)),
+      finite_passes(has_finite_passes(pairs)),
+      stored_parts(stored_weight_parts(parts, finite_passes)),
       row_bytes(key_block * element_bytes),
       q_pad(round_up(spec.q_len, query_multiple)),
       kv_pad(round_up(spec.kv_len, key_block)),

@@ -40,6 +40,10 @@ struct AttentionGeometry {
   int element_bytes = 4;
   int parts = 1;                          // bf16 parts of each operand at the spec's passes
   std::vector<std::pair<int, int>> pairs; // the MXU pass pairs (one for bf16)
+  // More than one pass: every pass but the leading one multiplies finite forms, and weights
+  // keep their part 0 as it is besides (kernels/codegen/bf16_parts.h): stored_parts of them.
+  bool finite_passes = false;
+  int stored_parts = 1;
   int64_t row_bytes = 0;                  // one VMEM row of q, k or v
   int64_t q_pad = 0, kv_pad = 0;          // the lengths padded as above
   int64_t key_blocks = 0;

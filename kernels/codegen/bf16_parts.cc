@@ -19,6 +19,20 @@ void store_bf16_parts(AsmWriter& w, RegisterPool& vregs, int x, int addr, int64_
   w.sregs().release(at);
 }
 
+void store_weight_parts(AsmWriter& w, RegisterPool& vregs, RegisterPool& masks, int x, int addr, int64_t offset, int parts,
+                        bool finite_passes, int zero, int64_t part_stride, int64_t row_stride) {
+  const int rest = vregs.take();
+  if (finite_passes) {
+    store_bf16_parts(w, vregs, x, addr, offset, 1, 0, row_stride);
+    finite_form(w, masks, rest, x, zero, rest);
+    offset += part_stride;
+  } else {
+    w.line("vmov v{}, v{}", rest, x);
+  }
+  store_bf16_parts(w, vregs, rest, addr, offset, parts, part_stride, row_stride);
+  vregs.release(rest);
+}
+
 void finite_form(AsmWriter& w, RegisterPool& masks, int dst, int x, int zero, int scratch) {
   const int finite = masks.take();
   w.line("vsub v{}, v{}, v{}", scratch, x, x);

@@ -35,10 +35,29 @@ inline int bf16_part_count(DType dtype, int passes) {
   return dtype == DType::F16 ? std::min(parts, 2) : parts;
 }
 
+// Stores vreg `x` as weights: with `finite_passes`, its part 0 as it is, then the `parts` parts of
+// its finite form (mask and v`zero` as finite_form's), else its `parts` parts; each at s`addr` +
+// offset + p * part_stride, rows `row_stride` bytes apart. Leaves x unchanged.
+void store_weight_parts(AsmWriter& w, RegisterPool& vregs, RegisterPool& masks, int x, int addr, int64_t offset, int parts,
+                        bool finite_passes, int zero, int64_t part_stride, int64_t row_stride);
+
 // Stores the first `parts` bf16 parts of vreg `x` at s`addr` + offset + p * part_stride, rows
 // `row_stride` bytes apart. Leaves x holding what is left after them.
 void store_bf16_parts(AsmWriter& w, RegisterPool& vregs, int x, int addr, int64_t offset, int parts, int64_t part_stride,
                       int64_t row_stride);
+
+// Whether passes other than the leading one read finite forms: whenever there is more than one.
+inline bool has_finite_passes(const std::vector<std::pair<int, int>>& pairs) { return pairs.size() > 1; }
+
+// An operand stored as weights keeps `parts` bf16 parts, and with finite passes its part 0 as it
+// is ahead of them: stored part 0 is the part 0 the leading pass loads, stored part 1 + p the
+// finite form's part p.
+inline int stored_weight_parts(int parts, bool finite_passes) { return parts + finite_passes; }
+
+// Which stored weight part the pass multiplying (LHS part, weight part) loads.
+inline int stored_weight_part(std::pair<int, int> pass, bool finite_passes) {
+  return finite_passes && pass != std::pair{0, 0} ? 1 + pass.second : pass.second;
+}
 
 // v`dst` = v`x` with its non-finite elements (infinities and NaN) replaced by 0: the form of a
 // value every pass but the leading one multiplies (above). v`zero` holds 0; v`scratch` is

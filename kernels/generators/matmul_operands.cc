@@ -54,16 +54,7 @@ void MatmulBuilder::load_broadcast_operands(RegisterPool& vregs) {
 // of its finite form (v`zero` holds 0).
 void MatmulBuilder::store_parts(int x, int addr, int64_t offset, int64_t stride, RegisterPool& vregs, RegisterPool& masks,
                                 int zero) {
-  const int rest = vregs.take();
-  if (finite_passes_) {
-    store_bf16_parts(w_, vregs, x, addr, offset, 1, 0, stride);
-    finite_form(w_, masks, rest, x, zero, rest);
-    offset += int64_t(part_bytes_);
-  } else {
-    w_.line("vmov v{}, v{}", rest, x);
-  }
-  store_bf16_parts(w_, vregs, rest, addr, offset, b_parts_, int64_t(part_bytes_), stride);
-  vregs.release(rest);
+  store_weight_parts(w_, vregs, masks, x, addr, offset, b_parts_, finite_passes_, zero, int64_t(part_bytes_), stride);
 }
 
 // Converts slice kt of the staged B panel into the stored weight parts. `panel` and `staging`

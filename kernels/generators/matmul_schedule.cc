@@ -75,8 +75,8 @@ bool MatmulSchedule::plan(int max_mxus, int64_t max_rows, bool allow_a_resident)
   a_parts_ = bf16_part_count(s.a_dtype, s.passes);
   b_parts_ = bf16_part_count(s.b_dtype, s.passes);
   std::erase_if(pairs_, [&](auto p) { return p.first >= a_parts_ || p.second >= b_parts_; });
-  finite_passes_ = pairs_.size() > 1;
-  b_stored_parts_ = b_parts_ + finite_passes_;
+  finite_passes_ = has_finite_passes(pairs_);
+  b_stored_parts_ = stored_weight_parts(b_parts_, finite_passes_);
   // Passes grouped by weight part: a K slice then loads each weight part once (4 loads, not 6,
   // at 'highest'), and a weight load costs more than a small block's matmul rows. The f32
   // accumulator sums the same terms, in another order.

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/codegen/bf16_parts.h"
 #include "kernels/generators/matmul_spec.h"
 #include "sim/chip_config.h"
 
@@ -69,9 +70,7 @@ struct MatmulSchedule {
   bool full_size_blocks() const { return full_size_blocks_; }
 
   // Which of the panel's stored weight parts the pass multiplying (A part, B part) loads.
-  int weight_part(std::pair<int, int> pass) const {
-    return finite_passes_ && pass != std::pair{0, 0} ? 1 + pass.second : pass.second;
-  }
+  int weight_part(std::pair<int, int> pass) const { return stored_weight_part(pass, finite_passes_); }
 
  private:
   void validate();

@@ -98,3 +98,26 @@ def test_float32_matmuls_carry_infinities_as_the_cpus(precision):
             torch.testing.assert_close(got, want, equal_nan=True, atol=1e-4, rtol=1e-4)
     finally:
         torch.set_float32_matmul_precision(previous)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_float32_attention_carries_infinities_as_the_cpus(causal):
+    # Attention's own kernel splits q, k, v and p into bf16 parts as the matmul does: an infinity
+    # in v met p's parts of 0, an infinity in k turned its whole score row NaN.
+    inf = float("inf")
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 2, 16, 32), torch.randn(2, 2, 16, 32), torch.randn(2, 2, 16, 32)
+    v[0, 0, 3, 5] = inf
+    v[0, 1, 7, :] = 1.0  # exact in bf16
+    v[0, 1, 7, 2] = -inf
+    k[1, 0, 12, 4] = -inf
+    q[1, 1, 5, 0] = float("nan")
+    weights = torch.linspace(-1, 1, 32)
+    results = {}
+    for device in ("cpu", "tpu"):
+        a, b, c = (t.to(device).requires_grad_() for t in (q, k, v))
+        out = F.scaled_dot_product_attention(a, b, c, is_causal=causal)
+        dq, dk, _ = torch.autograd.grad((out * weights.to(device)).nan_to_num().sum(), (a, b, c))
+        results[device] = (out.detach().cpu(), dq.cpu(), dk.cpu())
+    assert (~results["cpu"][0].isfinite()).sum() >= 100
+    torch.testing.assert_close(results["tpu"], results["cpu"], equal_nan=True, atol=1e-3, rtol=1e-3)
