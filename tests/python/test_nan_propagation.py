@@ -121,3 +121,26 @@ def test_float32_attention_carries_infinities_as_the_cpus(causal):
         results[device] = (out.detach().cpu(), dq.cpu(), dk.cpu())
     assert (~results["cpu"][0].isfinite()).sum() >= 100
     torch.testing.assert_close(results["tpu"], results["cpu"], equal_nan=True, atol=1e-3, rtol=1e-3)
+
+
+def test_margin_losses_skip_nan_terms_and_the_targets_own_class_as_the_cpus_loops():
+    # The CPU counts a term only where margin - x[y] + x[i] > 0 (NaN does not) and never the
+    # target's own class; multiplying by a 0/1 mask made inf * 0 = NaN of both.
+    inf = float("inf")
+    x = torch.tensor([[0.5, inf, -1.0, 2.0], [float("nan"), 0.3, -inf, 1.0], [1.0, 2.0, 3.0, -inf]])
+    y = torch.tensor([1, 2, 0])
+    labels = torch.tensor([[1, 3, -1, 0], [0, -1, 2, 2], [2, 1, 0, -1]])
+    for f, target in ((F.multi_margin_loss, y), (lambda a, t, **kw: F.multi_margin_loss(a, t, p=2, **kw), y),
+                      (F.multilabel_margin_loss, labels)):
+        want = f(x, target, reduction="none")
+        got = f(x.to("tpu"), target.to("tpu"), reduction="none").cpu()
+        torch.testing.assert_close(got, want, equal_nan=True)
+
+
+def test_polygamma_at_infinities_and_negative_arguments_beside_them():
+    # zeta's term count came from the minimum of q: an infinity beside -7.95 cut its terms short.
+    # polygamma(1, x) is the CPU's trigamma: 0 at +inf, NaN at -inf.
+    x = torch.tensor([float("inf"), -float("inf"), float("nan"), -7.95, 3.0, -0.5])
+    for n in (1, 2, 3):
+        torch.testing.assert_close(torch.polygamma(n, x.to("tpu")).cpu(), torch.polygamma(n, x), equal_nan=True,
+                                   rtol=1e-4, atol=1e-4)

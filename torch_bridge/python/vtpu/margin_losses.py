@@ -24,13 +24,14 @@ def multi_margin_loss(input, target, p=1, margin=1, weight=None, reduction=_MEAN
     x = input.reshape(1, -1) if input.dim() <= 1 else input
     y = target.reshape(-1, 1)
     classes = x.shape[1]
-    terms = torch.relu(margin - x.gather(1, y) + x)
-    if p == 2:
-        terms = terms * terms
+    z = margin - x.gather(1, y) + x
+    terms = z * z if p == 2 else z
     if weight is not None:
         terms = terms * weight.gather(0, y.reshape(-1)).unsqueeze(1)
     others = torch.arange(classes, device=x.device).unsqueeze(0) != y
-    loss = (terms * others).sum(1) / classes
+    # Selected, not multiplied by a 0/1 mask: as the CPU's loop, a term counts only where z > 0
+    # (NaN does not) and the target's own class never does (inf * 0 would be NaN).
+    loss = torch.where(others & (z > 0), terms, 0.0).sum(1) / classes
     return _reduce(loss.reshape(target.shape) if input.dim() > 1 else loss.reshape(()), reduction)
 
 
@@ -43,8 +44,8 @@ def multilabel_margin_loss(input, target, reduction=_MEAN):
     # [row, slot, i]: each listed target entry (a class listed twice counts twice, as on the CPU)
     # against each class i that is not a target
     pairs = listed.unsqueeze(2) & ~is_target.unsqueeze(1)
-    terms = torch.relu(1 - x.gather(1, t.clamp(min=0)).unsqueeze(2) + x.unsqueeze(1))
-    loss = (terms * pairs).sum((1, 2)) / classes
+    z = 1 - x.gather(1, t.clamp(min=0)).unsqueeze(2) + x.unsqueeze(1)
+    loss = torch.where(pairs & (z > 0), z, 0.0).sum((1, 2)) / classes  # as multi_margin_loss's
     return _reduce(loss if input.dim() > 1 else loss.reshape(()), reduction)
 
 

@@ -144,7 +144,8 @@ def zeta(x, q):
     result = result if result.is_floating_point else torch.get_default_dtype()
     device = x.device if x.device.type != "cpu" else q.device
     x, q = torch.broadcast_tensors(x.to(device, torch.float32), q.to(device, torch.float32))  # in f32, as the CPU widens
-    lowest = float(q.min()) if q.numel() else 0.0
+    # the finite q's minimum: an infinity or NaN elsewhere must not cut a negative q's terms short
+    lowest = float(torch.where(q.isfinite(), q, math.inf).min()) if q.numel() else 0.0
     steps = max(9, int(math.floor(9 - lowest)) + 2) if math.isfinite(lowest) else 9
     total, a, b = _power(q, -x), q, torch.zeros_like(q)
     for i in range(steps):
@@ -166,11 +167,16 @@ def zeta(x, q):
 
 
 def polygamma(n, x):
-    """digamma for n = 0, else (-1)^(n+1) n! zeta(n + 1, x), as Math.h's calc_polygamma."""
+    """digamma for n = 0, else (-1)^(n+1) n! zeta(n + 1, x), as Math.h's calc_polygamma. For n = 1
+    the CPU runs trigamma instead, whose series gives 0 at +inf and whose reflection NaN at -inf
+    (zeta's are NaN and inf)."""
     x = _floating(x)
     if n == 0:
         return torch.digamma(x)
-    return (1.0 if n % 2 else -1.0) * math.factorial(n) * zeta(torch.full_like(x, n + 1.0), x)
+    out = (1.0 if n % 2 else -1.0) * math.factorial(n) * zeta(torch.full_like(x, n + 1.0), x)
+    if n == 1:
+        out = torch.where(x == math.inf, 0.0, torch.where(x == -math.inf, math.nan, out))
+    return out
 
 
 _ERFINV_A = [-0.140543331, 0.914624893, -1.645349621, 0.886226899]  # Math.h's calc_erfinv, highest power first
