@@ -144,3 +144,9 @@ def test_polygamma_at_infinities_and_negative_arguments_beside_them():
     for n in (1, 2, 3):
         torch.testing.assert_close(torch.polygamma(n, x.to("tpu")).cpu(), torch.polygamma(n, x), equal_nan=True,
                                    rtol=1e-4, atol=1e-4)
+
+
+def test_cdist_p0_counts_a_nan_coordinate_as_nan():
+    a = torch.tensor([[0.0, float("nan"), 1.0], [2.0, 0.5, float("inf")]])
+    b = torch.tensor([[0.0, 1.0, 1.0], [2.0, 0.5, 3.0], [1.0, 1.0, 1.0]])
+    torch.testing.assert_close(torch.cdist(a.to("tpu"), b.to("tpu"), p=0).cpu(), torch.cdist(a, b, p=0), equal_nan=True)

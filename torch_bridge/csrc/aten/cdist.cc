@@ -26,7 +26,9 @@ void check(const at::Tensor& x1, const at::Tensor& x2, double p) {
 at::Tensor tpu_cdist_forward(const at::Tensor& x1, const at::Tensor& x2, double p, std::optional<int64_t>) {
   check(x1, x2, p);
   const at::Tensor diff = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs();  // [.., P, R, M]
-  if (p == 0) return diff.ne(0).sum(-1).to(x1.scalar_type());
+  // p = 0 counts the coordinates that differ as the CPU does, min(ceil(|d|), 1) summed, so a NaN
+  // coordinate makes the distance NaN (d != 0 counted it as 1).
+  if (p == 0) return diff.ceil().clamp_max(1).sum(-1);
   if (p == 1) return diff.sum(-1);
   if (p == 2) return diff.square().sum(-1).sqrt();
   if (std::isinf(p)) return diff.amax(-1);
