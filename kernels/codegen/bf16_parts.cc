@@ -21,6 +21,10 @@ void store_bf16_parts(AsmWriter& w, RegisterPool& vregs, int x, int addr, int64_
 
 void store_weight_parts(AsmWriter& w, RegisterPool& vregs, RegisterPool& masks, int x, int addr, int64_t offset, int parts,
                         bool finite_passes, int zero, int64_t part_stride, int64_t row_stride) {
+  if (!finite_passes && parts == 1) {  // one store, which rounds: nothing peeled, x unchanged
+    store_bf16_parts(w, vregs, x, addr, offset, 1, part_stride, row_stride);
+    return;
+  }
   const int rest = vregs.take();
   if (finite_passes) {
     store_bf16_parts(w, vregs, x, addr, offset, 1, 0, row_stride);
