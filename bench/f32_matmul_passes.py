@@ -3,9 +3,10 @@
 MXU passes, 'high': 3, 'medium': 1) beside the same matmul in bfloat16 (one pass), and the ratio
 of each to bfloat16. The multi-pass kernels split f32 operands into bf16 parts on the vector unit;
 every pass but the leading one multiplies the operands' finite forms so infinities and NaN
-propagate as the CPU's f32 GEMM (kernels/codegen/bf16_parts.h), which costs a fourth stored weight
-part and three vector instructions per LHS vreg in those passes. Run it against two builds to
-compare them (docs/faults.md).
+propagate as the CPU's f32 GEMM (kernels/codegen/bf16_parts.h), which costs one more stored
+weight part (made and loaded per K slice) and the LHS rows' finite form, stored once per K slice
+by the leading pass (four vector instructions per vreg). Run it against two builds to compare
+them (docs/faults.md).
 
 Usage: PYTHONPATH=torch_bridge/python python3 bench/f32_matmul_passes.py
 """
