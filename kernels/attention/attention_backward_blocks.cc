@@ -65,8 +65,7 @@ void AttentionBackwardBuilder::query_block(int tiles) {
 // LHS vregs x..x+count-1 as stored weight part b's passes multiply them: as they are for the
 // leading pass (b = 0), their finite forms for the others (bf16_parts.h).
 void AttentionBackwardBuilder::finite_forms(int x, int count, int b, int scratch) {
-  if (!g_.finite_passes || b == 0) return;
-  for (int i = 0; i < count; ++i) finite_form(w_, finite_mask_, x + i, x + i, c_.zero, scratch);
+  lhs_for_weight_part(w_, finite_mask_, x, count, b, g_.finite_passes, c_.zero, scratch);
 }
 
 // (1) scores q @ k^T into mxu0 slot i and dout @ v^T into mxu1 slot i (paired: both in mxu0

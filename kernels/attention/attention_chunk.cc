@@ -83,7 +83,7 @@ void AttentionBuilder::products_by_part(int tiles, int mxu, int64_t region, int6
     for (int i = 0; i < tiles; ++i) {
       for (int g = 0; g < group_; ++g) {
         w_.line("{} v{}, m0, s{}, {}, {}", lhs.load, x + g, cursor, g * lhs.group_step, lhs.row_stride);
-        if (g_.finite_passes && b > 0) finite_form(w_, finite_mask_, x + g, x + g, c_.zero, scratch);
+        lhs_for_weight_part(w_, finite_mask_, x + g, 1, b, g_.finite_passes, c_.zero, scratch);
       }
       int held = 0;
       for (int lp : lhs_parts) {

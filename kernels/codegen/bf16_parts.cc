@@ -45,6 +45,12 @@ void finite_form(AsmWriter& w, RegisterPool& masks, int dst, int x, int zero, in
   masks.release(finite);
 }
 
+void lhs_for_weight_part(AsmWriter& w, RegisterPool& masks, int x, int count, int b, bool finite_passes, int zero,
+                         int scratch) {
+  if (!finite_passes || b == 0) return;
+  for (int i = 0; i < count; ++i) finite_form(w, masks, x + i, x + i, zero, scratch);
+}
+
 void peel_bf16_parts(AsmWriter& w, RegisterPool& vregs, int x, int count, int from, int to) {
   if (from >= to) return;
   const int hi = vregs.take();

@@ -54,10 +54,22 @@ inline bool has_finite_passes(const std::vector<std::pair<int, int>>& pairs) { r
 // finite form's part p.
 inline int stored_weight_parts(int parts, bool finite_passes) { return parts + finite_passes; }
 
+// Whether the pass multiplying (LHS part, weight part) multiplies finite forms: with finite
+// passes, every pass but the leading (0, 0).
+inline bool multiplies_finite_forms(std::pair<int, int> pass, bool finite_passes) {
+  return finite_passes && pass != std::pair{0, 0};
+}
+
 // Which stored weight part the pass multiplying (LHS part, weight part) loads.
 inline int stored_weight_part(std::pair<int, int> pass, bool finite_passes) {
-  return finite_passes && pass != std::pair{0, 0} ? 1 + pass.second : pass.second;
+  return multiplies_finite_forms(pass, finite_passes) ? 1 + pass.second : pass.second;
 }
+
+// LHS vregs x..x+count-1 (f32) made ready for the passes against stored weight part `b`: as they
+// are for part 0 or without finite passes, else their finite forms, in place (finite_form's
+// registers).
+void lhs_for_weight_part(AsmWriter& w, RegisterPool& masks, int x, int count, int b, bool finite_passes, int zero,
+                         int scratch);
 
 // v`dst` = v`x` with its non-finite elements (infinities and NaN) replaced by 0: the form of a
 // value every pass but the leading one multiplies (above). v`zero` holds 0; v`scratch` is

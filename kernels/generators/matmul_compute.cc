@@ -162,10 +162,10 @@ void MatmulBuilder::emit_slice(const Compute& c, Drain* drain, RegisterPool& vre
         const int g = vregs.take_run(group_);
         // s`wt`: where this tile's finite LHS rows lie (finite_passes_)
         if (finite_passes_) w_.load_immediate(wt, int64_t(finite_a_vmem_) + rt * kSublanes * d_ * 4);
-        const bool leading = pairs_[pass] == std::pair{0, 0};
-        load_lhs(g, finite_passes_ && !leading ? wt : row, pairs_[pass], vregs);
+        const bool finite = multiplies_finite_forms(pairs_[pass], finite_passes_);
+        load_lhs(g, finite ? wt : row, pairs_[pass], vregs);
         for (int j = 0; j < mxus_; ++j) w_.line("mxu.mm mxu{}, v{}, {}", j, g, slot0 + rt);
-        if (finite_passes_ && leading) store_finite_lhs(g, wt, vregs, masks, zero);
+        if (finite_passes_ && !finite) store_finite_lhs(g, wt, vregs, masks, zero);
         vregs.release_run(g, group_);
         w_.line("saddi s{}, s{}, {}", row, row, kSublanes * k_pad_ * eb_a_);
         w_.place(skip);

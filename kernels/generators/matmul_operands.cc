@@ -144,7 +144,7 @@ void MatmulBuilder::transpose_a_slice(int kt, int a_base, int parity, RegisterPo
 // pass from the A panel at s`addr`; in the others (finite_passes_) from the rows' finite form the
 // leading pass stored at s`addr` (store_finite_lhs), f32 rows D apart.
 void MatmulBuilder::load_lhs(int g, int addr, std::pair<int, int> pass, RegisterPool& vregs) {
-  const bool finite = finite_passes_ && pass != std::pair{0, 0};
+  const bool finite = multiplies_finite_forms(pass, finite_passes_);
   for (int q = 0; q < group_; ++q) {
     if (finite) {
       w_.line("vld v{}, m0, s{}, {}, {}", g + q, addr, q * kLanes * 4, d_ * 4);
