@@ -1,7 +1,8 @@
 """NaN and infinities through lowered ops and their gradients, as torch's CPU propagates them:
 comparisons, max/min, pooling (a window holding NaN names its last NaN), clamps, threshold
 backward (a NaN input lets the gradient through), pow, masked fills, hypot; and nn.LPPool1d's
-gradient, NaN where the CPU's is (it was 0 on tpu)."""
+gradient, NaN where the CPU's is (it was 0 on tpu); f32 matmuls and attention, margin losses,
+polygamma, cdist, adaptive average pooling and linear interpolation."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -150,3 +151,68 @@ def test_cdist_p0_counts_a_nan_coordinate_as_nan():
     a = torch.tensor([[0.0, float("nan"), 1.0], [2.0, 0.5, float("inf")]])
     b = torch.tensor([[0.0, 1.0, 1.0], [2.0, 0.5, 3.0], [1.0, 1.0, 1.0]])
     torch.testing.assert_close(torch.cdist(a.to("tpu"), b.to("tpu"), p=0).cpu(), torch.cdist(a, b, p=0), equal_nan=True)
+
+
+def _with_non_finite(*shape):
+    torch.manual_seed(0)
+    x = torch.randn(*shape)
+    flat = x.view(-1)
+    n = flat.numel()
+    flat[0], flat[n // 3], flat[n // 2], flat[n // 2 + 1], flat[-1] = float("nan"), float("inf"), float("inf"), -float("inf"), -float("inf")
+    return x
+
+
+ADAPTIVE = {
+    "1d": (lambda t: F.adaptive_avg_pool1d(t, 7), (2, 3, 26)),
+    "2d": (lambda t: F.adaptive_avg_pool2d(t, (3, 4)), (2, 3, 7, 9)),
+    "2d_growing": (lambda t: F.adaptive_avg_pool2d(t, (10, 13)), (2, 3, 7, 9)),
+    "3d": (lambda t: F.adaptive_avg_pool3d(t, (3, 2, 4)), (1, 2, 4, 5, 6)),
+    "area": (lambda t: F.interpolate(t, size=(4, 5), mode="area"), (2, 3, 7, 9)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ADAPTIVE))
+def test_adaptive_average_pooling_keeps_an_infinity_inside_its_windows(name):
+    # Adaptive windows of varying size were a product with an averaging matrix: an infinity met
+    # its row's zeros (inf * 0 = NaN) and made every output of the row NaN.
+    f, shape = ADAPTIVE[name]
+    x = _with_non_finite(*shape)
+    want = f(x)
+    got = f(x.to("tpu")).cpu()
+    assert want.isfinite().sum() > want.numel() // 2
+    torch.testing.assert_close(got, want, equal_nan=True, atol=1e-5, rtol=1e-5)
+
+
+UPSAMPLE = {
+    "linear": (lambda t: F.interpolate(t, size=30, mode="linear"), (2, 3, 26)),
+    "linear_scale": (lambda t: F.interpolate(t, scale_factor=1.7, mode="linear"), (2, 3, 26)),
+    "linear_same_size": (lambda t: F.interpolate(t, size=26, mode="linear"), (2, 3, 26)),
+    "bilinear": (lambda t: F.interpolate(t, size=(14, 18), mode="bilinear"), (2, 3, 7, 9)),
+    "bilinear_corners": (lambda t: F.interpolate(t, size=(5, 13), mode="bilinear", align_corners=True), (2, 3, 7, 9)),
+    "trilinear": (lambda t: F.interpolate(t, size=(6, 7, 3), mode="trilinear"), (1, 2, 4, 5, 6)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UPSAMPLE))
+def test_linear_upsampling_weighs_infinities_as_the_cpus_kernel(name):
+    # The CPU sums x0 * (1 - t) + x1 * t (x1 = x0 at the edge and in a same-size copy); torch's
+    # decomposition wrote x0 + (x1 - x0) * t: NaN from inf - inf, and a neighbour's infinity in a copy.
+    f, shape = UPSAMPLE[name]
+    x = _with_non_finite(*shape)
+    want = f(x)
+    got = f(x.to("tpu")).cpu()
+    assert want.isfinite().sum() > want.numel() // 2
+    torch.testing.assert_close(got, want, equal_nan=True, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["linear", "bilinear"])
+def test_linear_upsampling_gradient_matches_the_cpus(mode):
+    shape, size = ((2, 3, 11), (17,)) if mode == "linear" else ((2, 3, 7, 9), (11, 5))
+    x = torch.randn(*shape)
+    results = {}
+    for device in ("cpu", "tpu"):
+        xd = x.to(device).requires_grad_()
+        y = F.interpolate(xd, size=size, mode=mode)
+        (grad,) = torch.autograd.grad((y * torch.linspace(-1, 1, y.numel()).view(y.shape).to(device)).sum(), xd)
+        results[device] = (y.detach().cpu(), grad.cpu())
+    torch.testing.assert_close(results["tpu"], results["cpu"], atol=1e-5, rtol=1e-5)

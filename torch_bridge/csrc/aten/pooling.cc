@@ -1,10 +1,14 @@
 // 2-D pooling on the chip (kernels/compose/pooling.h): average and max pooling with their gradients, and
-// adaptive average pooling where the output size divides the input's (then it is an average
-// pooling with kernel = stride = input / output). [C, H, W] inputs run as one image. Max
+// adaptive average pooling: where the output size divides the input's an average pooling with
+// kernel = stride = input / output, elsewhere windowed sums of gathers (below). [C, H, W] inputs
+// run as one image. Max
 // pooling's int64 indices are made as int32 (low, high) word pairs and viewed as int64, the
 // layout the gather kernels already read indices in; the backward reads the low words back.
 #include <ATen/ATen.h>
 #include <torch/library.h>
+
+#include <algorithm>
+#include <vector>
 
 #include "kernels/compose/pooling.h"
 #include "torch_bridge/csrc/record/op_support.h"
@@ -147,19 +151,71 @@ std::optional<kernels::Pool2dParams> adaptive_as_pool(const at::Tensor& self, Pa
   return p;
 }
 
-// Adaptive average pooling to any size is linear along each pooled dim: output i averages input
-// [floor(i in / out), ceil((i + 1) in / out)), the product with an [in, out] matrix of 1 / count
-// (built on the host: a constant of the shapes, uploaded) on the MXU, in f32; its backward is the
-// product with the same matrix transposed. `in` and `out`: the pooled (last) dims' sizes before and
-// after pooling; x holds `in` sizes forward, `out` sizes backward (a gradient).
-at::Tensor averaging_matrix(int64_t in, int64_t out, const at::Tensor& like, bool transposed) {
-  at::Tensor m = at::zeros({in, out}, at::kFloat);
-  auto a = m.accessor<float, 2>();
+// Adaptive average pooling to any size, one pooled dim at a time: output i averages input
+// [floor(i in / out), ceil((i + 1) in / out)). Each window's elements are gathered (index_select)
+// and summed in the CPU's order, never multiplied by a 0 outside the window as a product with an
+// averaging matrix would be: an infinity there made the whole row NaN (inf * 0), where the CPU's
+// window sum keeps it inside its own windows. The backward sums, for each input element, the
+// gradients of the windows holding it (a contiguous range of outputs), each divided by its
+// window's size first. `in` and `out`: the pooled (last) dims' sizes before and after pooling; x
+// holds `in` sizes forward, `out` sizes backward (a gradient).
+struct Windows {
+  std::vector<int64_t> start, end;  // output i covers input [start[i], end[i])
+};
+
+Windows adaptive_windows(int64_t in, int64_t out) {
+  Windows w;
   for (int64_t i = 0; i < out; ++i) {
-    const int64_t start = (i * in) / out, end = ((i + 1) * in + out - 1) / out;
-    for (int64_t j = start; j < end; ++j) a[j][i] = 1.0f / static_cast<float>(end - start);
+    w.start.push_back((i * in) / out);
+    w.end.push_back(((i + 1) * in + out - 1) / out);
   }
-  return (transposed ? m.t().contiguous() : m).to(like.device());
+  return w;
+}
+
+// For each input element of `in`, the range of windows holding it.
+Windows holders(const Windows& w, int64_t in) {
+  Windows h{std::vector<int64_t>(in, 0), std::vector<int64_t>(in, 0)};
+  std::vector<bool> seen(in, false);
+  for (int64_t i = 0; i < static_cast<int64_t>(w.start.size()); ++i)
+    for (int64_t j = w.start[i]; j < w.end[i]; ++j) {
+      if (!seen[j]) h.start[j] = i;
+      seen[j] = true;
+      h.end[j] = i + 1;
+    }
+  return h;
+}
+
+// Along dim d of x (size n), the sum over each range of r, in order: the ranges' k-th elements
+// gathered (index_select; shorter ranges gather the appended 0) and added, k = 0, 1, ... One
+// gather per k keeps every gather and add the shape of the result; gathering all k into a new
+// dim and reducing it costs several times more on the chip.
+at::Tensor range_sums(const at::Tensor& x, int64_t d, const Windows& r) {
+  const int64_t n = x.size(d), count = static_cast<int64_t>(r.start.size());
+  int64_t longest = 0;
+  for (int64_t i = 0; i < count; ++i) longest = std::max(longest, r.end[i] - r.start[i]);
+  std::vector<int64_t> zero_shape = x.sizes().vec();
+  zero_shape[d] = 1;
+  const at::Tensor padded = at::cat({x, at::zeros(zero_shape, x.options())}, d);
+  at::Tensor total;
+  for (int64_t k = 0; k < longest; ++k) {
+    at::Tensor index = at::empty({count}, at::kLong);
+    auto a = index.accessor<int64_t, 1>();
+    for (int64_t i = 0; i < count; ++i) a[i] = r.start[i] + k < r.end[i] ? r.start[i] + k : n;
+    const at::Tensor kth = padded.index_select(d, index.to(x.device()));
+    total = k == 0 ? kth : total + kth;
+  }
+  return total;
+}
+
+// Window sizes as a tensor that broadcasts along dim d of a tensor of `rank` dims.
+at::Tensor sizes_along(const Windows& w, int64_t d, int64_t rank, const at::Tensor& like) {
+  const int64_t count = static_cast<int64_t>(w.start.size());
+  at::Tensor s = at::empty({count}, at::kFloat);
+  auto a = s.accessor<float, 1>();
+  for (int64_t i = 0; i < count; ++i) a[i] = static_cast<float>(w.end[i] - w.start[i]);
+  std::vector<int64_t> shape(rank, 1);
+  shape[d] = count;
+  return s.view(shape).to(like.device());
 }
 
 at::Tensor adaptive_average(const at::Tensor& x, const std::vector<int64_t>& in, const std::vector<int64_t>& out, bool backward) {
@@ -167,8 +223,9 @@ at::Tensor adaptive_average(const at::Tensor& x, const std::vector<int64_t>& in,
   const int64_t k = static_cast<int64_t>(in.size());
   for (int64_t j = 0; j < k; ++j) {
     const int64_t d = x.dim() - k + j;
-    const at::Tensor m = averaging_matrix(in[j], out[j], x, backward);  // [in, out]; backward: [out, in]
-    y = at::matmul(y.transpose(d, -1), m).transpose(d, -1);
+    const Windows w = adaptive_windows(in[j], out[j]);
+    y = backward ? range_sums(y / sizes_along(w, d, y.dim(), y), d, holders(w, in[j]))
+                 : range_sums(y, d, w) / sizes_along(w, d, y.dim(), y);
   }
   return y.to(x.scalar_type()).contiguous();
 }

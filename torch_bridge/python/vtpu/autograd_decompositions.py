@@ -15,8 +15,8 @@ aten = torch.ops.aten
 _OPS = [
     aten.upsample_nearest1d.default, aten.upsample_nearest2d.default, aten.upsample_nearest3d.default,
     aten._upsample_nearest_exact1d.default, aten._upsample_nearest_exact2d.default,
-    aten._upsample_nearest_exact3d.default, aten.upsample_linear1d.default, aten.upsample_bilinear2d.default,
-    aten.upsample_bicubic2d.default, aten.upsample_trilinear3d.default,
+    aten._upsample_nearest_exact3d.default, aten.upsample_bicubic2d.default,
+    # (linear, bilinear and trilinear upsampling: upsample_linear.py, as the CPU computes them)
     aten.grid_sampler_2d.default,  # (bilinear and nearest sampling at computed positions, like upsampling)
     aten.take.default,  # (a gather from the flattened input: its backward an index_put on the first dim)
     aten._weight_norm_interface.default,  # (v * (g / ||v||): nn.utils.weight_norm, wav2vec2's positional conv)
