@@ -103,14 +103,21 @@ int Graph::streamable(int x, const std::vector<int64_t>& out) {
     return x;
   } catch (const KernelError&) {
   }
-  std::vector<int64_t> strides(out.size(), 0);  // size-1 and missing dims repeat: stride 0
+  // A column varying along its second-to-last dim ([H, 1] against [N, C, H, W]) is copied to
+  // out's leading dims only: that copy moves whole contiguous runs of H values (strided_copy's
+  // Rows), where expanding every element moves them one at a time. A column constant along it
+  // ([C, 1, 1]) expands fully: its repeats merge into long runs either way, and the full copy
+  // then streams as it is, with no column broadcast in the kernel reading it.
+  std::vector<int64_t> target = out;
+  if (in.size() >= 2 && in.back() == 1 && in[in.size() - 2] > 1) target.back() = 1;
+  std::vector<int64_t> strides(target.size(), 0);  // size-1 and missing dims repeat: stride 0
   int64_t stride = 1;
   for (size_t k = 0; k < in.size(); ++k) {
-    const size_t i = in.size() - 1 - k, o = out.size() - 1 - k;
+    const size_t i = in.size() - 1 - k, o = target.size() - 1 - k;
     if (in[i] != 1) strides[o] = stride;
     stride *= in[i];
   }
-  return strided_copy(x, out, strides, 0, "expand");
+  return strided_copy(x, target, strides, 0, "expand");
 }
 
 int Graph::binary(ExprOp op, int a, int b, std::string label) {

@@ -177,7 +177,9 @@ class Graph {
   int add(Node node);
   int reinterpret(int x, DType from, DType to, ExprOp op, std::string label);
   // x itself when kernels can stream it broadcast to `out`, else an expanding strided copy of it
-  // (broadcasts such as [8,1] -> [2,8,64] have no streaming layout).
+  // (broadcasts such as [8,1] -> [2,8,64] have no streaming layout). A column varying along its
+  // second-to-last dim ([8,1]) is copied to out's leading dims with a last dim of 1 ([2,8,1]),
+  // which a Column layout streams: the copy moves one value per row instead of every element.
   int streamable(int x, const std::vector<int64_t>& out);
   std::vector<Node> nodes_;
   std::vector<int> outputs_;
