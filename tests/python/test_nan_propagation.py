@@ -216,3 +216,22 @@ def test_linear_upsampling_gradient_matches_the_cpus(mode):
         (grad,) = torch.autograd.grad((y * torch.linspace(-1, 1, y.numel()).view(y.shape).to(device)).sum(), xd)
         results[device] = (y.detach().cpu(), grad.cpu())
     torch.testing.assert_close(results["tpu"], results["cpu"], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+def test_grid_sample_weighs_outside_corners_and_nan_coordinates_as_the_cpus_kernel(mode, padding_mode):
+    # The CPU adds 0 * weight for a corner outside the input; torch's decomposition read element
+    # (0, 0) with weight 0 there (its NaN and infinities spread: inf * 0) and gave 0 for a NaN
+    # coordinate, where the CPU's weight makes the sample NaN.
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 5, 6)
+    x[0, 0, 0, 0], x[0, 1, 2, 3], x[1, 2, 4, 5] = float("nan"), float("inf"), -float("inf")
+    grid = torch.rand(2, 4, 7, 2) * 2.4 - 1.2
+    grid[0, 0, 0, 0], grid[1, 2, 3, 1] = float("nan"), float("nan")  # (border and reflection clamp NaN to 0)
+    for align_corners in (False, True):
+        f = lambda a, g: F.grid_sample(a, g, mode=mode, padding_mode=padding_mode, align_corners=align_corners)  # noqa: E731
+        want = f(x, grid)
+        got = f(x.to("tpu"), grid.to("tpu")).cpu()
+        assert want.isfinite().sum() > want.numel() // 2
+        torch.testing.assert_close(got, want, equal_nan=True, atol=1e-4, rtol=1e-4)

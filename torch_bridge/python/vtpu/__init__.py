@@ -75,6 +75,7 @@ from . import linalg_qr as _linalg_qr  # noqa: E402,F401
 from . import scans as _scans  # noqa: E402,F401  (cummax, cummin)
 from . import fft as _fft  # noqa: E402,F401  (_fft_c2c, _fft_r2c, _fft_c2r as DFT matmuls)
 from . import upsample_linear as _upsample_linear  # noqa: E402,F401
+from . import grid_sample as _grid_sample  # noqa: E402,F401
 from . import decompositions as _decompositions  # noqa: E402  (after the extension's lowerings registered)
 from . import module_conversion as _module_conversion  # noqa: E402,F401
 from . import transformer_fast_path as _transformer_fast_path  # noqa: E402,F401

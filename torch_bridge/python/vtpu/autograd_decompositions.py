@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import torch
 from torch._decomp import decomposition_table
+from .grid_sample import grid_sampler_2d
 from .python_kernels import register
 
 aten = torch.ops.aten
@@ -17,7 +18,7 @@ _OPS = [
     aten._upsample_nearest_exact1d.default, aten._upsample_nearest_exact2d.default,
     aten._upsample_nearest_exact3d.default, aten.upsample_bicubic2d.default,
     # (linear, bilinear and trilinear upsampling: upsample_linear.py, as the CPU computes them)
-    aten.grid_sampler_2d.default,  # (bilinear and nearest sampling at computed positions, like upsampling)
+    aten.grid_sampler_2d.default,  # (sampling at computed positions, like upsampling: grid_sample.py, as the CPU computes it)
     aten.take.default,  # (a gather from the flattened input: its backward an index_put on the first dim)
     aten._weight_norm_interface.default,  # (v * (g / ||v||): nn.utils.weight_norm, wav2vec2's positional conv)
 ]
@@ -46,9 +47,10 @@ def _grid_sampler_2d(decomposition):
 
 
 def _register(op) -> None:
-    decomposition = decomposition_table[op]
-    kernel = _grid_sampler_2d(decomposition) if op is aten.grid_sampler_2d.default else decomposition
-    register(op, kernel, "AutogradPrivateUse1")
+    if op is aten.grid_sampler_2d.default:
+        register(op, _grid_sampler_2d(grid_sampler_2d), "AutogradPrivateUse1")  # (grid_sample.py: below autograd)
+        return
+    register(op, decomposition_table[op], "AutogradPrivateUse1")
 
 
 for _op in _OPS:
