@@ -1,6 +1,6 @@
 """Gradients of ops decomposed above autograd on the chip (vtpu/autograd_decompositions.py): every
-F.interpolate mode in 1-D, 2-D and 3-D, with and without align_corners; grid_sample's modes (the
-grid's gradient too, zero for nearest as torch gives it); take. Outputs and gradients against the
+F.interpolate mode in 1-D, 2-D and 3-D, with and without align_corners; grid_sample's modes on
+images and volumes (the grid's gradient too, zero for nearest as torch gives it); take. Outputs and gradients against the
 CPU with the fallback off; weight norm's gradients."""
 import copy
 
@@ -38,6 +38,18 @@ GRID_CASES = [dict(align_corners=False), dict(mode="nearest", align_corners=Fals
 def test_grid_sample_and_its_gradients_match_the_cpu(config):
     g = torch.Generator().manual_seed(1)
     x, grid = torch.randn(2, 3, 5, 6, generator=g), torch.rand(2, 4, 7, 2, generator=g) * 2.2 - 1.1
+    assert_matches_cpu(lambda t, where: F.grid_sample(t, where, **config), x, grid, atol=1e-4, rtol=1e-4)
+
+
+VOLUME_CASES = [dict(align_corners=False), dict(mode="nearest", align_corners=True),
+                dict(align_corners=True, padding_mode="border"), dict(padding_mode="reflection", align_corners=False)]
+
+
+@pytest.mark.parametrize("config", VOLUME_CASES, ids=[str(c) for c in VOLUME_CASES])
+def test_grid_sample_of_volumes_and_its_gradients_match_the_cpu(config):
+    # grid_sampler_3d has no torch decomposition: it ran on the CPU fallback (vtpu/grid_sample.py)
+    g = torch.Generator().manual_seed(3)
+    x, grid = torch.randn(2, 3, 4, 5, 6, generator=g), torch.rand(2, 3, 4, 5, 3, generator=g) * 2.2 - 1.1
     assert_matches_cpu(lambda t, where: F.grid_sample(t, where, **config), x, grid, atol=1e-4, rtol=1e-4)
 
 

@@ -235,3 +235,21 @@ def test_grid_sample_weighs_outside_corners_and_nan_coordinates_as_the_cpus_kern
         got = f(x.to("tpu"), grid.to("tpu")).cpu()
         assert want.isfinite().sum() > want.numel() // 2
         torch.testing.assert_close(got, want, equal_nan=True, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+def test_grid_sample_of_volumes_skips_outside_corners_as_the_cpus_kernel(mode, padding_mode):
+    # The CPU's 3-D kernel skips outside corners (a NaN coordinate samples nothing: 0) and its
+    # scalar clamp takes a NaN coordinate to the last element (border, reflection).
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 4, 5, 6)
+    x[0, 0, 0, 0, 0], x[0, 1, 2, 3, 4], x[1, 2, 3, 4, 5] = float("nan"), float("inf"), -float("inf")
+    grid = torch.rand(2, 3, 4, 5, 3) * 2.4 - 1.2
+    grid[0, 0, 0, 0, 0], grid[1, 1, 1, 1, 2] = float("nan"), float("nan")
+    for align_corners in (False, True):
+        f = lambda a, g: F.grid_sample(a, g, mode=mode, padding_mode=padding_mode, align_corners=align_corners)  # noqa: E731
+        want = f(x, grid)
+        got = f(x.to("tpu"), grid.to("tpu")).cpu()
+        assert want.isfinite().sum() > want.numel() // 2
+        torch.testing.assert_close(got, want, equal_nan=True, atol=1e-4, rtol=1e-4)

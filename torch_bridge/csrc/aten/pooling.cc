@@ -1,9 +1,9 @@
 // 2-D pooling on the chip (kernels/compose/pooling.h): average and max pooling with their gradients, and
 // adaptive average pooling: where the output size divides the input's an average pooling with
 // kernel = stride = input / output, elsewhere windowed sums of gathers (below). [C, H, W] inputs
-// run as one image. Max
-// pooling's int64 indices are made as int32 (low, high) word pairs and viewed as int64, the
-// layout the gather kernels already read indices in; the backward reads the low words back.
+// run as one image. Max pooling's int64 indices are made as int32 (low, high) word pairs and
+// viewed as int64, the layout the gather kernels already read indices in; the backward reads the
+// low words back.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 

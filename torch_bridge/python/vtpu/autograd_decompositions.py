@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 from torch._decomp import decomposition_table
-from .grid_sample import grid_sampler_2d
+from .grid_sample import grid_sampler_2d, grid_sampler_3d
 from .python_kernels import register
 
 aten = torch.ops.aten
@@ -18,7 +18,8 @@ _OPS = [
     aten._upsample_nearest_exact1d.default, aten._upsample_nearest_exact2d.default,
     aten._upsample_nearest_exact3d.default, aten.upsample_bicubic2d.default,
     # (linear, bilinear and trilinear upsampling: upsample_linear.py, as the CPU computes them)
-    aten.grid_sampler_2d.default,  # (sampling at computed positions, like upsampling: grid_sample.py, as the CPU computes it)
+    aten.grid_sampler_2d.default, aten.grid_sampler_3d.default,  # (sampling at computed positions, like
+    # upsampling: grid_sample.py, as the CPU computes it)
     aten.take.default,  # (a gather from the flattened input: its backward an index_put on the first dim)
     aten._weight_norm_interface.default,  # (v * (g / ||v||): nn.utils.weight_norm, wav2vec2's positional conv)
 ]
@@ -38,7 +39,7 @@ class _ZeroGradientFor(torch.autograd.Function):
         return grad, torch.zeros(ctx.shape, dtype=ctx.dtype, device=ctx.device)
 
 
-def _grid_sampler_2d(decomposition):
+def _grid_sampler(decomposition):
     def run(input, grid, interpolation_mode, padding_mode, align_corners):
         out = decomposition(input, grid, interpolation_mode, padding_mode, align_corners)
         nearest = interpolation_mode == 1  # rounded positions: no path from the grid to the output
@@ -47,8 +48,9 @@ def _grid_sampler_2d(decomposition):
 
 
 def _register(op) -> None:
-    if op is aten.grid_sampler_2d.default:
-        register(op, _grid_sampler_2d(grid_sampler_2d), "AutogradPrivateUse1")  # (grid_sample.py: below autograd)
+    samplers = {aten.grid_sampler_2d.default: grid_sampler_2d, aten.grid_sampler_3d.default: grid_sampler_3d}
+    if op in samplers:
+        register(op, _grid_sampler(samplers[op]), "AutogradPrivateUse1")  # (grid_sample.py: below autograd)
         return
     register(op, decomposition_table[op], "AutogradPrivateUse1")
 
