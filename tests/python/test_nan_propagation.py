@@ -162,6 +162,15 @@ def _with_non_finite(*shape):
     return x
 
 
+def _matches_the_cpu_mostly_finite(f, *inputs, tol):
+    """f on tpu equals f on the CPU, NaN where it is, and the inputs' non-finite elements did not
+    reach most outputs."""
+    want = f(*inputs)
+    got = f(*(t.to("tpu") for t in inputs)).cpu()
+    assert want.isfinite().sum() > want.numel() // 2
+    torch.testing.assert_close(got, want, equal_nan=True, atol=tol, rtol=tol)
+
+
 ADAPTIVE = {
     "1d": (lambda t: F.adaptive_avg_pool1d(t, 7), (2, 3, 26)),
     "2d": (lambda t: F.adaptive_avg_pool2d(t, (3, 4)), (2, 3, 7, 9)),
@@ -176,11 +185,7 @@ def test_adaptive_average_pooling_keeps_an_infinity_inside_its_windows(name):
     # Adaptive windows of varying size were a product with an averaging matrix: an infinity met
     # its row's zeros (inf * 0 = NaN) and made every output of the row NaN.
     f, shape = ADAPTIVE[name]
-    x = _with_non_finite(*shape)
-    want = f(x)
-    got = f(x.to("tpu")).cpu()
-    assert want.isfinite().sum() > want.numel() // 2
-    torch.testing.assert_close(got, want, equal_nan=True, atol=1e-5, rtol=1e-5)
+    _matches_the_cpu_mostly_finite(f, _with_non_finite(*shape), tol=1e-5)
 
 
 UPSAMPLE = {
@@ -198,11 +203,7 @@ def test_linear_upsampling_weighs_infinities_as_the_cpus_kernel(name):
     # The CPU sums x0 * (1 - t) + x1 * t (x1 = x0 at the edge and in a same-size copy); torch's
     # decomposition wrote x0 + (x1 - x0) * t: NaN from inf - inf, and a neighbour's infinity in a copy.
     f, shape = UPSAMPLE[name]
-    x = _with_non_finite(*shape)
-    want = f(x)
-    got = f(x.to("tpu")).cpu()
-    assert want.isfinite().sum() > want.numel() // 2
-    torch.testing.assert_close(got, want, equal_nan=True, atol=1e-5, rtol=1e-5)
+    _matches_the_cpu_mostly_finite(f, _with_non_finite(*shape), tol=1e-5)
 
 
 @pytest.mark.parametrize("mode", ["linear", "bilinear"])
@@ -218,38 +219,22 @@ def test_linear_upsampling_gradient_matches_the_cpus(mode):
     torch.testing.assert_close(results["tpu"], results["cpu"], atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
-@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
-def test_grid_sample_weighs_outside_corners_and_nan_coordinates_as_the_cpus_kernel(mode, padding_mode):
-    # The CPU adds 0 * weight for a corner outside the input; torch's decomposition read element
-    # (0, 0) with weight 0 there (its NaN and infinities spread: inf * 0) and gave 0 for a NaN
-    # coordinate, where the CPU's weight makes the sample NaN.
-    torch.manual_seed(0)
-    x = torch.randn(2, 3, 5, 6)
-    x[0, 0, 0, 0], x[0, 1, 2, 3], x[1, 2, 4, 5] = float("nan"), float("inf"), -float("inf")
-    grid = torch.rand(2, 4, 7, 2) * 2.4 - 1.2
-    grid[0, 0, 0, 0], grid[1, 2, 3, 1] = float("nan"), float("nan")  # (border and reflection clamp NaN to 0)
-    for align_corners in (False, True):
-        f = lambda a, g: F.grid_sample(a, g, mode=mode, padding_mode=padding_mode, align_corners=align_corners)  # noqa: E731
-        want = f(x, grid)
-        got = f(x.to("tpu"), grid.to("tpu")).cpu()
-        assert want.isfinite().sum() > want.numel() // 2
-        torch.testing.assert_close(got, want, equal_nan=True, atol=1e-4, rtol=1e-4)
+SAMPLED = [(dims, mode) for dims in (2, 3) for mode in ("bilinear", "nearest", "bicubic") if (dims, mode) != (3, "bicubic")]
 
 
-@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("dims, mode", SAMPLED, ids=[f"{d}d-{m}" for d, m in SAMPLED])
 @pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
-def test_grid_sample_of_volumes_skips_outside_corners_as_the_cpus_kernel(mode, padding_mode):
-    # The CPU's 3-D kernel skips outside corners (a NaN coordinate samples nothing: 0) and its
-    # scalar clamp takes a NaN coordinate to the last element (border, reflection).
+def test_grid_sample_weighs_outside_corners_and_nan_coordinates_as_the_cpus_kernels(dims, mode, padding_mode):
+    # The CPU's 2-D kernel adds 0 * weight for a corner outside the input; torch's decomposition
+    # read element (0, 0) with weight 0 there (its NaN and infinities spread: inf * 0) and gave 0
+    # for a NaN coordinate, where the CPU's weight makes the sample NaN. The CPU's 3-D kernel
+    # (which ran on the CPU fallback) skips outside corners. Their clamps take a NaN coordinate to
+    # 0 (2-D) and to the last element (3-D) under border and reflection padding.
     torch.manual_seed(0)
-    x = torch.randn(2, 3, 4, 5, 6)
-    x[0, 0, 0, 0, 0], x[0, 1, 2, 3, 4], x[1, 2, 3, 4, 5] = float("nan"), float("inf"), -float("inf")
-    grid = torch.rand(2, 3, 4, 5, 3) * 2.4 - 1.2
-    grid[0, 0, 0, 0, 0], grid[1, 1, 1, 1, 2] = float("nan"), float("nan")
+    x = torch.randn(2, 3, *(4, 5, 6)[3 - dims:])
+    grid = torch.rand(2, *(3, 4, 7)[3 - dims:], dims) * 2.4 - 1.2
+    x.view(-1)[0], x.view(-1)[40], x.view(-1)[-1] = float("nan"), float("inf"), -float("inf")
+    grid.view(-1)[0], grid.view(-1)[77] = float("nan"), float("nan")
     for align_corners in (False, True):
         f = lambda a, g: F.grid_sample(a, g, mode=mode, padding_mode=padding_mode, align_corners=align_corners)  # noqa: E731
-        want = f(x, grid)
-        got = f(x.to("tpu"), grid.to("tpu")).cpu()
-        assert want.isfinite().sum() > want.numel() // 2
-        torch.testing.assert_close(got, want, equal_nan=True, atol=1e-4, rtol=1e-4)
+        _matches_the_cpu_mostly_finite(f, x, grid, tol=1e-4)
