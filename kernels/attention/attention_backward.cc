@@ -188,14 +188,7 @@ void AttentionBackwardBuilder::store_parts(int x, int addr, int64_t part_stride)
   store_weight_parts(w_, vregs_, finite_mask_, x, addr, 0, g_.parts, g_.finite_passes, c_.zero, part_stride, weight_row_);
 }
 
-// The LHS parts paired with stored weight part b, in increasing order (each peeled from the
-// last).
-std::vector<int> AttentionBackwardBuilder::lhs_parts(int b) const {
-  std::vector<int> out;
-  for (auto pass : g_.pairs) if (stored_weight_part(pass, g_.finite_passes) == b) out.push_back(pass.first);
-  std::sort(out.begin(), out.end());
-  return out;
-}
+std::vector<int> AttentionBackwardBuilder::lhs_parts(int b) const { return lhs_parts_against(g_.pairs, b, g_.finite_passes); }
 
 // The `rows` rows of `src` (a multiple of 128: padding rows are zero) as bf16 weight rows, 128
 // rows to a weight block; its parts `part_stride` apart.

@@ -73,8 +73,7 @@ void AttentionBuilder::products_by_part(int tiles, int mxu, int64_t region, int6
   const int x = vregs_.take_run(group_, group_);
   const int scratch = g_.finite_passes ? vregs_.take() : -1;
   for (int b = 0; b < g_.stored_parts; ++b) {
-    std::vector<int> lhs_parts;
-    for (auto pass : g_.pairs) if (stored_weight_part(pass, g_.finite_passes) == b) lhs_parts.push_back(pass.first);
+    const std::vector<int> lhs_parts = lhs_parts_against(g_.pairs, b, g_.finite_passes);
     if (lhs_parts.empty()) continue;
     w_.line("smuli s{}, s{}, {}", t, j_, int64_t(d_) * d_ * 2);
     w_.line("saddi s{}, s{}, {}", t, t, region + b * part_bytes);

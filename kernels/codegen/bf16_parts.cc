@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace vtpu::kernels {
 
 void store_bf16_parts(AsmWriter& w, RegisterPool& vregs, int x, int addr, int64_t offset, int parts, int64_t part_stride,
@@ -43,6 +45,13 @@ void finite_form(AsmWriter& w, RegisterPool& masks, int dst, int x, int zero, in
   w.line("vcmp.eq m{}, v{}, v{}", finite, scratch, scratch);
   w.line("vsel v{}, m{}, v{}, v{}", dst, finite, x, zero);
   masks.release(finite);
+}
+
+std::vector<int> lhs_parts_against(const std::vector<std::pair<int, int>>& pairs, int b, bool finite_passes) {
+  std::vector<int> out;
+  for (auto pass : pairs) if (stored_weight_part(pass, finite_passes) == b) out.push_back(pass.first);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 void lhs_for_weight_part(AsmWriter& w, RegisterPool& masks, int x, int count, int b, bool finite_passes, int zero,

@@ -65,6 +65,10 @@ inline int stored_weight_part(std::pair<int, int> pass, bool finite_passes) {
   return multiplies_finite_forms(pass, finite_passes) ? 1 + pass.second : pass.second;
 }
 
+// The LHS parts the passes of `pairs` multiply by stored weight part `b`, in increasing order (each
+// peeled from the last).
+std::vector<int> lhs_parts_against(const std::vector<std::pair<int, int>>& pairs, int b, bool finite_passes);
+
 // LHS vregs x..x+count-1 (f32) made ready for the passes against stored weight part `b`: as they
 // are for part 0 or without finite passes, else their finite forms, in place (finite_form's
 // registers).
