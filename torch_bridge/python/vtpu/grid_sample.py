@@ -97,14 +97,14 @@ def _grid_sampler(a, grid, interpolation_mode, padding_mode, align_corners):
             piece = value([low[d] + corner[d] for d in range(dims)], w)
             out = piece if out is None else out + piece
         return out.to(dtype)
-    # bicubic (2-D only): 4 x 4 corners, each clamped or reflected by the padding mode
+    # bicubic (2-D only): 4 x 4 corners, each row and column clamped or reflected by the padding
+    # mode once
     iy, ix = unnormalized
     y0, x0 = iy.floor(), ix.floor()
-
-    def row(cy):
-        return _cubic_interp(tuple(value([padded(cy, sizes[0]), padded(x0 + k - 1, sizes[1])]) for k in range(4)), ix - x0)
-
-    return _cubic_interp(tuple(row(y0 + k - 1) for k in range(4)), iy - y0).to(dtype)
+    columns = [padded(x0 + k - 1, sizes[1]) for k in range(4)]
+    rows = [padded(y0 + k - 1, sizes[0]) for k in range(4)]
+    tx = ix - x0
+    return _cubic_interp(tuple(_cubic_interp(tuple(value([cy, cx]) for cx in columns), tx) for cy in rows), iy - y0).to(dtype)
 
 
 def _gather(planes, idx, sizes, exact: bool, out_shape):
