@@ -49,7 +49,9 @@ MappedArguments map_arguments(const isa::Program& program, std::span<const Kerne
     if (args[i].kind == KernelArg::Kind::Buffer) {
       const bool on_chip = held && held->contains(args[i].address);
       Hbm& memory = on_chip ? *held : hbm;
-      memory.view(args[i].address, args[i].bytes, fmt::format("argument {} '{}'", i, program.arguments[i].name));
+      if (!memory.holds(args[i].address, args[i].bytes)) {  // view() throws, naming the argument
+        memory.view(args[i].address, args[i].bytes, fmt::format("argument {} '{}'", i, program.arguments[i].name));
+      }
       mapped.values.push_back(static_cast<int32_t>(
           mapped.window.map(program.arguments[i].name, memory, args[i].address, args[i].bytes, on_chip)));
     } else {

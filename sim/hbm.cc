@@ -68,6 +68,15 @@ void Hbm::reset_peak() {
   peak_ = allocated_;
 }
 
+bool Hbm::holds(HbmAddress address, uint64_t bytes) const {
+  std::lock_guard lock(mutex_);
+  auto it = live_.upper_bound(address);
+  if (it == live_.begin()) return false;
+  --it;
+  const uint64_t offset = address - it->first;
+  return offset <= it->second.bytes && bytes <= it->second.bytes - offset;
+}
+
 std::span<uint8_t> Hbm::view(HbmAddress address, uint64_t bytes, const std::string& what) {
   std::lock_guard lock(mutex_);
   auto it = live_.upper_bound(address);

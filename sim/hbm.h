@@ -40,6 +40,8 @@ class Hbm {
   // Host view of [address, address + bytes); throws SimError(OutOfBounds) naming `what` unless the
   // whole range lies inside one live allocation.
   std::span<uint8_t> view(HbmAddress address, uint64_t bytes, const std::string& what);
+  // Whether view() would succeed: a check that formats no name (launches check every argument).
+  bool holds(HbmAddress address, uint64_t bytes) const;
 
  private:
   struct Allocation {

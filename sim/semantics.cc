@@ -202,8 +202,10 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
     case Opcode::Vmax: map2(v[o[0]], v[o[1]], v[o[2]], nan_max); break;
     case Opcode::Vmin: map2(v[o[0]], v[o[1]], v[o[2]], nan_min); break;
     case Opcode::Vfma: {
+      // Each register looked up once: a lookup tests whether the register was zeroed yet.
+      const VReg &a = v[o[1]], &b = v[o[2]], &c = v[o[3]];
       VReg r;
-      for (int i = 0; i < kVregElements; ++i) r[i] = std::fma(v[o[1]][i], v[o[2]][i], v[o[3]][i]);
+      for (int i = 0; i < kVregElements; ++i) r[i] = std::fma(a[i], b[i], c[i]);
       v[o[0]] = r;
       break;
     }
@@ -215,9 +217,11 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
         return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b)); }); break;
     case Opcode::Vimul: imap2(v[o[0]], v[o[1]], v[o[2]], [](int32_t a, int32_t b) {
         return static_cast<int32_t>(static_cast<uint32_t>(a) * static_cast<uint32_t>(b)); }); break;
-    case Opcode::Viota:
-      for (int i = 0; i < kVregElements; ++i) v[o[0]][i] = std::bit_cast<float>(i);
+    case Opcode::Viota: {
+      VReg& d = v[o[0]];
+      for (int i = 0; i < kVregElements; ++i) d[i] = std::bit_cast<float>(i);
       break;
+    }
     case Opcode::Vand: imap2(v[o[0]], v[o[1]], v[o[2]], [](int32_t a, int32_t b) { return a & b; }); break;
     case Opcode::Vxor: imap2(v[o[0]], v[o[1]], v[o[2]], [](int32_t a, int32_t b) { return a ^ b; }); break;
     case Opcode::Vshri: {
@@ -245,8 +249,14 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
       for (int i = 0; i < kVregElements; ++i) m[o[0]][i] = !m[o[1]][i];
       break;
     case Opcode::Vsel: {
+      const VReg &a = v[o[2]], &b = v[o[3]];
+      const MaskReg& mask = m[o[1]];
       VReg r;
-      for (int i = 0; i < kVregElements; ++i) r[i] = m[o[1]][i] ? v[o[2]][i] : v[o[3]][i];
+      // Selected by bits, without a branch per lane, so the loop runs on the host's vector units.
+      for (int i = 0; i < kVregElements; ++i) {
+        const uint32_t pick_a = 0u - static_cast<uint32_t>(mask[i] != 0);
+        r[i] = std::bit_cast<float>((std::bit_cast<uint32_t>(a[i]) & pick_a) | (std::bit_cast<uint32_t>(b[i]) & ~pick_a));
+      }
       v[o[0]] = r;
       break;
     }
@@ -263,9 +273,10 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
     case Opcode::Vrcp: map1(v[o[0]], v[o[1]], [](float a) { return 1.0f / a; }); break;
 
     case Opcode::Vredsuml: case Opcode::Vredmaxl: case Opcode::Vredminl: {
+      const VReg& a = v[o[1]];
       VReg r;
       for (int sl = 0; sl < kSublanes; ++sl) {
-        const float* row = &v[o[1]][sl * kLanes];
+        const float* row = &a[sl * kLanes];
         float value;
         if (ins.opcode == Opcode::Vredsuml) {
           float tmp[kLanes];
@@ -281,10 +292,11 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
       break;
     }
     case Opcode::Vredsums: case Opcode::Vredmaxs: {
+      const VReg& a = v[o[1]];
       VReg r;
       for (int l = 0; l < kLanes; ++l) {
         float col[kSublanes];
-        for (int sl = 0; sl < kSublanes; ++sl) col[sl] = v[o[1]][sl * kLanes + l];
+        for (int sl = 0; sl < kSublanes; ++sl) col[sl] = a[sl * kLanes + l];
         float value = col[0];
         if (ins.opcode == Opcode::Vredsums) value = tree_sum(col, kSublanes);
         else for (int sl = 1; sl < kSublanes; ++sl) value = nan_max(value, col[sl]);
@@ -294,8 +306,9 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
       break;
     }
     case Opcode::Vbcastl: {
+      const VReg& a = v[o[1]];
       VReg r;
-      for (int sl = 0; sl < kSublanes; ++sl) std::fill(&r[sl * kLanes], &r[sl * kLanes] + kLanes, v[o[1]][sl * kLanes + o[2]]);
+      for (int sl = 0; sl < kSublanes; ++sl) std::fill(&r[sl * kLanes], &r[sl * kLanes] + kLanes, a[sl * kLanes + o[2]]);
       v[o[0]] = r;
       break;
     }
@@ -307,11 +320,12 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
     }
     case Opcode::Vtrans: {
       // Row r of the 128x128 block lives in vreg base + r/8, sublane r%8.
+      std::array<const VReg*, isa::kVBlockRegs> from;
+      for (int i = 0; i < isa::kVBlockRegs; ++i) from[i] = &v[o[1] + i];
       std::array<VReg, isa::kVBlockRegs> r;
       for (int row = 0; row < kLanes; ++row) {
-        for (int col = 0; col < kLanes; ++col) {
-          r[col / kSublanes][(col % kSublanes) * kLanes + row] = v[o[1] + row / kSublanes][(row % kSublanes) * kLanes + col];
-        }
+        const float* source_row = &(*from[row / kSublanes])[(row % kSublanes) * kLanes];
+        for (int col = 0; col < kLanes; ++col) r[col / kSublanes][(col % kSublanes) * kLanes + row] = source_row[col];
       }
       for (int i = 0; i < isa::kVBlockRegs; ++i) v[o[0] + i] = r[i];
       break;
@@ -334,10 +348,10 @@ StepOutcome Semantics::step(const isa::Instruction& ins, size_t pc) {
       for (int g = 0; g < group; ++g) {
         VReg& dst = v[o[0] + g];
         for (int sl = 0; sl < kSublanes; ++sl) {
-          for (int l = 0; l < kLanes; ++l) {
-            const size_t idx = slot_base + size_t(sl) * mxu.dim + g * kLanes + l;
-            dst[sl * kLanes + l] = is_int ? std::bit_cast<float>(mxu.acc_i32[idx]) : mxu.acc[idx];
-          }
+          const size_t first = slot_base + size_t(sl) * mxu.dim + g * kLanes;
+          // A register holds the slot's bits either way: an int32 sum is stored as its bits.
+          if (is_int) std::memcpy(&dst[sl * kLanes], &mxu.acc_i32[first], kLanes * sizeof(float));
+          else std::memcpy(&dst[sl * kLanes], &mxu.acc[first], kLanes * sizeof(float));
         }
       }
       std::fill_n(mxu.acc.begin() + slot_base, kSublanes * mxu.dim, 0.f);

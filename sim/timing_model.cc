@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "isa/instruction_info.h"
-#include "traces/unit_name.h"
+#include "sim/core_unit_names.h"
 
 namespace vtpu::sim {
 namespace {
@@ -22,37 +22,37 @@ TimingModel::TimingModel(const ChipConfig& chip, double hbm_share, int core_inde
       hbm_latency_cycles_(static_cast<uint64_t>(std::llround(chip.hbm_latency_cycles()))),
       local_dma_bytes_per_cycle_(chip.local_dma_bytes_per_cycle() * hbm_share),
       trace_(trace),
-      process_(fmt::format("{} core{}", chip.name, core_index)),
+      process_(core_unit_names(chip, core_index).process),
       sreg_ready_(isa::kScalarRegs, 0),
       vreg_ready_(isa::kVectorRegs, 0),
       mask_ready_(isa::kMaskRegs, 0),
       acc_ready_(size_t(chip.mxu_per_core) * chip.mxu_acc_slots, 0),
       vmem_pages_((chip.vmem_bytes >> kPageShift) + 1) {
-  tracks_.reserve(6 + size_t(chip.vpu_alus) + 2 * size_t(chip.mxu_per_core) + size_t(chip.dma_queues));
-  scalar_track_ = add_track("scalar");
-  for (int i = 0; i < chip.vpu_alus; ++i) vpu_tracks_.push_back(add_track(fmt::format("vpu{}", i)));
-  transc_track_ = add_track("transcendental");
-  xlane_track_ = add_track("cross-lane");
-  vld_track_ = add_track("vector-load");
-  vst_track_ = add_track("vector-store");
-  for (int i = 0; i < chip.mxu_per_core; ++i) {
-    mxu_tracks_.push_back(add_track(fmt::format("mxu{}", i)));
-    mxu_weight_tracks_.push_back(add_track(fmt::format("mxu{} weights", i)));
+  const CoreUnitNames& names = core_unit_names(chip, core_index);
+  tracks_.reserve(names.units.size());
+  for (const UnitNames& unit : names.units) {
+    Track t;
+    t.name = unit.unit;
+    t.full_name = unit.full_name;
+    if (trace_) t.trace_id = trace_->add_track(std::string(unit.unit), std::string(process_));
+    tracks_.push_back(t);
   }
-  for (int i = 0; i < chip.dma_queues; ++i) dma_tracks_.push_back(add_track(fmt::format("dma{}", i)));
-  hbm_track_ = add_track("hbm");
+  scalar_track_ = names.scalar;
+  transc_track_ = names.transcendental;
+  xlane_track_ = names.cross_lane;
+  vld_track_ = names.vector_load;
+  vst_track_ = names.vector_store;
+  hbm_track_ = names.hbm;
+  for (int i = 0; i < chip.vpu_alus; ++i) vpu_tracks_.push_back(names.vpu_first + i);
+  for (int i = 0; i < chip.mxu_per_core; ++i) {
+    mxu_tracks_.push_back(names.mxu_first + 2 * i);
+    mxu_weight_tracks_.push_back(names.mxu_first + 2 * i + 1);
+  }
+  for (int i = 0; i < chip.dma_queues; ++i) dma_tracks_.push_back(names.dma_first + i);
   mxus_.resize(chip.mxu_per_core);
   queue_starts_.resize(tracks_.size() * size_t(chip.unit_queue_depth));
   for (size_t i = 0; i < tracks_.size(); ++i) tracks_[i].ring = i * size_t(chip.unit_queue_depth);
-  if (trace_) hbm_counter_ = trace_->add_counter("HBM bandwidth (GB/s)", process_);
-}
-
-int TimingModel::add_track(const std::string& name) {
-  Track t;
-  t.name = name;
-  if (trace_) t.trace_id = trace_->add_track(name, process_);
-  tracks_.push_back(std::move(t));
-  return static_cast<int>(tracks_.size()) - 1;
+  if (trace_) hbm_counter_ = trace_->add_counter("HBM bandwidth (GB/s)", std::string(process_));
 }
 
 void TimingModel::advance_issue_slot() {
@@ -314,7 +314,7 @@ Scheduled TimingModel::schedule_mxu(const isa::Instruction& ins, const StepOutco
 void TimingModel::mark(uint64_t cycle, int32_t value) {
   if (!trace_) return;
   close_mark(cycle);
-  if (mark_track_ < 0) mark_track_ = trace_->add_track("marks", process_);
+  if (mark_track_ < 0) mark_track_ = trace_->add_track("marks", std::string(process_));
   open_mark_ = {cycle, value};
 }
 
@@ -333,12 +333,7 @@ uint64_t TimingModel::finish_cycle() const {
 }
 
 void TimingModel::add_unit_usage(std::vector<traces::UnitUsage>& units) const {
-  fmt::memory_buffer name;  // on the stack: "v5e core0 mxu1 weights" costs no heap block
-  for (const auto& t : tracks_) {
-    name.clear();
-    fmt::format_to(std::back_inserter(name), "{} {}", process_, t.name);
-    units.push_back({traces::unit_name({name.data(), name.size()}), t.busy_cycles, t.instructions});
-  }
+  for (const auto& t : tracks_) units.push_back({t.full_name, t.busy_cycles, t.instructions});
 }
 
 }  // namespace vtpu::sim

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -58,7 +59,8 @@ class TimingModel {
   std::optional<std::pair<uint64_t, int32_t>> open_mark_;  // (start cycle, value) of the span being drawn
 
   struct Track {
-    std::string name;
+    std::string_view name;       // "mxu1 weights" (sim/core_unit_names.h)
+    std::string_view full_name;  // "v5e core0 mxu1 weights"
     uint64_t free_at = 0;
     uint64_t busy_cycles = 0;
     uint64_t instructions = 0;
@@ -75,7 +77,6 @@ class TimingModel {
     int active = 0;
   };
 
-  int add_track(const std::string& name);
   void advance_issue_slot();
   uint64_t dispatch(Track& track);
   void enqueue_start(Track& track, uint64_t start);
@@ -98,7 +99,7 @@ class TimingModel {
   uint64_t hbm_latency_cycles_;
   double local_dma_bytes_per_cycle_;
   traces::TraceRecorder* trace_;
-  std::string process_;
+  std::string_view process_;  // "v5e core0"
 
   uint64_t issue_ = 0;
   int issued_this_cycle_ = 0;

@@ -126,11 +126,11 @@ int Recorder::value_of(const at::Tensor& t) {
 // One graph input per (address, type) in a graph; its storage stays alive until the flush.
 int Recorder::bind_input(sim::HbmAddress hbm, const kernels::TensorType& type, const c10::Storage& storage,
                          const char* label) {
-  const auto key = std::make_pair(hbm, kernels::to_string(type));
+  auto key = std::make_tuple(uint64_t{hbm}, type.dtype, type.shape);
   if (auto it = input_values_.find(key); it != input_values_.end()) return it->second;
   const int v = graph_.input(type, label);
   input_address_[v] = hbm;
-  input_values_[key] = v;
+  input_values_.emplace(std::move(key), v);
   input_storage_[v] = storage;
   return v;
 }

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "kernels/graph/graph.h"
@@ -62,7 +63,9 @@ class Recorder {
   int device_;
   kernels::Graph graph_;
   std::map<int, sim::HbmAddress> input_address_;     // graph input value -> HBM
-  std::map<std::pair<uint64_t, std::string>, int> input_values_;  // (address, type) -> value, to reuse inputs
+  // (address, dtype, shape) -> value, to reuse inputs; not a formatted type string, which cost an
+  // eager op a few percent of its host time.
+  std::map<std::tuple<uint64_t, kernels::DType, std::vector<int64_t>>, int> input_values_;
   std::map<int, c10::Storage> input_storage_;       // input value -> its storage, alive while a flush may read it
   std::map<int, Output> outputs_;                    // value -> where it lands
   double inputs_ready_at_ = 0;                       // the latest arrival among the inputs' buffers
