@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "kernels/codegen/kernel_error.h"
 #include "kernels/codegen/vreg_shape.h"
@@ -37,6 +38,27 @@ int combine_middle_slices(Graph& g, int x, int64_t outer, int64_t r, int64_t inn
   }
   if (op == RowOp::Mean) out = g.binary_scalar(ExprOp::Mul, out, 1.0 / double(r), false, "reduce_slices");
   return widen ? g.cast(out, dtype, "reduce_slices") : out;
+}
+
+// A row longer than a row kernel holds whose length has no divisor to split it by (a prime past
+// 65,536): padded with the op's identity to whole groups of kPreferredGroup, each group reduced,
+// then the groups' results. A mean is the padded sum scaled by the true count.
+int reduce_padded_row(Graph& g, int src, int64_t kept_numel, int64_t reduced_numel, RowOp op,
+                      const std::vector<int64_t>& out_shape) {
+  const int64_t groups = (reduced_numel + kPreferredGroup - 1) / kPreferredGroup;
+  if (groups > kMaxRowCols) {
+    throw KernelError(fmt::format("a reduction over {} elements (more than {} rows of {})", reduced_numel, kMaxRowCols,
+                                  kPreferredGroup));
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  const double identity = op == RowOp::Max ? -inf : op == RowOp::Min ? inf : op == RowOp::Prod ? 1.0 : 0.0;
+  const RowOp pass = op == RowOp::Mean ? RowOp::Sum : op;
+  const int rows = g.reshape(src, {kept_numel, reduced_numel});
+  const int padded = g.pad(rows, 1, 0, groups * kPreferredGroup - reduced_numel, identity, "reduce_pad");
+  const int partial = g.row(pass, g.reshape(padded, {kept_numel * groups, kPreferredGroup}));
+  int reduced = g.row(pass, g.reshape(partial, {kept_numel, groups}));
+  if (op == RowOp::Mean) reduced = g.binary_scalar(ExprOp::Mul, reduced, 1.0 / double(reduced_numel), false, "mean");
+  return g.reshape(reduced, out_shape);
 }
 
 }  // namespace
@@ -96,6 +118,7 @@ int reduce_dims(Graph& g, int v, const std::vector<int64_t>& dims, RowOp op, int
     b = std::min(reduced_numel, kMaxRowCols);
     while (b > 1 && !splits(b)) --b;
   }
+  if (composes && b <= 1 && dtype_is_float(dtype)) return reduce_padded_row(g, src, kept_numel, reduced_numel, op, out_shape);
   if (!composes || b <= 1) {
     throw KernelError(fmt::format("a reduction over {} elements (more than {}{}", reduced_numel, kMaxRowCols,
                                   composes ? " with no divisor to split them by)" : " and not a sum, mean, max, min or product)"));

@@ -197,7 +197,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_layer_norm_backward(
     return g.binary(ExprOp::Mul, g.binary(ExprOp::Sub, v[1], v[2]), v[3]);
   };
   at::Tensor dx, dw, db;
-  if (mask[0]) {
+  if (mask[0] && input.size(-1) > kernels::kMaxRowCols) {  // the row means as reductions that split a long row (as the forward)
+    const at::Tensor g = grad.to(at::kFloat), xhat = (input.to(at::kFloat) - mean.to(at::kFloat)) * rstd.to(at::kFloat);
+    const at::Tensor gw = has_w ? g * weight->to(at::kFloat) : g;
+    dx = (rstd.to(at::kFloat) * (gw - gw.mean(-1, true) - xhat * (gw * xhat).mean(-1, true))).to(input.scalar_type());
+  } else if (mask[0]) {
     dx = record("native_layer_norm_backward", inputs, input.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
       const int xhat = xhat_of(g, v);
       const int gw = has_w ? g.binary(ExprOp::Mul, v[0], v[4]) : v[0];

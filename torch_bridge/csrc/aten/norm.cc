@@ -7,6 +7,7 @@
 
 #include <torch/library.h>
 
+#include "kernels/generators/row_spec.h"
 #include "torch_bridge/csrc/record/op_support.h"
 #include "torch_bridge/csrc/runtime/runtime.h"
 
@@ -16,6 +17,22 @@ namespace {
 using kernels::ExprOp;
 using kernels::Graph;
 using kernels::RowOp;
+
+// Rows longer than a row kernel holds: the statistics as reductions, which split a long row into
+// pieces (kernels/compose/reduce_dims.cc), the variance in two passes, and the normalisation
+// elementwise; in f32, as the CPU's kernel computes.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> long_row_layer_norm(const at::Tensor& input, const std::optional<at::Tensor>& weight,
+                                                               const std::optional<at::Tensor>& bias, double eps,
+                                                               at::ScalarType stat_dtype) {
+  const at::Tensor x = input.to(at::kFloat);
+  const at::Tensor mean = x.mean(-1, /*keepdim=*/true);
+  const at::Tensor centered = x - mean;
+  const at::Tensor rstd = (centered * centered).mean(-1, /*keepdim=*/true).add(eps).rsqrt();
+  at::Tensor out = centered * rstd;
+  if (weight && weight->defined()) out = out * weight->to(at::kFloat);
+  if (bias && bias->defined()) out = out + bias->to(at::kFloat);
+  return {out.to(input.scalar_type()), mean.to(stat_dtype), rstd.to(stat_dtype)};
+}
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_layer_norm(const at::Tensor& input, at::IntArrayRef normalized_shape,
                                                                  const std::optional<at::Tensor>& weight,
@@ -37,6 +54,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_layer_norm(const at::T
     return {out.view(input.sizes()), mean.view(stats), rstd.view(stats)};
   }
   const bool has_w = weight && weight->defined(), has_b = bias && bias->defined();
+  // The statistics in the weight's dtype, else the input's (the CPU kernel's rule).
+  const auto stat_dtype = has_w ? weight->scalar_type() : input.scalar_type();
+  if (ns[0] > kernels::kMaxRowCols) return long_row_layer_norm(input, weight, bias, eps, stat_dtype);
   std::vector<at::Tensor> inputs = {input};
   if (has_w) inputs.push_back(*weight);
   if (has_b) inputs.push_back(*bias);
@@ -53,8 +73,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_native_layer_norm(const at::T
   // mean and rstd, as autograd saves them; in defer_and_fuse they never run unless kept.
   std::vector<int64_t> stat_shape(input.sizes().begin(), input.sizes().end());
   stat_shape.back() = 1;
-  // The statistics in the weight's dtype, else the input's (the CPU kernel's rule).
-  const auto stat_dtype = has_w ? weight->scalar_type() : input.scalar_type();
   at::Tensor mean = record("native_layer_norm", inputs, stat_dtype, [&](Graph& g, const std::vector<int>& v) {
     return g.row(RowOp::Mean, v[0]);
   }, cpu_out(1)).view(stat_shape);
