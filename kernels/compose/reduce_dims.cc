@@ -61,6 +61,21 @@ int reduce_padded_row(Graph& g, int src, int64_t kept_numel, int64_t reduced_num
   return g.reshape(reduced, out_shape);
 }
 
+// Var over a row longer than a row kernel holds, in the row kernel's two passes: the mean, then the
+// sum of squared deviations from it, each a long reduction, over n - correction; in f32.
+int long_row_variance(Graph& g, int src, int64_t kept_numel, int64_t reduced_numel, int64_t correction,
+                      const std::vector<int64_t>& out_shape) {
+  const DType dtype = g.node(src).type.dtype;
+  int x = g.reshape(src, {kept_numel, reduced_numel});
+  if (dtype != DType::F32) x = g.cast(x, DType::F32, "var");
+  const int mean = g.reshape(reduce_dims(g, x, {1}, RowOp::Mean), {kept_numel, 1});
+  const int deviation = g.binary(ExprOp::Sub, x, mean, "var");
+  const int squares = reduce_dims(g, g.binary(ExprOp::Mul, deviation, deviation, "var"), {1}, RowOp::Sum);
+  int var = g.binary_scalar(ExprOp::Div, squares, double(reduced_numel - correction), false, "var");
+  if (dtype != DType::F32) var = g.cast(var, dtype, "var");
+  return g.reshape(var, out_shape);
+}
+
 }  // namespace
 
 int reduce_dims(Graph& g, int v, const std::vector<int64_t>& dims, RowOp op, int64_t correction) {
@@ -104,6 +119,7 @@ int reduce_dims(Graph& g, int v, const std::vector<int64_t>& dims, RowOp op, int
     const int reduced = g.row(op, g.reshape(src, {kept_numel, reduced_numel}), -1, -1, 1e-5, "", correction);
     return g.reshape(reduced, out_shape);
   }
+  if (op == RowOp::Var && dtype_is_float(dtype)) return long_row_variance(g, src, kept_numel, reduced_numel, correction, out_shape);
   // Longer than a row kernel holds: reduce [a, b] groups twice (sum, mean, max and min compose
   // over equal groups). Checked here, per op, so an extent that cannot be split falls back now
   // instead of failing at the flush.

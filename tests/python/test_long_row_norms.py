@@ -1,4 +1,4 @@
-"""Layer norm, and reductions, over rows longer than a row kernel takes (65,536 elements), forward
+"""Layer norm, variance and other reductions over rows longer than a row kernel takes (65,536 elements), forward
 and backward on the chip against the CPU: rows that split evenly (128,256: Llama 3's vocabulary)
 and rows of a prime length, which have no divisor to split them by and are padded instead."""
 import pytest
@@ -54,6 +54,19 @@ def test_reductions_over_a_prime_long_row_carry_nan_and_inf(reduction):
     want = getattr(x, reduction)(-1)
     got = getattr(x.to("tpu"), reduction)(-1).cpu()
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4, equal_nan=True)
+
+
+@pytest.mark.parametrize("length", [70000, PRIME])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_variance_over_long_rows(length, dtype):
+    x = (torch.randn(4, length, generator=torch.Generator().manual_seed(3)) * 2 + 5).to(dtype)
+    x[1, 3] = float("nan")
+    x[2, 9] = float("inf")
+    dev = x.to("tpu")
+    for correction in (0, 1):
+        torch.testing.assert_close(torch.var(dev, -1, correction=correction).cpu(), torch.var(x, -1, correction=correction),
+                                   rtol=1e-5, atol=0, equal_nan=True)
+    torch.testing.assert_close(torch.std(dev, -1).cpu(), torch.std(x, -1), rtol=1e-5, atol=0, equal_nan=True)
 
 
 def test_softmax_over_a_prime_long_row():

@@ -107,7 +107,17 @@ void PlanRun::add(const std::string& label, const sim::LaunchResult& r, double h
   per_kernel[label] += {1, r.cycles, r.summary.seconds(), r.summary.flops, r.summary.hbm_read_bytes, r.summary.hbm_write_bytes,
                         host_seconds};
   timeline.push_back({label, r.summary.seconds()});
-  for (const auto& unit : r.summary.units) busy_cycles_per_unit[unit.name] += unit.busy_cycles;
+  for (size_t i = 0; i < r.summary.units.size(); ++i) {
+    const auto& unit = r.summary.units[i];
+    // The i-th unit is where the previous launch put it, unless this launch ran other cores.
+    auto at = busy_cycles_per_unit.begin() + static_cast<std::ptrdiff_t>(std::min(i, busy_cycles_per_unit.size()));
+    if (at == busy_cycles_per_unit.end() || at->first != unit.name) {
+      at = std::find_if(busy_cycles_per_unit.begin(), busy_cycles_per_unit.end(),
+                        [&](const auto& entry) { return entry.first == unit.name; });
+      if (at == busy_cycles_per_unit.end()) at = busy_cycles_per_unit.insert(at, {unit.name, 0});
+    }
+    at->second += unit.busy_cycles;
+  }
   memo_hits += r.memo_hit;
   if (r.depends_on_data) ++data_dependent[label];
 }

@@ -50,7 +50,10 @@ struct PlanRun {
   size_t hbm_intermediates = 0;  // intermediates that did not fit there and took HBM
   std::map<std::string, KernelProfile> per_kernel;
   std::vector<LaunchSpan> timeline;  // every launch, in order
-  std::map<std::string_view, uint64_t> busy_cycles_per_unit;  // by traces::unit_name: "v5e core0 mxu0", ...
+  // Per unit ("v5e core0 mxu0", ...), in the order the launches first reported them: launches
+  // report their units in one order, so a flat list sums them without a map node per unit per
+  // flush (an eager op's flush made twenty).
+  std::vector<std::pair<std::string_view, uint64_t>> busy_cycles_per_unit;
   size_t memo_hits = 0;  // timing-only launches the timing memo answered
   // Launches of programs whose timing may depend on data (sim/data_dependence.h), by label.
   std::map<std::string, uint64_t> data_dependent;
@@ -79,6 +82,7 @@ class PlanExecution {
   PlanExecution& operator=(const PlanExecution&) = delete;
 
   const PlanRun& run() const { return run_; }
+  PlanRun take_run() { return std::move(run_); }  // the run's totals, without copying its maps
   sim::HbmAddress address(int value);  // a bound value's or an intermediate's buffer
   uint64_t bytes(int value) const { return plan_.value_bytes.at(value); }
 

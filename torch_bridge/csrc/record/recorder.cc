@@ -239,7 +239,7 @@ void Recorder::flush() {
       rt.buffer(out.vaddr).ready_at = 0;  // computed here, after anything that was in flight
       return rt.materialize(out.vaddr) + out.offset;
     }, [this](int v) { input_done(v); }, rt.progress_for(plan->launches.size()));
-    run = exec.run();
+    run = exec.take_run();
   } catch (const pybind11::error_already_set&) {
     abandon("a KeyboardInterrupt stopped its flush");  // Ctrl-C abandoned the launch: the pending results are lost
     throw;
@@ -289,13 +289,7 @@ void count_launches(const LaunchStart& start, const PlanRun& run) {
   s.held_vmem_bytes += run.held_vmem_bytes;
   s.intermediates_held += run.held_intermediates;
   s.intermediates_in_hbm += run.hbm_intermediates;
-  // Both maps are in name order, so the place after the last unit is the hint for the next.
-  auto unit_at = s.busy_cycles_per_unit.begin();
-  for (const auto& [unit, busy] : run.busy_cycles_per_unit) {
-    unit_at = s.busy_cycles_per_unit.try_emplace(unit_at, unit, 0);
-    unit_at->second += busy;
-    ++unit_at;
-  }
+  for (const auto& [unit, busy] : run.busy_cycles_per_unit) s.busy_cycles_per_unit[unit] += busy;
   s.timing_memo_hits += run.memo_hits;
   if (rt.timing_only()) {
     for (const auto& [label, n] : run.data_dependent) s.timing_only_data_dependent[label] += n;
