@@ -8,6 +8,8 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/compose/reduce_dims.h"
+#include "kernels/generators/row_spec.h"
 #include "torch_bridge/csrc/aten/int64.h"
 #include "torch_bridge/csrc/aten/order_statistics.h"
 #include "torch_bridge/csrc/record/op_support.h"
@@ -120,10 +122,15 @@ at::Tensor arg_extreme(const char* op, const at::Tensor& self, std::optional<int
     const int x = v[0];
     auto column = g.node(x).type.shape;
     column.back() = 1;
-    const int extreme = g.reshape(g.row(max ? kernels::RowOp::Max : kernels::RowOp::Min, x), column);
+    // A row longer than a row kernel holds reduces in pieces (kernels/compose/reduce_dims.h).
+    const auto along_rows = [&](kernels::RowOp r, int value, std::string label) {
+      if (width <= kernels::kMaxRowCols) return g.row(r, value, -1, -1, 1e-5, std::move(label));
+      return kernels::reduce_dims(g, value, {static_cast<int64_t>(column.size()) - 1}, r);
+    };
+    const int extreme = g.reshape(along_rows(max ? kernels::RowOp::Max : kernels::RowOp::Min, x, ""), column);
     const int hit = g.binary(ExprOp::Or, g.binary(ExprOp::Eq, x, extreme), g.binary(ExprOp::Ne, x, x));
     const int position = g.where(hit, g.iota({{width}, DType::F32}, op), g.full({{1}, DType::F32}, double(width), op));
-    return int64_words(g, g.cast(g.row(kernels::RowOp::Min, position, -1, -1, 1e-5, op), DType::I32));
+    return int64_words(g, g.cast(along_rows(kernels::RowOp::Min, position, op), DType::I32));
   }, [cpu, out_shape](const std::vector<at::Tensor>& c) { return cpu(c).reshape(out_shape); });
   const at::Tensor indices = as_int64(pairs, width - 1);
   if (!dim) return keepdim ? indices.reshape(std::vector<int64_t>(self.dim(), 1)) : indices.reshape({});

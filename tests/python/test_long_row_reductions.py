@@ -1,4 +1,4 @@
-"""Layer norm, variance and other reductions over rows longer than a row kernel takes (65,536 elements), forward
+"""Layer norm, variance, argmax and other reductions over rows longer than a row kernel takes (65,536 elements), forward
 and backward on the chip against the CPU: rows that split evenly (128,256: Llama 3's vocabulary)
 and rows of a prime length, which have no divisor to split them by and are padded instead."""
 import pytest
@@ -67,6 +67,20 @@ def test_variance_over_long_rows(length, dtype):
         torch.testing.assert_close(torch.var(dev, -1, correction=correction).cpu(), torch.var(x, -1, correction=correction),
                                    rtol=1e-5, atol=0, equal_nan=True)
     torch.testing.assert_close(torch.std(dev, -1).cpu(), torch.std(x, -1), rtol=1e-5, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("length", [70000, PRIME])
+def test_argmax_and_argmin_over_long_rows_take_the_first_extreme_or_nan(length):
+    x = torch.randn(4, length, generator=torch.Generator().manual_seed(4))
+    x[1, 3] = x[1, 60000] = float("nan")  # the first NaN wins
+    x[2, 9] = float("inf")
+    x[3, length - 5] = x[3, length - 1] = 100  # a tie: the first
+    x[3, 7] = x[3, 70] = -100
+    dev = x.to("tpu")
+    for op in ("argmax", "argmin"):
+        assert torch.equal(getattr(dev, op)(-1).cpu(), getattr(x, op)(-1)), op
+        assert torch.equal(getattr(dev, op)().cpu(), getattr(x, op)()), op  # over all 4 x length
+    assert torch.equal(dev.max(-1).indices.cpu(), x.max(-1).indices)
 
 
 def test_softmax_over_a_prime_long_row():
