@@ -125,6 +125,7 @@ class Graph {
   int pad(int x, int64_t dim, int64_t before, int64_t after, double value = 0, std::string label = "pad");
   // torch.cat(inputs, dim): shapes equal except along dim, one dtype.
   int concat(const std::vector<int>& inputs, int64_t dim, std::string label = "cat");
+  static constexpr size_t kMostConcatInputs = 120;  // per concat kernel (concat() groups more)
   // table[index]: rows of `table` ([rows, ...]) in the order of `index`, int32 [n], or int64
   // given as its [n, 2] int32 words (`index_pairs`). Indices are checked on the chip; with
   // `wrap_negative` (torch's x[idx]) negative ones count from the end.

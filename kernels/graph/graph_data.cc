@@ -67,6 +67,17 @@ int Graph::strided_copy(int source, std::vector<int64_t> sizes, std::vector<int6
 
 int Graph::concat(const std::vector<int>& inputs, int64_t dim, std::string label) {
   if (inputs.empty()) throw KernelError(fmt::format("{}: no inputs", label));
+  // A concat kernel takes two launch arguments per input and a launch at most 256: more inputs
+  // are concatenated in groups first, then the groups' results (torch.cat of 150 tensors failed
+  // at the flush).
+  if (inputs.size() > kMostConcatInputs) {
+    std::vector<int> groups;
+    for (size_t first = 0; first < inputs.size(); first += kMostConcatInputs) {
+      const auto end = inputs.begin() + static_cast<std::ptrdiff_t>(std::min(first + kMostConcatInputs, inputs.size()));
+      groups.push_back(concat(std::vector<int>(inputs.begin() + static_cast<std::ptrdiff_t>(first), end), dim, label));
+    }
+    return concat(groups, dim, std::move(label));
+  }
   Node n;
   n.kind = NodeKind::Concat;
   n.inputs = inputs;

@@ -1,4 +1,4 @@
-"""kthvalue, median, nanmedian and topk with k > 16 on the chip (torch_bridge/csrc/aten/
+"""kthvalue, median, nanmedian and topk with k > 16 (some by sorting) on the chip (torch_bridge/csrc/aten/
 order_statistics.cc: selection from the stable sort) against the CPU with the fallback off, in
 both eager modes: values and indices exactly, NaN rows by torch's rules, 0-dim inputs, keepdim,
 and gradients through the selected elements."""

@@ -57,10 +57,30 @@ def test_ties_take_the_first_position_and_never_repeat():
     assert indices.cpu().tolist() == [[3, 0, 1, 2], [0, 1, 2, 3]]
 
 
-def test_large_k_runs_on_the_chip_by_sorting():
-    x = torch.randn(2, 40, generator=torch.Generator().manual_seed(3))  # distinct values: one answer
-    values, indices = torch.topk(x.to("tpu"), 17)  # the fallback is off: selection from the sort
-    assert torch.equal(values.cpu(), torch.topk(x, 17).values) and torch.equal(indices.cpu(), torch.topk(x, 17).indices)
+@pytest.mark.parametrize("k,largest", [(65, True), (17, False)])
+def test_large_k_runs_on_the_chip_by_sorting(k, largest):
+    x = torch.randn(2, 80, generator=torch.Generator().manual_seed(3))  # distinct values: one answer
+    values, indices = torch.topk(x.to("tpu"), k, largest=largest)  # the fallback is off: selection from the sort
+    want = torch.topk(x, k, largest=largest)
+    assert torch.equal(values.cpu(), want.values) and torch.equal(indices.cpu(), want.indices)
+
+
+@pytest.mark.parametrize("shape", [(3, 1000), (1, 128256)], ids=["short-rows", "llama-3-vocabulary"])
+def test_largest_k_up_to_64_takes_rounds_over_rows_of_any_length(shape):
+    """Top-k sampling's case (transformers' default top_k is 50) over a vocabulary longer than a
+    row kernel holds: rounds, each reducing the row in pieces; a NaN counts as the largest, and
+    ties take the first position."""
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(5))
+    x[0, 11] = float("nan")
+    x[-1, 7] = x[-1, 70] = x[-1, shape[1] - 1] = 9.0
+    for k in (50, 64):
+        values, indices = (t.cpu() for t in torch.topk(x.to("tpu"), k))
+        torch.testing.assert_close(values, torch.topk(x, k).values, rtol=0, atol=0, equal_nan=True)
+        torch.testing.assert_close(x.gather(1, indices), values, rtol=0, atol=0, equal_nan=True)
+        assert all(len(set(row)) == k for row in indices.tolist())  # no position twice
+        assert indices[0, 0] == 11  # the NaN
+        first = 1 if shape[0] == 1 else 0  # after the NaN where they share a row
+        assert indices[-1, first:first + 3].tolist() == [7, 70, shape[1] - 1]  # the ties, in order
 
 
 def test_integer_inputs_fall_back_with_the_reason():

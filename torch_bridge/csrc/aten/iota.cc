@@ -91,6 +91,14 @@ at::Tensor& tpu_eye_m_out(int64_t n, int64_t m, at::Tensor& out) {
 
 at::Tensor& tpu_eye_out(int64_t n, at::Tensor& out) { return tpu_eye_m_out(n, n, out); }
 
+// A reduction along the last dim: one row kernel, or, for rows longer than it holds, pieces
+// (kernels/compose/reduce_dims.h).
+int reduce_last_dim(Graph& g, kernels::RowOp op, int value, std::string label) {
+  const int64_t rank = static_cast<int64_t>(g.node(value).type.shape.size());
+  if (g.node(value).type.shape.back() <= kernels::kMaxRowCols) return g.row(op, value, -1, -1, 1e-5, std::move(label));
+  return kernels::reduce_dims(g, value, {rank - 1}, op);
+}
+
 // argmax / argmin over one dim (moved last) or over everything: the first position holding the
 // row's maximum (minimum), a NaN counting as the maximum and the minimum as torch has it.
 at::Tensor arg_extreme(const char* op, const at::Tensor& self, std::optional<int64_t> dim, bool keepdim, bool max) {
@@ -122,15 +130,10 @@ at::Tensor arg_extreme(const char* op, const at::Tensor& self, std::optional<int
     const int x = v[0];
     auto column = g.node(x).type.shape;
     column.back() = 1;
-    // A row longer than a row kernel holds reduces in pieces (kernels/compose/reduce_dims.h).
-    const auto along_rows = [&](kernels::RowOp r, int value, std::string label) {
-      if (width <= kernels::kMaxRowCols) return g.row(r, value, -1, -1, 1e-5, std::move(label));
-      return kernels::reduce_dims(g, value, {static_cast<int64_t>(column.size()) - 1}, r);
-    };
-    const int extreme = g.reshape(along_rows(max ? kernels::RowOp::Max : kernels::RowOp::Min, x, ""), column);
+    const int extreme = g.reshape(reduce_last_dim(g, max ? kernels::RowOp::Max : kernels::RowOp::Min, x, ""), column);
     const int hit = g.binary(ExprOp::Or, g.binary(ExprOp::Eq, x, extreme), g.binary(ExprOp::Ne, x, x));
     const int position = g.where(hit, g.iota({{width}, DType::F32}, op), g.full({{1}, DType::F32}, double(width), op));
-    return int64_words(g, g.cast(along_rows(kernels::RowOp::Min, position, op), DType::I32));
+    return int64_words(g, g.cast(reduce_last_dim(g, kernels::RowOp::Min, position, op), DType::I32));
   }, [cpu, out_shape](const std::vector<at::Tensor>& c) { return cpu(c).reshape(out_shape); });
   const at::Tensor indices = as_int64(pairs, width - 1);
   if (!dim) return keepdim ? indices.reshape(std::vector<int64_t>(self.dim(), 1)) : indices.reshape({});
@@ -167,10 +170,16 @@ std::tuple<at::Tensor, at::Tensor> tpu_min_dim(const at::Tensor& self, int64_t d
   return extreme_dim("min", self, dim, keepdim, false);
 }
 // topk by k rounds of "the first position holding the largest value not yet taken" (argmax's
-// rule: a NaN counts as the largest), each round a row max and a row min over positions; the
-// values and positions are gathered into one f32 [.., 2k] result (positions exact below 2^24),
-// then split. Ties: the first position first. smallest-k negates the input (a NaN then comes
-// first, where torch puts it last). Up to 16 rounds; more sort (order_statistics.cc); integer and empty inputs fall back.
+// rule: a NaN counts as the largest), each round a row max and a row min over positions (long
+// rows in pieces); the values and positions are gathered into one f32 [.., 2k] result (positions
+// exact below 2^24), then split. Ties: the first position first. smallest-k negates the input (a
+// NaN then comes first, where torch puts it last). A round costs two passes over the rows, a
+// bitonic sort (order_statistics.cc) far more: top-50 of 64 x 1000 took 141 us simulated by rounds
+// and 11,334 us by sort (bench/topk_rounds.py); only rows of a few hundred make the two even, at
+// about 60 rounds. So largest-k takes rounds up to k = 64, smallest-k up to 16 (the sort puts a
+// NaN last, as torch does), and larger k sorts. Integer and empty inputs fall back.
+constexpr int64_t kMostRoundsLargest = 64;
+constexpr int64_t kMostRounds = 16;
 std::tuple<at::Tensor, at::Tensor> tpu_topk(const at::Tensor& self, c10::SymInt k_sym, int64_t dim, bool largest, bool sorted) {
   const int64_t k = k_sym.expect_int();
   const auto cpu_both = [k, dim, largest, sorted](const at::Tensor& x) { return at::topk(x, k, dim, largest, sorted); };
@@ -181,7 +190,7 @@ std::tuple<at::Tensor, at::Tensor> tpu_topk(const at::Tensor& self, c10::SymInt 
   else if (self.dim() == 0 || self.numel() == 0) why = "0-dim or empty inputs";
   else if (k < 1) why = "k below 1";
   else if (k > width) why = "k larger than the dim";
-  else if (k > 16) return topk_by_sort(self, k, d, largest);  // order_statistics.cc: the first k of a stable sort
+  else if (k > (largest ? kMostRoundsLargest : kMostRounds)) return topk_by_sort(self, k, d, largest);  // order_statistics.cc: the first k of a stable sort
   else if (width > (int64_t{1} << 24)) why = "more than 2^24 elements per row";
   if (!why.empty()) {
     const auto r = run_on_cpu_outputs("topk", {self}, [cpu_both](const std::vector<at::Tensor>& c) {
@@ -206,10 +215,10 @@ std::tuple<at::Tensor, at::Tensor> tpu_topk(const at::Tensor& self, c10::SymInt 
     int taken = -1;  // bool [.., width]: positions already picked
     for (int64_t round = 0; round < k; ++round) {
       const int open = taken < 0 ? x : g.where(taken, neg_inf, x, "topk");
-      const int best = g.reshape(g.row(kernels::RowOp::Max, open, -1, -1, 1e-5, "topk"), column);
+      const int best = g.reshape(reduce_last_dim(g, kernels::RowOp::Max, open, "topk"), column);
       int hit = g.binary(ExprOp::Or, g.binary(ExprOp::Eq, open, best), g.binary(ExprOp::Ne, open, open));
       if (taken >= 0) hit = g.binary(ExprOp::And, hit, g.unary(ExprOp::Not, taken));
-      const int position = g.reshape(g.row(kernels::RowOp::Min, g.where(hit, iota, none), -1, -1, 1e-5, "topk"), column);
+      const int position = g.reshape(reduce_last_dim(g, kernels::RowOp::Min, g.where(hit, iota, none), "topk"), column);
       const int picked = g.binary(ExprOp::Eq, iota, position);
       taken = taken < 0 ? picked : g.binary(ExprOp::Or, taken, picked);
       values.push_back(largest ? best : g.unary(ExprOp::Neg, best, "topk"));

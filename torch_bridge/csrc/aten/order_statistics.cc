@@ -1,10 +1,10 @@
 // Order statistics by sorting on the chip (aten/sort.cc): kthvalue, median and nanmedian along a
-// dim or over all elements, and topk for k past what its own kernel unrolls (iota.cc: 16). The
+// dim or over all elements, and topk for k past its rounds (iota.cc: 64 largest, 16 smallest). The
 // stable sort puts NaN last ascending and keeps ties in their original order, which gives
 // torch's CPU rules: kthvalue counts NaN as the largest value; median returns a row's first NaN
 // (value and index) when it has one; nanmedian takes the lower median of the other values and a
-// row of NaN only gives its first; topk with k > 16 is the first k of a stable descending (or
-// ascending) sort, ties the first position first as in the k <= 16 kernel.
+// row of NaN only gives its first; topk past its rounds is the first k of a stable descending (or
+// ascending) sort, ties the first position first as in the rounds.
 #include <ATen/ATen.h>
 #include <ATen/WrapDimUtils.h>
 #include <torch/library.h>
