@@ -32,7 +32,6 @@ TimingModel::TimingModel(const ChipConfig& chip, double hbm_share, int core_inde
   tracks_.reserve(names.units.size());
   for (const UnitNames& unit : names.units) {
     Track t;
-    t.name = unit.unit;
     t.full_name = unit.full_name;
     if (trace_) t.trace_id = trace_->add_track(std::string(unit.unit), std::string(process_));
     tracks_.push_back(t);

@@ -59,8 +59,7 @@ class TimingModel {
   std::optional<std::pair<uint64_t, int32_t>> open_mark_;  // (start cycle, value) of the span being drawn
 
   struct Track {
-    std::string_view name;       // "mxu1 weights" (sim/core_unit_names.h)
-    std::string_view full_name;  // "v5e core0 mxu1 weights"
+    std::string_view full_name;  // "v5e core0 mxu1 weights" (sim/core_unit_names.h)
     uint64_t free_at = 0;
     uint64_t busy_cycles = 0;
     uint64_t instructions = 0;
