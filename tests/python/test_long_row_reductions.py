@@ -1,6 +1,7 @@
-"""Layer norm, variance, argmax and other reductions over rows longer than a row kernel takes (65,536 elements), forward
-and backward on the chip against the CPU: rows that split evenly (128,256: Llama 3's vocabulary)
-and rows of a prime length, which have no divisor to split them by and are padded instead."""
+"""Layer norm, variance, argmax and other reductions over rows longer than a row kernel takes
+(65,536 elements), forward and backward on the chip against the CPU: rows that split evenly
+(128,256: Llama 3's vocabulary) and rows of a prime length, which have no divisor to split them
+by and are padded instead."""
 import pytest
 import torch
 import torch.nn.functional as F
