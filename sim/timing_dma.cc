@@ -24,7 +24,7 @@ std::pair<uint64_t, uint64_t> TimingModel::take_hbm_turn(Track& q, uint64_t acce
   q.busy_cycles += hbm_end - hs;
   ++q.instructions;
   enqueue_start(q, accept);
-  Track& h = tracks_[hbm_track_];
+  Track& h = tracks_[units_.hbm];
   h.busy_cycles += hbm_end - hs;
   ++h.instructions;
   h.free_at = std::max(h.free_at, hbm_end);
@@ -38,7 +38,7 @@ Scheduled TimingModel::schedule_dma(const isa::Instruction& ins, const StepOutco
   Scheduled s;
   // The queue accepts the descriptor at dispatch; the transfer itself waits its turn on the
   // core's HBM timeline (FIFO), so a queue's transfers never overlap and bandwidth is shared.
-  Track& q = tracks_[dma_tracks_[ins.operands[0]]];
+  Track& q = dma_track(ins.operands[0]);
   const uint64_t accept = std::max({dispatch(q), deps, vmem_ready(outcome.vmem_read)});
   if (outcome.dma_on_chip) return schedule_local_dma(ins, outcome, q, accept);
   const auto [hs, hbm_end] = take_hbm_turn(q, accept, outcome.dma_bytes);
@@ -47,7 +47,7 @@ Scheduled TimingModel::schedule_dma(const isa::Instruction& ins, const StepOutco
   s = {accept, hbm_end, done};
   if (trace_) {
     trace_->slice(q.trace_id, hs, hbm_end, meta.mnemonic.data());
-    trace_->slice(tracks_[hbm_track_].trace_id, hs, hbm_end, ins.opcode == Opcode::Dmah2v ? "read" : "write");
+    trace_->slice(tracks_[units_.hbm].trace_id, hs, hbm_end, ins.opcode == Opcode::Dmah2v ? "read" : "write");
     trace_->sample(hbm_counter_, hs, hbm_bytes_per_cycle_ * chip_.clock_hz / 1e9);
     trace_->sample(hbm_counter_, hbm_end, 0);
   }
@@ -85,14 +85,14 @@ Scheduled TimingModel::schedule_local_dma(const isa::Instruction& ins, const Ste
 // must not wait for a collective's transfers to use its own loads.
 Scheduled TimingModel::schedule_remote_dma(const isa::Instruction& ins, const StepOutcome& outcome, uint64_t deps) {
   if (!peers_) throw std::logic_error("vtpu: dma.remote timed without a slice");
-  Track& q = tracks_[dma_tracks_[ins.operands[0]]];
+  Track& q = dma_track(ins.operands[0]);
   const uint64_t accept = std::max(dispatch(q), deps);
   const auto [hs, hbm_end] = take_hbm_turn(q, accept, outcome.dma_bytes);
   const uint64_t landed = peers_->transfer(chip_index_, outcome.remote_chip, outcome.dma_bytes, accept);
   const uint64_t done = std::max(landed, hbm_end + hbm_latency_cycles_);
   if (trace_) {
     trace_->slice(q.trace_id, hs, done, fmt::format("dma.remote to chip {}", outcome.remote_chip).c_str());
-    trace_->slice(tracks_[hbm_track_].trace_id, hs, hbm_end, "read");
+    trace_->slice(tracks_[units_.hbm].trace_id, hs, hbm_end, "read");
   }
   hbm_read_bytes_ += outcome.dma_bytes;
   ici_bytes_ += outcome.dma_bytes;

@@ -22,36 +22,23 @@ TimingModel::TimingModel(const ChipConfig& chip, double hbm_share, int core_inde
       hbm_latency_cycles_(static_cast<uint64_t>(std::llround(chip.hbm_latency_cycles()))),
       local_dma_bytes_per_cycle_(chip.local_dma_bytes_per_cycle() * hbm_share),
       trace_(trace),
-      process_(core_unit_names(chip, core_index).process),
+      units_(core_unit_names(chip, core_index)),
       sreg_ready_(isa::kScalarRegs, 0),
       vreg_ready_(isa::kVectorRegs, 0),
       mask_ready_(isa::kMaskRegs, 0),
       acc_ready_(size_t(chip.mxu_per_core) * chip.mxu_acc_slots, 0),
       vmem_pages_((chip.vmem_bytes >> kPageShift) + 1) {
-  const CoreUnitNames& names = core_unit_names(chip, core_index);
-  tracks_.reserve(names.units.size());
-  for (const UnitNames& unit : names.units) {
+  tracks_.reserve(units_.units.size());
+  for (const UnitNames& unit : units_.units) {
     Track t;
     t.full_name = unit.full_name;
-    if (trace_) t.trace_id = trace_->add_track(std::string(unit.unit), std::string(process_));
+    if (trace_) t.trace_id = trace_->add_track(std::string(unit.unit), std::string(units_.process));
     tracks_.push_back(t);
   }
-  scalar_track_ = names.scalar;
-  transc_track_ = names.transcendental;
-  xlane_track_ = names.cross_lane;
-  vld_track_ = names.vector_load;
-  vst_track_ = names.vector_store;
-  hbm_track_ = names.hbm;
-  for (int i = 0; i < chip.vpu_alus; ++i) vpu_tracks_.push_back(names.vpu_first + i);
-  for (int i = 0; i < chip.mxu_per_core; ++i) {
-    mxu_tracks_.push_back(names.mxu_first + 2 * i);
-    mxu_weight_tracks_.push_back(names.mxu_first + 2 * i + 1);
-  }
-  for (int i = 0; i < chip.dma_queues; ++i) dma_tracks_.push_back(names.dma_first + i);
   mxus_.resize(chip.mxu_per_core);
   queue_starts_.resize(tracks_.size() * size_t(chip.unit_queue_depth));
   for (size_t i = 0; i < tracks_.size(); ++i) tracks_[i].ring = i * size_t(chip.unit_queue_depth);
-  if (trace_) hbm_counter_ = trace_->add_counter("HBM bandwidth (GB/s)", std::string(process_));
+  if (trace_) hbm_counter_ = trace_->add_counter("HBM bandwidth (GB/s)", std::string(units_.process));
 }
 
 void TimingModel::advance_issue_slot() {
@@ -181,8 +168,10 @@ Scheduled TimingModel::schedule(const isa::Instruction& ins, const StepOutcome& 
       return schedule_front_end(ins, outcome, deps, wait_ready);
     case isa::Unit::Vpu: {
       // Earliest-free ALU.
-      int best = vpu_tracks_[0];
-      for (int id : vpu_tracks_) if (tracks_[id].free_at < tracks_[best].free_at) best = id;
+      int best = units_.vpu_first;
+      for (int id = best; id < units_.vpu_first + chip_.vpu_alus; ++id) {
+        if (tracks_[id].free_at < tracks_[best].free_at) best = id;
+      }
       Track& t = tracks_[best];
       const uint64_t start = std::max({dispatch(t), deps, t.free_at});
       s = {start, start + 1, start + chip_.vpu_latency_cycles};
@@ -190,14 +179,14 @@ Scheduled TimingModel::schedule(const isa::Instruction& ins, const StepOutcome& 
       break;
     }
     case isa::Unit::Transc: {
-      Track& t = tracks_[transc_track_];
+      Track& t = tracks_[units_.transcendental];
       const uint64_t start = std::max({dispatch(t), deps, t.free_at});
       s = {start, start + uint64_t(chip_.transc_issue_cycles), start + chip_.transc_latency_cycles};
       record(t, s.start, s.end, ins);
       break;
     }
     case isa::Unit::Xlane: {
-      Track& t = tracks_[xlane_track_];
+      Track& t = tracks_[units_.cross_lane];
       const uint64_t occupancy = uint64_t(chip_.xlane_issue_cycles) * (ins.opcode == Opcode::Vtrans ? isa::kVBlockRegs : 1);
       const uint64_t start = std::max({dispatch(t), deps, t.free_at});
       s = {start, start + occupancy, start + occupancy + chip_.xlane_latency_cycles};
@@ -205,14 +194,14 @@ Scheduled TimingModel::schedule(const isa::Instruction& ins, const StepOutcome& 
       break;
     }
     case isa::Unit::VLoad: {
-      Track& t = tracks_[vld_track_];
+      Track& t = tracks_[units_.vector_load];
       const uint64_t start = std::max({dispatch(t), deps, t.free_at, vmem_ready(outcome.vmem_read)});
       s = {start, start + 1, start + chip_.vld_latency_cycles};
       record(t, s.start, s.end, ins);
       break;
     }
     case isa::Unit::VStore: {
-      Track& t = tracks_[vst_track_];
+      Track& t = tracks_[units_.vector_store];
       const uint64_t start = std::max({dispatch(t), deps, t.free_at});
       s = {start, start + 1, start + chip_.vst_latency_cycles};
       record(t, s.start, s.end, ins);
@@ -243,7 +232,7 @@ Scheduled TimingModel::schedule_front_end(const isa::Instruction& ins, const Ste
   }
   s = {start, start + 1, start + 1};
   if (ins.opcode == Opcode::Sld) s.ready = start + chip_.vld_latency_cycles;  // a VMEM read, like vld
-  Track& t = tracks_[scalar_track_];
+  Track& t = tracks_[units_.scalar];
   t.busy_cycles += 1;
   ++t.instructions;
   t.free_at = std::max(t.free_at, s.end);
@@ -267,7 +256,7 @@ Scheduled TimingModel::schedule_mxu(const isa::Instruction& ins, const StepOutco
   if (isa::is_weight_load(ins.opcode)) {
     // Loads the back buffer, which must be done serving matmuls issued before the last switch.
     // mxu.lw switches to it at once (matmuls after it wait for the load); mxu.lwb does not.
-    Track& t = tracks_[mxu_weight_tracks_[x]];
+    Track& t = mxu_weight_track(x);
     const int back = 1 - mt.active;
     const uint64_t start = std::max({dispatch(t), deps, t.free_at, mt.buffer_last_use[back],
                                      vmem_ready(outcome.vmem_read)});
@@ -280,13 +269,13 @@ Scheduled TimingModel::schedule_mxu(const isa::Instruction& ins, const StepOutco
     }
   } else if (ins.opcode == Opcode::Mxswap) {
     // In queue order with the matmuls: later ones wait for the back buffer's load.
-    Track& t = tracks_[mxu_tracks_[x]];
+    Track& t = mxu_track(x);
     const uint64_t start = std::max({dispatch(t), deps, t.free_at});
     s = {start, start, start};
     mt.active = 1 - mt.active;
     mt.weights_ready = std::max(start, mt.buffer_loaded[mt.active]);
   } else if (ins.opcode == Opcode::Mxpop) {
-    Track& t = tracks_[mxu_tracks_[x]];
+    Track& t = mxu_track(x);
     const int group = chip_.mxu_dim / kLanes;
     uint64_t& slot_ready = acc_ready_[size_t(x) * chip_.mxu_acc_slots + ins.operands[2]];
     const uint64_t start = std::max({dispatch(t), deps, t.free_at, slot_ready});
@@ -295,7 +284,7 @@ Scheduled TimingModel::schedule_mxu(const isa::Instruction& ins, const StepOutco
     record(t, s.start, s.end, ins);
     slot_ready = s.end;  // a later matmul into this slot must wait for the pop
   } else {
-    Track& t = tracks_[mxu_tracks_[x]];
+    Track& t = mxu_track(x);
     uint64_t& slot_ready = acc_ready_[size_t(x) * chip_.mxu_acc_slots + ins.operands[2]];
     // Accumulating into a slot pipelines behind the previous push; only pops wait for the fill.
     const uint64_t start = std::max({dispatch(t), deps, t.free_at, mt.weights_ready});
@@ -313,7 +302,7 @@ Scheduled TimingModel::schedule_mxu(const isa::Instruction& ins, const StepOutco
 void TimingModel::mark(uint64_t cycle, int32_t value) {
   if (!trace_) return;
   close_mark(cycle);
-  if (mark_track_ < 0) mark_track_ = trace_->add_track("marks", std::string(process_));
+  if (mark_track_ < 0) mark_track_ = trace_->add_track("marks", std::string(units_.process));
   open_mark_ = {cycle, value};
 }
 

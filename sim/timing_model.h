@@ -16,6 +16,7 @@
 
 #include "isa/instruction.h"
 #include "sim/chip_config.h"
+#include "sim/core_unit_names.h"
 #include "sim/semantics.h"
 #include "sim/slice_peers.h"
 #include "traces/summary.h"
@@ -77,6 +78,9 @@ class TimingModel {
   };
 
   void advance_issue_slot();
+  Track& mxu_track(int mxu) { return tracks_[size_t(units_.mxu_first + 2 * mxu)]; }
+  Track& mxu_weight_track(int mxu) { return tracks_[size_t(units_.mxu_first + 2 * mxu + 1)]; }
+  Track& dma_track(int queue) { return tracks_[size_t(units_.dma_first + queue)]; }
   uint64_t dispatch(Track& track);
   void enqueue_start(Track& track, uint64_t start);
   uint64_t operands_ready(const isa::Instruction& ins) const;
@@ -98,7 +102,8 @@ class TimingModel {
   uint64_t hbm_latency_cycles_;
   double local_dma_bytes_per_cycle_;
   traces::TraceRecorder* trace_;
-  std::string_view process_;  // "v5e core0"
+  // The core's units in track order, with where each family starts (sim/core_unit_names.h).
+  const CoreUnitNames& units_;
 
   uint64_t issue_ = 0;
   int issued_this_cycle_ = 0;
@@ -106,9 +111,6 @@ class TimingModel {
   // Every track's queue ring in one allocation: a std::deque per track cost two heap blocks each
   // at every launch (with the semaphores' deques, half of an 8-element add's allocations).
   std::vector<uint64_t> queue_starts_;
-  int scalar_track_, transc_track_, xlane_track_, vld_track_, vst_track_;
-  std::vector<int> vpu_tracks_, mxu_tracks_, mxu_weight_tracks_, dma_tracks_;
-  int hbm_track_;
   std::vector<MxuTiming> mxus_;
   double hbm_free_ = 0;  // fractional cycles: small DMAs must not round up to whole cycles each
   uint64_t hbm_read_bytes_ = 0, hbm_write_bytes_ = 0;
