@@ -18,11 +18,6 @@ namespace {
 constexpr int64_t kCopyPieceBytes = 256 * 1024;  // the chip's own chunk goes through VMEM in these
 constexpr int kLocalQueue = 2, kLocalSem = 3;
 
-// sem.wait takes a count of at most 255.
-void wait_for(AsmWriter& w, int sem, int count) {
-  for (; count > 0; count -= 255) w.line("sem.wait sem{}, {}", sem, std::min(count, 255));
-}
-
 }  // namespace
 
 isa::Program make_all_to_all(const SliceShape& slice, const sim::ChipConfig& chip) {
@@ -79,8 +74,8 @@ isa::Program make_all_to_all(const SliceShape& slice, const sim::ChipConfig& chi
   w.line("sadd s{}, s{}, s{}", piece, piece, bytes);
   w.line("jmp {}", loop);
   w.place(done);
-  wait_for(w, kFromPrevious, chips - 1);  // every other chip's chunk has landed
-  wait_for(w, kSent, chips - 1);          // and every send of this chip
+  wait_for_signals(w, kFromPrevious, chips - 1);  // every other chip's chunk has landed
+  wait_for_signals(w, kSent, chips - 1);          // and every send of this chip
   return w.assemble();
 }
 

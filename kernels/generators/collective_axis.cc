@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "kernels/codegen/kernel_error.h"
 
 namespace vtpu::kernels {
@@ -10,6 +12,10 @@ void check_slice_shape(const SliceShape& slice, const char* what) {
   bool ok = !slice.axes.empty() && slice.axes.size() <= 3 && slice.wraps.size() == slice.axes.size();
   for (int n : slice.axes) ok = ok && n >= 1;
   if (!ok) throw KernelError(fmt::format("{}: a slice is one to three axes of at least one chip", what));
+}
+
+void wait_for_signals(AsmWriter& w, int sem, int count) {
+  for (; count > 0; count -= 255) w.line("sem.wait sem{}, {}", sem, std::min(count, 255));
 }
 
 CollectiveAxis::CollectiveAxis(AsmWriter& w, int rank, int out, int chunk) : w_(w), rank_(rank), out_(out), chunk_(chunk) {

@@ -19,6 +19,10 @@ inline constexpr int kForwardQueue = 0, kBackwardQueue = 1;
 
 void check_slice_shape(const SliceShape& slice, const char* what);
 
+// Emits sem.wait on `sem` for `count` signals (known when generating), in waits of at most 255,
+// the most one sem.wait takes.
+void wait_for_signals(AsmWriter& w, int sem, int count);
+
 class CollectiveAxis {
  public:
   // rank, out, chunk: registers holding this chip's index, the data buffer and the chunk bytes.

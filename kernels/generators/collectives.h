@@ -51,4 +51,19 @@ void emit_all_gather(AsmWriter& w, const SliceShape& slice, int rank, int out, i
 // `input`, `output` (chips * chunk_bytes each), then chunk_bytes (a scalar).
 isa::Program make_all_to_all(const SliceShape& slice, const sim::ChipConfig& chip);
 
+// A send from one chip to another (torch.distributed's send and recv, and a copy between the chips
+// of one process): chip `src` copies `data` into chip `dst`'s `data` with one remote DMA, routed
+// through the torus; the other chips do nothing. Kernel arguments: `data`, then its bytes, `src`
+// and `dst` (scalars: one program serves every pair).
+isa::Program make_send(const SliceShape& slice, const sim::ChipConfig& chip);
+
+// A scatter from chip `root`: the root sends chunk j of `data` to chunk j of chip j's `data`,
+// each straight along its route, nearest chips first on alternating sides (as the all-to-all
+// does). Kernel arguments: `data` (chips * chunk_bytes), then chunk_bytes and `root` (scalars).
+isa::Program make_scatter(const SliceShape& slice, const sim::ChipConfig& chip);
+
+// A gather to chip `root`, the scatter reversed: chip j sends its chunk j of `data` to chunk j of
+// the root's. The same arguments.
+isa::Program make_gather(const SliceShape& slice, const sim::ChipConfig& chip);
+
 }  // namespace vtpu::kernels

@@ -1,8 +1,8 @@
 """The interconnect as PyTorch users meet it: the slice a process group is timed on
 (vtpu.distributed.interconnect: collective kernels run on a simulated slice, beside the closed
 forms of sim/interconnect.h that tests/sim/test_interconnect.cc checks), and copies between the
-chips of one process (VTPU_CHIPS=N), which move both chips' clocks by the slice's point-to-point
-time."""
+chips of one process (VTPU_CHIPS=N), which move both chips' clocks by the time of a send kernel
+run on the process's slice."""
 
 import json
 
@@ -42,6 +42,27 @@ def test_collectives_are_timed_by_running_their_kernels_on_a_simulated_slice():
         vtpu._C.simulated_collective_seconds("gossip", [2], "v5e", 1024.0)
 
 
+def test_sends_scatters_and_gathers_are_kernels_too():
+    whole = interconnect.for_group(8, 8, topology="2x4", chip="v5e")
+    closed = whole.closed_form
+    big, link = 16 << 20, 50e9  # v5e: 50 GB/s one way per link, 1 us per hop
+    # a send: one DMA along the route, the closed form's hops plus the data over one link
+    for src, dst in ((0, 7), (5, 2), (1, 0)):
+        assert closed.point_to_point(src, dst, big) <= whole.point_to_point(src, dst, big)
+        assert whole.point_to_point(src, dst, big) == pytest.approx(closed.point_to_point(src, dst, big), rel=0.01)
+    assert whole.point_to_point(3, 3, big) == 0
+    # a scatter from corner (0, 0) routes axis 0 first: its link to (1, 0) carries the chunks of
+    # (1, 0..3), four of eight; its link to (0, 1) the other three
+    chunk = big / 8
+    four = 4 * chunk / link
+    assert four <= whole.scatter(big, 0) <= 1.05 * four + 3e-6
+    # a gather to the same corner arrives along axis 1 last: six chunks come in over (0, 1)
+    six = 6 * chunk / link
+    assert six <= whole.gather(big, 0) <= 1.05 * six + 3e-6
+    with pytest.raises(ValueError, match="chip 8 is not in a slice of 8 chips"):
+        whole.scatter(big, 8)
+
+
 def test_topologies_are_checked():
     assert interconnect.parse_topology("2x4") == (2, 4)
     for bad in ("", "2x", "0x4", "2x2x2x2", "four"):
@@ -60,7 +81,8 @@ def test_copies_between_chips_of_one_process_take_the_interconnects_time(run_iso
         s = vtpu.stats()
         clocks = [vtpu._C.simulated_clock(d) for d in range(4)]
         expected = vtpu._C.Slice([2, 2]).point_to_point(0, 3, 4 << 20)
-        print(json.dumps({"clocks": clocks, "expected": expected, "bytes": s["chip_to_chip_bytes"],
+        kernel = vtpu._C.simulated_collective_seconds("send", [2, 2], "v5e", 4 << 20, 0, 3)
+        print(json.dumps({"clocks": clocks, "expected": expected, "kernel": kernel, "bytes": s["chip_to_chip_bytes"],
                           "seconds": s["chip_to_chip_seconds"], "kernel_seconds": s["simulated_seconds"],
                           "ok": torch.equal(y.cpu(), x.cpu() * 2)}))
     """, VTPU_CHIP="v5e", VTPU_CHIPS=4, VTPU_TOPOLOGY="2x2")
@@ -70,9 +92,11 @@ def test_copies_between_chips_of_one_process_take_the_interconnects_time(run_iso
     assert r["bytes"] == 4 << 20
     # (0,0) to (1,1) on a 2x2 v5e slice: two hops of 1 us, then 4 MiB at 50 GB/s
     assert r["expected"] == pytest.approx(2e-6 + (4 << 20) / 50e9)
-    assert r["seconds"] == pytest.approx(r["expected"])
+    # the send kernel's time, which the link model makes the closed form's (plus issuing the DMA)
+    assert r["seconds"] == r["kernel"]
+    assert r["expected"] <= r["seconds"] <= 1.01 * r["expected"]
     # chip 0 ran the multiply, then both chips waited for the copy; chips 1 and 2 did nothing
-    assert r["clocks"][0] == pytest.approx(r["kernel_seconds"] + r["expected"])
+    assert r["clocks"][0] == pytest.approx(r["kernel_seconds"] + r["kernel"])
     assert r["clocks"][3] == pytest.approx(r["clocks"][0])
     assert r["clocks"][1] == 0 and r["clocks"][2] == 0
 

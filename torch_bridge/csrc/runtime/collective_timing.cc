@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 
@@ -15,13 +16,14 @@ namespace {
 
 constexpr int64_t kTileBytesPerChip = 8192;  // the reduce kernels' chunk multiple
 
-CollectiveTiming run(CollectiveKind kind, const std::vector<int>& axes, const sim::ChipConfig& chip, int64_t bytes) {
+CollectiveTiming run(CollectiveKind kind, const std::vector<int>& axes, const sim::ChipConfig& chip, int64_t bytes,
+                     int src, int dst) {
   auto slice = sim::make_sim_slice(chip, axes);
   const int chips = slice->chips();
   const sim::Slice topology(chip, axes);
   const kernels::SliceShape shape{topology.axes(), topology.wraps()};
   const bool reduces = kind == CollectiveKind::ReduceScatter || kind == CollectiveKind::AllReduce;
-  const bool chunked = kind != CollectiveKind::Broadcast;
+  const bool chunked = kind != CollectiveKind::Broadcast && kind != CollectiveKind::Send;
   const int64_t multiple = reduces ? kTileBytesPerChip * chips : chunked ? chips : 1;
   const int64_t total = std::max<int64_t>(multiple, (bytes + multiple - 1) / multiple * multiple);
   isa::Program program;
@@ -32,6 +34,9 @@ CollectiveTiming run(CollectiveKind kind, const std::vector<int>& axes, const si
     case CollectiveKind::AllReduce: program = kernels::make_all_reduce(shape, chip), buffers = 3; break;
     case CollectiveKind::AllToAll: program = kernels::make_all_to_all(shape, chip), buffers = 2; break;
     case CollectiveKind::Broadcast: program = kernels::make_broadcast(shape, chip); break;
+    case CollectiveKind::Send: program = kernels::make_send(shape, chip); break;
+    case CollectiveKind::Scatter: program = kernels::make_scatter(shape, chip); break;
+    case CollectiveKind::Gather: program = kernels::make_gather(shape, chip); break;
   }
   std::vector<std::vector<sim::KernelArg>> args(chips);
   for (int c = 0; c < chips; ++c) {
@@ -39,6 +44,12 @@ CollectiveTiming run(CollectiveKind kind, const std::vector<int>& axes, const si
       args[c].push_back(sim::KernelArg::buffer(slice->allocate(c, uint64_t(total)), uint64_t(total)));
     }
     args[c].push_back(sim::KernelArg::value(int32_t(chunked ? total / chips : total)));
+    if (kind == CollectiveKind::Send) {
+      args[c].push_back(sim::KernelArg::value(int32_t(src)));
+      args[c].push_back(sim::KernelArg::value(int32_t(dst)));
+    } else if (kind == CollectiveKind::Scatter || kind == CollectiveKind::Gather) {
+      args[c].push_back(sim::KernelArg::value(int32_t(kind == CollectiveKind::Scatter ? src : dst)));  // the root
+    }
   }
   const auto result = slice->launch(program, args);
   CollectiveTiming timing{double(result.cycles) / chip.clock_hz, {}};
@@ -63,17 +74,27 @@ CollectiveTiming stretched(CollectiveTiming timing, double seconds) {
 }  // namespace
 
 CollectiveTiming simulated_collective(CollectiveKind kind, const std::vector<int>& axes, const sim::ChipConfig& chip,
-                                      double bytes) {
+                                      double bytes, int src, int dst) {
   int chips = 1;
   for (int n : axes) chips *= n;
   if (chips <= 1 || bytes <= 0) return {};
+  // a chip the kind does not use is no part of its cache key
+  if (kind != CollectiveKind::Send && kind != CollectiveKind::Scatter) src = 0;
+  if (kind != CollectiveKind::Send && kind != CollectiveKind::Gather) dst = 0;
+  for (int chip_index : {src, dst}) {
+    if (chip_index < 0 || chip_index >= chips) {
+      throw std::invalid_argument("vtpu: chip " + std::to_string(chip_index) + " is not in a slice of " +
+                                  std::to_string(chips) + " chips");
+    }
+  }
+  if (kind == CollectiveKind::Send && src == dst) return {};  // nothing crosses a link
   static std::mutex mutex;
-  static std::map<std::tuple<int, std::vector<int>, std::string, int64_t>, CollectiveTiming> cache;
+  static std::map<std::tuple<int, std::vector<int>, std::string, int64_t, int, int>, CollectiveTiming> cache;
   const auto timed = [&](int64_t size) {
     const std::lock_guard lock(mutex);
-    const auto key = std::make_tuple(int(kind), axes, chip.name, size);
+    const auto key = std::make_tuple(int(kind), axes, chip.name, size, src, dst);
     auto it = cache.find(key);
-    if (it == cache.end()) it = cache.emplace(key, run(kind, axes, chip, size)).first;
+    if (it == cache.end()) it = cache.emplace(key, run(kind, axes, chip, size, src, dst)).first;
     return it->second;
   };
   if (bytes <= kMaxTimedBytes) return timed(static_cast<int64_t>(std::ceil(bytes)));

@@ -12,7 +12,7 @@
 
 namespace vtpu::bridge {
 
-enum class CollectiveKind { AllGather, ReduceScatter, AllReduce, AllToAll, Broadcast };
+enum class CollectiveKind { AllGather, ReduceScatter, AllReduce, AllToAll, Broadcast, Send, Scatter, Gather };
 
 // The largest array timed by running it (the slice holds it, and scratch for the reductions, on
 // every chip); larger ones are bandwidth-bound, so their time is extended linearly from the time
@@ -32,11 +32,13 @@ struct CollectiveTiming {
 };
 
 // The collective over `bytes` (each chip's whole array: all-gather's output, reduce-scatter's
-// input, all-reduce's tensor, all-to-all's input in equal chunks, the tensor broadcast) on a slice
-// of `axes` chips of `chip` (cached by its name). Reductions are timed as f32 sums over whole vreg
-// tiles: `bytes` is rounded up to 8 KiB per chip. Past kMaxTimedBytes the links' activity is that
-// of kMaxTimedBytes, stretched to the extended time.
+// input, all-reduce's tensor, all-to-all's input in equal chunks, the tensor broadcast or sent, the
+// scatter's input and the gather's output) on a slice of `axes` chips of `chip` (cached by its
+// name). A send goes from chip `src` to chip `dst`; a scatter goes from root `src`, a gather to
+// root `dst`; the other kinds ignore them. Reductions are timed as f32 sums over whole vreg tiles:
+// `bytes` is rounded up to 8 KiB per chip. Past kMaxTimedBytes the links' activity is that of
+// kMaxTimedBytes, stretched to the extended time.
 CollectiveTiming simulated_collective(CollectiveKind kind, const std::vector<int>& axes, const sim::ChipConfig& chip,
-                                      double bytes);
+                                      double bytes, int src = 0, int dst = 0);
 
 }  // namespace vtpu::bridge

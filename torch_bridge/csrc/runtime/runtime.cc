@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "sim/sim_error.h"
+#include "torch_bridge/csrc/runtime/collective_timing.h"
 #include "traces/trace_writer.h"
 
 namespace vtpu::bridge {
@@ -156,8 +157,10 @@ void Runtime::wait_until(int device, double seconds) {
 
 void Runtime::copy_between_chips(int src, int dst, uint64_t bytes) {
   // The copy starts when both chips are there (their pending work ran: the caller flushed) and
-  // takes the slice's point-to-point time; both clocks end at its end.
-  const double seconds = slice_->point_to_point(src, dst, double(bytes));
+  // takes the time of a send kernel run on this process's slice (its links and hops, as the
+  // simulator models them); both clocks end at its end.
+  const double seconds = simulated_collective(CollectiveKind::Send, slice_->axes(), devices_.at(src)->chip(),
+                                              double(bytes), src, dst).seconds;
   const double end = std::max(clocks_.at(src), clocks_.at(dst)) + seconds;
   clocks_.at(src) = clocks_.at(dst) = end;
   stats_.chip_to_chip_bytes += bytes;

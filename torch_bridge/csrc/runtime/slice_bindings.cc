@@ -21,7 +21,10 @@ std::pair<CollectiveKind, sim::ChipConfig> collective_of(const std::string& kind
                                                            {"reduce_scatter", CollectiveKind::ReduceScatter},
                                                            {"all_reduce", CollectiveKind::AllReduce},
                                                            {"all_to_all", CollectiveKind::AllToAll},
-                                                           {"broadcast", CollectiveKind::Broadcast}};
+                                                           {"broadcast", CollectiveKind::Broadcast},
+                                                           {"send", CollectiveKind::Send},
+                                                           {"scatter", CollectiveKind::Scatter},
+                                                           {"gather", CollectiveKind::Gather}};
   const auto it = kinds.find(kind);
   if (it == kinds.end()) throw std::invalid_argument("vtpu: no collective kernel named '" + kind + "'");
   return {it->second, chip.empty() ? Runtime::get().device(0).chip() : sim::load_chip(chip)};
@@ -53,30 +56,33 @@ void register_slice(py::module& m) {
       });
   m.def("parse_topology", &sim::parse_topology);
   // Seconds of a collective kernel run on a simulated slice (collective_timing.h); kind is
-  // "all_gather", "reduce_scatter", "all_reduce", "all_to_all" or "broadcast".
+  // "all_gather", "reduce_scatter", "all_reduce", "all_to_all", "broadcast", "send" (from chip
+  // `src` to chip `dst`), "scatter" (from root `src`) or "gather" (to root `dst`).
   m.def(
       "simulated_collective_seconds",
-      [](const std::string& kind, std::vector<int> axes, const std::string& chip, double nbytes) {
+      [](const std::string& kind, std::vector<int> axes, const std::string& chip, double nbytes, int src, int dst) {
         const auto [k, preset] = collective_of(kind, chip);
         py::gil_scoped_release release;
-        return simulated_collective(k, axes, preset, nbytes).seconds;
+        return simulated_collective(k, axes, preset, nbytes, src, dst).seconds;
       },
-      py::arg("kind"), py::arg("axes"), py::arg("chip"), py::arg("nbytes"));
+      py::arg("kind"), py::arg("axes"), py::arg("chip"), py::arg("nbytes"), py::arg("src") = 0, py::arg("dst") = 0);
   // The same collective's links leaving chip `from`: (link, [(start, end) seconds from its start]).
   m.def(
       "simulated_collective_links",
-      [](const std::string& kind, std::vector<int> axes, const std::string& chip, double nbytes, int from) {
+      [](const std::string& kind, std::vector<int> axes, const std::string& chip, double nbytes, int from, int src,
+         int dst) {
         const auto [k, preset] = collective_of(kind, chip);
         std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>> out;
         {
           py::gil_scoped_release release;
-          for (auto& link : simulated_collective(k, axes, preset, nbytes).links) {
+          for (auto& link : simulated_collective(k, axes, preset, nbytes, src, dst).links) {
             if (link.from == from) out.emplace_back(link.name, std::move(link.busy));
           }
         }
         return out;
       },
-      py::arg("kind"), py::arg("axes"), py::arg("chip"), py::arg("nbytes"), py::arg("from"));
+      py::arg("kind"), py::arg("axes"), py::arg("chip"), py::arg("nbytes"), py::arg("from"), py::arg("src") = 0,
+      py::arg("dst") = 0);
 }
 
 }  // namespace vtpu::bridge

@@ -4,8 +4,8 @@ Data moves between the ranks through Gloo on the host (sound and simple): a coll
 tpu tensors to the host, runs Gloo's collective there and copies the results back. What the
 chips would spend on it is the simulator's interconnect model (interconnect.py), on a timeline
 beside compute: each chip's interconnect runs its collectives one after another, a collective
-starts when the last rank is ready (its inputs computed, its interconnect free) and ends the
-closed-form time later, the same end on every rank. Its results are in flight until then: the
+starts when the last rank is ready (its inputs computed, its interconnect free) and ends its
+kernel's simulated time later, the same end on every rank. Its results are in flight until then: the
 chip computes on, and whatever reads them first (a kernel, the host) waits for them, as does
 `work.wait()` (a synchronous collective's too), the way a CUDA stream waits for NCCL's. On the
 host every collective is synchronous but sends and receives, so rings of batch_isend_irecv do
@@ -31,7 +31,8 @@ from .collective_stats import record
 _LOOPBACK = "127.0.0.1"
 # The collective kernel each timed call runs as (interconnect.py), for the trace's link rows.
 _KERNELS = {"all_reduce": "all_reduce", "reduce": "all_reduce", "reduce_scatter": "reduce_scatter",
-            "all_gather": "all_gather", "gather": "all_gather", "all_to_all": "all_to_all", "broadcast": "broadcast"}
+            "all_gather": "all_gather", "gather": "gather", "scatter": "scatter", "all_to_all": "all_to_all",
+            "broadcast": "broadcast"}
 
 
 class _Staged:
@@ -122,10 +123,11 @@ class ProcessGroupTPU(dist.ProcessGroup):
         return f"ProcessGroupTPU(rank={self.rank()}, size={self.size()}, {self.interconnect!r})"
 
     # --- simulated time ------------------------------------------------------------------------
-    def _schedule(self, staged: _Staged, name: str, nbytes: int, seconds: float) -> float | None:
+    def _schedule(self, staged: _Staged, name: str, nbytes: int, seconds: float, root: int = 0) -> float | None:
         """The collective's end on the simulated timeline: the latest rank's start plus `seconds`.
         Its written tpu tensors arrive then; None for CPU tensors (untimed). Every rank takes part
-        in the exchange of starts whatever its tensors' device, so ranks that differ cannot hang."""
+        in the exchange of starts whatever its tensors' device, so ranks that differ cannot hang.
+        `root`: a scatter's or gather's, for the links its kernel used."""
         device = staged.device
         ready = 0.0 if device is None else max(_C.simulated_clock(device), interconnect_free_at.get(device, 0.0))
         starts = torch.tensor([ready], dtype=torch.float64)
@@ -137,7 +139,7 @@ class ProcessGroupTPU(dist.ProcessGroup):
         interconnect_free_at[device] = end
         _C.trace_interconnect(device, name, start, end)
         if name in _KERNELS and _C.tracing():  # one row per link leaving this chip, as the kernel used it
-            for link, busy in self.interconnect.links(_KERNELS[name], nbytes, self.rank()):
+            for link, busy in self.interconnect.links(_KERNELS[name], nbytes, self.rank(), src=root, dst=root):
                 for begin, finish in busy:
                     _C.trace_interconnect(device, f"{name} (link)", start + begin, start + finish, row=link)
         for t in staged.written:
@@ -151,10 +153,11 @@ class ProcessGroupTPU(dist.ProcessGroup):
         opts.reduceOp = ReduceOp.MAX
         return opts
 
-    def _run(self, name: str, staged: _Staged, work: dist.Work, result, nbytes: int, seconds: float) -> dist.Work:
+    def _run(self, name: str, staged: _Staged, work: dist.Work, result, nbytes: int, seconds: float,
+             root: int = 0) -> dist.Work:
         work.wait()
         staged.finish()
-        return InFlight(result, staged.device, self._schedule(staged, name, nbytes, seconds))
+        return InFlight(result, staged.device, self._schedule(staged, name, nbytes, seconds, root))
 
     # --- reductions ------------------------------------------------------------------------------
     def allreduce(self, tensors, opts=AllreduceOptions()):
@@ -241,7 +244,7 @@ class ProcessGroupTPU(dist.ProcessGroup):
         ins = [staged(t, written=False) for t in input_tensors]
         nbytes = _nbytes(input_tensors) * self.size()
         return self._run("gather", staged, self._gloo.gather(outs, ins, opts), output_lists, nbytes,
-                         self.interconnect.all_gather(nbytes))
+                         self.interconnect.gather(nbytes, opts.rootRank), opts.rootRank)
 
     def scatter(self, output_tensors, input_lists, opts):
         staged = _Staged()
@@ -249,7 +252,7 @@ class ProcessGroupTPU(dist.ProcessGroup):
         ins = [[staged(t, written=False) for t in row] for row in input_lists]
         nbytes = _nbytes(output_tensors) * self.size()
         return self._run("scatter", staged, self._gloo.scatter(outs, ins, opts), output_tensors, nbytes,
-                         self.interconnect.reduce_scatter(nbytes))
+                         self.interconnect.scatter(nbytes, opts.rootRank), opts.rootRank)
 
     def broadcast(self, tensors, opts=BroadcastOptions()):
         staged = _Staged()
