@@ -47,8 +47,7 @@ def test_from_pretrained_with_device_map_tpu(tmp_path):
 
 def test_a_model_split_over_two_chips_by_an_explicit_device_map_matches_cpu(run_isolated, tmp_path):
     """Blocks on tpu:0 and tpu:1 of one process (VTPU_CHIPS=2), activations moving between the
-    chips, no op on the CPU. device_map="balanced" or "auto" cannot split a model so: Accelerate's
-    get_max_memory keeps one chip for device type "tpu" ("A TPU process can only use one chip")."""
+    chips, no op on the CPU."""
     done = run_isolated(f"""
         import json, torch, transformers, vtpu
         torch.manual_seed(0)
@@ -77,6 +76,46 @@ def test_a_model_split_over_two_chips_by_an_explicit_device_map_matches_cpu(run_
     assert result["devices"] == ["tpu:0", "tpu:1"]
     assert result["error"] < 1e-5
     assert result["moved"] >= 2 * 2 * 16 * 64 * 4  # the hidden states there and back
+    assert result["fallbacks"] == {}
+
+
+def test_device_map_balanced_splits_a_model_over_the_chips_given_vtpu_max_memory(run_isolated, tmp_path):
+    """device_map="balanced" with max_memory=vtpu.max_memory() (every chip's free HBM) spreads the
+    blocks over tpu:0 and tpu:1; without it Accelerate offers only the current chip for device
+    type "tpu" (accelerate 1.16, as on real TPUs), and the model stays on tpu:0."""
+    done = run_isolated(f"""
+        import json, torch, transformers, vtpu
+        torch.manual_seed(0)
+        config = transformers.GPT2Config(n_layer=4, n_embd=64, n_head=4, vocab_size=128, n_positions=64,
+                                         bos_token_id=0, eos_token_id=1)
+        model = transformers.GPT2LMHeadModel(config).eval()
+        model.save_pretrained({str(tmp_path)!r})
+        free = vtpu.max_memory()
+        one = transformers.AutoModelForCausalLM.from_pretrained({str(tmp_path)!r}, device_map="balanced")
+        loaded = transformers.AutoModelForCausalLM.from_pretrained({str(tmp_path)!r}, device_map="balanced",
+                                                                   max_memory=free)
+        ids = torch.randint(2, 128, (2, 16))
+        vtpu.reset_stats()
+        with torch.no_grad():
+            got = loaded(ids.to("tpu:0")).logits.cpu()
+            expected = model(ids).logits
+        s = vtpu.stats()
+        print(json.dumps({{"free": {{str(k): v for k, v in free.items()}},
+                          "capacity": vtpu._C.stats()["memory"][1]["capacity_bytes"],
+                          "one": sorted({{str(p.device) for p in one.parameters()}}),
+                          "devices": sorted({{str(p.device) for p in loaded.parameters()}}),
+                          "error": (got - expected).abs().max().item(), "moved": s["chip_to_chip_bytes"],
+                          "fallbacks": s["cpu_fallbacks"]}}))
+    """, VTPU_CHIPS=2, VTPU_CPU_FALLBACK=0)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(result["free"]) == {"0", "1"}
+    assert result["free"]["1"] == result["capacity"]  # nothing on tpu:1 yet
+    assert result["free"]["0"] <= result["capacity"]
+    assert result["one"] == ["tpu:0"]
+    assert result["devices"] == ["tpu:0", "tpu:1"]
+    assert result["error"] < 1e-5
+    assert result["moved"] >= 2 * 16 * 64 * 4  # the hidden states, at least one way
     assert result["fallbacks"] == {}
 
 

@@ -22,7 +22,8 @@ import sys
 import torch
 
 __all__ = ["set_mode", "get_mode", "set_fusion", "get_fusion", "set_cpu_fallback", "stats", "reset_stats", "trace", "merge_traces",
-           "synchronize", "chip_name", "run_assembly", "timing_only", "set_timing_only", "is_timing_only", "progress", "report"]
+           "synchronize", "chip_name", "run_assembly", "timing_only", "set_timing_only", "is_timing_only", "progress", "report",
+           "max_memory"]
 
 
 def _find_extension() -> pathlib.Path:
@@ -184,6 +185,14 @@ def timing_only(on: bool = True):
 
 def chip_name() -> str:
     return _C.chip_name()
+
+
+def max_memory() -> dict[int, int]:
+    """Free simulated HBM of every chip of this process, {index: bytes}: pass it as `max_memory=` to
+    `from_pretrained(..., device_map="balanced")` (Transformers, Diffusers) to split a model over
+    tpu:0..N-1 (VTPU_CHIPS=N). Accelerate, asked for the memory itself, offers only the current
+    chip for device type "tpu" ("A TPU process can only use one chip"), as it would on real TPUs."""
+    return {i: _device_module.mem_get_info(i)[0] for i in range(_C.device_count())}
 
 
 def synchronize(device: int | None = None) -> None:
