@@ -172,14 +172,14 @@ std::tuple<at::Tensor, at::Tensor> tpu_min_dim(const at::Tensor& self, int64_t d
 // topk by k rounds of "the first position holding the largest value not yet taken" (argmax's
 // rule: a NaN counts as the largest), each round a row max and a row min over positions (long
 // rows in pieces); the values and positions are gathered into one f32 [.., 2k] result (positions
-// exact below 2^24), then split. Ties: the first position first. smallest-k negates the input (a
-// NaN then comes first, where torch puts it last). A round costs two passes over the rows, a
-// bitonic sort (order_statistics.cc) far more: top-50 of 64 x 1000 took 141 us simulated by rounds
-// and 11,334 us by sort (bench/topk_rounds.py); only rows of a few hundred make the two even, at
-// about 60 rounds. So largest-k takes rounds up to k = 64, smallest-k up to 16 (the sort puts a
-// NaN last, as torch does), and larger k sorts. Integer and empty inputs fall back.
-constexpr int64_t kMostRoundsLargest = 64;
-constexpr int64_t kMostRounds = 16;
+// exact below 2^24), then split. Ties: the first position first. smallest-k takes the smallest
+// value, NaN counting as larger than +inf, as torch does: NaN is read as +inf and its position
+// ranked after every other position (width is added to it), so a row's +inf are taken before its
+// NaN. A round costs two passes over the rows, a bitonic sort (order_statistics.cc) far more:
+// top-50 of 64 x 1000 took 141 us simulated by rounds and 11,334 us by sort
+// (bench/topk_rounds.py); only rows of a few hundred make the two even, at about 60 rounds. So
+// rounds serve k up to 64, and larger k sorts. Integer and empty inputs fall back.
+constexpr int64_t kMostRounds = 64;
 std::tuple<at::Tensor, at::Tensor> tpu_topk(const at::Tensor& self, c10::SymInt k_sym, int64_t dim, bool largest, bool sorted) {
   const int64_t k = k_sym.expect_int();
   const auto cpu_both = [k, dim, largest, sorted](const at::Tensor& x) { return at::topk(x, k, dim, largest, sorted); };
@@ -190,8 +190,8 @@ std::tuple<at::Tensor, at::Tensor> tpu_topk(const at::Tensor& self, c10::SymInt 
   else if (self.dim() == 0 || self.numel() == 0) why = "0-dim or empty inputs";
   else if (k < 1) why = "k below 1";
   else if (k > width) why = "k larger than the dim";
-  else if (k > (largest ? kMostRoundsLargest : kMostRounds)) return topk_by_sort(self, k, d, largest);  // order_statistics.cc: the first k of a stable sort
-  else if (width > (int64_t{1} << 24)) why = "more than 2^24 elements per row";
+  else if (k > kMostRounds) return topk_by_sort(self, k, d, largest);  // order_statistics.cc: the first k of a stable sort
+  else if (width > (int64_t{1} << (largest ? 24 : 23))) why = largest ? "more than 2^24 elements per row" : "more than 2^23 elements per row (smallest-k)";
   if (!why.empty()) {
     const auto r = run_on_cpu_outputs("topk", {self}, [cpu_both](const std::vector<at::Tensor>& c) {
       auto [values, indices] = cpu_both(c[0]);
@@ -205,23 +205,36 @@ std::tuple<at::Tensor, at::Tensor> tpu_topk(const at::Tensor& self, c10::SymInt 
     return at::cat({values, indices.to(at::kFloat)}, -1);
   };
   const at::Tensor packed = record("topk", {rows}, at::kFloat, [&](Graph& g, const std::vector<int>& v) {
-    int x = g.node(v[0]).type.dtype == DType::F32 ? v[0] : g.cast(v[0], DType::F32, "topk");
-    if (!largest) x = g.unary(ExprOp::Neg, x, "topk");
+    const int x = g.node(v[0]).type.dtype == DType::F32 ? v[0] : g.cast(v[0], DType::F32, "topk");
     auto column = g.node(x).type.shape;
     column.back() = 1;
-    const int iota = g.iota({{width}, DType::F32}, "topk"), none = g.full({{1}, DType::F32}, double(width), "topk");
-    const int neg_inf = g.full({{1}, DType::F32}, -std::numeric_limits<double>::infinity(), "topk");
+    const auto constant = [&](double value) { return g.full({{1}, DType::F32}, value, "topk"); };
+    const double inf = std::numeric_limits<double>::infinity();
+    const int iota = g.iota({{width}, DType::F32}, "topk");
+    // largest: x, its max; smallest: x with NaN read as +inf, its min, NaN ranked last by position
+    const int is_nan = largest ? -1 : g.binary(ExprOp::Ne, x, x);
+    const int key = largest ? x : g.where(is_nan, constant(inf), x, "topk");
+    const int rank = largest ? iota : g.where(is_nan, g.binary(ExprOp::Add, iota, constant(double(width))), iota, "topk");
+    const int excluded = constant(largest ? -inf : inf), none = constant(double(largest ? width : 2 * width));
+    const auto row_op = largest ? kernels::RowOp::Max : kernels::RowOp::Min;
     std::vector<int> values, positions;
     int taken = -1;  // bool [.., width]: positions already picked
     for (int64_t round = 0; round < k; ++round) {
-      const int open = taken < 0 ? x : g.where(taken, neg_inf, x, "topk");
-      const int best = g.reshape(reduce_last_dim(g, kernels::RowOp::Max, open, "topk"), column);
-      int hit = g.binary(ExprOp::Or, g.binary(ExprOp::Eq, open, best), g.binary(ExprOp::Ne, open, open));
+      const int open = taken < 0 ? key : g.where(taken, excluded, key, "topk");
+      const int best = g.reshape(reduce_last_dim(g, row_op, open, "topk"), column);
+      int hit = g.binary(ExprOp::Eq, open, best);
+      if (largest) hit = g.binary(ExprOp::Or, hit, g.binary(ExprOp::Ne, open, open));  // max gives NaN: take one
       if (taken >= 0) hit = g.binary(ExprOp::And, hit, g.unary(ExprOp::Not, taken));
-      const int position = g.reshape(reduce_last_dim(g, kernels::RowOp::Min, g.where(hit, iota, none), "topk"), column);
+      int position = g.reshape(reduce_last_dim(g, kernels::RowOp::Min, g.where(hit, rank, none), "topk"), column);
+      int value = best;
+      if (!largest) {  // a rank past the width is a NaN's
+        const int past = g.binary(ExprOp::Ge, position, constant(double(width)));
+        value = g.where(past, constant(std::numeric_limits<double>::quiet_NaN()), best, "topk");
+        position = g.where(past, g.binary(ExprOp::Sub, position, constant(double(width))), position, "topk");
+      }
       const int picked = g.binary(ExprOp::Eq, iota, position);
       taken = taken < 0 ? picked : g.binary(ExprOp::Or, taken, picked);
-      values.push_back(largest ? best : g.unary(ExprOp::Neg, best, "topk"));
+      values.push_back(value);
       positions.push_back(position);
     }
     values.insert(values.end(), positions.begin(), positions.end());
