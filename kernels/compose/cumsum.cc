@@ -40,6 +40,33 @@ int upper_ones(Graph& g, int64_t n, const char* label) {
   return g.cast(g.binary(ExprOp::Le, k, j, label), DType::BF16, label);
 }
 
+// Rows longer than this are scanned in blocks: U is kScanBlock^2 (8 MiB in bf16), and a row costs
+// n * kScanBlock multiply-adds rather than n^2.
+constexpr int64_t kScanBlock = 2048;
+
+// The inclusive scan of flat [rows, n], flat @ U: in one matmul up to kScanBlock long; longer rows
+// in blocks of kScanBlock (zero-padded), each block scanned alike and then offset by the sum of
+// the blocks before it, the scan of the blocks' totals shifted one block (itself blocked when
+// long). The totals are whole f32 sums, so their scan takes 6 passes (three bf16 parts):
+// f32-accurate, and exact for the integer sums below 2^24 that counts and byte planes make.
+int scan_rows(Graph& g, int flat, int passes, const char* label) {
+  const auto shape = g.node(flat).type.shape;
+  const int64_t rows = shape[0], n = shape[1];
+  if (n <= kScanBlock) return g.matmul(flat, upper_ones(g, n, label), false, passes, label);
+  const int64_t blocks = (n + kScanBlock - 1) / kScanBlock, padded_n = blocks * kScanBlock;
+  const int padded = padded_n > n ? g.pad(flat, 1, 0, padded_n - n, 0, label) : flat;
+  const int within = g.matmul(g.reshape(padded, {rows * blocks, kScanBlock}, label), upper_ones(g, kScanBlock, label), false,
+                              passes, label);
+  // each block's total is its scan's last element
+  const int totals = g.strided_copy(within, {rows, blocks}, {padded_n, kScanBlock}, kScanBlock - 1, label);
+  const int through = scan_rows(g, totals, 6, label);
+  const int before = g.pad(g.strided_copy(through, {rows, blocks - 1}, {blocks, 1}, 0, label), 1, 1, 0, 0, label);
+  const int sum = g.reshape(g.binary(ExprOp::Add, g.reshape(within, {rows, blocks, kScanBlock}, label),
+                                     g.reshape(before, {rows, blocks, 1}, label), label),
+                            {rows, padded_n}, label);
+  return padded_n > n ? g.strided_copy(sum, {rows, n}, {padded_n, 1}, 0, label) : sum;
+}
+
 void check_byte_scan_length(Graph& g, int x, int64_t dim, const char* label) {
   const auto& shape = g.node(x).type.shape;
   if (dim >= 0 && dim < static_cast<int64_t>(shape.size()) && shape[dim] > kMaxExactByteSum) {
@@ -52,21 +79,18 @@ void check_byte_scan_length(Graph& g, int x, int64_t dim, const char* label) {
 
 int cumsum(Graph& g, int x, int64_t dim, int passes) {
   return along_last(g, x, dim, "cumsum", [&](int flat) {
-    const int n = static_cast<int>(g.node(flat).type.shape[1]);
     const int f32 = g.node(flat).type.dtype == DType::F32 ? flat : g.cast(flat, DType::F32, "cumsum");
-    return g.matmul(f32, upper_ones(g, n, "cumsum"), false, passes, "cumsum");
+    return scan_rows(g, f32, passes, "cumsum");
   });
 }
 
 int float_cumsum(Graph& g, int x, int64_t dim, int passes) {
   const char* label = "cumsum";
   return along_last(g, x, dim, label, [&](int flat) {
-    const int n = static_cast<int>(g.node(flat).type.shape[1]);
     const int f32 = g.node(flat).type.dtype == DType::F32 ? flat : g.cast(flat, DType::F32, label);
-    const int upper = upper_ones(g, n, label);
     const auto constant = [&](double v) { return g.full({{1}, DType::F32}, v, label); };
     const auto scan_of_mask = [&](int mask) {  // how many so far: 0/1 values, one exact pass
-      return g.matmul(g.cast(mask, DType::F32, label), upper, false, 1, label);
+      return scan_rows(g, g.cast(mask, DType::F32, label), 1, label);
     };
     // The triangle's zeros must not meet an infinity (0 * inf is NaN): finite values are scanned
     // alone, and where the CPU's running sum has met +inf (or NaN), -inf (or NaN), both, it is
@@ -76,7 +100,7 @@ int float_cumsum(Graph& g, int x, int64_t dim, int passes) {
     const int minus = g.binary_scalar(ExprOp::Eq, f32, -std::numeric_limits<double>::infinity(), false, label);
     const int finite = g.where(g.binary(ExprOp::Or, is_nan, g.binary(ExprOp::Or, plus, minus, label), label), constant(0),
                                f32, label);
-    const int sum = g.matmul(finite, upper, false, passes, label);
+    const int sum = scan_rows(g, finite, passes, label);
     const int met_plus = g.binary_scalar(ExprOp::Gt, scan_of_mask(g.binary(ExprOp::Or, plus, is_nan, label)), 0, false, label);
     const int met_minus = g.binary_scalar(ExprOp::Gt, scan_of_mask(g.binary(ExprOp::Or, minus, is_nan, label)), 0, false, label);
     const double inf = std::numeric_limits<double>::infinity();
@@ -93,12 +117,11 @@ int cumsum_int32(Graph& g, int x, int64_t dim) {
   }
   check_byte_scan_length(g, x, dim, "cumsum_int32");
   return along_last(g, x, dim, "cumsum", [&](int flat) {
-    const int upper = upper_ones(g, g.node(flat).type.shape[1], "cumsum");
     int sum = -1;
     for (int b = 0; b < 4; ++b) {
       // one bf16 pass: a byte and U's ones are exact in bf16, their sums exact in f32
       const int digits = g.cast(g.byte_of(flat, b, "cumsum"), DType::F32, "cumsum");
-      const int scanned = g.cast(g.matmul(digits, upper, false, 1, "cumsum"), DType::I32, "cumsum");
+      const int scanned = g.cast(scan_rows(g, digits, 1, "cumsum"), DType::I32, "cumsum");
       // the bytes' weights 2^(8b), multiplied and added in wrapping int32 as torch's int32 sum wraps
       const int weighted = b == 0 ? scanned : g.binary_scalar(ExprOp::Mul, scanned, double(int64_t{1} << (8 * b)), false, "cumsum");
       sum = b == 0 ? weighted : g.binary(ExprOp::Add, sum, weighted, "cumsum");
@@ -113,7 +136,7 @@ int cumsum_int64(Graph& g, int pairs, int64_t dim) {
   const Int64Words sums = sum_int64_bytes(g, x, [&](int plane) {
     return along_last(g, plane, dim, "cumsum", [&](int flat) {
       // one bf16 pass: a byte and U's ones are exact in bf16, their sums exact in f32
-      return g.matmul(flat, upper_ones(g, g.node(flat).type.shape[1], "cumsum"), false, 1, "cumsum");
+      return scan_rows(g, flat, 1, "cumsum");
     });
   }, "cumsum");
   return join_words(g, sums, "cumsum");

@@ -2,6 +2,8 @@
 // U[k][j] = (k <= j), a triangular matrix of ones (from iotas and a compare; exact in bf16), and
 // moved back. n^2 multiply-adds per row instead of n adds, which the MXU does at ~n/128 cycles
 // per 8 rows: fine for the lengths models scan (positions from masks, cumulative probabilities).
+// Rows past 2048 are scanned in blocks of 2048, each offset by the scan of the blocks' totals
+// (n * 2048 multiply-adds per row), so any length runs.
 // f32 inputs take `passes` bf16 parts (U has one), so 3 passes give f32-accurate products; the
 // summation order is the MXU's, not torch's left to right (f32 rounding differs in the last bits).
 #pragma once

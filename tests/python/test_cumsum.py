@@ -1,8 +1,8 @@
 """torch.cumsum on the chip (torch_bridge/csrc/aten/cumsum.cc, kernels/compose/cumsum.h: a matmul with a
-triangular matrix of ones): float dims and dtypes against the CPU; integer scans (byte planes,
-exact) into int32 over the whole int32 range, wrapping as torch does, and into int64 from any
-integer input (position ids from an attention mask; int64 by its eight byte planes); and what
-still falls back."""
+triangular matrix of ones, rows past 2048 in blocks): float dims and dtypes against the CPU;
+integer scans (byte planes, exact) into int32 over the whole int32 range, wrapping as torch does,
+and into int64 from any integer input (position ids from an attention mask, in f32 when the sums
+stay below 2^24; int64 by its eight byte planes); rows of any length."""
 
 import pytest
 import torch
@@ -95,4 +95,26 @@ def test_int64_sums_past_2_to_the_31_scan_exactly_on_the_words():
     for t in (huge, words):
         assert torch.equal(t.to("tpu").cumsum(1).cpu(), t.cumsum(1))
         assert torch.equal(t.to("tpu").cumsum(0).cpu(), t.cumsum(0))
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+@pytest.mark.parametrize("length", [2049, 70000])
+def test_rows_longer_than_a_scan_block_are_scanned_in_blocks(length):
+    """Past 2048 elements a row is scanned in blocks of 2048 (the last zero-padded), each offset by
+    the scan of the blocks' totals: floats, infinities and NaN as the CPU's running sum has them,
+    along the last dim and another; masks and int8 values into exact int64 (one f32 scan: their
+    partial sums stay below 2^24). Before, a row past about 46,000 was refused ("too large for
+    one launch": the triangle of ones was n x n), and an integer one past 65,793."""
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(3, length, generator=g)
+    x[1, length // 3] = float("inf")
+    x[2, length // 4], x[2, length // 2] = float("inf"), float("-inf")  # NaN from there on
+    x[0, length - 5] = float("nan")
+    torch.testing.assert_close(x.to("tpu").cumsum(1).cpu(), x.cumsum(1), atol=1e-3, rtol=1e-5, equal_nan=True)
+    column = x[:2].t().contiguous()
+    torch.testing.assert_close(column.to("tpu").cumsum(0).cpu(), column.cumsum(0), atol=1e-3, rtol=1e-5, equal_nan=True)
+    mask = torch.rand(3, length, generator=g) > 0.3
+    assert torch.equal(mask.to("tpu").cumsum(1).cpu(), mask.cumsum(1))
+    small = torch.randint(-128, 128, (2, length), dtype=torch.int8, generator=g)
+    assert torch.equal(small.to("tpu").cumsum(1).cpu(), small.cumsum(1))
     assert vtpu.stats()["cpu_fallback_ops"] == 0

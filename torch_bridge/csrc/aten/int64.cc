@@ -236,6 +236,13 @@ std::optional<at::Tensor> integer_cumsum(const at::Tensor& self, int64_t dim, c1
   const int64_t n = self.size(dim);
   // the largest |element|, inclusive: int32 words of any value scan exactly too
   const std::optional<int64_t> magnitude = t == at::kInt ? std::optional<int64_t>(int64_t{1} << 31) : summable_magnitude(self);
+  if (result == at::kLong && magnitude) {
+    // small values (masks, counts) whose partial sums stay below 2^24: one f32 scan, exact, at any
+    // length; its passes cover the values' bits (a bf16 part holds 8)
+    const int passes = *magnitude <= 256 ? 1 : *magnitude <= 65536 ? 3 : 6;
+    const auto scan = [&](Graph& g, int x) { return kernels::cumsum(g, x, dim, passes); };
+    if (auto scanned = int64_accumulate("cumsum", self, n, scan, cpu)) return scanned;
+  }
   if (n > kernels::kMaxExactByteSum || (result != at::kInt && result != at::kLong)) return std::nullopt;
   // int64 of unknown or large magnitude: into int64, exactly at any magnitude; into int32, the CPU
   if (t == at::kLong && (!magnitude || *magnitude >= (int64_t{1} << 31))) {

@@ -71,10 +71,11 @@ std::optional<at::Tensor> int64_sum(const at::Tensor& self, const std::vector<in
 bool int64_copy_on_chip(const at::Tensor& dst, const at::Tensor& src);
 
 // The cumulative sum along `dim` of an integer tensor on the chip (bool, int8, int32, int64) into
-// `result`, exact and wrapping as torch's (kernels/compose/cumsum.h: byte planes scanned exactly,
-// up to kMaxExactByteSum elements): int32 from int32 words (int64 of known magnitude below 2^31
-// narrowed), int64 from any of them (by int32 words when every partial sum is known to stay below
-// 2^31, else by int64's eight byte planes). nullopt otherwise.
+// `result`, exact and wrapping as torch's (kernels/compose/cumsum.h): into int64 by one f32 scan
+// when every partial sum is known to stay below 2^24 (masks, counts: any length); else by byte
+// planes scanned exactly, up to kMaxExactByteSum elements: int32 from int32 words (int64 of known
+// magnitude below 2^31 narrowed), int64 from any of them (by int32 words when every partial sum is
+// known to stay below 2^31, else by int64's eight byte planes). nullopt otherwise.
 std::optional<at::Tensor> integer_cumsum(const at::Tensor& self, int64_t dim, c10::ScalarType result, const CpuFn& cpu);
 
 }  // namespace vtpu::bridge
