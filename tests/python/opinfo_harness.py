@@ -4,7 +4,9 @@ written to docs/opinfo.md) and by test_opinfo.py (a fixed sample in CI).
 
 Three passes: float32 forward, float32 backward (the gradients of a fixed weighted sum of the
 outputs with respect to every floating input, for ops that support autograd) and bfloat16
-forward (compared with bf16 tolerances).
+forward (compared with bf16 tolerances). Samples are made on the CPU and moved to the chip as
+OpInfo would make them there: views keep their storage, strides and offset, and tensors OpInfo
+keeps on the CPU for other devices stay there.
 
 Each (op, sample) is classified:
   native      ran on the chip (no CPU fallback) and matched the CPU
@@ -19,7 +21,7 @@ import dataclasses
 import warnings
 
 import torch
-from torch.utils._pytree import tree_map
+from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
 import vtpu
 
@@ -48,10 +50,38 @@ def op_name(op) -> str:
     return op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
 
 
-def _to(device):
-    def move(x):
-        return x.to(device) if isinstance(x, torch.Tensor) else x
-    return move
+def _move(x: torch.Tensor, device: str) -> torch.Tensor:
+    """x on `device` as the sample holds it: a view into a larger storage (non-contiguous samples,
+    as_strided's partial views) keeps its whole storage, offset and strides there, as a sample made
+    on that device would."""
+    itemsize = x.element_size()
+    if device != "cpu" and x.layout == torch.strided and x.untyped_storage().nbytes() > x.numel() * itemsize:
+        storage = torch.empty(0, dtype=x.dtype).set_(x.untyped_storage(), 0, (x.untyped_storage().nbytes() // itemsize,))
+        return storage.to(device).as_strided(x.size(), x.stride(), x.storage_offset())
+    return x.to(device)
+
+
+def stays_on_cpu(op, dtype, backward: bool, count: int) -> list:
+    """Per sample, which of its flattened leaves OpInfo keeps on the CPU when it makes samples for
+    another device (tensor_split's indices must be there): the same samples made on "meta" show
+    it. None for a sample when they cannot be made."""
+    try:
+        metas = list(op.sample_inputs("meta", dtype, requires_grad=backward))[:count]
+    except Exception:
+        metas = []
+    flags = [[isinstance(leaf, torch.Tensor) and leaf.device.type == "cpu"
+              for leaf in tree_flatten((m.input, m.args, m.kwargs))[0]] for m in metas]
+    return flags + [None] * (count - len(flags))
+
+
+def _placed(sample, device: str, stays=None, prepare=lambda x: x):
+    """The sample's (input, args, kwargs) with its tensors (each through `prepare`) on `device`,
+    but for those `stays` keeps on the CPU."""
+    leaves, spec = tree_flatten((sample.input, sample.args, sample.kwargs))
+    if stays is None or len(stays) != len(leaves):
+        stays = [False] * len(leaves)
+    return tree_unflatten([_move(prepare(leaf), "cpu" if keep else device) if isinstance(leaf, torch.Tensor) else leaf
+                           for leaf, keep in zip(leaves, stays)], spec)
 
 
 # Comparison tolerances by dtype: float32 as before; bfloat16 and float16 about two of their ulps
@@ -84,7 +114,7 @@ TIES = ("sort", "argsort", "topk", "msort")
 
 
 def _compare(got, want, tol=(1e-4, 1e-4)) -> str:
-    got = tree_map(_to("cpu"), got)
+    got = tree_map(lambda x: x.cpu() if isinstance(x, torch.Tensor) else x, got)
     try:
         torch.testing.assert_close(got, want, atol=tol[0], rtol=tol[1], equal_nan=True, check_device=False)
         return ""
@@ -181,16 +211,14 @@ def _differentiable(value) -> list:
     return leaves
 
 
-def _gradients(op, sample, device):
+def _gradients(op, sample, device, stays=None):
     """The gradients of sum(weights * outputs) with respect to the sample's differentiable inputs,
     with the sample moved to `device` (leaves made there)."""
-    def leaf(x):
-        if not isinstance(x, torch.Tensor):
-            return x
-        moved = x.detach().to(device)
-        return moved.requires_grad_(x.requires_grad)
-
-    args = tree_map(leaf, (sample.input, sample.args, sample.kwargs))
+    args = _placed(sample, device, stays, prepare=lambda x: x.detach())
+    wanted = tree_flatten((sample.input, sample.args, sample.kwargs))[0]
+    leaves, spec = tree_flatten(args)
+    args = tree_unflatten([leaf.requires_grad_(w.requires_grad) if isinstance(leaf, torch.Tensor) else leaf
+                           for leaf, w in zip(leaves, wanted)], spec)
     inputs = _differentiable(args)
     outputs = [o for o in _differentiable(op(args[0], *args[1], **args[2])) if o.is_floating_point()]
     if not inputs or not outputs:
@@ -200,17 +228,18 @@ def _gradients(op, sample, device):
     return [g if g is not None else torch.zeros_like(i) for g, i in zip(grads, inputs)]
 
 
-def run_sample(op, sample, dtype=torch.float32, backward=False) -> tuple[str, str]:
+def run_sample(op, sample, dtype=torch.float32, backward=False, stays=None) -> tuple[str, str]:
+    """`stays`: which of the sample's leaves stay on the CPU (stays_on_cpu)."""
     try:
         want = _gradients(op, sample, "cpu") if backward else op(sample.input, *sample.args, **sample.kwargs)
         if backward and want is None:
             return "skip", ""
     except Exception:
         return "skip", ""
-    moved = tree_map(_to("tpu"), (sample.input, sample.args, sample.kwargs))
+    moved = _placed(sample, "tpu", stays)
 
     def on_chip() -> str:
-        got = _gradients(op, sample, "tpu") if backward else op(moved[0], *moved[1], **moved[2])
+        got = _gradients(op, sample, "tpu", stays) if backward else op(moved[0], *moved[1], **moved[2])
         if op.name in UNINITIALISED:
             return ""
         if _is_random(op, sample):
@@ -291,8 +320,8 @@ def run_op(op, dtype=torch.float32, max_samples=3, backward=False, specials=Fals
         result.first_problem = f"sample_inputs: {type(e).__name__}"
         return result
     problems = {}
-    for sample in samples:
-        status, problem = run_sample(op, sample, dtype, backward)
+    for sample, stays in zip(samples, stays_on_cpu(op, dtype, backward, len(samples))):
+        status, problem = run_sample(op, sample, dtype, backward, stays)
         if status == "skip":
             continue
         result.counts[status] = result.counts.get(status, 0) + 1

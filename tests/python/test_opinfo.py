@@ -72,3 +72,14 @@ def test_opinfo_complex64_native(name):
     op = [op for op in op_db if op.name == base and op.variant_test_name == variant][0]
     result = run_op(op, dtype=torch.complex64)
     assert result.status == "native", (result.counts, result.first_problem)
+
+
+@pytest.mark.parametrize("name", ["tensor_split", "as_strided.partial_views"])
+def test_samples_keep_their_views_and_cpu_arguments(name):
+    """A sample moves to the chip as OpInfo would make it there: tensor_split's indices stay on the
+    CPU (torch requires them there), and as_strided's partial views keep their whole storage and
+    offset. Moved naively, both raised on the chip where they run on a real device."""
+    base, _, variant = name.partition(".")
+    op = [op for op in op_db if op.name == base and op.variant_test_name == variant][0]
+    for result in (run_op(op), run_op(op, backward=True)):
+        assert result.status == "native", (result.counts, result.first_problem)
