@@ -93,6 +93,12 @@ void check(const Graph& g, int x, int w, const Conv2dParams& p) {
   }
 }
 
+// y [C, N*P] f32 sums plus bias [C], rounded once to `dtype`.
+int biased(Graph& g, int y, int bias, DType dtype) {
+  const int sum = g.binary(ExprOp::Add, y, g.reshape(bias, {g.node(y).type.shape[0], 1}), "conv_bias");
+  return g.node(sum).type.dtype == dtype ? sum : g.cast(sum, dtype, "conv_bias");
+}
+
 }  // namespace
 
 int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t padding, int64_t dilation) {
@@ -126,13 +132,14 @@ int conv2d(Graph& g, int x, int w, int bias, const Conv2dParams& p) {
   const bool by_position = columns_by_position(win);
   const int wg = groups == 1 ? g.reshape(w, {o, k}) : g.reshape(w, {groups, og, k});
   const int cols = columns(g, xp, win, by_position, groups, cg * buf[2] * buf[3]);
-  int y = matmul_with_long_k(g, wg, cols, by_position, p.passes, "conv2d", p.chip);
+  // with a bias, the f32 sums: the bias joins them before a bf16 or f16 result is rounded, once
+  int y = matmul_with_long_k(g, wg, cols, by_position, p.passes, "conv2d", p.chip, false, bias >= 0);
   if (groups > 1) y = g.reshape(y, {o, g.node(y).type.shape.back()});  // [O, N*P]
-  if (bias >= 0) y = g.binary(ExprOp::Add, y, g.reshape(bias, {o, 1}), "conv_bias");
+  if (bias >= 0) y = biased(g, y, bias, g.node(x).type.dtype);
   return to_nchw(g, y, n, out);
 }
 
-int conv2d_input_grad(Graph& g, int grad_y, int w, std::array<int64_t, 2> input_hw, const Conv2dParams& p) {
+int conv2d_input_grad(Graph& g, int grad_y, int w, std::array<int64_t, 2> input_hw, const Conv2dParams& p, int bias) {
   const auto gs = g.node(grad_y).type.shape, ws = g.node(w).type.shape;
   if (gs.size() != 4 || ws.size() != 4 || gs[1] != ws[0]) {
     throw KernelError(fmt::format("conv2d input gradient: {} does not match weight {}", to_string(g.node(grad_y).type), to_string(g.node(w).type)));
@@ -146,7 +153,8 @@ int conv2d_input_grad(Graph& g, int grad_y, int w, std::array<int64_t, 2> input_
   const Pair flipped{-p.dilation[0], -p.dilation[1]};
   if (is_depthwise(c, o, groups)) {
     const Windows win = windows_of(buf, 0, c, kernel, flipped, origin, input_hw, {1, 1});
-    return depthwise(g, ge, win, taps_by_channel(g, w), input_hw);
+    const int dx = depthwise(g, ge, win, taps_by_channel(g, w), input_hw);
+    return bias < 0 ? dx : add_channel_bias(g, dx, bias);
   }
   const int64_t og = o / groups, t = kernel[0] * kernel[1];
   // Each group's w as [C/G, O/G * T] (element (c, o, t) = w[gi * O/G + o, c, t]), batched over
@@ -155,8 +163,9 @@ int conv2d_input_grad(Graph& g, int grad_y, int w, std::array<int64_t, 2> input_
                            groups == 1 ? std::vector<int64_t>{cg, og * t} : std::vector<int64_t>{groups, cg, og * t});
   const Windows win = windows_of(buf, 0, og, kernel, flipped, origin, input_hw, {1, 1});
   int dx = matmul_with_long_k(g, wt, columns(g, ge, win, false, groups, og * buf[2] * buf[3]), false, p.passes,
-                              "conv2d_input_grad", p.chip);
+                              "conv2d_input_grad", p.chip, false, bias >= 0);
   if (groups > 1) dx = g.reshape(dx, {c, g.node(dx).type.shape.back()});
+  if (bias >= 0) dx = biased(g, dx, bias, g.node(grad_y).type.dtype);
   return to_nchw(g, dx, n, input_hw);
 }
 

@@ -4,6 +4,7 @@ both modes, for the shapes models use (padding, strides, dilation, groups, depth
 embeddings, conv1d, transposed convolutions), and a clear error for what stays off the chip."""
 import pytest
 import torch
+import torch.nn.functional as F
 
 import vtpu
 
@@ -23,6 +24,10 @@ CASES = {
     "conv1d_depthwise": (lambda: torch.nn.Conv1d(8, 8, 3, padding=1, groups=8), (2, 8, 30)),
     "conv_transpose2d": (lambda: torch.nn.ConvTranspose2d(4, 3, 3, stride=2, padding=1, output_padding=1), (2, 4, 7, 7)),
     "conv_transpose1d": (lambda: torch.nn.ConvTranspose1d(4, 2, 4, stride=2, padding=1), (2, 4, 20)),
+    # torch allows output padding below max(stride, dilation): past the stride here (it was refused)
+    "conv_transpose_output_padding_past_stride": (
+        lambda: torch.nn.ConvTranspose2d(2, 4, (4, 5), stride=(3, 2), padding=(1, 2), output_padding=(2, 3), groups=2,
+                                         dilation=4), (2, 2, 4, 4)),
 }
 
 
@@ -56,6 +61,22 @@ def test_bf16_convolution(no_fallback):
     want = torch.nn.functional.conv2d(x.float(), w.float(), padding=1)
     # bf16 inputs, f32 accumulation on the MXU, one bf16 rounding of the result (2^-8 relative).
     torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=1e-2)
+
+
+@pytest.mark.parametrize("conv", [F.conv2d, F.conv_transpose2d], ids=["conv2d", "conv_transpose2d"])
+def test_bf16_with_a_bias_rounds_once(conv, no_fallback):
+    """The bias joins the f32 sums before the bf16 result is rounded, once: exactly the f32
+    convolution of the same values, rounded. Before, the sums were rounded, the bias added, and
+    the result rounded again: outputs off by a bf16 ulp where the two roundings differ."""
+    g = torch.Generator().manual_seed(0)
+    x = (torch.randn(2, 4, 9, 9, generator=g) * 3).bfloat16()
+    w = (torch.randn(6, 4, 3, 3, generator=g) * 3).bfloat16()
+    b = (torch.randn(6, generator=g) * 8).bfloat16()  # 6 output channels either way
+    w = w if conv is F.conv2d else w.transpose(0, 1).contiguous()
+    got = conv(x.to("tpu"), w.to("tpu"), b.to("tpu"), stride=2).cpu()
+    assert got.dtype == torch.bfloat16
+    assert torch.equal(got, conv(x.float(), w.float(), b.float(), stride=2).bfloat16())
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
 
 
 def test_small_cnn_trains_like_cpu(no_fallback, sgd_losses):

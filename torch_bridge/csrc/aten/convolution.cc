@@ -84,12 +84,23 @@ Pair transposed_output(const Graph& g, int x, int w, const Conv& c) {
   Pair out;
   for (int d = 0; d < 2; ++d) {
     out[d] = (in[d] - 1) * c.params.stride[d] - 2 * c.params.padding[d] + c.params.dilation[d] * (ws[2 + d] - 1) + op[d] + 1;
-    // The forward convolution of that size must give back x's size (output padding below the stride).
-    if (kernels::conv_output_size(out[d], ws[2 + d], c.params.stride[d], c.params.padding[d], c.params.dilation[d]) != in[d]) {
-      throw kernels::KernelError("conv_transpose: output padding at or above the stride");
-    }
   }
   return out;
+}
+
+// x extended with zero rows (columns) at the end to the size the forward convolution maps `out`
+// onto: output padding at or above the stride (torch allows it below the dilation) makes that
+// larger than x, and the rows it adds take part in no sum of the transposed convolution.
+int padded_for(Graph& g, int x, int w, const Pair& out, const Conv& c) {
+  const Pair in = spatial(g, x);
+  const auto& ws = g.node(w).type.shape;
+  for (int d = 0; d < 2; ++d) {
+    const int64_t mapped =
+        kernels::conv_output_size(out[d], ws[2 + d], c.params.stride[d], c.params.padding[d], c.params.dilation[d]);
+    if (mapped < in[d]) throw kernels::KernelError("conv_transpose: an output smaller than its input's convolution");
+    if (mapped > in[d]) x = g.pad(x, 2 + d, 0, mapped - in[d], 0, "conv_transpose");
+  }
+  return x;
 }
 
 at::Tensor tpu_convolution_overrideable(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
@@ -107,8 +118,8 @@ at::Tensor tpu_convolution_overrideable(const at::Tensor& input, const at::Tenso
   return record("convolution_overrideable", inputs, input.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
     const int x = c.lift(g, v[0]), w = c.lift(g, v[1]), b = has_bias ? v[2] : -1;
     if (!c.transposed) return c.unlift(g, kernels::conv2d(g, x, w, b, c.params));
-    int y = kernels::conv2d_input_grad(g, x, w, transposed_output(g, x, w, c), c.params);
-    return c.unlift(g, b >= 0 ? kernels::add_channel_bias(g, y, b) : y);
+    const Pair out = transposed_output(g, x, w, c);
+    return c.unlift(g, kernels::conv2d_input_grad(g, padded_for(g, x, w, out, c), w, out, c.params, b));
   }, cpu);
 }
 
@@ -146,8 +157,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> tpu_convolution_backward_override
     const int gy = c.lift(g, v[0]), x = c.lift(g, v[1]), w = c.lift(g, v[2]);
     const Pair kernel = spatial(g, w);
     const int64_t conv_out = g.node(w).type.shape[0];
-    const int dw = c.transposed ? kernels::conv2d_weight_grad(g, x, gy, kernel, conv_out, c.params)
-                                : kernels::conv2d_weight_grad(g, gy, x, kernel, conv_out, c.params);
+    const int dw = c.transposed
+                       ? kernels::conv2d_weight_grad(g, padded_for(g, x, w, spatial(g, gy), c), gy, kernel, conv_out, c.params)
+                       : kernels::conv2d_weight_grad(g, gy, x, kernel, conv_out, c.params);
     return c.unlift(g, dw);
   });
   at::Tensor grad_bias = output(2, [&](Graph& g, const std::vector<int>& v) {
