@@ -88,6 +88,28 @@ class Kernel:
         t.check(RangeCheck(index, (1, 1), blocks, message))
         return t.add_ref(kind, dtype, shape, block, [a.spec() for a in index])
 
+    def _whole_blocks(self, shape, spec: BlockSpec | None) -> tuple[int, ...]:
+        """An array's shape rounded up to whole blocks of its spec: Pallas runs a grid over arrays
+        that are not whole blocks, the last block partial; here such arrays are padded (inputs
+        with zeros, where Pallas leaves the padding unspecified) and outputs cut back."""
+        if len(shape) != 2 or spec is None or spec.block_shape is None or spec.memory_space == ANY:
+            return tuple(shape)
+        return tuple(-(-s // b) * b if b > 0 else s for s, b in zip(shape, spec.block_shape))
+
+    def _padded_outputs(self) -> tuple[ShapeDtype, ...]:
+        return tuple(ShapeDtype(self._whole_blocks(o.shape, s), o.dtype) for o, s in zip(self.out_shape, self.out_specs))
+
+    def _padded_inputs(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        """Scalar-prefetch tables as they are, then each input padded to whole blocks."""
+        tables, arrays = list(inputs[:self.num_tables]), inputs[self.num_tables:]
+        specs = list(self.in_specs or ()) + [None] * max(0, len(arrays) - len(self.in_specs or ()))
+        padded = []
+        for x, spec in zip(arrays, specs):
+            whole = self._whole_blocks(x.shape, spec)
+            padded.append(x if whole == tuple(x.shape) else
+                          torch.nn.functional.pad(x, (0, whole[1] - x.shape[1], 0, whole[0] - x.shape[0])))
+        return tables + padded
+
     def trace(self, inputs: Sequence[torch.Tensor]) -> tuple[dict, list]:
         """The spec the generator takes, and the range checks left for each call."""
         lengths = check_tables(inputs, self.num_tables, self.name)
@@ -101,7 +123,7 @@ class Kernel:
             refs += [self._ref(t, "input", x.shape, x.dtype, s, f"input {i}", tables)
                      for i, (x, s) in enumerate(zip(inputs, self.in_specs))]
             refs += [self._ref(t, "output", o.shape, o.dtype, s, f"output {i}", tables)
-                     for i, (o, s) in enumerate(zip(self.out_shape, self.out_specs))]
+                     for i, (o, s) in enumerate(zip(self._padded_outputs(), self.out_specs))]
             for v in self.scratch_shapes:
                 if v == SemaphoreType.DMA:
                     refs.append(Semaphore(t.semaphores))
@@ -116,7 +138,7 @@ class Kernel:
 
     def source(self, inputs: Sequence[torch.Tensor]) -> str:
         """The kernel's vtpu assembly for these inputs' shapes and dtypes (traced once each)."""
-        return self._generated(inputs)[0]
+        return self._generated(self._padded_inputs(inputs))[0]
 
     def _generated(self, inputs: Sequence[torch.Tensor]) -> tuple[str, list[str], list]:
         """(assembly, the body's line of each instruction, checks of table-dependent indices),
@@ -133,6 +155,12 @@ class Kernel:
         for i, x in enumerate(inputs):
             if x.device.type != "tpu":
                 raise ValueError(f"kernel '{self.name}': input {i} is on {x.device}; kernels read tpu tensors")
+        inputs = self._padded_inputs(inputs)
+        outputs = self._run_whole_blocks(inputs)
+        return [y if tuple(y.shape) == tuple(o.shape) else y[:o.shape[0], :o.shape[1]].contiguous()
+                for y, o in zip(outputs, self.out_shape)]
+
+    def _run_whole_blocks(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         source, lines, checks = self._generated(inputs)
         if checks:  # block indices that read scalar-prefetch tables: checked with this call's values
             values = [t.cpu().tolist() for t in inputs[:self.num_tables]]
@@ -141,9 +169,9 @@ class Kernel:
         if len(self.out_shape) == 1 and inputs and _C.get_mode() == "defer_and_fuse":
             # One more node of the pending graph: pending work stays pending, and the kernel runs
             # in order at the next flush (its errors surface there, without the body's line).
-            out = self.out_shape[0]
+            out = self._padded_outputs()[0]
             return [_C.record_user_kernel(source, [x.contiguous() for x in inputs], list(out.shape), out.dtype)]
-        outputs = _empty_outputs(self.out_shape, inputs)
+        outputs = _empty_outputs(self._padded_outputs(), inputs)
         try:
             run_assembly(source, *[x.contiguous() for x in inputs], *outputs)
         except RuntimeError as error:
