@@ -101,6 +101,13 @@ at::Tensor per_plane(const at::Tensor& z, const std::function<at::Tensor(const a
   return join(f(p.re, 0), f(zero_or_plane(p), 1));
 }
 
+at::Tensor truth(const at::Tensor& z) { return at::ne(as_pairs(z), 0).any(-1); }
+
+at::Tensor part(const at::Tensor& t, int which) {
+  const Planes p = planes(t);
+  return which == 0 ? p.re : zero_or_plane(p);
+}
+
 at::Tensor linear(const at::Tensor& z, const std::function<at::Tensor(const at::Tensor&)>& f) {
   const Planes p = planes(z);
   return join(f(p.re), p.im.defined() ? f(p.im) : at::Tensor());

@@ -35,6 +35,13 @@ at::Tensor bilinear(const at::Tensor& x, const at::Tensor& y,
 at::Tensor as_pairs(const at::Tensor& z);
 at::Tensor from_pairs(const at::Tensor& pairs);
 at::Tensor per_plane(const at::Tensor& z, const std::function<at::Tensor(const at::Tensor&, int part)>& f);
+// Part `which` (0: re, 1: im) of `t` as an f32 tensor (math bits applied); a real t's own values
+// or zeros.
+at::Tensor part(const at::Tensor& t, int which);
+
+// Whether each complex element is nonzero (either part): its truth for logical ops, nonzero, all
+// and any.
+at::Tensor truth(const at::Tensor& z);
 
 // fill_ of a complex tensor with a complex value.
 void fill(const at::Tensor& self, const c10::complex<double>& value);

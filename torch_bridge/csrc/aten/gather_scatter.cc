@@ -163,6 +163,9 @@ at::Tensor tpu_scatter_add(const at::Tensor& self, int64_t dim_arg, const at::Te
   check_scatter("scatter_add", self, dim_arg, index, src);
   if (scalar_form(self, index)) return tpu_scatter_add(self.reshape({1}), 0, index.reshape({1}), src.reshape({-1})).squeeze(0);
   const int64_t dim = at::maybe_wrap_dim(dim_arg, std::max<int64_t>(self.dim(), 1));
+  if (self.scalar_type() == at::kComplexFloat && src.scalar_type() == at::kComplexFloat) {  // each plane alike
+    return complex::per_plane(self, [&](const at::Tensor& p, int k) { return tpu_scatter_add(p, dim, index, complex::part(src, k)); });
+  }
   const CpuFn cpu = [dim, index](const std::vector<at::Tensor>& c) { return at::scatter_add(c[0], dim, index.cpu(), c[1]); };
   if (const std::string why = scatter_unsupported(self, index, dim, src); !why.empty()) {
     return run_on_cpu("scatter_add", {self, src}, cpu, why);
@@ -183,6 +186,10 @@ at::Tensor tpu_scatter_value(const at::Tensor& self, int64_t dim_arg, const at::
   check_scatter("scatter", self, dim_arg, index);
   if (scalar_form(self, index)) return tpu_scatter_value(self.reshape({1}), 0, index.reshape({1}), value).squeeze(0);
   const int64_t dim = at::maybe_wrap_dim(dim_arg, std::max<int64_t>(self.dim(), 1));
+  if (self.scalar_type() == at::kComplexFloat) {  // each plane with its part of the value
+    const c10::complex<double> v = value.toComplexDouble();
+    return complex::per_plane(self, [&](const at::Tensor& p, int k) { return tpu_scatter_value(p, dim, index, k ? v.imag() : v.real()); });
+  }
   const CpuFn cpu = [dim, index, value](const std::vector<at::Tensor>& c) { return at::scatter(c[0], dim, index.cpu(), value); };
   if (const std::string why = unsupported(self, index, dim); !why.empty()) return run_on_cpu("scatter", {self}, cpu, why);
   const at::Tensor base = other_dims_offsets(self, index, dim).to(self.device());
@@ -213,6 +220,9 @@ at::Tensor tpu_scatter_src(const at::Tensor& self, int64_t dim_arg, const at::Te
   check_scatter("scatter", self, dim_arg, index, src);
   if (scalar_form(self, index)) return tpu_scatter_src(self.reshape({1}), 0, index.reshape({1}), src.reshape({-1})).squeeze(0);
   const int64_t dim = at::maybe_wrap_dim(dim_arg, std::max<int64_t>(self.dim(), 1));
+  if (self.scalar_type() == at::kComplexFloat && src.scalar_type() == at::kComplexFloat) {  // each plane alike
+    return complex::per_plane(self, [&](const at::Tensor& p, int k) { return tpu_scatter_src(p, dim, index, complex::part(src, k)); });
+  }
   const CpuFn cpu = [dim, index](const std::vector<at::Tensor>& c) { return at::scatter(c[0], dim, index.cpu(), c[1]); };
   std::string why = unsupported(self, index, dim);
   const int64_t n = index.numel();

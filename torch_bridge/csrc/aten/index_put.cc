@@ -16,6 +16,7 @@
 
 #include <cmath>
 
+#include "torch_bridge/csrc/aten/complex.h"
 #include "torch_bridge/csrc/aten/int64.h"
 #include "torch_bridge/csrc/aten/linear_index.h"
 #include "torch_bridge/csrc/record/op_support.h"
@@ -209,6 +210,12 @@ std::optional<std::vector<std::optional<at::Tensor>>> masks_as_coordinates(const
 
 at::Tensor& tpu_index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices, const at::Tensor& values,
                                 bool accumulate, bool unsafe) {
+  if (self.scalar_type() == at::kComplexFloat && values.scalar_type() == at::kComplexFloat && !self.is_conj() && !self.is_neg()) {
+    // complex64: each element's (re, im) pair written together, through the pairs view of self
+    at::Tensor pairs = at::view_as_real(self);
+    tpu_index_put_impl_(pairs, indices, complex::as_pairs(values), accumulate, unsafe);
+    return self;
+  }
   const std::vector<std::optional<at::Tensor>> list(indices.begin(), indices.end());
   if (auto expanded = masks_as_coordinates(self, list, values)) {
     for (const auto& i : *expanded) {

@@ -10,6 +10,7 @@
 
 #include "kernels/compose/reduce_dims.h"
 #include "kernels/generators/row_spec.h"
+#include "torch_bridge/csrc/aten/complex.h"
 #include "torch_bridge/csrc/aten/int64.h"
 #include "torch_bridge/csrc/aten/order_statistics.h"
 #include "torch_bridge/csrc/record/op_support.h"
@@ -75,8 +76,15 @@ at::Tensor triangle(const char* op, const at::Tensor& self, int64_t diagonal, bo
     return g.where(keep, v[0], g.full({{1}, g.node(v[0]).type.dtype}, 0, op), op);
   }, cpu);
 }
-at::Tensor tpu_tril(const at::Tensor& self, int64_t diagonal) { return triangle("tril", self, diagonal, true); }
-at::Tensor tpu_triu(const at::Tensor& self, int64_t diagonal) { return triangle("triu", self, diagonal, false); }
+// complex64: each plane's triangle (a real-linear op)
+at::Tensor tpu_tril(const at::Tensor& self, int64_t diagonal) {
+  if (self.scalar_type() == at::kComplexFloat) return complex::linear(self, [&](const at::Tensor& p) { return tpu_tril(p, diagonal); });
+  return triangle("tril", self, diagonal, true);
+}
+at::Tensor tpu_triu(const at::Tensor& self, int64_t diagonal) {
+  if (self.scalar_type() == at::kComplexFloat) return complex::linear(self, [&](const at::Tensor& p) { return tpu_triu(p, diagonal); });
+  return triangle("triu", self, diagonal, false);
+}
 
 // eye: ones kept on the main diagonal by triu then tril (torch's kernel writes the diagonal of a
 // zeroed buffer through a strided view, which the chip has no reason to imitate).

@@ -9,6 +9,7 @@
 #include <torch/library.h>
 
 #include "kernels/compose/compaction.h"
+#include "torch_bridge/csrc/aten/complex.h"
 #include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/recorder.h"
 
@@ -24,6 +25,7 @@ int64_t true_count(const at::Tensor& mask) { return mask.sum().item<int64_t>(); 
 
 // torch.nonzero: [count, ndim] int64 coordinates, row-major order.
 at::Tensor tpu_nonzero(const at::Tensor& self) {
+  if (self.scalar_type() == at::kComplexFloat) return tpu_nonzero(complex::truth(self));
   const CpuFn cpu = [](const std::vector<at::Tensor>& c) { return at::nonzero(c[0]); };
   // Only the mask self != 0 reaches the kernels: int64 compares exactly (as word pairs).
   const bool comparable = chip_dtype(self.scalar_type()) || self.scalar_type() == at::kLong;
@@ -59,6 +61,12 @@ at::Tensor tpu_nonzero(const at::Tensor& self) {
 at::Tensor tpu_masked_select(const at::Tensor& self, const at::Tensor& mask) {
   const auto shape = at::infer_size(self.sizes(), mask.sizes());
   const at::Tensor x = self.expand(shape), m = mask.expand(shape);
+  if (self.scalar_type() == at::kComplexFloat) {  // each selected element's (re, im) pair
+    auto paired = shape;
+    paired.push_back(2);
+    const at::Tensor pairs = complex::as_pairs(x), pair_mask = m.unsqueeze(-1).expand(paired);
+    return complex::from_pairs(tpu_masked_select(pairs, pair_mask).view({-1, 2}));
+  }
   if (auto rows = masked_rows(x.contiguous(), m.contiguous())) return rows->reshape({-1});
   return run_on_cpu("masked_select", {self, mask}, [](const std::vector<at::Tensor>& c) { return at::masked_select(c[0], c[1]); },
                     "masks past the compaction limit or dtypes without kernels");
