@@ -89,6 +89,17 @@ Planes divide(const Planes& x, const Planes& y) {
 
 bool is_complex64_result(c10::ScalarType t) { return t == at::kComplexFloat; }
 
+// The principal square root as C's csqrt gives it for finite values, without cancellation:
+// t = sqrt((|z| + |a|) / 2), then (t, b / 2t) for a >= 0 and (|b| / 2t, t with b's sign) for a < 0;
+// 0 at 0.
+Planes principal_root(const Planes& z) {
+  const at::Tensor b = zero_or_plane(z);
+  const at::Tensor t = at::sqrt(at::mul(at::add(at::hypot(z.re, b), at::abs(z.re)), wrapped(0.5)));
+  const at::Tensor half = at::where(at::eq(t, 0), wrapped(0.0), at::div(b, at::mul(t, wrapped(2.0))));
+  const at::Tensor right = at::ge(z.re, 0);
+  return {at::where(right, t, at::abs(half)), at::where(right, half, at::copysign(t, b))};
+}
+
 }  // namespace
 
 bool involved(const at::Tensor& a, const at::Tensor& b) { return a.is_complex() || (b.defined() && b.is_complex()); }
@@ -147,6 +158,31 @@ at::Tensor unary(const char* op, ExprOp e, const at::Tensor& self, const CpuFn& 
       const Planes q = divide({wrapped(1.0), {}}, z);
       return join(q.re, q.im);
     }
+    case ExprOp::Square: return join(at::sub(at::mul(z.re, z.re), at::mul(z.im, z.im)), at::mul(at::mul(z.re, z.im), wrapped(2.0)));
+    case ExprOp::Sqrt: {
+      const Planes r = principal_root(z);
+      return join(r.re, r.im);
+    }
+    case ExprOp::Rsqrt: {
+      const Planes q = divide({wrapped(1.0), {}}, principal_root(z));
+      return join(q.re, q.im);
+    }
+    // tanh(a + bi) = (sinh 2a + i sin 2b) / (cosh 2a + cos 2b); past |a| = 9 that is (sign a, 0) to
+    // f32 (the formula's terms would overflow to inf / inf)
+    case ExprOp::Tanh: {
+      const at::Tensor a2 = at::mul(z.re, wrapped(2.0)), b2 = at::mul(z.im, wrapped(2.0));
+      const at::Tensor den = at::add(at::cosh(a2), at::cos(b2));
+      const at::Tensor far = at::gt(at::abs(z.re), wrapped(9.0));
+      return join(at::where(far, at::sign(z.re), at::div(at::sinh(a2), den)), at::where(far, wrapped(0.0), at::div(at::sin(b2), den)));
+    }
+    // sigmoid(z) = 1 / (1 + exp(-z)) and silu(z) = z / (1 + exp(-z)), as torch's CPU kernels compute them
+    case ExprOp::Sigmoid:
+    case ExprOp::Silu: {
+      const at::Tensor m = at::exp(at::neg(z.re));
+      const Planes one_plus = {at::add(at::mul(m, at::cos(z.im)), wrapped(1.0)), at::neg(at::mul(m, at::sin(z.im)))};
+      const Planes q = divide(e == ExprOp::Silu ? z : Planes{wrapped(1.0), {}}, one_plus);
+      return join(q.re, q.im);
+    }
     default: return run_on_cpu(op, {self}, cpu, "complex64 inputs (no complex rule for this op on the chip)");
   }
 }
@@ -157,6 +193,16 @@ at::Tensor binary(const char* op, ExprOp e, const at::Tensor& self, const at::Te
   const bool comparison = e == ExprOp::Eq || e == ExprOp::Ne;
   const bool arithmetic = e == ExprOp::Add || e == ExprOp::Sub || e == ExprOp::Mul || e == ExprOp::Div;
   if (!is_complex64_result(dtype)) return run_on_cpu(op, {self, other}, cpu, c10::str(dtype, " tensors"));
+  if (e == ExprOp::Pow && self.is_complex() && is_cpu_scalar(other) && !other.is_complex()) {
+    // the real exponents torch's CPU kernel computes by products and roots (square is pow(z, 2))
+    const double p = other.item<double>();
+    if (p == 2) return at::mul(self, self);
+    if (p == 3) return at::mul(at::mul(self, self), self);
+    if (p == 0.5) return at::sqrt(self);
+    if (p == -0.5) return at::rsqrt(self);
+    if (p == -1) return at::reciprocal(self);
+    if (p == -2) return at::reciprocal(at::mul(self, self));
+  }
   if (!comparison && !arithmetic) return run_on_cpu(op, {self, other}, cpu, "complex64 inputs (no complex rule for this op on the chip)");
   const Planes x = planes(self);
   Planes y = planes(other);
