@@ -187,6 +187,25 @@ at::Tensor unary(const char* op, ExprOp e, const at::Tensor& self, const CpuFn& 
   }
 }
 
+std::optional<at::Tensor> elementary(std::string_view op, const at::Tensor& self) {
+  const Planes z = planes(self);
+  const at::Tensor &a = z.re, b = zero_or_plane(z);
+  if (op == "sinh") return join(at::mul(at::sinh(a), at::cos(b)), at::mul(at::cosh(a), at::sin(b)));
+  if (op == "cosh") return join(at::mul(at::cosh(a), at::cos(b)), at::mul(at::sinh(a), at::sin(b)));
+  if (op == "tan") {  // (sin 2a + i sinh 2b) / (cos 2a + cosh 2b); past |b| = 9, (0, sign b) to f32
+    const at::Tensor a2 = at::mul(a, wrapped(2.0)), b2 = at::mul(b, wrapped(2.0));
+    const at::Tensor den = at::add(at::cos(a2), at::cosh(b2)), far = at::gt(at::abs(b), wrapped(9.0));
+    return join(at::where(far, wrapped(0.0), at::div(at::sin(a2), den)), at::where(far, at::sign(b), at::div(at::sinh(b2), den)));
+  }
+  if (op == "expm1") {  // (expm1(a) cos b - 2 sin^2(b / 2), e^a sin b): no cancellation near 0
+    const at::Tensor s = at::sin(at::mul(b, wrapped(0.5)));
+    return join(at::sub(at::mul(at::expm1(a), at::cos(b)), at::mul(at::mul(s, s), wrapped(2.0))), at::mul(at::exp(a), at::sin(b)));
+  }
+  if (op == "exp2") return at::exp(at::mul(self, wrapped(std::log(2.0))));
+  if (op == "log2" || op == "log10") return at::div(at::log(self), wrapped(std::log(op == "log2" ? 2.0 : 10.0)));
+  return std::nullopt;
+}
+
 at::Tensor binary(const char* op, ExprOp e, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha,
                   const CpuFn& cpu) {
   const auto dtype = at::result_type(self, other);

@@ -8,6 +8,8 @@
 #include <ATen/ATen.h>
 
 #include <functional>
+#include <optional>
+#include <string_view>
 
 #include "kernels/graph/graph.h"
 #include "torch_bridge/csrc/record/op_support.h"
@@ -23,6 +25,9 @@ bool involved(const at::Tensor& a, const at::Tensor& b = {});
 at::Tensor unary(const char* op, kernels::ExprOp e, const at::Tensor& self, const CpuFn& cpu);
 at::Tensor binary(const char* op, kernels::ExprOp e, const at::Tensor& self, const at::Tensor& other,
                   const at::Scalar& alpha, const CpuFn& cpu);
+// The composed elementary functions (composed_math.cc's table) on complex64, by name: sinh, cosh,
+// tan, expm1, exp2, log2 and log10 with torch's CPU formulas; nullopt for the others.
+std::optional<at::Tensor> elementary(std::string_view op, const at::Tensor& z);
 // A real-linear op (a sum, a mean) applied to each plane; a real-bilinear one (a matmul) as
 // (re re - im im, re im + im re), terms with a real operand's zero plane skipped.
 at::Tensor linear(const at::Tensor& z, const std::function<at::Tensor(const at::Tensor&)>& f);

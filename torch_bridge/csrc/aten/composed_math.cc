@@ -16,6 +16,7 @@
 #include <limits>
 #include <numbers>
 
+#include "torch_bridge/csrc/aten/complex.h"
 #include "torch_bridge/csrc/aten/int64.h"
 #include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
@@ -281,6 +282,9 @@ int hypot_of(const Vpu& m, int a, int b) {
 
 at::Tensor composed_unary(const char* op, int (*formula)(const Vpu&, int), bool keeps_integers, const at::Tensor& self,
                           const CpuFn& cpu) {
+  if (self.scalar_type() == at::kComplexFloat) {
+    if (auto z = complex::elementary(op, self)) return *z;
+  }
   const bool integral = at::isIntegralType(self.scalar_type(), /*includeBool=*/true);
   if (integral && keeps_integers && op != std::string_view("sign")) return self.clone();  // already integers
   if (op == std::string_view("sign") && self.scalar_type() == at::kLong && self.device().is_privateuseone()) {
