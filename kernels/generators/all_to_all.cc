@@ -39,13 +39,7 @@ isa::Program make_all_to_all(const SliceShape& slice, const sim::ChipConfig& chi
   w.line("smul s{}, s{}, s{}", dst, rank, chunk);
   w.line("sadd s{}, s{}, s{}", dst, dst, out);  // every chunk lands in slot `rank` of its output
   w.line("sli s{}, {}", t, chips);
-  // nearest first, alternating sides: r + 1, r - 1, r + 2, r - 2, ... (mod chips)
-  std::vector<int> offsets;
-  for (int k = 1; int(offsets.size()) < chips - 1; ++k) {
-    offsets.push_back(k);
-    if (int(offsets.size()) < chips - 1) offsets.push_back(chips - k);
-  }
-  for (int k : offsets) {
+  for (int k : nearest_first(chips)) {  // r + 1, r - 1, r + 2, r - 2, ... (mod chips)
     w.line("saddi s{}, s{}, {}", to, rank, k);
     w.line("srem s{}, s{}, s{}", to, to, t);
     w.line("smul s{}, s{}, s{}", src, to, chunk);

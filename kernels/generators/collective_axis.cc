@@ -18,6 +18,15 @@ void wait_for_signals(AsmWriter& w, int sem, int count) {
   for (; count > 0; count -= 255) w.line("sem.wait sem{}, {}", sem, std::min(count, 255));
 }
 
+std::vector<int> nearest_first(int chips) {
+  std::vector<int> offsets;
+  for (int k = 1; int(offsets.size()) < chips - 1; ++k) {
+    offsets.push_back(k);
+    if (int(offsets.size()) < chips - 1) offsets.push_back(chips - k);
+  }
+  return offsets;
+}
+
 CollectiveAxis::CollectiveAxis(AsmWriter& w, int rank, int out, int chunk) : w_(w), rank_(rank), out_(out), chunk_(chunk) {
   auto& s = w_.sregs();
   coord_ = s.take(), base_ = s.take(), block_ = s.take(), next_ = s.take(), previous_ = s.take(), extent_ = s.take();

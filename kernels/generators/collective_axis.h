@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "kernels/codegen/asm_writer.h"
 #include "kernels/generators/slice_shape.h"
@@ -22,6 +23,10 @@ void check_slice_shape(const SliceShape& slice, const char* what);
 // Emits sem.wait on `sem` for `count` signals (known when generating), in waits of at most 255,
 // the most one sem.wait takes.
 void wait_for_signals(AsmWriter& w, int sem, int count);
+
+// Offsets to the other chips of a slice of `chips`, nearest first on alternating sides: 1, -1, 2,
+// -2, ... (mod chips), so a chip's first direct sends go out on different links.
+std::vector<int> nearest_first(int chips);
 
 class CollectiveAxis {
  public:

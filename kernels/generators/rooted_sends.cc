@@ -18,17 +18,6 @@ int chips_of(const SliceShape& slice) {
   return chips;
 }
 
-// Offsets from the root, nearest first on alternating sides: 1, -1, 2, -2, ... (mod chips), so the
-// first transfers leave (or reach) the root on different links.
-std::vector<int> nearest_first(int chips) {
-  std::vector<int> offsets;
-  for (int k = 1; int(offsets.size()) < chips - 1; ++k) {
-    offsets.push_back(k);
-    if (int(offsets.size()) < chips - 1) offsets.push_back(chips - k);
-  }
-  return offsets;
-}
-
 // A scatter (root sends) or a gather (root receives) of equal chunks.
 isa::Program rooted(const SliceShape& slice, bool scatter) {
   const char* name = scatter ? "scatter" : "gather";

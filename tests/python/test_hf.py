@@ -45,16 +45,18 @@ def test_from_pretrained_with_device_map_tpu(tmp_path):
         torch.testing.assert_close(loaded(ids.to("tpu")).logits.cpu(), model(ids).logits, atol=1e-5, rtol=1e-5)
 
 
+def saved_gpt2(path) -> str:
+    """Code (one line) making a tiny GPT-2 `model` with seeded random weights and saving it to `path`."""
+    return ("import json, torch, transformers, vtpu; torch.manual_seed(0); "
+            "model = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_layer=4, n_embd=64, n_head=4, vocab_size=128, "
+            f"n_positions=64, bos_token_id=0, eos_token_id=1)).eval(); model.save_pretrained({str(path)!r})")
+
+
 def test_a_model_split_over_two_chips_by_an_explicit_device_map_matches_cpu(run_isolated, tmp_path):
     """Blocks on tpu:0 and tpu:1 of one process (VTPU_CHIPS=2), activations moving between the
     chips, no op on the CPU."""
     done = run_isolated(f"""
-        import json, torch, transformers, vtpu
-        torch.manual_seed(0)
-        config = transformers.GPT2Config(n_layer=4, n_embd=64, n_head=4, vocab_size=128, n_positions=64,
-                                         bos_token_id=0, eos_token_id=1)
-        model = transformers.GPT2LMHeadModel(config).eval()
-        model.save_pretrained({str(tmp_path)!r})
+        {saved_gpt2(tmp_path)}
         first, second = "tpu:0", "tpu:1"
         split = {{"transformer.wte": first, "transformer.wpe": first, "transformer.drop": first,
                   "transformer.h.0": first, "transformer.h.1": first, "transformer.h.2": second,
@@ -84,12 +86,7 @@ def test_device_map_balanced_splits_a_model_over_the_chips_given_vtpu_max_memory
     blocks over tpu:0 and tpu:1; without it Accelerate offers only the current chip for device
     type "tpu" (accelerate 1.16, as on real TPUs), and the model stays on tpu:0."""
     done = run_isolated(f"""
-        import json, torch, transformers, vtpu
-        torch.manual_seed(0)
-        config = transformers.GPT2Config(n_layer=4, n_embd=64, n_head=4, vocab_size=128, n_positions=64,
-                                         bos_token_id=0, eos_token_id=1)
-        model = transformers.GPT2LMHeadModel(config).eval()
-        model.save_pretrained({str(tmp_path)!r})
+        {saved_gpt2(tmp_path)}
         free = vtpu.max_memory()
         one = transformers.AutoModelForCausalLM.from_pretrained({str(tmp_path)!r}, device_map="balanced")
         loaded = transformers.AutoModelForCausalLM.from_pretrained({str(tmp_path)!r}, device_map="balanced",

@@ -5,11 +5,11 @@ tpu tensors to the host, runs Gloo's collective there and copies the results bac
 chips would spend on it is the simulator's interconnect model (interconnect.py), on a timeline
 beside compute: each chip's interconnect runs its collectives one after another, a collective
 starts when the last rank is ready (its inputs computed, its interconnect free) and ends its
-kernel's simulated time later, the same end on every rank. Its results are in flight until then: the
-chip computes on, and whatever reads them first (a kernel, the host) waits for them, as does
-`work.wait()` (a synchronous collective's too), the way a CUDA stream waits for NCCL's. On the
-host every collective is synchronous but sends and receives, so rings of batch_isend_irecv do
-not deadlock.
+kernel's simulated time later, the same end on every rank. Its results are in flight until
+then: the chip computes on, and whatever reads them first (a kernel, the host) waits for them,
+as does `work.wait()` (a synchronous collective's too), the way a CUDA stream waits for NCCL's.
+On the host every collective is synchronous but sends and receives, so rings of
+batch_isend_irecv do not deadlock.
 
 CPU tensors go to Gloo as they are, untimed, so one group serves `tpu` and `cpu` tensors.
 """
