@@ -28,36 +28,6 @@ def test_vector_add_on_a_grid():
     torch.testing.assert_close(f(x.to("tpu"), y.to("tpu")).cpu(), x + y * 2, rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])
-def test_arrays_that_are_not_whole_blocks(mode):
-    """A grid over arrays that are not whole blocks (pl.cdiv's grid), the last blocks partial:
-    inputs padded with zeros to whole blocks, outputs cut back to their shapes. A matmul's K
-    padding adds zeros to its sums, so the product is exact."""
-    vtpu.set_mode(mode)
-
-    def add(x_ref, y_ref, o_ref):
-        o_ref[...] = x_ref[...] + y_ref[...] * 2
-
-    tile = pl.BlockSpec((8, 128), lambda i, j: (i, j))
-    f = pl.pallas_call(add, out_shape=pl.ShapeDtype((100, 300)), grid=(13, 3), in_specs=[tile, tile], out_specs=tile)
-    x, y = torch.randn(100, 300), torch.randn(100, 300)
-    got = f(x.to("tpu"), y.to("tpu"))
-    assert got.shape == (100, 300)
-    assert torch.equal(got.cpu(), x + y * 2)
-
-    from pallas_matmul import matmul_kernel
-    m, k, n, b = 200, 300, 260, 128
-    mm = pl.pallas_call(matmul_kernel, out_shape=pl.ShapeDtype((m, n)), grid=(2, 3, 3),
-                        in_specs=[pl.BlockSpec((b, b), lambda i, j, kk: (i, kk)), pl.BlockSpec((b, b), lambda i, j, kk: (kk, j))],
-                        out_specs=pl.BlockSpec((b, b), lambda i, j, kk: (i, j)), scratch_shapes=[pl.VMEM((b, b), torch.float32)])
-    a, w = torch.randn(m, k), torch.randn(k, n)
-    product = mm(a.to("tpu"), w.to("tpu")).cpu()
-    assert product.shape == (m, n)
-    # bf16 products summed in f32 (Pallas's default precision), as the CPU sums the same products
-    torch.testing.assert_close(product, a.bfloat16().float() @ w.bfloat16().float(), rtol=1e-5, atol=1e-4)
-    assert vtpu.stats()["cpu_fallback_ops"] == 0
-
-
 def test_elementwise_math_where_and_casts():
     def body(x_ref, i_ref, o_ref, n_ref):
         x = x_ref[...]
