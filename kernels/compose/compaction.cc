@@ -32,6 +32,24 @@ int exclusive_scan(Graph& g, int v, int64_t largest, const std::string& label) {
 
 }  // namespace
 
+int first_true_positions(Graph& g, int mask, int64_t size, const std::string& label) {
+  const int64_t n = g.node(mask).type.numel();
+  if (n > kCompactionMaxElements) {
+    throw KernelError(fmt::format("{}: a mask of {} elements (at most {})", label, n, kCompactionMaxElements));
+  }
+  if (size < 1) throw KernelError(fmt::format("{}: {} slots", label, size));
+  const int flat = g.cast(g.reshape(mask, {n}, label), DType::F32, label);
+  const int slot_f = exclusive_scan(g, flat, 1, label);
+  // a true element within the first `size` goes to its slot; the others to the spare slot `size`
+  const int kept = g.binary(ExprOp::And, g.cast(flat, DType::Bool, label),
+                            g.binary_scalar(ExprOp::Lt, slot_f, double(size), false, label), label);
+  const int slot = g.cast(g.where(kept, slot_f, g.full({{1}, DType::F32}, double(size), label), label), DType::I32, label);
+  // positions + 1, so a slot no element reached (0) reads as -1
+  const int positions = g.reshape(g.binary_scalar(ExprOp::Add, g.iota({{n}, DType::F32}, label), 1, false, label), {n, 1}, label);
+  const int slots = g.scatter_add(positions, slot, /*index_pairs=*/false, size + 1, -1, label);  // [size + 1, 1]
+  return g.binary_scalar(ExprOp::Sub, g.strided_copy(slots, {size}, {1}, 0, label), 1, false, label);
+}
+
 int true_positions(Graph& g, int mask, int64_t count, const std::string& label) {
   const int64_t n = g.node(mask).type.numel();
   if (n > kCompactionMaxElements) {

@@ -19,4 +19,8 @@ constexpr int64_t kCompactionMaxElements = (int64_t{1} << 24) - 1;
 // in order; `count` is how many there are (the caller read it). Exact: n < 2^24.
 int true_positions(Graph& g, int mask, int64_t count, const std::string& label = "nonzero");
 
+// f32 [size]: the flat positions of the first `size` true elements of `mask`, in order, and -1
+// where there are fewer (torch.nonzero_static's rows, without reading the count). Exact: n < 2^24.
+int first_true_positions(Graph& g, int mask, int64_t size, const std::string& label = "nonzero_static");
+
 }  // namespace vtpu::kernels

@@ -1,7 +1,8 @@
 """Ops whose result size only the data gives (torch_bridge/csrc/aten/masked.cc): x[mask] over
 any dims, masked_select (broadcast masks too), torch.nonzero and one-argument torch.where,
 against the CPU with the fallback off, in both modes; the count is read from the chip, the
-compaction and gathers run there (kernels/compose/compaction.h)."""
+compaction and gathers run there (kernels/compose/compaction.h). torch.nonzero_static needs no
+count: it is recorded like any op of fixed shape."""
 import pytest
 import torch
 
@@ -73,4 +74,22 @@ def test_prod_backward_runs_on_the_chip():
         return y.grad.cpu()
 
     torch.testing.assert_close(grad("tpu"), grad("cpu"), rtol=1e-5, atol=1e-6)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+@pytest.mark.parametrize("shape,density,size,fill", [((2, 2), 0.6, 5, -7), ((3,), 0.5, 1, -1), ((4, 5, 6), 0.3, 10, -1),
+                                                     ((4, 5, 6), 0.3, 200, 3), ((3, 4), 0.0, 2, -1), ((7,), 1.0, 7, 0),
+                                                     ((2, 3), 0.5, 0, -1)])
+def test_nonzero_static_pads_with_the_fill_value_and_never_synchronises(shape, density, size, fill):
+    """The first `size` coordinates, then rows of fill_value: the compaction keeps the first `size`
+    true elements (kernels/compose/compaction.h first_true_positions), and nothing is read back:
+    in defer_and_fuse the op flushes nothing."""
+    mask = torch.rand(*shape, generator=gen(9)) < density
+    x = torch.where(mask, torch.randn(*shape, generator=gen(10)), 0.0).to("tpu")
+    vtpu.synchronize()
+    vtpu.reset_stats()
+    got = torch.nonzero_static(x, size=size, fill_value=fill)
+    assert vtpu.stats()["flushes"] == 0
+    assert got.dtype == torch.int64 and got.shape == (size, len(shape))
+    assert torch.equal(got.cpu(), torch.nonzero_static(x.cpu(), size=size, fill_value=fill))
     assert vtpu.stats()["cpu_fallback_ops"] == 0

@@ -23,6 +23,22 @@ using kernels::Graph;
 // How many elements of a device bool mask hold (a synchronisation).
 int64_t true_count(const at::Tensor& mask) { return mask.sum().item<int64_t>(); }
 
+// [n, dims] f32: element i's coordinate along each dim of `shape` (an iota broadcast over the others).
+int coordinate_table(Graph& g, const std::vector<int64_t>& shape, const char* op) {
+  const int64_t dims = static_cast<int64_t>(shape.size());
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  std::vector<int> maps;
+  for (int64_t k = 0; k < dims; ++k) {
+    std::vector<int64_t> along(dims, 1);
+    along[k] = shape[k];
+    const int coordinate = g.binary(ExprOp::Add, g.full({shape, DType::F32}, 0, op),
+                                    g.reshape(g.iota({{shape[k]}, DType::F32}, op), along, op), op);
+    maps.push_back(g.reshape(coordinate, {n, 1}, op));
+  }
+  return dims == 1 ? maps[0] : g.concat(maps, 1, op);
+}
+
 // torch.nonzero: [count, ndim] int64 coordinates, row-major order.
 at::Tensor tpu_nonzero(const at::Tensor& self) {
   if (self.scalar_type() == at::kComplexFloat) return tpu_nonzero(complex::truth(self));
@@ -36,26 +52,50 @@ at::Tensor tpu_nonzero(const at::Tensor& self) {
     return at::empty({true_count(self.scalar_type() == at::kBool ? self : self.ne(0)), 0}, self.options().dtype(at::kLong));
   }
   const at::Tensor mask = self.scalar_type() == at::kBool ? self : self.ne(0);
-  const int64_t count = true_count(mask), n = self.numel(), dims = self.dim();
+  const int64_t count = true_count(mask), dims = self.dim();
   if (count == 0) return at::empty({0, dims}, self.options().dtype(at::kLong));
   const std::vector<int64_t> shape = self.sizes().vec();
   int64_t largest = 1;
   for (int64_t s : shape) largest = std::max(largest, s);
   const at::Tensor words = record("nonzero", {mask}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
-    // [n, dims]: element i's coordinate along each dim (an iota broadcast over the others)
-    std::vector<int> maps;
-    for (int64_t k = 0; k < dims; ++k) {
-      std::vector<int64_t> along(dims, 1);
-      along[k] = shape[k];
-      const int coordinate = g.binary(ExprOp::Add, g.full({shape, DType::F32}, 0, "nonzero"),
-                                      g.reshape(g.iota({{shape[k]}, DType::F32}, "nonzero"), along, "nonzero"), "nonzero");
-      maps.push_back(g.reshape(coordinate, {n, 1}, "nonzero"));
-    }
-    const int table = dims == 1 ? maps[0] : g.concat(maps, 1, "nonzero");
+    const int table = coordinate_table(g, shape, "nonzero");
     const int at = g.cast(kernels::true_positions(g, v[0], count), DType::I32, "nonzero");
     return int64_words(g, g.cast(g.gather(table, at, false, "nonzero"), DType::I32, "nonzero"));
   }, [cpu, self](const std::vector<at::Tensor>&) { return cpu({self.cpu()}).to(at::kInt); });
   return as_int64(words, largest - 1).view({count, dims});
+}
+
+// torch.nonzero_static: the first `size` rows of nonzero's coordinates, rows of fill_value past
+// the count; a fixed shape, so nothing is read back (no synchronisation).
+at::Tensor tpu_nonzero_static(const at::Tensor& self, c10::SymInt size_sym, int64_t fill_value) {
+  const int64_t size = size_sym.expect_int();
+  TORCH_CHECK(size >= 0, "nonzero_static: 'size' must be an non-negative integer");
+  const CpuFn cpu = [size, fill_value](const std::vector<at::Tensor>& c) { return at::nonzero_static(c[0], size, fill_value); };
+  const int64_t dims = self.dim();
+  const auto options = self.options().dtype(at::kLong);
+  if (size == 0) return at::empty({0, dims}, options);
+  if (self.scalar_type() == at::kComplexFloat) return tpu_nonzero_static(complex::truth(self), size, fill_value);
+  const bool comparable = chip_dtype(self.scalar_type()) || self.scalar_type() == at::kLong;
+  const int64_t magnitude = fill_value < 0 ? -fill_value : fill_value;
+  if (dims == 0 || self.numel() > kernels::kCompactionMaxElements || !comparable || magnitude >= (int64_t{1} << 24)) {
+    return run_on_cpu("nonzero_static", {self}, cpu,
+                      "0-dim inputs, masks past the compaction limit, dtypes without kernels or a fill value past 2^24");
+  }
+  if (self.numel() == 0) return at::full({size, dims}, fill_value, options);
+  const at::Tensor mask = self.scalar_type() == at::kBool ? self : self.ne(0);
+  const std::vector<int64_t> shape = self.sizes().vec();
+  int64_t largest = 1;
+  for (int64_t s : shape) largest = std::max(largest, s);
+  const at::Tensor words = record("nonzero_static", {mask}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
+    const int table = coordinate_table(g, shape, "nonzero_static");
+    const int position = g.reshape(kernels::first_true_positions(g, v[0], size), {size, 1}, "nonzero_static");
+    const int at = g.cast(g.binary_scalar(ExprOp::Max, position, 0, false, "nonzero_static"), DType::I32, "nonzero_static");
+    const int coordinates = g.gather(table, g.reshape(at, {size}, "nonzero_static"), false, "nonzero_static");
+    const int missing = g.binary_scalar(ExprOp::Lt, position, 0, false, "nonzero_static");
+    const int rows = g.where(missing, g.full({{1}, DType::F32}, double(fill_value), "nonzero_static"), coordinates, "nonzero_static");
+    return int64_words(g, g.cast(rows, DType::I32, "nonzero_static"));
+  }, [cpu, self](const std::vector<at::Tensor>&) { return cpu({self.cpu()}).to(at::kInt); });
+  return as_int64(words, std::max(largest - 1, magnitude)).view({size, dims});
 }
 
 at::Tensor tpu_masked_select(const at::Tensor& self, const at::Tensor& mask) {
@@ -127,6 +167,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("masked_scatter_", tpu_masked_scatter_);
   m.impl("nonzero", tpu_nonzero);
   m.impl("nonzero.out", Variants<tpu_nonzero>::out);
+  m.impl("nonzero_static", tpu_nonzero_static);
   m.impl("masked_select", tpu_masked_select);
   m.impl("masked_select.out", tpu_masked_select_out);
 }
