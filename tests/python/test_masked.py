@@ -79,13 +79,13 @@ def test_prod_backward_runs_on_the_chip():
 
 @pytest.mark.parametrize("shape,density,size,fill", [((2, 2), 0.6, 5, -7), ((3,), 0.5, 1, -1), ((4, 5, 6), 0.3, 10, -1),
                                                      ((4, 5, 6), 0.3, 200, 3), ((3, 4), 0.0, 2, -1), ((7,), 1.0, 7, 0),
-                                                     ((2, 3), 0.5, 0, -1)])
+                                                     ((2, 3), 0.5, 0, -1), ((), 1.0, 3, -1)])
 def test_nonzero_static_pads_with_the_fill_value_and_never_synchronises(shape, density, size, fill):
     """The first `size` coordinates, then rows of fill_value: the compaction keeps the first `size`
     true elements (kernels/compose/compaction.h first_true_positions), and nothing is read back:
     in defer_and_fuse the op flushes nothing."""
-    mask = torch.rand(*shape, generator=gen(9)) < density
-    x = torch.where(mask, torch.randn(*shape, generator=gen(10)), 0.0).to("tpu")
+    mask = torch.rand(shape, generator=gen(9)) < density
+    x = torch.where(mask, torch.randn(shape, generator=gen(10)), 0.0).to("tpu")
     vtpu.synchronize()
     vtpu.reset_stats()
     got = torch.nonzero_static(x, size=size, fill_value=fill)

@@ -73,13 +73,12 @@ at::Tensor tpu_nonzero_static(const at::Tensor& self, c10::SymInt size_sym, int6
   const CpuFn cpu = [size, fill_value](const std::vector<at::Tensor>& c) { return at::nonzero_static(c[0], size, fill_value); };
   const int64_t dims = self.dim();
   const auto options = self.options().dtype(at::kLong);
-  if (size == 0) return at::empty({0, dims}, options);
+  if (size == 0 || dims == 0) return at::empty({size, dims}, options);  // no elements to write
   if (self.scalar_type() == at::kComplexFloat) return tpu_nonzero_static(complex::truth(self), size, fill_value);
   const bool comparable = chip_dtype(self.scalar_type()) || self.scalar_type() == at::kLong;
   const int64_t magnitude = fill_value < 0 ? -fill_value : fill_value;
-  if (dims == 0 || self.numel() > kernels::kCompactionMaxElements || !comparable || magnitude >= (int64_t{1} << 24)) {
-    return run_on_cpu("nonzero_static", {self}, cpu,
-                      "0-dim inputs, masks past the compaction limit, dtypes without kernels or a fill value past 2^24");
+  if (self.numel() > kernels::kCompactionMaxElements || !comparable || magnitude >= (int64_t{1} << 24)) {
+    return run_on_cpu("nonzero_static", {self}, cpu, "masks past the compaction limit, dtypes without kernels or a fill value past 2^24");
   }
   if (self.numel() == 0) return at::full({size, dims}, fill_value, options);
   const at::Tensor mask = self.scalar_type() == at::kBool ? self : self.ne(0);
