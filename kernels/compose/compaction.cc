@@ -30,15 +30,22 @@ int exclusive_scan(Graph& g, int v, int64_t largest, const std::string& label) {
   return padded > m ? g.strided_copy(all, {m}, {1}, 0, label) : all;
 }
 
-}  // namespace
-
-int first_true_positions(Graph& g, int mask, int64_t size, const std::string& label) {
+// The mask's elements as f32 0/1 in one flat row; masks past kCompactionMaxElements are refused
+// (positions and counts would no longer be exact in f32).
+int flat_mask(Graph& g, int mask, const std::string& label) {
   const int64_t n = g.node(mask).type.numel();
   if (n > kCompactionMaxElements) {
     throw KernelError(fmt::format("{}: a mask of {} elements (at most {})", label, n, kCompactionMaxElements));
   }
+  return g.cast(g.reshape(mask, {n}, label), DType::F32, label);
+}
+
+}  // namespace
+
+int first_true_positions(Graph& g, int mask, int64_t size, const std::string& label) {
   if (size < 1) throw KernelError(fmt::format("{}: {} slots", label, size));
-  const int flat = g.cast(g.reshape(mask, {n}, label), DType::F32, label);
+  const int flat = flat_mask(g, mask, label);
+  const int64_t n = g.node(flat).type.numel();
   const int slot_f = exclusive_scan(g, flat, 1, label);
   // a true element within the first `size` goes to its slot; the others to the spare slot `size`
   const int kept = g.binary(ExprOp::And, g.cast(flat, DType::Bool, label),
@@ -52,11 +59,8 @@ int first_true_positions(Graph& g, int mask, int64_t size, const std::string& la
 
 int true_positions(Graph& g, int mask, int64_t count, const std::string& label) {
   const int64_t n = g.node(mask).type.numel();
-  if (n > kCompactionMaxElements) {
-    throw KernelError(fmt::format("{}: a mask of {} elements (at most {})", label, n, kCompactionMaxElements));
-  }
   if (count < 0 || count > n) throw KernelError(fmt::format("{}: {} true elements of {}", label, count, n));
-  const int flat = g.cast(g.reshape(mask, {n}, label), DType::F32, label);
+  const int flat = flat_mask(g, mask, label);
   // a true element's slot: how many true elements come before it
   const int slot_f = exclusive_scan(g, flat, 1, label);
   const int on = g.cast(flat, DType::Bool, label);
