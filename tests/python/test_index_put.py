@@ -2,7 +2,8 @@
 fallback off: boolean masks with one value (float and int64 tensors), accumulation at integer
 indices (repeated and negative ones, broadcast values, the backward of x[idx]), in both modes;
 masks with several values or past the first dim (as their true coordinates), masked_scatter and
-put_; an index outside the rows raises IndexError; what stays on the CPU says why."""
+put_; an empty index writes nothing (values that cannot broadcast to its empty result still raise
+torch's error); an index outside the rows raises IndexError; what stays on the CPU says why."""
 import warnings
 
 import pytest
@@ -117,6 +118,25 @@ def test_an_index_past_the_rows_raises():
         x.index_put_((torch.tensor([1, -4]).to("tpu"),), torch.ones(2, 2).to("tpu"))
         x.cpu()
     assert torch.equal(torch.ones(2, device="tpu").cpu(), torch.ones(2))
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_an_empty_index_writes_nothing(accumulate):
+    x = torch.arange(6.0).reshape(3, 2)
+    for device in ("cpu", "tpu"):  # made on the device: a move would make the strided one compact
+        strided = torch.empty(0, 2, dtype=torch.long, device=device).t()[0]  # as triu_indices(1, 1, 1)'s rows
+        assert strided.stride() == (2,)
+    for make in (lambda d: torch.empty(0, dtype=torch.long, device=d), lambda d: torch.empty(0, 4, dtype=torch.int32, device=d),
+                 lambda d: torch.empty(0, 2, dtype=torch.long, device=d).t()[0]):
+        got = x.to("tpu").index_put_((make("tpu"),), torch.ones(2, device="tpu"), accumulate).cpu()
+        assert torch.equal(got, x.clone().index_put_((make("cpu"),), torch.ones(2), accumulate))
+        if make("cpu").dim() == 1:
+            assert torch.equal(x.to("tpu").index_select(0, make("tpu")).cpu(), x.index_select(0, make("cpu")))
+    message = r"shape mismatch: value tensor of shape \[3\] cannot be broadcast to indexing result of shape \[0, 2\]"
+    for device in ("cpu", "tpu"):
+        with pytest.raises(RuntimeError, match=message):
+            x.to(device).index_put_((torch.empty(0, dtype=torch.long, device=device),), torch.ones(3, device=device), accumulate)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
 
 
 @pytest.mark.parametrize("mode", ["strict_eager", "defer_and_fuse"])

@@ -1,8 +1,8 @@
-"""avg_pool3d on the chip as avg_pool2d's over the window's depth taps (vtpu/pooling_3d.py):
-stride, padding with and without count_include_pad, unbatched input, and the modules that pool
-with it (LPPool3d, LocalResponseNorm), forward and input gradient against the CPU with the
-fallback off, max_pool3d's gradient and adaptive 3-D pooling (values, indices, gradients);
-ceil_mode falls back, named."""
+"""avg_pool3d on the chip as two avg_pool2d's, height and width then depth (vtpu/pooling_3d.py):
+stride, padding with and without count_include_pad, ceil_mode (windows clipped at the far edge),
+divisor_override, unbatched input, and the modules that pool with it (LPPool3d,
+LocalResponseNorm), forward and input gradient against the CPU with the fallback off,
+max_pool3d's gradient and adaptive 3-D pooling (values, indices, gradients)."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -12,6 +12,10 @@ CONFIGS = [
     dict(kernel_size=2),
     dict(kernel_size=3, stride=2, padding=1),
     dict(kernel_size=(3, 2, 3), stride=(1, 2, 1), padding=(1, 1, 0), count_include_pad=False),
+    dict(kernel_size=(2, 3, 3), stride=(2, 2, 3), padding=(1, 1, 0), ceil_mode=True),
+    dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+    dict(kernel_size=(3, 2, 2), stride=2, padding=(1, 0, 1), divisor_override=5),
+    dict(kernel_size=2, stride=(3, 1, 2), ceil_mode=True, divisor_override=3),
 ]
 
 
@@ -49,11 +53,6 @@ def test_adaptive_pooling_matches_the_cpu(size, kind):
         assert_matches_cpu(lambda t: F.adaptive_max_pool3d(t, size), x)
         got, want = (F.adaptive_max_pool3d(x.to(d), size, return_indices=True)[1].cpu() for d in ("tpu", "cpu"))
         assert torch.equal(got, want)
-
-
-def test_ceil_mode_is_not_composed_and_says_so(no_fallback):
-    with pytest.raises(NotImplementedError, match="aten::avg_pool3d cannot run on the chip: ceil_mode"):
-        F.avg_pool3d(torch.randn(1, 1, 5, 5, 5, device="tpu"), 2, ceil_mode=True)
 
 
 @pytest.mark.usefixtures("native_in_each_eager_mode")

@@ -73,7 +73,8 @@ from . import orthogonal_polynomials as _orthogonal_polynomials  # noqa: E402,F4
 from . import linalg_triangular as _linalg_triangular  # noqa: E402,F401
 from . import linalg_lu as _linalg_lu  # noqa: E402,F401
 from . import linalg_qr as _linalg_qr  # noqa: E402,F401
-from . import scans as _scans  # noqa: E402,F401  (cummax, cummin)
+from . import scans as _scans  # noqa: E402,F401  (cummax, cummin, logcumsumexp)
+from . import triangle_indices as _triangle_indices  # noqa: E402,F401  (before decompositions: it serves these)
 from . import fft as _fft  # noqa: E402,F401  (_fft_c2c, _fft_r2c, _fft_c2r as DFT matmuls)
 from . import upsample_linear as _upsample_linear  # noqa: E402,F401
 from . import grid_sample as _grid_sample  # noqa: E402,F401
@@ -87,6 +88,7 @@ from . import convolution_3d as _convolution_3d  # noqa: E402,F401
 from . import pooling_3d as _pooling_3d  # noqa: E402,F401
 from . import replication_pad as _replication_pad  # noqa: E402,F401
 from . import margin_losses as _margin_losses  # noqa: E402,F401
+from . import pdist as _pdist  # noqa: E402,F401
 from . import bincount as _bincount  # noqa: E402,F401
 from . import repeat_interleave as _repeat_interleave  # noqa: E402,F401
 from . import assertions as _assertions  # noqa: E402,F401

@@ -1,10 +1,10 @@
-"""avg_pool3d on the chip as kernel-depth many avg_pool2d's (the lowered pooling takes 2 spatial
-dims), like convolution_3d: each depth tap's input slices are folded into the batch and pooled over
-height and width; the taps' means are averaged over the taps (count_include_pad), or over the taps
-that fall inside the input (without it: the 3-D window's count is the valid depth taps times the
-valid 2-D count, the same for every tap). Registered at the autograd key, so nn.AvgPool3d, LPPool3d
-and LocalResponseNorm (which pool with avg_pool3d) train through avg_pool2d's backward. ceil_mode
-and divisor_override are not composed (they fall back, named). max_pool3d's forward runs as torch's
+"""avg_pool3d on the chip as two avg_pool2d's (the lowered pooling takes 2 spatial dims): torch
+divides each 3-D window's sum by a count that is the product of its per-axis counts (clipped to
+the padded input, or to the input without count_include_pad, in ceil_mode too), so the pooling
+separates: height and width first, with depth slices folded into the batch, then depth, as the
+height of a 2-D pool of width 1. divisor_override: both passes sum, and the override divides once.
+Registered at the autograd key, so nn.AvgPool3d, LPPool3d and LocalResponseNorm (which pool with
+avg_pool3d) train through avg_pool2d's backward. max_pool3d's forward runs as torch's
 decomposition; its backward (below) adds each gradient at the position its index names. Adaptive
 3-D pooling takes, for each output depth, its depth range's slices through the 2-D adaptive pool,
 then their mean (avg) or their maximum and where it was (max).
@@ -22,29 +22,18 @@ from .python_kernels import register
 @batched
 def avg_pool3d(x, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True,
                divisor_override=None):
-    if ceil_mode or divisor_override is not None:
-        why = "ceil_mode" if ceil_mode else "divisor_override"
-        return run_on_cpu("avg_pool3d", why, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                          divisor_override)
     kernel = as_three(kernel_size)
     stride = as_three(stride) if len(stride) else kernel
     padding = as_three(padding)
-    n, depth = x.shape[0], x.shape[2]
-    if padding[0]:
-        x = F.pad(x, [0, 0, 0, 0, padding[0], padding[0]])
-    out_depth = (depth + 2 * padding[0] - kernel[0]) // stride[0] + 1
-    total = None
-    for t in range(kernel[0]):
-        slices = fold_depth(x[:, :, t:t + (out_depth - 1) * stride[0] + 1:stride[0]])
-        y = F.avg_pool2d(slices, kernel[1:], stride[1:], padding[1:], False, count_include_pad)
-        total = y if total is None else total + y
-    if count_include_pad:
-        taps = torch.full((out_depth,), float(kernel[0]))
-    else:  # padded depth taps added zeros: divide by the taps inside the input
-        start = torch.arange(out_depth) * stride[0] - padding[0]
-        taps = (torch.minimum(start + kernel[0], torch.tensor(depth)) - torch.clamp(start, min=0)).float()
-    total = unfold_depth(total, n, out_depth)
-    return (total / taps.to(total.device, total.dtype).view(1, -1, 1, 1, 1)).transpose(1, 2).contiguous()
+    n, c, depth = x.shape[:3]
+    summed = None if divisor_override is None else 1  # each pass sums; the override divides once
+    planes = F.avg_pool2d(fold_depth(x), kernel[1:], stride[1:], padding[1:], ceil_mode, count_include_pad, summed)
+    out_h, out_w = planes.shape[-2:]
+    # [n * d, c, oh, ow] -> [n * c, 1, d, oh * ow]: depth is the height of a 2-D pool of width 1
+    columns = unfold_depth(planes, n, depth).transpose(1, 2).reshape(n * c, 1, depth, out_h * out_w)
+    y = F.avg_pool2d(columns, [kernel[0], 1], [stride[0], 1], [padding[0], 0], ceil_mode, count_include_pad, summed)
+    y = y.reshape(n, c, y.shape[2], out_h, out_w)
+    return y if divisor_override is None else y / divisor_override
 
 
 def max_pool3d_with_indices_backward(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices):
