@@ -1,5 +1,5 @@
 """Special functions composed on the chip as the CPU evaluates them (vtpu/special_functions.py,
-vtpu/orthogonal_polynomials.py): the modified Bessel family, ndtri, spherical_bessel_j0, angle and
+vtpu/orthogonal_polynomials.py): the modified Bessel family, ndtri, erfcx, log_ndtr, spherical_bessel_j0, angle and
 the orthogonal polynomials against the CPU over their branches' boundaries, with gradients where
 torch defines them, in each eager mode with no CPU op."""
 import pytest
@@ -103,3 +103,18 @@ def test_heaviside():
     x = torch.tensor([-2.0, 0.0, 3.0, float("nan"), -0.0])
     values = torch.tensor([0.5, 0.25, 0.5, 0.5, 0.75])
     assert torch.equal(torch.heaviside(x.to("tpu"), values.to("tpu")).cpu(), torch.heaviside(x, values))
+
+
+@pytest.mark.usefixtures("native_in_each_eager_mode")
+def test_erfcx_and_log_ndtr_on_every_branch():
+    """erfcx: the interval polynomials (each interval of 400 / (4 + |x|)), the continued fraction
+    past 50 and its one term past 5e7, the negative side's switches at -6.1 and -26.7;
+    log_ndtr on both sides of -1. Gradients by torch's formulas."""
+    x = torch.cat([torch.linspace(-30, 60, 9001), torch.tensor(
+        [0.0, -0.0, 1e-8, 49.9, 50.1, 5e7, 6e7, 1e30, -6.09, -6.11, -26.6, -26.8, -1.01, -0.99, 3.99, 4.01,
+         float("nan"), float("inf"), -float("inf")])])
+    for fn in (S.erfcx, S.log_ndtr):
+        torch.testing.assert_close(fn(x.to("tpu")).cpu(), fn(x), rtol=2e-6, atol=1e-6, equal_nan=True)
+        assert_matches_cpu(fn, torch.linspace(-8, 12, 60), rtol=1e-5, atol=1e-5)
+    integers = torch.arange(-5, 6)  # promoted to float, as the CPU does
+    torch.testing.assert_close(S.erfcx(integers.to("tpu")).cpu(), S.erfcx(integers), rtol=2e-6, atol=0)

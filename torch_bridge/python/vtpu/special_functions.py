@@ -1,7 +1,8 @@
 """Special functions on the chip, composed of lowered elementwise ops the way the CPU evaluates
 them (ATen/native/Math.h): the modified Bessel functions (i0, i0e, i1, i1e, k0, k1, scaled k0
 and k1) as the same Cephes Chebyshev series (vtpu/cephes_tables.py, generated from torch's own
-header), ndtri as Cephes' rational approximations, spherical_bessel_j0, angle, erfinv (Newton steps on the chip's erf), heaviside, and the Hurwitz
+header), ndtri as Cephes' rational approximations, erfcx as the Faddeeva package's 100 interval
+polynomials (their coefficients gathered per element from a table) and log_ndtr through it, spherical_bessel_j0, angle, erfinv (Newton steps on the chip's erf), heaviside, and the Hurwitz
 zeta (so polygamma). Each branch of
 the C code is computed for every element and the right one chosen with `where`, as XLA lowers
 them on TPUs; defer_and_fuse fuses each function into one kernel. Registered at PrivateUse1, so
@@ -201,6 +202,50 @@ def erfinv(y):
     return torch.where(y.abs() > 1, math.nan, x).to(result)
 
 
+_erfcx_tables: dict = {}  # ERFCX_Y100 as an f32 [100, 7] tensor, one per device
+
+
+def _erfcx_y100(y100):
+    """Faddeeva's erfcx_y100 (Math.h): interval k = floor(y100)'s Chebyshev polynomial at
+    t = 2 y100 - (2k + 1), its coefficients gathered from the table; 1 at y100 = 100 (x = 0)."""
+    table = _erfcx_tables.get(y100.device)
+    if table is None:
+        table = _erfcx_tables[y100.device] = torch.tensor(tables.ERFCX_Y100, dtype=torch.float32).to(y100.device)
+    k = torch.nan_to_num(y100, nan=0.0).floor().clamp(0, 99)  # a NaN input's lane must still index the table
+    t = 2 * y100 - (2 * k + 1)
+    coefficients = table.index_select(0, k.long().reshape(-1)).reshape(*y100.shape, table.shape[1])
+    result = coefficients[..., -1]
+    for j in range(table.shape[1] - 2, -1, -1):
+        result = coefficients[..., j] + result * t
+    return torch.where(y100 >= 100, 1.0, result)
+
+
+def erfcx(x):
+    """exp(x^2) erfc(x) as Math.h's calc_erfcx: the interval polynomials of 400 / (4 + |x|), a
+    continued fraction above 50 (one term above 5e7), 2 exp(x^2) minus the polynomial below 0
+    (without it below -6.1, infinity below -26.7)."""
+    x = _floating(x)
+    result, x = x.dtype, x.float()
+    base = _erfcx_y100(400 / (4 + x.abs()))
+    square = x * x
+    one_over_sqrt_pi = 0.56418958354775628694807945156
+    fraction = one_over_sqrt_pi * (square * (square + 4.5) + 2) / (x * (square * (square + 5) + 3.75))
+    positive = torch.where(x > 5e7, one_over_sqrt_pi / x, torch.where(x > 50, fraction, base))
+    twice = 2 * square.exp()
+    negative = torch.where(x < -26.7, math.inf, torch.where(x < -6.1, twice, twice - base))
+    return torch.where(x.isnan(), x, torch.where(x >= 0, positive, negative)).to(result)
+
+
+def log_ndtr(x):
+    """log of the standard normal CDF as Math.h's calc_log_ndtr: through erfcx below -1, where
+    erfc's tail would underflow, log1p(-erfc(t) / 2) above."""
+    x = _floating(x)
+    result, x = x.dtype, x.float()
+    t = x * (1 / math.sqrt(2))
+    lower = (erfcx(-t) / 2).log() - t * t
+    return torch.where(x < -1, lower, torch.log1p(-torch.erfc(t) / 2)).to(result)
+
+
 def heaviside(x, values):
     """0 below zero (and at NaN), values at zero, 1 above, as torch's reference."""
     return torch.where(x == 0, values.to(x.dtype), (x > 0).to(x.dtype))
@@ -223,5 +268,5 @@ for _name, _fn in {"i0": i0, "special_i0e": i0e, "special_i1": i1, "special_i1e"
                    "special_scaled_modified_bessel_k1": lambda x: _bessel_k(x, 1, True),
                    "special_ndtri": ndtri, "special_spherical_bessel_j0": spherical_bessel_j0,
                    "angle": angle, "special_zeta": zeta, "polygamma": polygamma, "erfinv": erfinv,
-                   "heaviside": heaviside}.items():
+                   "heaviside": heaviside, "special_erfcx": erfcx, "special_log_ndtr": log_ndtr}.items():
     register(_name, _fn, "PrivateUse1", complex_aware=_name == "angle")
