@@ -73,6 +73,8 @@ from . import orthogonal_polynomials as _orthogonal_polynomials  # noqa: E402,F4
 from . import linalg_triangular as _linalg_triangular  # noqa: E402,F401
 from . import linalg_lu as _linalg_lu  # noqa: E402,F401
 from . import linalg_qr as _linalg_qr  # noqa: E402,F401
+from . import linalg_svd as _linalg_svd  # noqa: E402,F401
+from . import linalg_pseudoinverse as _linalg_pseudoinverse  # noqa: E402,F401
 from . import scans as _scans  # noqa: E402,F401  (cummax, cummin, logcumsumexp)
 from . import triangle_indices as _triangle_indices  # noqa: E402,F401  (before decompositions: it serves these)
 from . import float_bits as _float_bits  # noqa: E402,F401  (nextafter, frexp; before decompositions too)

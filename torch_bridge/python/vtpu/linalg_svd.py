@@ -1,0 +1,134 @@
+"""The singular value decomposition on the chip by one-sided Jacobi (Hestenes): column pairs of
+A (m >= n; a wide A runs transposed) are rotated until every pair is orthogonal; the singular
+values are then the columns' norms, V the product of the rotations and U the columns over their
+norms. Each step rotates n/2 disjoint pairs at once, from lowered ops: a gather of the paired
+columns, each pair's Gram entries as column sums, the rotation that zeroes its inner product,
+and one permutation putting the columns back. A round-robin tournament meets every pair once in
+n - 1 steps (a sweep; an odd n gets a zero column, which no rotation touches). The sweep count is
+fixed (SWEEPS: a convergence test would read a value back to the host); Jacobi converges
+quadratically, and the Gram entries are recomputed from the rotated columns at every step, so
+the singular values come out accurate to f32 rounding of the columns.
+
+The singular values come sorted in descending order, as LAPACK's. The singular vectors are a
+valid pair but not LAPACK's: each may have the other sign, and a repeated singular value may
+have another basis of its space, as between any two backends. U's columns for zero singular
+values, and full_matrices' extra columns, complete an orthonormal basis through a Householder
+QR of U (vtpu/linalg_qr.py). Registered at PrivateUse1 for _linalg_svd, so linalg.svd,
+svdvals, matrix_rank, pinv, cond and the nuclear norm run on the chip, and torch's derivative
+formula (svd_backward) too. Matrices with more than MAX_COLUMNS columns after the transpose
+fall back, named (n - 1 steps per sweep).
+"""
+from __future__ import annotations
+
+import torch
+
+from .composed_fallback import run_on_cpu
+from .python_kernels import register
+
+SWEEPS = 10
+MAX_COLUMNS = 256
+_schedules: dict = {}
+
+
+def _schedule(n: int, device):
+    """For each step of a sweep over n (even) columns: the order putting its pairs' first
+    columns, then their second columns, together, and the permutation putting them back."""
+    key = (n, device)
+    if key not in _schedules:
+        players, orders, backs = list(range(n)), [], []
+        for _ in range(n - 1):
+            order = players[: n // 2] + players[n // 2:][::-1]  # pair i: players[i] and players[n - 1 - i]
+            orders.append(order)
+            backs.append([order.index(column) for column in range(n)])
+            players = [players[0], players[-1]] + players[1:-1]  # the circle method: all but the first rotate
+        _schedules[key] = (torch.tensor(orders).to(device), torch.tensor(backs).to(device))
+    return _schedules[key]
+
+
+def _rotation(first, second):
+    """(c, s) of the rotation making each column pair orthogonal (Demmel and Veselic's
+    formulas), as [..., 1, pairs]. A pair orthogonal to f32 precision (|gamma| at most eps times
+    the columns' norms: LAPACK's gesvj test) gets the identity, exactly, so converged columns
+    stop collecting a rounding at every later step."""
+    alpha, beta = (first * first).sum(-2), (second * second).sum(-2)
+    gamma = (first * second).sum(-2)
+    zeta = (beta - alpha) / (2 * gamma)
+    t = torch.where(zeta >= 0, 1.0, -1.0) / (zeta.abs() + torch.sqrt(1 + zeta * zeta))
+    t = torch.where(gamma.abs() <= torch.finfo(first.dtype).eps * (alpha * beta).sqrt(), 0.0, t)
+    c = torch.rsqrt(1 + t * t)
+    return c.unsqueeze(-2), (c * t).unsqueeze(-2)
+
+
+def _rotate(columns, c, s, order, back):
+    """Each pair (p, q) of `columns` replaced by (c p - s q, s p + c q)."""
+    paired = columns.index_select(-1, order)
+    half = paired.shape[-1] // 2
+    p, q = paired[..., :half], paired[..., half:]
+    return torch.cat([c * p - s * q, s * p + c * q], -1).index_select(-1, back)
+
+
+def _jacobi(a):
+    """(A V, V) for a tall a [..., m, n] with A V's columns mutually orthogonal."""
+    n = a.shape[-1]
+    padded = n + n % 2
+    if padded != n:
+        a = torch.cat([a, a.new_zeros(*a.shape[:-1], 1)], -1)
+    v = torch.eye(padded, dtype=a.dtype, device=a.device).expand(*a.shape[:-2], padded, padded).contiguous()
+    orders, backs = _schedule(padded, a.device)
+    for _ in range(SWEEPS):
+        for step in range(padded - 1):
+            order, back = orders[step], backs[step]
+            paired = a.index_select(-1, order)
+            c, s = _rotation(paired[..., : padded // 2], paired[..., padded // 2:])
+            a, v = _rotate(a, c, s, order, back), _rotate(v, c, s, order, back)
+    return a[..., :n], v[..., :n, :n]
+
+
+def _orthonormal_completion(u, keep, columns):
+    """`columns` orthonormal columns: u's where `keep` ([..., n]), elsewhere and beyond n the
+    ones a complete Householder QR of u adds (orthogonal to every column it keeps)."""
+    q = torch.linalg.qr(u, mode="complete")[0]
+    n = u.shape[-1]
+    kept = torch.where(keep.unsqueeze(-2), u, q[..., :n])
+    return torch.cat([kept, q[..., n:columns]], -1) if columns > n else kept
+
+
+def _tall_svd(a, full_matrices, compute_uv):
+    m, n = a.shape[-2:]
+    rotated, v = _jacobi(a)
+    norms = torch.linalg.vector_norm(rotated, dim=-2)
+    s, order = norms.sort(-1, descending=True)
+    if not compute_uv:
+        return None, s, None
+    gather = order.unsqueeze(-2)
+    rotated = rotated.gather(-1, gather.expand(*rotated.shape[:-1], n))
+    v = v.gather(-1, gather.expand(*v.shape[:-1], n))
+    nonzero = s > 0
+    u = torch.where(nonzero.unsqueeze(-2), rotated / torch.where(nonzero, s, 1.0).unsqueeze(-2), 0.0)
+    u = _orthonormal_completion(u, nonzero, m if full_matrices else n)
+    return u, s, v.mT
+
+
+def linalg_svd(a, full_matrices=False, compute_uv=True, *, driver=None):
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    if min(m, n) > MAX_COLUMNS:
+        return run_on_cpu("_linalg_svd", f"matrices of {k} columns (above {MAX_COLUMNS}; n - 1 Jacobi steps per sweep)",
+                          a, full_matrices, compute_uv, driver=driver)
+    batch = a.shape[:-2]
+    if k == 0:  # nothing to decompose: identities where full_matrices asks for square factors
+        eye = lambda size, other: torch.eye(size, dtype=a.dtype, device=a.device)[:, : size if full_matrices else other]  # noqa: E731
+        s = a.new_zeros(*batch, 0)
+        if not compute_uv:
+            return a.new_empty(0), s, a.new_empty(0)
+        return eye(m, 0).expand(*batch, m, -1).contiguous(), s, eye(n, 0).mT.expand(*batch, -1, n).contiguous()
+    wide = m < n
+    u, s, vh = _tall_svd(a.mT if wide else a, full_matrices, compute_uv)
+    if not compute_uv:
+        return a.new_empty(0), s, a.new_empty(0)
+    if wide:  # A^T = U S V^T (U completed to n columns under full_matrices), so A = V S U^T
+        u, vh = vh.mT, u.mT
+    return u, s, vh
+
+
+register("_linalg_svd", linalg_svd, "PrivateUse1")
