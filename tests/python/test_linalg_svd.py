@@ -3,8 +3,8 @@
 input and U, V orthonormal (the vectors' signs are the algorithm's), for square, tall, wide,
 batched, rank-deficient and zero matrices, reduced and full, with and without U and V, empty
 inputs; svdvals' and pinv's gradients; pinv, matrix_rank (every overload), cond and the nuclear
-norm against the CPU; in both eager modes with no CPU op. Too many columns and the hermitian
-forms fall back, named."""
+norm against the CPU; in both eager modes with no CPU op. Too many columns fall back, named (the
+hermitian forms: test_linalg_eigh.py)."""
 import pytest
 import torch
 from cpu_comparison import assert_matches_cpu
@@ -86,10 +86,6 @@ def test_tolerances_of_pinv_and_matrix_rank():
     assert torch.equal(torch.linalg.matrix_rank(torch.zeros(2, 0, 3, device="tpu")).cpu(), torch.zeros(2, dtype=torch.long))
 
 
-def test_what_stays_on_the_cpu_says_why(no_fallback):
+def test_too_many_columns_fall_back_named(no_fallback):
     with pytest.raises(NotImplementedError, match="_linalg_svd cannot run on the chip: matrices of 257 columns"):
         torch.linalg.svdvals(torch.zeros(300, 257, device="tpu"))
-    with pytest.raises(NotImplementedError, match="linalg_pinv cannot run on the chip: hermitian"):
-        torch.linalg.pinv(torch.eye(3, device="tpu"), hermitian=True)
-    with pytest.raises(NotImplementedError, match="linalg_matrix_rank cannot run on the chip: hermitian"):
-        torch.linalg.matrix_rank(torch.eye(3, device="tpu"), hermitian=True)

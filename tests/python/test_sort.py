@@ -1,8 +1,8 @@
 """torch.sort / argsort on the chip (torch_bridge/csrc/aten/sort.cc, kernels/compose/sort.h) against the
 CPU's stable sort with the fallback off: any dim, both directions, ties, NaN and infinities,
 bf16, int8, bool and small int64 values, out=, mixture-of-experts routing; long rows (a
-vocabulary for top-p sampling) through the bitonic network; int64 values of unknown magnitude
-fall back naming why."""
+vocabulary for top-p sampling) through the bitonic network; 0-d and empty inputs; int64 values
+of unknown magnitude fall back naming why."""
 import warnings
 
 import pytest
@@ -106,6 +106,14 @@ def test_long_rows_sort_through_the_bitonic_network(mode):
 
     torch.testing.assert_close(top_p(clean.to("tpu")).cpu(), top_p(clean))
     assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_0d_and_empty_inputs_have_nothing_to_order():
+    for x in (torch.tensor(2.5), torch.empty(0), torch.empty(3, 0), torch.empty(0, 4, 5)):
+        for dim in range(-max(x.dim(), 1), max(x.dim(), 1)):
+            check(x, dim=dim)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        torch.sort(torch.tensor(1.0, device="tpu"), dim=2)
 
 
 def test_what_falls_back_says_why():

@@ -10,6 +10,8 @@
 #include <ATen/WrapDimUtils.h>
 #include <torch/library.h>
 
+#include <algorithm>
+
 #include "kernels/compose/sort.h"
 #include "torch_bridge/csrc/record/op_support.h"
 
@@ -21,7 +23,6 @@ using kernels::Graph;
 
 // Why this call stays off the chip (empty: it does not).
 std::string unsupported(const at::Tensor& self, int64_t n) {
-  if (self.dim() == 0 || self.numel() == 0) return "0-d or empty inputs";
   const auto t = self.scalar_type();
   if (t == at::kLong) {
     const auto bound = int64_bound_of(self);
@@ -59,8 +60,11 @@ std::tuple<at::Tensor, at::Tensor> sort_int32_by_halves(const at::Tensor& self, 
 
 std::tuple<at::Tensor, at::Tensor> tpu_sort_stable(const at::Tensor& self, std::optional<bool> stable, int64_t dim_arg,
                                                    bool descending) {
-  const int64_t d = self.dim() > 0 ? at::maybe_wrap_dim(dim_arg, self.dim()) : 0;
+  const int64_t d = at::maybe_wrap_dim(dim_arg, std::max<int64_t>(self.dim(), 1));
   const int64_t n = self.dim() > 0 ? self.size(d) : 1;
+  if (self.dim() == 0 || self.numel() == 0) {  // nothing to order: the values, each at position 0 (or none)
+    return {self.clone(), at::zeros(self.sizes(), self.options().dtype(at::kLong))};
+  }
   if (const std::string why = unsupported(self, n); !why.empty()) {
     const auto r = run_on_cpu_outputs("sort", {self}, [stable, dim_arg, descending](const std::vector<at::Tensor>& c) {
       auto [values, indices] = at::sort(c[0], stable, dim_arg, descending);

@@ -2,15 +2,14 @@
 torch computes their tolerances (max(atol, rtol * the largest singular value), rtol defaulting
 to eps * max(m, n) where no atol is given) as float64 tensors, and the chip has no float64
 arithmetic: here they are in the input's dtype, the same comparison up to the rounding of the
-tolerance itself. The hermitian forms use eigvalsh/eigh, which are not on the chip: they fall
-back, named. pinv is registered at PrivateUse1, so autograd uses torch's pinv_backward (matmuls
+tolerance itself. The hermitian forms take the eigenvalues' magnitudes as the singular values
+(vtpu/linalg_eigh.py). pinv is registered at PrivateUse1, so autograd uses torch's pinv_backward (matmuls
 on the chip); matrix_rank (an integer result) at the autograd key.
 """
 from __future__ import annotations
 
 import torch
 
-from .composed_fallback import run_on_cpu
 from .python_kernels import register
 
 
@@ -31,26 +30,24 @@ def _threshold(atol, rtol, largest):
 
 
 def linalg_pinv(a, atol=None, rtol=None, hermitian=False):
-    if hermitian:
-        return run_on_cpu(torch.ops.aten.linalg_pinv.atol_rtol_tensor, "hermitian (its eigendecomposition is not on the chip)",
-                          a, atol=atol, rtol=rtol, hermitian=hermitian)
     atol, rtol = _tolerances(a, atol, rtol)
     if a.numel() == 0:
         return a.new_zeros(*a.shape[:-2], a.shape[-1], a.shape[-2])
+    if hermitian:  # the singular values are the eigenvalues' magnitudes
+        w, u = torch.linalg.eigh(a)
+        inverse = torch.where(w.abs() > _threshold(atol, rtol, w.abs().amax(-1, keepdim=True)), w.reciprocal(), 0.0)
+        return (u * inverse.unsqueeze(-2)) @ u.mT
     u, s, vh = torch.linalg.svd(a, full_matrices=False)
     inverse = torch.where(s > _threshold(atol, rtol, s[..., :1]), s.reciprocal(), 0.0)
     return (vh.mT * inverse.unsqueeze(-2)) @ u.mT
 
 
 def linalg_matrix_rank(a, atol=None, rtol=None, hermitian=False):
-    if hermitian:
-        return run_on_cpu(torch.ops.aten.linalg_matrix_rank.atol_rtol_tensor, "hermitian (its eigenvalues are not on the chip)",
-                          a, atol=atol, rtol=rtol, hermitian=hermitian)
     atol, rtol = _tolerances(a, atol, rtol)
     if a.numel() == 0:
         return torch.zeros(a.shape[:-2], dtype=torch.long, device=a.device)
-    s = torch.linalg.svdvals(a)
-    return (s > _threshold(atol, rtol, s[..., :1])).sum(-1)
+    s = torch.linalg.eigvalsh(a).abs() if hermitian else torch.linalg.svdvals(a)
+    return (s > _threshold(atol, rtol, s.amax(-1, keepdim=True))).sum(-1)
 
 
 def _matrix_rank_floats(a, atol=None, rtol=None, hermitian=False):
