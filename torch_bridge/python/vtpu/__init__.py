@@ -79,6 +79,7 @@ from . import linalg_pseudoinverse as _linalg_pseudoinverse  # noqa: E402,F401
 from . import scans as _scans  # noqa: E402,F401  (cummax, cummin, logcumsumexp)
 from . import triangle_indices as _triangle_indices  # noqa: E402,F401  (before decompositions: it serves these)
 from . import float_bits as _float_bits  # noqa: E402,F401  (nextafter, frexp; before decompositions too)
+from . import unique as _unique  # noqa: E402,F401
 from . import fft as _fft  # noqa: E402,F401  (_fft_c2c, _fft_r2c, _fft_c2r as DFT matmuls)
 from . import upsample_linear as _upsample_linear  # noqa: E402,F401
 from . import grid_sample as _grid_sample  # noqa: E402,F401
