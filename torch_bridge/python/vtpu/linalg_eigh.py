@@ -1,8 +1,9 @@
 """The symmetric eigendecomposition on the chip by two-sided Jacobi: each step rotates n/2
 disjoint index pairs (p, q) at once, A <- J^T A J with the rotation zeroing every a_pq (Golub
 and Van Loan's symmetric Schur pair), in the round-robin order of vtpu/linalg_svd.py, for the
-same fixed number of sweeps; the eigenvalues are then A's diagonal and the eigenvectors the
-product of the rotations. A pair already zero to f32 precision (|a_pq| at most eps times
+same fixed number of sweeps; the eigenvectors are then the product of the rotations and the
+eigenvalues their Rayleigh quotients v^T A v with the input (the rotated diagonal collects a
+rounding at every rotation). A pair already zero to f32 precision (|a_pq| at most eps times
 sqrt(|a_pp a_qq|)) gets the identity, exactly. As LAPACK, only the triangle UPLO names is read;
 the eigenvalues come in ascending order. The eigenvectors' signs (and the basis of a repeated
 eigenvalue's space) are the algorithm's, not LAPACK's, as between any two backends.
@@ -64,8 +65,12 @@ def linalg_eigh(a, UPLO="L", compute_v=True):
                           a, UPLO, compute_v)
     if n == 0:
         return a.new_zeros(a.shape[:-1]), a.clone() if compute_v else a.new_empty(0)
-    values, vectors = _jacobi(_symmetric(a, UPLO == "U"))
-    values, order = values.sort(-1)
+    symmetric = _symmetric(a, UPLO == "U")
+    _, vectors = _jacobi(symmetric)
+    vectors = vectors / torch.linalg.vector_norm(vectors, dim=-2, keepdim=True)
+    # Rayleigh quotients v^T A v of the final vectors: second order in their error, where the
+    # rotated diagonal collects a rounding at every rotation
+    values, order = ((symmetric @ vectors) * vectors).sum(-2).sort(-1)
     if not compute_v:
         return values, a.new_empty(0)
     return values, vectors.gather(-1, order.unsqueeze(-2).expand_as(vectors))

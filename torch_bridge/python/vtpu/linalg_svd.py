@@ -6,8 +6,9 @@ columns, each pair's Gram entries as column sums, the rotation that zeroes its i
 and one permutation putting the columns back. A round-robin tournament meets every pair once in
 n - 1 steps (a sweep; an odd n gets a zero column, which no rotation touches). The sweep count is
 fixed (SWEEPS: a convergence test would read a value back to the host); Jacobi converges
-quadratically, and the Gram entries are recomputed from the rotated columns at every step, so
-the singular values come out accurate to f32 rounding of the columns.
+quadratically. The singular values are then the norms of A v for the final unit vectors v, not
+the rotated columns' norms, which collect a rounding at every rotation
+(bench/linalg_accuracy.py measures both against float64).
 
 The singular values come sorted in descending order, as LAPACK's. The singular vectors are a
 valid pair but not LAPACK's: each may have the other sign, and a repeated singular value may
@@ -96,15 +97,19 @@ def _orthonormal_completion(u, keep, columns):
 def _tall_svd(a, full_matrices, compute_uv):
     m, n = a.shape[-2:]
     rotated, v = _jacobi(a)
-    norms = torch.linalg.vector_norm(rotated, dim=-2)
-    s, order = norms.sort(-1, descending=True)
+    v = v / torch.linalg.vector_norm(v, dim=-2, keepdim=True)
+    # The rotated columns collect a rounding at every rotation (their norms drift 1e-5 from the
+    # singular values at 128 columns); the input times the final vectors, one product, gives the
+    # singular values to its own rounding: second order in the vectors' error.
+    s, order = torch.linalg.vector_norm(a @ v, dim=-2).sort(-1, descending=True)
     if not compute_uv:
         return None, s, None
     gather = order.unsqueeze(-2)
     rotated = rotated.gather(-1, gather.expand(*rotated.shape[:-1], n))
     v = v.gather(-1, gather.expand(*v.shape[:-1], n))
-    nonzero = s > 0
-    u = torch.where(nonzero.unsqueeze(-2), rotated / torch.where(nonzero, s, 1.0).unsqueeze(-2), 0.0)
+    lengths = torch.linalg.vector_norm(rotated, dim=-2)
+    nonzero = lengths > 0
+    u = torch.where(nonzero.unsqueeze(-2), rotated / torch.where(nonzero, lengths, 1.0).unsqueeze(-2), 0.0)
     u = _orthonormal_completion(u, nonzero, m if full_matrices else n)
     return u, s, v.mT
 
