@@ -77,6 +77,7 @@ from . import linalg_svd as _linalg_svd  # noqa: E402,F401
 from . import linalg_eigh as _linalg_eigh  # noqa: E402,F401
 from . import matrix_exp as _matrix_exp  # noqa: E402,F401
 from . import linalg_pseudoinverse as _linalg_pseudoinverse  # noqa: E402,F401
+from . import linalg_lstsq as _linalg_lstsq  # noqa: E402,F401
 from . import scans as _scans  # noqa: E402,F401  (cummax, cummin, logcumsumexp)
 from . import triangle_indices as _triangle_indices  # noqa: E402,F401  (before decompositions: it serves these)
 from . import float_bits as _float_bits  # noqa: E402,F401  (nextafter, frexp; before decompositions too)
