@@ -1,14 +1,12 @@
 """The singular value decomposition on the chip by one-sided Jacobi (Hestenes): column pairs of
-A (m >= n; a wide A runs transposed) are rotated until every pair is orthogonal; the singular
-values are then the columns' norms, V the product of the rotations and U the columns over their
-norms. Each step rotates n/2 disjoint pairs at once, from lowered ops: a gather of the paired
-columns, each pair's Gram entries as column sums, the rotation that zeroes its inner product,
-and one permutation putting the columns back. A round-robin tournament meets every pair once in
-n - 1 steps (a sweep; an odd n gets a zero column, which no rotation touches). The sweep count is
-fixed (SWEEPS: a convergence test would read a value back to the host); Jacobi converges
-quadratically. The singular values are then the norms of A v for the final unit vectors v, not
-the rotated columns' norms, which collect a rounding at every rotation
-(bench/linalg_accuracy.py measures both against float64).
+A (m >= n; a wide A runs transposed) are rotated until every pair is orthogonal; V is then the
+product of the rotations and U the rotated columns over their norms. Each step rotates n/2
+disjoint pairs at once (vtpu/jacobi_sweeps.py: the round-robin order, a fixed number of sweeps),
+from lowered ops: a gather of the paired columns, each pair's Gram entries as column sums, the
+rotation that zeroes its inner product, and one permutation putting the columns back; an odd n
+gets a zero column, which no rotation touches. The singular values are the norms of A v for the
+final unit vectors v rather than the rotated columns' norms, which collect a rounding at every
+rotation (bench/linalg_accuracy.py compares them with float64's and LAPACK's).
 
 The singular values come sorted in descending order, as LAPACK's. The singular vectors are a
 valid pair but not LAPACK's: each may have the other sign, and a repeated singular value may
@@ -16,56 +14,27 @@ have another basis of its space, as between any two backends. U's columns for ze
 values, and full_matrices' extra columns, complete an orthonormal basis through a Householder
 QR of U (vtpu/linalg_qr.py). Registered at PrivateUse1 for _linalg_svd, so linalg.svd,
 svdvals, matrix_rank, pinv, cond and the nuclear norm run on the chip, and torch's derivative
-formula (svd_backward) too. Matrices with more than MAX_COLUMNS columns after the transpose
-fall back, named (n - 1 steps per sweep).
+formula (svd_backward) too. Matrices with more than jacobi_sweeps.MAX_ORDER columns after the
+transpose fall back, named.
 """
 from __future__ import annotations
 
 import torch
 
+from . import jacobi_sweeps
 from .composed_fallback import run_on_cpu
 from .python_kernels import register
 
-SWEEPS = 10
-MAX_COLUMNS = 256
-_schedules: dict = {}
-
-
-def _schedule(n: int, device):
-    """For each step of a sweep over n (even) columns: the order putting its pairs' first
-    columns, then their second columns, together, and the permutation putting them back."""
-    key = (n, device)
-    if key not in _schedules:
-        players, orders, backs = list(range(n)), [], []
-        for _ in range(n - 1):
-            order = players[: n // 2] + players[n // 2:][::-1]  # pair i: players[i] and players[n - 1 - i]
-            orders.append(order)
-            backs.append([order.index(column) for column in range(n)])
-            players = [players[0], players[-1]] + players[1:-1]  # the circle method: all but the first rotate
-        _schedules[key] = (torch.tensor(orders).to(device), torch.tensor(backs).to(device))
-    return _schedules[key]
-
 
 def _rotation(first, second):
-    """(c, s) of the rotation making each column pair orthogonal (Demmel and Veselic's
-    formulas), as [..., 1, pairs]. A pair orthogonal to f32 precision (|gamma| at most eps times
-    the columns' norms: LAPACK's gesvj test) gets the identity, exactly, so converged columns
-    stop collecting a rounding at every later step."""
+    """(c, s) of the rotations making each column pair orthogonal (Demmel and Veselic's
+    formulas). A pair orthogonal to f32 precision (|gamma| at most eps times the columns' norms:
+    LAPACK's gesvj test) is converged."""
     alpha, beta = (first * first).sum(-2), (second * second).sum(-2)
     gamma = (first * second).sum(-2)
     zeta = (beta - alpha) / (2 * gamma)
     t = torch.where(zeta >= 0, 1.0, -1.0) / (zeta.abs() + torch.sqrt(1 + zeta * zeta))
-    t = torch.where(gamma.abs() <= torch.finfo(first.dtype).eps * (alpha * beta).sqrt(), 0.0, t)
-    c = torch.rsqrt(1 + t * t)
-    return c.unsqueeze(-2), (c * t).unsqueeze(-2)
-
-
-def _rotate(columns, c, s, order, back):
-    """Each pair (p, q) of `columns` replaced by (c p - s q, s p + c q)."""
-    paired = columns.index_select(-1, order)
-    half = paired.shape[-1] // 2
-    p, q = paired[..., :half], paired[..., half:]
-    return torch.cat([c * p - s * q, s * p + c * q], -1).index_select(-1, back)
+    return jacobi_sweeps.identity_if(gamma.abs() <= torch.finfo(first.dtype).eps * (alpha * beta).sqrt(), t)
 
 
 def _jacobi(a):
@@ -75,13 +44,9 @@ def _jacobi(a):
     if padded != n:
         a = torch.cat([a, a.new_zeros(*a.shape[:-1], 1)], -1)
     v = torch.eye(padded, dtype=a.dtype, device=a.device).expand(*a.shape[:-2], padded, padded).contiguous()
-    orders, backs = _schedule(padded, a.device)
-    for _ in range(SWEEPS):
-        for step in range(padded - 1):
-            order, back = orders[step], backs[step]
-            paired = a.index_select(-1, order)
-            c, s = _rotation(paired[..., : padded // 2], paired[..., padded // 2:])
-            a, v = _rotate(a, c, s, order, back), _rotate(v, c, s, order, back)
+    for order, back in jacobi_sweeps.steps(padded, a.device):
+        c, s = _rotation(*jacobi_sweeps.halves(a, order))
+        a, v = jacobi_sweeps.rotate(a, c, s, order, back), jacobi_sweeps.rotate(v, c, s, order, back)
     return a[..., :n], v[..., :n, :n]
 
 
@@ -117,8 +82,8 @@ def _tall_svd(a, full_matrices, compute_uv):
 def linalg_svd(a, full_matrices=False, compute_uv=True, *, driver=None):
     m, n = a.shape[-2:]
     k = min(m, n)
-    if min(m, n) > MAX_COLUMNS:
-        return run_on_cpu("_linalg_svd", f"matrices of {k} columns (above {MAX_COLUMNS}; n - 1 Jacobi steps per sweep)",
+    if k > jacobi_sweeps.MAX_ORDER:
+        return run_on_cpu("_linalg_svd", f"matrices of {k} columns (above {jacobi_sweeps.MAX_ORDER}; n - 1 Jacobi steps per sweep)",
                           a, full_matrices, compute_uv, driver=driver)
     batch = a.shape[:-2]
     if k == 0:  # nothing to decompose: identities where full_matrices asks for square factors
