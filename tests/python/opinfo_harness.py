@@ -157,6 +157,20 @@ def _compare_factorisation(got, want, tol) -> str:
     return _compare((got[1], product(got)), (want[1], product(want)), tol)
 
 
+# Symmetric eigendecompositions: each eigenvector is unique only up to its sign, which LAPACK's
+# algorithm and the chip's Jacobi rotations pick differently (a phase, for complex ones). Compared:
+# the eigenvalues, V diag(w) V^H and V^H V = I; the backward pass takes OpInfo's own gauge-free output (eigenvalues, |V|:
+# the sample's output_process_fn_grad).
+SIGN_FREE = ("linalg.eigh",)
+
+
+def _compare_eigh(got, want, tol) -> str:
+    (w, v), (want_w, want_v) = [(x.cpu() for x in pair) for pair in (got, want)]
+    identity = torch.eye(v.shape[-1], dtype=v.dtype).expand_as(v)
+    return _compare((w, (v * w.unsqueeze(-2)) @ v.mH, v.mH @ v),
+                    (want_w, (want_v * want_w.unsqueeze(-2)) @ want_v.mH, identity), tol)
+
+
 def _compare_shapes(got, want) -> str:
     got_leaves, want_leaves = [], []
     tree_map(lambda x: got_leaves.append((tuple(x.shape), x.dtype)) if isinstance(x, torch.Tensor) else None, got)
@@ -220,7 +234,10 @@ def _gradients(op, sample, device, stays=None):
     args = tree_unflatten([leaf.requires_grad_(w.requires_grad) if isinstance(leaf, torch.Tensor) else leaf
                            for leaf, w in zip(leaves, wanted)], spec)
     inputs = _differentiable(args)
-    outputs = [o for o in _differentiable(op(args[0], *args[1], **args[2])) if o.is_floating_point()]
+    result = op(args[0], *args[1], **args[2])
+    if op.name in SIGN_FREE:
+        result = sample.output_process_fn_grad(result)
+    outputs = [o for o in _differentiable(result) if o.is_floating_point()]
     if not inputs or not outputs:
         return None
     total = sum((o * w.to(o.device)).sum() for o, w in zip(outputs, _weights_like(outputs)))
@@ -246,6 +263,8 @@ def run_sample(op, sample, dtype=torch.float32, backward=False, stays=None) -> t
             return _compare_shapes(got, want)
         if op.name in RANDOM_PROJECTION and not backward:
             return _compare_factorisation(got, want, tolerance(op, dtype))
+        if op.name in SIGN_FREE and not backward:
+            return _compare_eigh(got, want, tolerance(op, dtype))
         if op.name in TIES and not backward:
             return _compare_ties(op, sample, got, want, tolerance(op, dtype))
         problem = _compare(got, want, tolerance(op, dtype))
