@@ -102,3 +102,23 @@ def test_flip_and_roll_on_the_chip(name):
     forms = {"flip": lambda t: t.flip(0, 2), "flip_all": lambda t: t.flip(-1, 0, 1), "roll": lambda t: t.roll((1, -7), (0, 2)),
              "roll_flat": lambda t: t.roll(13)}
     assert torch.equal(forms[name](x.to("tpu")).cpu(), forms[name](x))
+
+
+def test_strided_int64_views_copy_and_index_on_the_chip(no_fallback):
+    """A column of an int64 tensor (stride 2) as an index, and strided int64 copies (a column,
+    a transpose, an expand) at magnitudes past 2^31: copied as int32 word pairs on the chip, with
+    no bytes through the host."""
+    ids = torch.tensor([[0, 3], [2, 1], [1, 0]]).to("tpu")
+    table = torch.arange(20.0).reshape(5, 4)
+    big = torch.tensor([[2**40, 1], [-(2**62), 2], [7, 3]])
+    on_chip = big.to("tpu")
+    vtpu.synchronize()
+    before = vtpu.stats()
+    results = [table.to("tpu").index_select(0, ids[:, 0]), table.to("tpu")[ids[:, 1]], on_chip[:, 0].contiguous(),
+               on_chip.t().contiguous(), on_chip[::2, :1].expand(2, 3).contiguous()]
+    after = vtpu.stats()
+    assert after["device_to_host_bytes"] == before["device_to_host_bytes"]
+    assert after["host_to_device_bytes"] - before["host_to_device_bytes"] == 2 * table.nbytes  # the two table moves
+    wants = [table[[0, 2, 1]], table[[3, 1, 0]], big[:, 0], big.t(), big[::2, :1].expand(2, 3)]
+    for got, want in zip(results, wants):
+        assert torch.equal(got.cpu(), want)

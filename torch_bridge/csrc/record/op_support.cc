@@ -44,7 +44,7 @@ Reduction reduction_over(const at::Tensor& self, at::OptionalIntArrayRef dims_op
 
 at::Tensor index_words(const at::Tensor& index) {
   at::Tensor flat = index.reshape({index.numel()});
-  if (!flat.is_contiguous()) flat = flat.cpu().contiguous().to(index.device());
+  if (!flat.is_contiguous()) flat = flat.contiguous();  // a strided copy on the chip (int64: as word pairs)
   else if (flat.numel() <= 1 && flat.stride(0) != 1) flat = flat.as_strided({flat.numel()}, {1});  // one element or none: any stride is dense
   return index.scalar_type() == at::kLong ? flat.view(at::kInt).view({flat.numel(), 2}) : flat;
 }

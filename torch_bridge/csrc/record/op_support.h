@@ -59,7 +59,7 @@ std::vector<at::Tensor> run_on_cpu_outputs(const char* op, const std::vector<at:
 
 // Device int32 or int64 indices, flattened, as the gather and scatter-add kernels read them:
 // int32 as they are, int64 as a [n, 2] int32 view of the same bytes (word pairs; the kernels
-// check the high words). Non-contiguous indices are made dense through the host.
+// check the high words). Non-contiguous indices are made dense on the chip first.
 at::Tensor index_words(const at::Tensor& index);
 
 // An int64 tensor's data as its int32 word pairs, shape [..., 2] (a dense copy first if needed):
