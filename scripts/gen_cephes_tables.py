@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes torch_bridge/python/vtpu/cephes_tables.py: the Cephes coefficient tables of the special
 functions vtpu composes on the chip (vtpu/special_functions.py) and erfcx's table of interval
-polynomials, taken from the ATen header the
-installed torch ships (ATen/native/Math.h), so the chip evaluates the CPU's own series.
+polynomials, taken from the ATen header the installed torch ships (ATen/native/Math.h), so the
+chip evaluates the CPU's own series.
 Usage: python3 scripts/gen_cephes_tables.py
 """
 import os

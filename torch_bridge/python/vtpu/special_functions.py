@@ -2,12 +2,12 @@
 them (ATen/native/Math.h): the modified Bessel functions (i0, i0e, i1, i1e, k0, k1, scaled k0
 and k1) as the same Cephes Chebyshev series (vtpu/cephes_tables.py, generated from torch's own
 header), ndtri as Cephes' rational approximations, erfcx as the Faddeeva package's 100 interval
-polynomials (their coefficients gathered per element from a table) and log_ndtr through it, spherical_bessel_j0, angle, erfinv (Newton steps on the chip's erf), heaviside, and the Hurwitz
-zeta (so polygamma). Each branch of
-the C code is computed for every element and the right one chosen with `where`, as XLA lowers
-them on TPUs; defer_and_fuse fuses each function into one kernel. Registered at PrivateUse1, so
-torch's derivative formulas (i0' = i1, ...) run on the chip too. The orthogonal polynomials are
-in vtpu/orthogonal_polynomials.py.
+polynomials (their coefficients gathered per element from a table) and log_ndtr through it,
+spherical_bessel_j0, angle, erfinv (Newton steps on the chip's erf), heaviside, and the Hurwitz
+zeta (so polygamma). Each branch of the C code is computed for every element and the right one
+chosen with `where`, as XLA lowers them on TPUs; defer_and_fuse fuses each function into one
+kernel. Registered at PrivateUse1, so torch's derivative formulas (i0' = i1, ...) run on the chip
+too. The orthogonal polynomials are in vtpu/orthogonal_polynomials.py.
 """
 from __future__ import annotations
 
