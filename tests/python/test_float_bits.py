@@ -1,14 +1,16 @@
 """nextafter and frexp on the chip from each float's bit pattern (vtpu/float_bits.py), bit for
 bit against the CPU in float32, bfloat16 and float16: every pair of zeros (both signs),
 denormals, the largest finite value, infinities, NaN and ordinary values; frexp's out= form, a
-CPU 0-d operand, and frexp's gradient; in both eager modes with no CPU op."""
+CPU 0-d operand, and frexp's gradient; in both eager modes with no CPU op. float64 runs on the
+CPU, named, never through f32."""
 import math
+import warnings
 
 import pytest
 import torch
 from cpu_comparison import assert_matches_cpu
 
-pytestmark = pytest.mark.usefixtures("native_in_each_eager_mode")
+import vtpu
 
 VALUES = [0.0, -0.0, 1.0, -1.0, 1e-40, -1e-40, 1.4e-45, 3.4028235e38, math.inf, -math.inf, math.nan, 2.0, 0.5,
           1e-38, 1.1754944e-38, 123.456, -7e-5, 65504.0, 6e-8]
@@ -22,6 +24,7 @@ def same_bits(got, want):
     assert torch.equal(got[keep].view(BITS[got.dtype]), want[keep].view(BITS[want.dtype]))
 
 
+@pytest.mark.usefixtures("native_in_each_eager_mode")
 @pytest.mark.parametrize("dtype", list(BITS), ids=str)
 def test_nextafter_steps_one_pattern_toward_the_other(dtype):
     x = torch.tensor(VALUES).to(dtype)
@@ -30,6 +33,7 @@ def test_nextafter_steps_one_pattern_toward_the_other(dtype):
     same_bits(torch.nextafter(x.to("tpu"), torch.tensor(1.0, dtype=dtype)).cpu(), torch.nextafter(x, torch.tensor(1.0, dtype=dtype)))
 
 
+@pytest.mark.usefixtures("native_in_each_eager_mode")
 @pytest.mark.parametrize("dtype", list(BITS), ids=str)
 def test_frexp_mantissa_and_exponent(dtype):
     x = torch.cat([torch.tensor(VALUES), torch.randn(200, generator=torch.Generator().manual_seed(0)) * 1e3]).to(dtype)
@@ -43,5 +47,21 @@ def test_frexp_mantissa_and_exponent(dtype):
     assert torch.equal(out[1].cpu(), want_exponent)
 
 
+@pytest.mark.usefixtures("native_in_each_eager_mode")
 def test_frexp_gradient():
     assert_matches_cpu(lambda t: torch.frexp(t).mantissa, torch.randn(30, generator=torch.Generator().manual_seed(1)) * 50)
+
+
+@pytest.mark.parametrize("fn", [lambda t: torch.frexp(t).mantissa, lambda t: torch.nextafter(t, torch.full_like(t, 1.0)),
+                                lambda t: torch.nextafter(t.float(), t)], ids=["frexp", "nextafter", "nextafter promoted"])
+def test_float64_runs_on_the_cpu_named_never_in_f32(fn, no_fallback):
+    x = torch.tensor([0.3, 1.0 + 1e-12, -2.5e-300], dtype=torch.float64)
+    with pytest.raises(NotImplementedError, match="cannot run on the chip: float64 inputs"):
+        fn(x.to("tpu"))
+    vtpu.set_cpu_fallback(True)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert torch.equal(fn(x.to("tpu")).cpu(), fn(x))  # float64 bit for bit, not through f32
+    finally:
+        vtpu.set_cpu_fallback(False)

@@ -1,7 +1,10 @@
 """Special functions composed on the chip as the CPU evaluates them (vtpu/special_functions.py,
-vtpu/orthogonal_polynomials.py): the modified Bessel family, ndtri, erfcx, log_ndtr, spherical_bessel_j0, angle and
-the orthogonal polynomials against the CPU over their branches' boundaries, with gradients where
-torch defines them, in each eager mode with no CPU op."""
+vtpu/orthogonal_polynomials.py): the modified Bessel family, ndtri, erfcx, log_ndtr,
+spherical_bessel_j0, angle and the orthogonal polynomials against the CPU over their branches'
+boundaries, with gradients where torch defines them, in each eager mode with no CPU op; float64
+erfcx and log_ndtr run on the CPU, named, never through f32."""
+import warnings
+
 import pytest
 import torch
 from cpu_comparison import assert_matches_cpu
@@ -118,3 +121,17 @@ def test_erfcx_and_log_ndtr_on_every_branch():
         assert_matches_cpu(fn, torch.linspace(-8, 12, 60), rtol=1e-5, atol=1e-5)
     integers = torch.arange(-5, 6)  # promoted to float, as the CPU does
     torch.testing.assert_close(S.erfcx(integers.to("tpu")).cpu(), S.erfcx(integers), rtol=2e-6, atol=0)
+
+
+@pytest.mark.parametrize("fn", [S.erfcx, S.log_ndtr], ids=["erfcx", "log_ndtr"])
+def test_float64_runs_on_the_cpu_named_never_in_f32(fn, no_fallback):
+    x = torch.tensor([-3.0, 0.3, 1.0 + 1e-12, 40.0], dtype=torch.float64)
+    with pytest.raises(NotImplementedError, match="cannot run on the chip: float64 inputs"):
+        fn(x.to("tpu"))
+    vtpu.set_cpu_fallback(True)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert torch.equal(fn(x.to("tpu")).cpu(), fn(x))  # the CPU's float64 values exactly
+    finally:
+        vtpu.set_cpu_fallback(False)
