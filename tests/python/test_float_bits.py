@@ -4,13 +4,11 @@ denormals, the largest finite value, infinities, NaN and ordinary values; frexp'
 CPU 0-d operand, and frexp's gradient; in both eager modes with no CPU op. float64 runs on the
 CPU, named, never through f32."""
 import math
-import warnings
 
 import pytest
 import torch
 from cpu_comparison import assert_matches_cpu
 
-import vtpu
 
 VALUES = [0.0, -0.0, 1.0, -1.0, 1e-40, -1e-40, 1.4e-45, 3.4028235e38, math.inf, -math.inf, math.nan, 2.0, 0.5,
           1e-38, 1.1754944e-38, 123.456, -7e-5, 65504.0, 6e-8]
@@ -52,16 +50,20 @@ def test_frexp_gradient():
     assert_matches_cpu(lambda t: torch.frexp(t).mantissa, torch.randn(30, generator=torch.Generator().manual_seed(1)) * 50)
 
 
-@pytest.mark.parametrize("fn", [lambda t: torch.frexp(t).mantissa, lambda t: torch.nextafter(t, torch.full_like(t, 1.0)),
-                                lambda t: torch.nextafter(t.float(), t)], ids=["frexp", "nextafter", "nextafter promoted"])
-def test_float64_runs_on_the_cpu_named_never_in_f32(fn, no_fallback):
+FLOAT64_CASES = [lambda t: torch.frexp(t).mantissa, lambda t: torch.nextafter(t, torch.full_like(t, 1.0)),
+                 lambda t: torch.nextafter(t.float(), t)]
+FLOAT64_IDS = ["frexp", "nextafter", "nextafter promoted"]
+
+
+@pytest.mark.parametrize("fn", FLOAT64_CASES, ids=FLOAT64_IDS)
+def test_float64_is_named_without_the_fallback(fn, no_fallback):
     x = torch.tensor([0.3, 1.0 + 1e-12, -2.5e-300], dtype=torch.float64)
     with pytest.raises(NotImplementedError, match="cannot run on the chip: float64 inputs"):
         fn(x.to("tpu"))
-    vtpu.set_cpu_fallback(True)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            assert torch.equal(fn(x.to("tpu")).cpu(), fn(x))  # float64 bit for bit, not through f32
-    finally:
-        vtpu.set_cpu_fallback(False)
+
+
+@pytest.mark.usefixtures("cpu_fallback")
+@pytest.mark.parametrize("fn", FLOAT64_CASES, ids=FLOAT64_IDS)
+def test_float64_runs_on_the_cpu_never_through_f32(fn):
+    x = torch.tensor([0.3, 1.0 + 1e-12, -2.5e-300], dtype=torch.float64)
+    assert torch.equal(fn(x.to("tpu")).cpu(), fn(x))  # the CPU's float64 values exactly

@@ -3,8 +3,6 @@ vtpu/orthogonal_polynomials.py): the modified Bessel family, ndtri, erfcx, log_n
 spherical_bessel_j0, angle and the orthogonal polynomials against the CPU over their branches'
 boundaries, with gradients where torch defines them, in each eager mode with no CPU op; float64
 erfcx and log_ndtr run on the CPU, named, never through f32."""
-import warnings
-
 import pytest
 import torch
 from cpu_comparison import assert_matches_cpu
@@ -123,15 +121,19 @@ def test_erfcx_and_log_ndtr_on_every_branch():
     torch.testing.assert_close(S.erfcx(integers.to("tpu")).cpu(), S.erfcx(integers), rtol=2e-6, atol=0)
 
 
-@pytest.mark.parametrize("fn", [S.erfcx, S.log_ndtr], ids=["erfcx", "log_ndtr"])
-def test_float64_runs_on_the_cpu_named_never_in_f32(fn, no_fallback):
+FLOAT64_CASES = [S.erfcx, S.log_ndtr]
+FLOAT64_IDS = ["erfcx", "log_ndtr"]
+
+
+@pytest.mark.parametrize("fn", FLOAT64_CASES, ids=FLOAT64_IDS)
+def test_float64_is_named_without_the_fallback(fn, no_fallback):
     x = torch.tensor([-3.0, 0.3, 1.0 + 1e-12, 40.0], dtype=torch.float64)
     with pytest.raises(NotImplementedError, match="cannot run on the chip: float64 inputs"):
         fn(x.to("tpu"))
-    vtpu.set_cpu_fallback(True)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            assert torch.equal(fn(x.to("tpu")).cpu(), fn(x))  # the CPU's float64 values exactly
-    finally:
-        vtpu.set_cpu_fallback(False)
+
+
+@pytest.mark.usefixtures("cpu_fallback")
+@pytest.mark.parametrize("fn", FLOAT64_CASES, ids=FLOAT64_IDS)
+def test_float64_runs_on_the_cpu_never_through_f32(fn):
+    x = torch.tensor([-3.0, 0.3, 1.0 + 1e-12, 40.0], dtype=torch.float64)
+    assert torch.equal(fn(x.to("tpu")).cpu(), fn(x))  # the CPU's float64 values exactly
