@@ -2,8 +2,8 @@
 the upper triangle) as a vector norm of the gathered rows' difference. The pairs come from
 triu_indices on the chip; the norm is linalg.vector_norm's (p = 0 counts differing coordinates,
 p = inf takes the largest). Registered at the autograd key, so the gradient is autograd's through
-the gather and the norm (p = 0: zeros, as torch's): a zero distance (equal rows) gives the zero gradient torch's
-_pdist_backward gives, as vector_norm's backward masks a zero norm.
+the gather and the norm (p = 0: zeros, as torch's): a zero distance (equal rows) gives the zero
+gradient torch's _pdist_backward gives, as vector_norm's backward masks a zero norm.
 """
 from __future__ import annotations
 
