@@ -56,8 +56,9 @@ def linalg_lstsq(a, b, rcond=None, *, driver=None):
         solution, rank, s = _svd_solution(a, rhs, rcond)
         values = s if driver in ("gelsd", "gelss") else no_values
     residuals = a.new_empty(0)
-    full_rank = driver == "gels" or bool((rank == n).all().item())  # gelsd/gelss: a sync point, as on the CPU
-    if m > n and driver != "gelsy" and full_rank:
+    wanted = m > n and driver != "gelsy"
+    # gelsd/gelss: only where every matrix has full rank, read back (a sync point, as on the CPU)
+    if wanted and (driver == "gels" or bool((rank == n).all().item())):
         outside = torch.linalg.qr(a, mode="complete")[0][..., n:].mT @ rhs
         residuals = (outside * outside).sum(-2)
     return solution.squeeze(-1) if vector else solution, residuals, rank, values
