@@ -1,4 +1,4 @@
-"""The CPU fallback for ops vtpu composes in Python (embedding_bag, pooling_3d, bincount) when a call needs what the composition does not cover: allowed only
+"""The CPU fallback for ops vtpu composes in Python (embedding_bag, pooling_3d, bincount, ...) when a call needs what the composition does not cover (float64, for those computing in f32): allowed only
 where the user allowed the fallback, warned once per op and counted like the C++ fallback. The
 inputs go to the CPU and the results come back by differentiable copies, so gradients still flow.
 """
@@ -27,3 +27,9 @@ def run_on_cpu(op, why: str, *args, **kwargs):
     cpu = tree_map(lambda t: t.cpu() if isinstance(t, torch.Tensor) else t, (args, kwargs))
     result = function(*cpu[0], **cpu[1])
     return tree_map(lambda t: t.to(device) if isinstance(t, torch.Tensor) else t, result)
+
+
+def float64_on_cpu(op, *args):
+    """A composition that computes in f32, given float64 inputs: the CPU, named, rather than
+    results of f32 precision in a float64 tensor (the chip has no float64 arithmetic)."""
+    return run_on_cpu(op, "float64 inputs (the chip has no float64 arithmetic)", *args)

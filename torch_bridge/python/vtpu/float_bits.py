@@ -14,22 +14,17 @@ from __future__ import annotations
 
 import torch
 
-from .composed_fallback import run_on_cpu
+from .composed_fallback import float64_on_cpu
 from .python_kernels import register
 
 _INTEGER_OF = {torch.float32: torch.int32, torch.bfloat16: torch.int16, torch.float16: torch.int16}
 _SIGN_BIT = {torch.float32: -(2**31), torch.bfloat16: -(2**15), torch.float16: -(2**15)}
 
 
-def _float64(op, *args):
-    """float64 has no bit-level path here (no int64 view arithmetic for it): the CPU, named."""
-    return run_on_cpu(op, "float64 inputs (the chip has no float64 arithmetic)", *args)
-
-
 def nextafter(x, other):
     dtype = torch.result_type(x, other)
     if dtype not in _INTEGER_OF:
-        return _float64(torch.ops.aten.nextafter.default, x, other)
+        return float64_on_cpu(torch.ops.aten.nextafter.default, x, other)
     device = x.device if x.device.type != "cpu" else other.device  # one may be a CPU 0-d tensor
     x, other = torch.broadcast_tensors(x.to(device, dtype), other.to(device, dtype))
     bits = x.contiguous().view(_INTEGER_OF[dtype]).to(torch.int32)
@@ -43,7 +38,7 @@ def nextafter(x, other):
 
 def frexp(x):
     if x.dtype not in _INTEGER_OF:
-        return _float64(torch.ops.aten.frexp.Tensor, x)
+        return float64_on_cpu(torch.ops.aten.frexp.Tensor, x)
     if x.dtype != torch.float32:
         mantissa, exponent = frexp(x.float())
         return mantissa.to(x.dtype), exponent

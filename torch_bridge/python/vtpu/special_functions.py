@@ -16,7 +16,7 @@ import math
 import torch
 
 from . import cephes_tables as tables
-from .composed_fallback import run_on_cpu
+from .composed_fallback import float64_on_cpu
 from .python_kernels import register
 
 
@@ -221,19 +221,13 @@ def _erfcx_y100(y100):
     return torch.where(y100 >= 100, 1.0, result)
 
 
-def _float64(op, x):
-    """float64 (given, or integers promoted to a float64 default dtype) runs on the CPU, named:
-    computed in f32 here it would lose its precision."""
-    return run_on_cpu(op, "float64 inputs (the chip has no float64 arithmetic)", x)
-
-
 def erfcx(x):
     """exp(x^2) erfc(x) as Math.h's calc_erfcx: the interval polynomials of 400 / (4 + |x|), a
     continued fraction above 50 (one term above 5e7), 2 exp(x^2) minus the polynomial below 0
     (without it below -6.1, infinity below -26.7)."""
-    if _floating(x).dtype == torch.float64:
-        return _float64("special_erfcx", x)
     x = _floating(x)
+    if x.dtype == torch.float64:  # given, or integers promoted to a float64 default dtype
+        return float64_on_cpu("special_erfcx", x)
     result, x = x.dtype, x.float()
     base = _erfcx_y100(400 / (4 + x.abs()))
     square = x * x
@@ -248,9 +242,9 @@ def erfcx(x):
 def log_ndtr(x):
     """log of the standard normal CDF as Math.h's calc_log_ndtr: through erfcx below -1, where
     erfc's tail would underflow, log1p(-erfc(t) / 2) above."""
-    if _floating(x).dtype == torch.float64:
-        return _float64("special_log_ndtr", x)
     x = _floating(x)
+    if x.dtype == torch.float64:  # given, or integers promoted to a float64 default dtype
+        return float64_on_cpu("special_log_ndtr", x)
     result, x = x.dtype, x.float()
     t = x * (1 / math.sqrt(2))
     lower = (erfcx(-t) / 2).log() - t * t
