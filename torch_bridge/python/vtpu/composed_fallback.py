@@ -1,6 +1,8 @@
-"""The CPU fallback for ops vtpu composes in Python (embedding_bag, pooling_3d, bincount, ...) when a call needs what the composition does not cover (float64, for those computing in f32): allowed only
-where the user allowed the fallback, warned once per op and counted like the C++ fallback. The
-inputs go to the CPU and the results come back by differentiable copies, so gradients still flow.
+"""The CPU fallback for ops vtpu composes in Python (embedding_bag, pooling_3d, bincount, ...)
+when a call needs what the composition does not cover (float64, for those computing in f32):
+allowed only where the user allowed the fallback, warned once per op and counted like the C++
+fallback. The inputs go to the CPU and the results come back by differentiable copies, so
+gradients still flow.
 """
 from __future__ import annotations
 
