@@ -39,6 +39,13 @@ int coordinate_table(Graph& g, const std::vector<int64_t>& shape, const char* op
   return dims == 1 ? maps[0] : g.concat(maps, 1, op);
 }
 
+// The largest coordinate along any dim of `shape`: the bound of nonzero's int64 results.
+int64_t largest_coordinate(const std::vector<int64_t>& shape) {
+  int64_t largest = 1;
+  for (int64_t s : shape) largest = std::max(largest, s);
+  return largest - 1;
+}
+
 // torch.nonzero: [count, ndim] int64 coordinates, row-major order.
 at::Tensor tpu_nonzero(const at::Tensor& self) {
   if (self.scalar_type() == at::kComplexFloat) return tpu_nonzero(complex::truth(self));
@@ -55,14 +62,12 @@ at::Tensor tpu_nonzero(const at::Tensor& self) {
   const int64_t count = true_count(mask), dims = self.dim();
   if (count == 0) return at::empty({0, dims}, self.options().dtype(at::kLong));
   const std::vector<int64_t> shape = self.sizes().vec();
-  int64_t largest = 1;
-  for (int64_t s : shape) largest = std::max(largest, s);
   const at::Tensor words = record("nonzero", {mask}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
     const int table = coordinate_table(g, shape, "nonzero");
     const int at = g.cast(kernels::true_positions(g, v[0], count), DType::I32, "nonzero");
     return int64_words(g, g.cast(g.gather(table, at, false, "nonzero"), DType::I32, "nonzero"));
   }, [cpu, self](const std::vector<at::Tensor>&) { return cpu({self.cpu()}).to(at::kInt); });
-  return as_int64(words, largest - 1).view({count, dims});
+  return as_int64(words, largest_coordinate(shape)).view({count, dims});
 }
 
 // torch.nonzero_static: the first `size` rows of nonzero's coordinates, rows of fill_value past
@@ -83,8 +88,6 @@ at::Tensor tpu_nonzero_static(const at::Tensor& self, c10::SymInt size_sym, int6
   if (self.numel() == 0) return at::full({size, dims}, fill_value, options);
   const at::Tensor mask = self.scalar_type() == at::kBool ? self : self.ne(0);
   const std::vector<int64_t> shape = self.sizes().vec();
-  int64_t largest = 1;
-  for (int64_t s : shape) largest = std::max(largest, s);
   const at::Tensor words = record("nonzero_static", {mask}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
     const int table = coordinate_table(g, shape, "nonzero_static");
     const int position = g.reshape(kernels::first_true_positions(g, v[0], size), {size, 1}, "nonzero_static");
@@ -94,7 +97,7 @@ at::Tensor tpu_nonzero_static(const at::Tensor& self, c10::SymInt size_sym, int6
     const int rows = g.where(missing, g.full({{1}, DType::F32}, double(fill_value), "nonzero_static"), coordinates, "nonzero_static");
     return int64_words(g, g.cast(rows, DType::I32, "nonzero_static"));
   }, [cpu, self](const std::vector<at::Tensor>&) { return cpu({self.cpu()}).to(at::kInt); });
-  return as_int64(words, std::max(largest - 1, magnitude)).view({size, dims});
+  return as_int64(words, std::max(largest_coordinate(shape), magnitude)).view({size, dims});
 }
 
 at::Tensor tpu_masked_select(const at::Tensor& self, const at::Tensor& mask) {
