@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 
 #include "kernels/codegen/job_loop.h"
 #include "kernels/codegen/vmem_layout.h"
@@ -34,9 +35,13 @@ uint64_t latency_hiding_bytes(const sim::ChipConfig& chip) {
 
 BlockStream::BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows, int64_t cols,
                          std::vector<StreamOperand> operands, int64_t max_block_cols, uint64_t budget_bytes,
-                         int64_t extra_row_bytes, bool flat)
-    : w_(w), operands_(std::move(operands)) {
+                         int64_t extra_row_bytes, bool flat, int64_t row_granule)
+    : w_(w), operands_(std::move(operands)), granule_(row_granule) {
   if (rows < 1 || cols < 1) throw KernelError("empty tensors need no kernel");
+  if (granule_ < kSublanes || !std::has_single_bit(uint64_t(granule_))) throw KernelError("block rows come in powers of two of at least 8");
+  for (const auto& o : operands_) {
+    if (o.layout == Layout::Periodic && granule_ != kSublanes) throw KernelError("periodic operands' blocks shrink by 8 rows");
+  }
   if (flat) {
     if (cols % kLanes != 0 || cols > max_block_cols) throw KernelError("a flat stream's rows are whole blocks of 128-lane columns");
     for (const auto& o : operands_) {
@@ -54,8 +59,8 @@ BlockStream::BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows
     if (o.strided && (o.output || o.layout != Layout::Full || flat)) throw KernelError("only Full inputs of a 2-D stream are read strided");
   }
   const uint64_t budget = std::max(budget_bytes, latency_hiding_bytes(chip));
-  br_ = std::max<int64_t>(kSublanes, int64_t(budget) / std::max<int64_t>(bytes_per_row, 1) / kSublanes * kSublanes);
-  br_ = std::min(br_, round_up(rows, kSublanes));
+  br_ = std::max<int64_t>(granule_, int64_t(budget) / std::max<int64_t>(bytes_per_row, 1) / granule_ * granule_);
+  br_ = std::min(br_, round_up(rows, granule_));
   for (const auto& o : operands_) {
     if (o.output && o.layout == Layout::Column && bc_ < cols) throw KernelError("a Column output needs whole rows per block");
   }
@@ -121,15 +126,17 @@ void BlockStream::size_blocks() {
   // stream_scalars check that).
   // Below the budget the launch's rows still split into kMinBlocks blocks per TensorCore, so all
   // but each core's first block's load and last block's write-back overlap compute:
-  // BR = min(BR, ceil(rows / (32 * cores)) * 8).
-  static_assert(kMinBlocks * kSublanes == 32);
+  // BR = min(BR, ceil(rows / (4 * granule * cores)) * granule), granule 8 but for callers that
+  // compute larger groups of rows.
+  static_assert(kMinBlocks == 4);
+  const int granule_bits = std::countr_zero(uint64_t(granule_));
   w_.line("sncore s{}", t);
-  w_.line("sshli s{}, s{}, 5", t, t);
+  w_.line("sshli s{}, s{}, {}", t, t, 2 + granule_bits);
   w_.line("sarg s{}, {}", br_reg_, rows_arg_);
   w_.line("sadd s{}, s{}, s{}", br_reg_, br_reg_, t);
   w_.line("saddi s{}, s{}, -1", br_reg_, br_reg_);
   w_.line("sdiv s{}, s{}, s{}", br_reg_, br_reg_, t);
-  w_.line("sshli s{}, s{}, 3", br_reg_, br_reg_);
+  w_.line("sshli s{}, s{}, {}", br_reg_, br_reg_, granule_bits);
   w_.load_immediate(t, br_);
   w_.line("smin s{}, s{}, s{}", br_reg_, br_reg_, t);
   for (const Buffer& b : buffers_) {

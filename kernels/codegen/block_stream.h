@@ -45,8 +45,12 @@ class BlockStream {
   // `flat`: every operand is Full or Scalar and every Full one is a contiguous buffer of
   // `elements` (a launch scalar after the columns) laid on [rows, cols] rows of exactly `cols`, the
   // last row possibly partial (see flat_stream_scalars); each block moves in one contiguous DMA.
+  // `row_granule` (a power of two, at least 8): blocks hold a multiple of that many rows, so a
+  // caller that computes whole groups of them reads inside the buffers (the narrow row kernels'
+  // transposed groups). Not with Periodic operands, whose blocks shrink by 8 rows.
   BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows, int64_t cols, std::vector<StreamOperand> operands,
-              int64_t max_block_cols, uint64_t budget_bytes, int64_t extra_row_bytes = 0, bool flat = false);
+              int64_t max_block_cols, uint64_t budget_bytes, int64_t extra_row_bytes = 0, bool flat = false,
+              int64_t row_granule = 8);
 
   // Emits the block loop. `compute(set, extent)` emits one block's work; inputs of that set have
   // landed and outputs of that set may be written. The extent's registers belong to `compute`,
@@ -91,7 +95,7 @@ class BlockStream {
   std::vector<Buffer> buffers_;
   int rows_arg_ = 0, cols_arg_ = 0, elements_arg_ = -1;  // elements_arg_: flat streams only
   int br_reg_ = -1, col_blocks_reg_ = -1;  // registers holding the launch's block rows and column blocks
-  int64_t br_ = 0, bc_ = 0, bc_pad_ = 0;
+  int64_t br_ = 0, bc_ = 0, bc_pad_ = 0, granule_ = 8;
   uint64_t extra_[2] = {0, 0};
   uint64_t vmem_end_ = 0;
 };

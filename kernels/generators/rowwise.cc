@@ -321,6 +321,13 @@ bool row_op_reduces(RowOp op) {
 }
 
 isa::Program make_rowwise(const RowwiseSpec& spec, const sim::ChipConfig& chip) {
+  if (narrow_rows_serve(spec) && spec.cols == narrow_row_program_cols(spec.cols)) {
+    try {
+      return make_narrow_row_reduction(spec, chip);
+    } catch (const RegisterShortage&) {
+      // a prologue too large beside the 16 block vregs: the general kernel serves it
+    }
+  }
   try {
     return rowwise_detail::RowwiseBuilder(spec, chip, true).build();
   } catch (const RegisterShortage&) {

@@ -309,9 +309,13 @@ Launch lower_row(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& 
   l.args.push_back(grp.nodes.back());
   const int64_t rows = spec.rows, cols = spec.cols;
   // Rows that are whole vregs wide (hidden sizes) keep a program of their exact width that masks
-  // nothing; other widths (sequence lengths: softmax over scores) share one per power of two.
+  // nothing; other widths (sequence lengths: softmax over scores) share one per power of two,
+  // reductions over narrow rows one of 32 or 64 columns (the narrow row kernel's).
   spec.whole_chunks = spec.cols % kLanes == 0;
-  if (!spec.whole_chunks) spec.cols = std::max<int64_t>(kLanes, int64_t(std::bit_ceil(uint64_t(spec.cols))));
+  if (!spec.whole_chunks) {
+    const bool narrow = spec.cols <= kMaxNarrowRowCols && narrow_rows_serve(spec);
+    spec.cols = narrow ? narrow_row_program_cols(spec.cols) : std::max<int64_t>(kLanes, int64_t(std::bit_ceil(uint64_t(spec.cols))));
+  }
   // More rows than one launch addresses (4 GB of f32 logits) run in pieces of rows.
   l.pieces = row_window_pieces(g, l.args, spec.inputs, 1, rows, cols, spec.cols);
   l.scalars = l.pieces.empty() ? stream_scalars(rows, cols, spec.inputs) : l.pieces.front().scalars;
