@@ -21,21 +21,6 @@ using kernels::FusionStrategy;
 
 namespace {
 
-// Simulated seconds of `g` on `chip` with zero-filled inputs (timing only).
-double simulated_seconds(const kernels::Graph& g, const sim::ChipConfig& chip) {
-  sim::SimDevice device(chip);
-  kernels::ProgramCache cache;
-  const auto plan = kernels::make_plan(g, FusionStrategy::Greedy, chip, cache);
-  std::map<int, sim::HbmAddress> bound;
-  for (const auto& values : {plan.inputs, plan.outputs}) {
-    for (int v : values) {
-      if (plan.value_bytes.count(v)) bound[v] = device.allocate(plan.value_bytes.at(v));
-    }
-  }
-  bridge::PlanExecution exec(device, plan, bound);
-  return exec.run().seconds;
-}
-
 int64_t numel(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
@@ -95,7 +80,7 @@ TEST_SUITE("kernels") {
           kernels::Graph g;
           const int x = g.input({flat ? std::vector<int64_t>{n} : std::vector<int64_t>{2048, 1024}, DType::F32}, "x");
           g.mark_output(op.build(g, x));
-          seconds[flat] = simulated_seconds(g, chip);
+          seconds[flat] = testing::simulated_seconds(g, chip);
           const double fraction = n * op.bytes_per_element / seconds[flat] / chip.sustained_hbm_bytes_per_s();
           const std::string what = chip_name + " " + op.name + (flat ? " 1-D: " : " 2-D: ");
           MESSAGE(what, 100 * fraction, "% of sustained HBM bandwidth");
@@ -108,7 +93,7 @@ TEST_SUITE("kernels") {
       kernels::Graph g;
       const int x = g.input({{2048, 1024}, DType::F32}, "x");
       g.mark_output(kernels::reduce_dims(g, x, {1}, kernels::RowOp::Sum));
-      const double fraction = (n + 2048) * 4.0 / simulated_seconds(g, chip) / chip.sustained_hbm_bytes_per_s();
+      const double fraction = (n + 2048) * 4.0 / testing::simulated_seconds(g, chip) / chip.sustained_hbm_bytes_per_s();
       const std::string what = chip_name + " row sum: ";
       MESSAGE(what, 100 * fraction, "% of sustained HBM bandwidth");
       CHECK(fraction >= 0.85);
@@ -125,7 +110,7 @@ TEST_SUITE("kernels") {
     {
       kernels::Graph g;
       g.mark_output(g.binary_scalar(ExprOp::Add, g.input({{rows, cols}, DType::BF16}, "x"), 1.0));
-      const double fraction = n * 4.0 / simulated_seconds(g, chip) / chip.sustained_hbm_bytes_per_s();
+      const double fraction = n * 4.0 / testing::simulated_seconds(g, chip) / chip.sustained_hbm_bytes_per_s();
       MESSAGE("v7 bf16 x + 1: ", 100 * fraction, "% of sustained HBM bandwidth");
       CHECK(fraction >= 0.9);
       CHECK(fraction <= 1.0);
@@ -133,7 +118,7 @@ TEST_SUITE("kernels") {
     {
       kernels::Graph g;
       g.mark_output(kernels::reduce_dims(g, g.input({{rows, cols}, DType::BF16}, "x"), {1}, kernels::RowOp::Sum));
-      const double fraction = (n + rows) * 2.0 / simulated_seconds(g, chip) / chip.sustained_hbm_bytes_per_s();
+      const double fraction = (n + rows) * 2.0 / testing::simulated_seconds(g, chip) / chip.sustained_hbm_bytes_per_s();
       MESSAGE("v7 bf16 row sum: ", 100 * fraction, "% of sustained HBM bandwidth");
       CHECK(fraction >= 0.75);
       CHECK(fraction <= 1.0);
@@ -148,7 +133,7 @@ TEST_SUITE("kernels") {
     const int64_t rows = 16 * 1048, cols = 1000;
     kernels::Graph g;
     g.mark_output(kernels::reduce_dims(g, g.input({{rows, cols}, DType::BF16}, "x"), {1}, kernels::RowOp::Sum));
-    const double fraction = (rows * cols + rows) * 2.0 / simulated_seconds(g, chip) / chip.sustained_hbm_bytes_per_s();
+    const double fraction = (rows * cols + rows) * 2.0 / testing::simulated_seconds(g, chip) / chip.sustained_hbm_bytes_per_s();
     MESSAGE("v6e bf16 sum over rows of 1000: ", 100 * fraction, "% of sustained HBM bandwidth");
     CHECK(fraction >= 0.9);
     CHECK(fraction <= 1.0);

@@ -41,25 +41,10 @@ std::vector<double> reference(const std::vector<float>& x, int64_t rows, int64_t
   return want;
 }
 
-// The plan of op(x) over the last dim of an f32 [rows, cols] input; `program` gets its row
-// program's name.
+// The plan of op(x) over the last dim of `x`.
 kernels::Plan plan_of(kernels::Graph& g, int x, RowOp op, kernels::ProgramCache& cache, const sim::ChipConfig& chip) {
   g.mark_output(kernels::reduce_dims(g, x, {1}, op));
   return kernels::make_plan(g, FusionStrategy::Greedy, chip, cache);
-}
-
-double simulated_seconds(const kernels::Graph& g, const sim::ChipConfig& chip) {
-  sim::SimDevice device(chip);
-  kernels::ProgramCache cache;
-  const auto plan = kernels::make_plan(g, FusionStrategy::Greedy, chip, cache);
-  std::map<int, sim::HbmAddress> bound;
-  for (const auto& values : {plan.inputs, plan.outputs}) {
-    for (int v : values) {
-      if (plan.value_bytes.count(v)) bound[v] = device.allocate(plan.value_bytes.at(v));
-    }
-  }
-  bridge::PlanExecution exec(device, plan, bound);
-  return exec.run().seconds;
 }
 
 }  // namespace
@@ -151,7 +136,7 @@ TEST_SUITE("kernels") {
       const auto chip = sim::load_chip(chip_name);
       kernels::Graph g;
       g.mark_output(kernels::reduce_dims(g, g.input({{rows, cols}, DType::BF16}, "x"), {1}, RowOp::Sum));
-      const double fraction = (rows * cols + rows) * 2.0 / simulated_seconds(g, chip) / chip.sustained_hbm_bytes_per_s();
+      const double fraction = (rows * cols + rows) * 2.0 / testing::simulated_seconds(g, chip) / chip.sustained_hbm_bytes_per_s();
       MESSAGE(chip_name, " bf16 sum over rows of 64: ", 100 * fraction, "% of sustained HBM bandwidth");
       CHECK(fraction >= (chip_name == "v5e" ? 0.8 : 0.6));
       CHECK(fraction <= 1.0);

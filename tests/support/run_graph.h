@@ -1,5 +1,6 @@
 // Test helper: runs a planned graph on a fresh simulated v5e with f32 input data bound to input
-// values (or on `chip`), and returns the graph's first output (f32) and, optionally, the run's counters.
+// values (or on `chip`), and returns the graph's first output (f32) and, optionally, the run's counters;
+// and the simulated seconds of a graph alone.
 #pragma once
 
 #include <map>
@@ -32,6 +33,21 @@ inline std::vector<float> run_graph(const kernels::Graph& g, const kernels::Plan
   if (run) *run = exec.run();
   device.copy_to_host({reinterpret_cast<uint8_t*>(result.data()), result.size() * 4}, exec.address(out));
   return result;
+}
+
+// Simulated seconds of `g` planned greedily on `chip`, its inputs left as allocated (timing only).
+inline double simulated_seconds(const kernels::Graph& g, const sim::ChipConfig& chip) {
+  sim::SimDevice device(chip);
+  kernels::ProgramCache cache;
+  const auto plan = kernels::make_plan(g, kernels::FusionStrategy::Greedy, chip, cache);
+  std::map<int, sim::HbmAddress> bound;
+  for (const auto& values : {plan.inputs, plan.outputs}) {
+    for (int v : values) {
+      if (plan.value_bytes.count(v)) bound[v] = device.allocate(plan.value_bytes.at(v));
+    }
+  }
+  bridge::PlanExecution exec(device, plan, bound);
+  return exec.run().seconds;
 }
 
 }  // namespace vtpu::testing
