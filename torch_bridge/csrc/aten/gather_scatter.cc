@@ -120,7 +120,7 @@ at::Tensor tpu_gather(const at::Tensor& self, int64_t dim_arg, const at::Tensor&
   const bool i64 = self.scalar_type() == at::kLong;
   const int64_t numel = self.numel();
   // One element per table row: int64 as its [low, high] int32 words.
-  const at::Tensor table = i64 ? self.contiguous().view(at::kInt).view({numel, 2}) : self.reshape({numel, 1});
+  const at::Tensor table = i64 ? int64_word_pairs(self).view({numel, 2}) : self.reshape({numel, 1});
   const at::Tensor base = other_dims_offsets(self, index, dim).to(self.device());
   const DimIndexing indexing(self, index, dim);
   const at::Tensor picked = record("gather", {table, index_words(index), base}, table.scalar_type(),

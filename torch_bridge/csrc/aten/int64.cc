@@ -177,16 +177,6 @@ std::optional<at::Tensor> int64_sum(const at::Tensor& self, const std::vector<in
   return as_int64(out);
 }
 
-// An int64 tensor's int32 word pairs, [..., 2], as a view of the same bytes strided as the tensor
-// is (each element's two words adjacent): a strided int64 copy is then a strided int32 copy.
-at::Tensor word_view(const at::Tensor& t) {
-  std::vector<int64_t> sizes = t.sizes().vec(), strides;
-  sizes.push_back(2);
-  for (const int64_t s : t.strides()) strides.push_back(2 * s);
-  strides.push_back(1);
-  return at::empty({0}, t.options().dtype(at::kInt)).set_(t.storage(), 2 * t.storage_offset(), sizes, strides);
-}
-
 bool int64_copy_on_chip(const at::Tensor& dst, const at::Tensor& src) {
   if (dst.device() != src.device() || !dst.sizes().equals(src.sizes()) || dst.numel() == 0 || !is_whole_buffer(dst)) return false;
   const auto from = src.scalar_type(), to = dst.scalar_type();

@@ -138,7 +138,7 @@ std::optional<at::Tensor> masked_rows(const at::Tensor& self, const at::Tensor& 
   if (shape[0] == 0 || width == 0) return at::empty(shape, self.options());
   const int64_t count = shape[0];
   // rows of x, int64 as their int32 words
-  const at::Tensor table = words ? self.contiguous().view(at::kInt).view({n, 2 * width}) : self.reshape({n, width});
+  const at::Tensor table = words ? int64_word_pairs(self).view({n, 2 * width}) : self.reshape({n, width});
   const at::Tensor picked = record("index", {table, mask}, table.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
     const int at = g.cast(kernels::true_positions(g, v[1], count, "index"), DType::I32, "index");
     return g.gather(v[0], at, false, "index");

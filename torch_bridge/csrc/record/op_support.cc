@@ -49,11 +49,18 @@ at::Tensor index_words(const at::Tensor& index) {
   return index.scalar_type() == at::kLong ? flat.view(at::kInt).view({flat.numel(), 2}) : flat;
 }
 
+at::Tensor word_view(const at::Tensor& t) {
+  std::vector<int64_t> sizes = t.sizes().vec(), strides;
+  sizes.push_back(2);
+  for (const int64_t s : t.strides()) strides.push_back(2 * s);
+  strides.push_back(1);
+  return at::empty({0}, t.options().dtype(at::kInt)).set_(t.storage(), 2 * t.storage_offset(), sizes, strides);
+}
+
 at::Tensor int64_word_pairs(const at::Tensor& t) {
-  std::vector<int64_t> shape = t.sizes().vec();
-  shape.push_back(2);
-  const at::Tensor dense = t.contiguous();
-  return (t.dim() == 0 ? dense.reshape({1}) : dense).view(at::kInt).view(shape);  // a 0-d view cannot change element size
+  // Not view(kInt): torch calls a tensor whose last dim has one element contiguous whatever that
+  // dim's stride, and view refuses to change the element size across such a stride.
+  return word_view(t.contiguous());
 }
 
 kernels::TensorType tensor_type(const at::Tensor& t) {

@@ -62,6 +62,10 @@ std::vector<at::Tensor> run_on_cpu_outputs(const char* op, const std::vector<at:
 // check the high words). Non-contiguous indices are made dense on the chip first.
 at::Tensor index_words(const at::Tensor& index);
 
+// An int64 tensor's int32 word pairs, [..., 2], as a view of the same bytes strided as the tensor
+// is (each element's two words adjacent): a strided int64 copy is then a strided int32 copy.
+at::Tensor word_view(const at::Tensor& t);
+
 // An int64 tensor's data as its int32 word pairs, shape [..., 2] (a dense copy first if needed):
 // data movement (gathers, cat) on it moves each element's two words together, at any magnitude.
 at::Tensor int64_word_pairs(const at::Tensor& t);
