@@ -88,6 +88,7 @@ from . import upsample_antialias as _upsample_antialias  # noqa: E402,F401
 from . import ctc_loss as _ctc_loss  # noqa: E402,F401
 from . import fractional_max_pool as _fractional_max_pool  # noqa: E402,F401
 from . import mode as _mode  # noqa: E402,F401
+from . import segment_reduce as _segment_reduce  # noqa: E402,F401
 from . import grid_sample as _grid_sample  # noqa: E402,F401
 from . import decompositions as _decompositions  # noqa: E402  (after the extension's lowerings registered)
 from . import module_conversion as _module_conversion  # noqa: E402,F401
