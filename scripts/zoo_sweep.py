@@ -6,6 +6,7 @@ docs/zoo.md (the report) and docs/zoo.json (every result).
     scripts/zoo_sweep.py                  # all architectures, 2 worker processes (~1 hour here)
     scripts/zoo_sweep.py --only gpt2 bert # a few
     scripts/zoo_sweep.py --training-only  # the training column alone, merged into docs/zoo.json
+    scripts/zoo_sweep.py --merge --only mixtral olmoe  # rerun a few, merged into docs/zoo.json
 
 Architectures run in batches inside worker processes; one that crashes its process or runs past
 --timeout is recorded as such and the batch goes on in a new process.
@@ -122,6 +123,16 @@ def training_totals(ran: list, pct) -> list[str]:
     return out
 
 
+def _rerun_note(rows: list, commit: str) -> str:
+    """The architectures `--merge` reran after the sweep, by commit (each such row records its own)."""
+    by_commit = collections.defaultdict(list)
+    for r in rows:
+        if r.get("commit") and r["commit"] != commit:
+            by_commit[r["commit"]].append(r["model_type"])
+    return "".join(f" Rerun at commit {c} (`--merge`) and merged: {len(types)} architectures ({', '.join(types)})."
+                   for c, types in sorted(by_commit.items()))
+
+
 def write_report(results: dict, seconds: float, md_path: pathlib.Path, json_path: pathlib.Path,
                  commit: str = "") -> None:
     import torch
@@ -153,7 +164,7 @@ def write_report(results: dict, seconds: float, md_path: pathlib.Path, json_path
            "and run forward on one small input on the CPU and on `tpu` in each mode, with the CPU fallback on. "
            f"A mode passes when every floating-point output is within {harness.TOLERANCE:g} of the CPU's, relative to the output's "
            "largest magnitude. `native` repeats defer_and_fuse with the fallback off: it passes only when every op "
-           "ran on the chip, and otherwise names the first aten op that has no lowering.", "",
+           "ran on the chip, and otherwise names the first aten op that has no lowering." + _rerun_note(rows, commit), "",
            "## Totals", "",
            f"- Architectures tried: {len(rows)}",
            f"- Not buildable by the harness (no small config or no inputs it knows how to make): {by_status['not_buildable']}",
@@ -225,6 +236,8 @@ def main() -> int:
     parser.add_argument("--report-from", help="re-render the report from a zoo.json instead of running")
     parser.add_argument("--minutes", type=float, default=0, help="with --report-from: the sweep's duration")
     parser.add_argument("--commit", help="the commit the results were measured at (default: HEAD)")
+    parser.add_argument("--merge", action="store_true",
+                        help="with --only: rerun those architectures in full and merge their rows into the existing zoo.json")
     parser.add_argument("--training-only", action="store_true",
                         help="run the training step alone and merge it into the existing zoo.json")
     args = parser.parse_args()
@@ -247,6 +260,19 @@ def main() -> int:
             rows[t]["training"]["commit"] = commit
         write_report(rows, minutes * 60, md, md.with_suffix(".json"), forward_commit)
         print(f"zoo: training merged into {md} in {(time.time() - started) / 60:.1f} min")
+        return 0
+    if args.merge:  # the sweep's other rows stay as measured; each rerun row records its commit
+        if not args.only:
+            parser.error("--merge reruns the architectures --only names")
+        rows = {r["model_type"]: r for r in json.loads(md.with_suffix(".json").read_text())}
+        sweep_commit = re.search(r"commit (\w+)\)", md.read_text()).group(1)
+        minutes = float(re.search(r"(\d+) min on this machine", md.read_text()).group(1))
+        print(f"zoo: rerunning {len(args.only)} architectures, {args.jobs} workers", flush=True)
+        started = time.time()
+        for t, r in sweep(args.only, args.jobs, args.batch, args.timeout).items():
+            rows[t] = {**r, "commit": commit}
+        write_report(rows, minutes * 60, md, md.with_suffix(".json"), sweep_commit)
+        print(f"zoo: {len(args.only)} rows merged into {md} in {(time.time() - started) / 60:.1f} min")
         return 0
     model_types = args.only or all_model_types()
     print(f"zoo: {len(model_types)} architectures, {args.jobs} workers", flush=True)

@@ -89,6 +89,7 @@ from . import ctc_loss as _ctc_loss  # noqa: E402,F401
 from . import fractional_max_pool as _fractional_max_pool  # noqa: E402,F401
 from . import mode as _mode  # noqa: E402,F401
 from . import segment_reduce as _segment_reduce  # noqa: E402,F401
+from . import grouped_mm_meta as _grouped_mm_meta  # noqa: E402,F401  (torch.compile of f32 mixture-of-experts layers)
 from . import grid_sample as _grid_sample  # noqa: E402,F401
 from . import decompositions as _decompositions  # noqa: E402  (after the extension's lowerings registered)
 from . import module_conversion as _module_conversion  # noqa: E402,F401
