@@ -55,7 +55,7 @@ def main() -> None:
                 continue
             first_of[tuple(values)] = key
             lines.append(f"{key} = [")
-            lines += [f"    {v!r}," for v in values]
+            lines += ["    " + " ".join(f"{v!r}," for v in values[i:i + 3]) for i in range(0, len(values), 3)]
             lines.append("]")
     lines.append("ERFCX_Y100 = [")
     lines += [f"    {row!r}," for row in erfcx_intervals(source)]
