@@ -15,7 +15,7 @@ import torch
 FUNCTIONS = ["chebyshev_coefficients_i0e_A", "chebyshev_coefficients_i0e_B", "chebyshev_coefficients_i1e_A",
              "chebyshev_coefficients_i1e_B", "calc_ndtri", "modified_bessel_k0_forward",
              "modified_bessel_k1_forward", "scaled_modified_bessel_k0_forward", "scaled_modified_bessel_k1_forward",
-             "bessel_j0_forward", "bessel_j1_forward", "bessel_y0_forward", "bessel_y1_forward"]
+             "bessel_j0_forward", "bessel_j1_forward", "bessel_y0_forward", "bessel_y1_forward", "airy_ai_forward"]
 
 
 def tables_of(source: str, function: str) -> dict:

@@ -70,6 +70,7 @@ if torch._C._get_privateuse1_backend_name() != "tpu":
 
 from . import special_functions as _special_functions  # noqa: E402,F401  (before decompositions: it serves these)
 from . import bessel_functions as _bessel_functions  # noqa: E402,F401
+from . import airy_function as _airy_function  # noqa: E402,F401
 from . import orthogonal_polynomials as _orthogonal_polynomials  # noqa: E402,F401
 from . import linalg_triangular as _linalg_triangular  # noqa: E402,F401
 from . import linalg_lu as _linalg_lu  # noqa: E402,F401

@@ -1,0 +1,92 @@
+"""The Airy function Ai (special.airy_ai) on the chip, as ATen/native/Math.h computes it (Cephes'
+airy.c).
+
+Below -2.09 the oscillating asymptotic form (rational functions in 1 / zeta^2 times the sine and
+cosine of zeta + pi / 4, zeta = (2/3) |x|^(3/2)); from 2.09 the decaying one (a rational function
+in 1 / zeta over exp(zeta)), 0 past 103.892; between, the power series f and g of Ai = c1 f - c2 g.
+Math.h sums the series until a term is below f32's epsilon relative to f; the chip runs the most
+terms any x in (-2.09, 2.09) takes in f32 (found on the host once) and stops adding each
+element's terms where Math.h's loop stops, so every element sums exactly the CPU's terms.
+Infinities give NaN, as Math.h's.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from . import cephes_tables as tables
+from .composed_fallback import float64_on_cpu
+from .python_kernels import register
+from .special_functions import polevl
+
+_C1, _C2 = 0.355028053887817239260, 0.258819403792806798405
+_SQRT_ONE_OVER_PI = 5.64189583547756286948e-01
+_EPSILON = float(np.finfo(np.float32).eps)
+
+
+def _series_terms(x: np.float32) -> int:
+    """Iterations of Math.h's power-series loop at x, in f32."""
+    f, g, k, m, n, t, z = np.float32(1), x, np.float32(1), np.float32(1), x, np.float32(1), x * x * x
+    count = 0
+    while t > _EPSILON:
+        m = m * z / (k + 1)
+        n = n * z / (k + 2)
+        m = m / (k + 2)
+        f = f + m
+        n = n / (k + 3)
+        g = g + n
+        k = k + 3
+        t = abs(m / f)
+        count += 1
+    return count
+
+
+_TERMS = max(_series_terms(x) for x in np.linspace(-2.09, 2.09, 4001, dtype=np.float32)) + 2
+
+
+def _power_series(x):
+    f, g = torch.ones_like(x), x
+    m, n, z = torch.ones_like(x), x, x * x * x
+    active = torch.ones_like(x, dtype=torch.bool)
+    k = 1.0
+    for _ in range(_TERMS):  # Math.h's loop body, each element's terms only while its loop runs
+        m_next = m * z / (k + 1)
+        n_next = n * z / (k + 2)
+        m_next = m_next / (k + 2)
+        f_next = f + m_next
+        n_next = n_next / (k + 3)
+        g_next = g + n_next
+        k += 3
+        m, n = torch.where(active, m_next, m), torch.where(active, n_next, n)
+        f, g = torch.where(active, f_next, f), torch.where(active, g_next, g)
+        active = active & ((m_next / f_next).abs() > _EPSILON)
+    return _C1 * f - _C2 * g
+
+
+def _airy_ai(x):
+    minus = -2.0 * x * torch.sqrt(-x) / 3.0  # zeta for x < 0
+    z = 1.0 / minus
+    zz = z * z
+    oscillating_t = minus + 0.25 * float(np.float32(math.pi))
+    oscillating = _SQRT_ONE_OVER_PI / torch.sqrt(torch.sqrt(-x)) * (
+        torch.sin(oscillating_t) * (1.0 + zz * polevl(zz, tables.AIRY_AI_FORWARD_AFN) / polevl(zz, tables.AIRY_AI_FORWARD_AFD))
+        - torch.cos(oscillating_t) * (z * polevl(zz, tables.AIRY_AI_FORWARD_AGN) / polevl(zz, tables.AIRY_AI_FORWARD_AGD)))
+    zeta = 2.0 * x * torch.sqrt(x) / 3.0
+    inverse = 1.0 / zeta
+    decaying = _SQRT_ONE_OVER_PI * (polevl(inverse, tables.AIRY_AI_FORWARD_AN) / polevl(inverse, tables.AIRY_AI_FORWARD_AD)) \
+        / (2.0 * torch.sqrt(torch.sqrt(x)) * torch.exp(zeta))
+    result = torch.where(x < -2.09, oscillating, torch.where(x >= 2.09, decaying, _power_series(x)))
+    result = torch.where(x > 103.892, torch.zeros_like(x), result)
+    return torch.where(x.isinf(), torch.full_like(x, float("nan")), result)
+
+
+def airy_ai(x):
+    if x.dtype == torch.float64:
+        return float64_on_cpu("special_airy_ai", x)
+    floating = x if x.is_floating_point() else x.to(torch.get_default_dtype())
+    return _airy_ai(floating.float()).to(floating.dtype)
+
+
+register("special_airy_ai", airy_ai, "PrivateUse1")
