@@ -26,20 +26,23 @@ _SQRT_ONE_OVER_PI = 5.64189583547756286948e-01
 _EPSILON = float(np.finfo(np.float32).eps)
 
 
+def _series_step(m, n, f, g, z, k):
+    """One pass of Math.h's power-series loop body (k: the counter before it), on numpy f32
+    scalars or tensors alike: the next m, n, f and g."""
+    m = m * z / (k + 1)
+    n = n * z / (k + 2)
+    m = m / (k + 2)
+    n = n / (k + 3)
+    return m, n, f + m, g + n
+
+
 def _series_terms(x: np.float32) -> int:
     """Iterations of Math.h's power-series loop at x, in f32."""
-    f, g, k, m, n, t, z = np.float32(1), x, np.float32(1), np.float32(1), x, np.float32(1), x * x * x
-    count = 0
+    m, n, f, g, z, k = np.float32(1), x, np.float32(1), x, x * x * x, np.float32(1)
+    count, t = 0, np.float32(1)
     while t > _EPSILON:
-        m = m * z / (k + 1)
-        n = n * z / (k + 2)
-        m = m / (k + 2)
-        f = f + m
-        n = n / (k + 3)
-        g = g + n
-        k = k + 3
-        t = abs(m / f)
-        count += 1
+        m, n, f, g = _series_step(m, n, f, g, z, k)
+        k, t, count = k + 3, abs(m / f), count + 1
     return count
 
 
@@ -47,21 +50,12 @@ _TERMS = max(_series_terms(x) for x in np.linspace(-2.09, 2.09, 4001, dtype=np.f
 
 
 def _power_series(x):
-    f, g = torch.ones_like(x), x
-    m, n, z = torch.ones_like(x), x, x * x * x
+    m, n, f, g, z = torch.ones_like(x), x, torch.ones_like(x), x, x * x * x
     active = torch.ones_like(x, dtype=torch.bool)
-    k = 1.0
-    for _ in range(_TERMS):  # Math.h's loop body, each element's terms only while its loop runs
-        m_next = m * z / (k + 1)
-        n_next = n * z / (k + 2)
-        m_next = m_next / (k + 2)
-        f_next = f + m_next
-        n_next = n_next / (k + 3)
-        g_next = g + n_next
-        k += 3
-        m, n = torch.where(active, m_next, m), torch.where(active, n_next, n)
-        f, g = torch.where(active, f_next, f), torch.where(active, g_next, g)
-        active = active & ((m_next / f_next).abs() > _EPSILON)
+    for i in range(_TERMS):  # each element's terms only while Math.h's loop runs for it
+        stepped = _series_step(m, n, f, g, z, 1.0 + 3 * i)
+        m, n, f, g = (torch.where(active, new, old) for new, old in zip(stepped, (m, n, f, g)))
+        active = active & ((stepped[0] / stepped[2]).abs() > _EPSILON)
     return _C1 * f - _C2 * g
 
 
