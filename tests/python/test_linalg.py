@@ -48,6 +48,27 @@ def test_solve_triangular_every_form_with_broadcast_batches(upper, left, unitria
     assert_matches_cpu(fn, a, b, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("upper", [False, True])
+def test_a_failed_cholesky_leaves_what_lapack_leaves(upper):
+    # The columns before the failing pivot factored, the pivot's value before its square root,
+    # the input's triangle after it (before: NaN there); with upper=True the input's upper
+    # triangle is the one read (a non-symmetric input tells).
+    a = positive_definite(4, 4, seed=1)
+    cases = []
+    for at in [(0, 0), (2, 1), (3, 3)]:
+        with_nan = a.clone()
+        with_nan[at] = float("nan")
+        cases.append(with_nan)
+    cases += [torch.tensor([[4.0, 2.0, 1.0], [2.0, -3.0, 0.0], [1.0, 0.0, 2.0]]),
+              positive_definite(3, 3, seed=2) + torch.triu(torch.ones(3, 3), 1),
+              torch.stack([a, cases[1]])]
+    for case in cases:
+        want = torch.linalg.cholesky_ex(case, upper=upper)
+        got = torch.linalg.cholesky_ex(case.to("tpu"), upper=upper)
+        assert torch.equal(got.info.cpu(), want.info)
+        torch.testing.assert_close(got.L.cpu(), want.L, atol=1e-5, rtol=1e-5, equal_nan=True)
+
+
 def test_legacy_triangular_solve_cholesky_solve_and_inverse():
     a, b = well_conditioned(5, 5, seed=2), torch.randn(5, 3)
     assert_matches_cpu(lambda x, y: torch.triangular_solve(y, x, upper=False, transpose=True)[0], a, b, atol=1e-5, rtol=1e-5)

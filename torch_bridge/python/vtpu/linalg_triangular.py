@@ -6,9 +6,11 @@ PrivateUse1, so torch's derivative formulas (themselves triangular solves and ma
 chip too. Each step is a few small kernels, so matrices above MAX_ORDER fall back, named, rather
 than launch thousands of them.
 
-A Cholesky that meets a non-positive pivot reports it in `info` (the first such order, as
-LAPACK's), and torch.linalg.cholesky raises the CPU's error from it; the factor's later columns
-then hold NaN where LAPACK leaves the input's values.
+A Cholesky that meets a non-positive (or NaN) pivot reports it in `info` (the first such order,
+as LAPACK's), and torch.linalg.cholesky raises the CPU's error from it. The factor then holds what
+LAPACK's column-by-column factorization leaves: the columns before that pivot factored, the
+pivot's own value (before the square root) in its place, and the input's triangle from there on.
+With upper=True the input's upper triangle is the one read, as LAPACK's 'U'.
 """
 from __future__ import annotations
 
@@ -43,8 +45,14 @@ def cholesky_lower(a):
             if j:
                 below = below - (factor[..., j + 1:, :j] @ row.unsqueeze(-1)).squeeze(-1)
             factor[..., j + 1:, j] = below / diagonal.unsqueeze(-1)
-    failed = ~(torch.stack(pivots, -1) > 0)
-    info = torch.where(failed.any(-1), failed.to(a.dtype).argmax(-1) + 1, 0).to(torch.int32)
+    pivots = torch.stack(pivots, -1)
+    failed = ~(pivots > 0)
+    first = torch.where(failed.any(-1), failed.to(a.dtype).argmax(-1), n)  # the first failed order, n if none
+    info = torch.where(first < n, first + 1, 0).to(torch.int32)
+    column = torch.arange(n, device=a.device)
+    factored = column < first[..., None, None]
+    at_pivot = (column[:, None] == column) & (column == first[..., None, None])
+    factor = torch.where(factored, factor, torch.where(at_pivot, torch.diag_embed(pivots), torch.tril(a)))
     return factor, info
 
 
@@ -76,7 +84,7 @@ def solve_triangular(a, b, *, upper: bool, left: bool = True, unitriangular: boo
 def linalg_cholesky_ex(a, upper=False, check_errors=False):
     if a.shape[-1] > MAX_ORDER:
         return _too_large("linalg_cholesky_ex", a.shape[-1], a, upper, check_errors)
-    factor, info = cholesky_lower(a)
+    factor, info = cholesky_lower(a.mT if upper else a)  # LAPACK reads the triangle it returns
     if check_errors and bool((info > 0).any()):
         raise torch.linalg.LinAlgError("linalg.cholesky: The factorization could not be completed because the input is "
                                        "not positive-definite.")
