@@ -175,3 +175,15 @@ def test_muons_newton_schulz_iterations_match_the_cpu_bit_for_bit(native_in_each
     want = newton_schulz(grad, (3.4445, -4.7750, 2.0315), 5, 1e-7)
     got = newton_schulz(grad.to("tpu"), (3.4445, -4.7750, 2.0315), 5, 1e-7).cpu()
     assert torch.equal(got, want)
+
+
+def test_householder_product_keeps_a_nan_reflector_out_of_earlier_columns():
+    # Reflector 1 comes from a column holding NaN (its tau is NaN): LAPACK's orgqr applies it to
+    # Q's columns from 1 on, so column 0 stays finite; applied to every column, NaN * 0 was NaN.
+    a = torch.randn(5, 3, generator=torch.Generator().manual_seed(4))
+    a[3, 1] = float("nan")
+    reflectors, tau = torch.geqrf(a)
+    want = torch.linalg.householder_product(reflectors, tau)
+    got = torch.linalg.householder_product(reflectors.to("tpu"), tau.to("tpu")).cpu()
+    assert want[:, 0].isfinite().all() and want[:, 1:].isnan().all()
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5, equal_nan=True)

@@ -71,10 +71,18 @@ def _apply_reflectors(reflectors, tau, c, left, transpose):
 
 
 def householder_product(reflectors, tau):
-    """The first n columns of Q = H_0 ... H_{k-1} (LAPACK's orgqr): Q applied to I's columns."""
+    """The first n columns of Q = H_0 ... H_{k-1}, built from I as LAPACK's org2r: H_j only on the
+    columns from j on. The columns before j are 0 in the rows H_j touches, so the product is the
+    same, but a NaN or infinite tau (a reflector of a column holding NaN) then stays out of the
+    columns Q's earlier reflectors alone make (NaN * 0 is NaN), as in the CPU's Q."""
     m, n = reflectors.shape[-2:]
-    identity = torch.eye(m, n, dtype=reflectors.dtype, device=reflectors.device).expand(*reflectors.shape[:-2], m, n)
-    return _apply_reflectors(reflectors, tau, identity, True, False)
+    q = torch.eye(m, n, dtype=reflectors.dtype, device=reflectors.device).expand(*reflectors.shape[:-2], m, n)
+    for j in range(tau.shape[-1] - 1, -1, -1):
+        full = _with_head(reflectors[..., j + 1:, j])
+        block = q[..., j:, j:]
+        block = block - tau[..., j, None, None] * full.unsqueeze(-1) * (full.unsqueeze(-2) @ block)
+        q = torch.cat([q[..., :j, :], torch.cat([q[..., j:, :j], block], -1)], -2)
+    return q
 
 
 def geqrf_kernel(a):
