@@ -123,6 +123,14 @@ def training_totals(ran: list, pct) -> list[str]:
     return out
 
 
+def existing_sweep(md: pathlib.Path) -> tuple[dict, str, float]:
+    """The report's rows by model type, and the commit and minutes of the sweep that made it (for
+    runs merged into it)."""
+    rows = {r["model_type"]: r for r in json.loads(md.with_suffix(".json").read_text())}
+    text = md.read_text()
+    return rows, re.search(r"commit (\w+)\)", text).group(1), float(re.search(r"(\d+) min on this machine", text).group(1))
+
+
 def _rerun_note(rows: list, commit: str) -> str:
     """The architectures `--merge` reran after the sweep, by commit (each such row records its own)."""
     by_commit = collections.defaultdict(list)
@@ -249,9 +257,7 @@ def main() -> int:
         write_report({r["model_type"]: r for r in rows}, args.minutes * 60, md, md.with_suffix(".json"), commit)
         return 0
     if args.training_only:  # the forward results stay as measured; each gains its training result
-        rows = {r["model_type"]: r for r in json.loads(md.with_suffix(".json").read_text())}
-        forward_commit = re.search(r"commit (\w+)\)", md.read_text()).group(1)
-        minutes = float(re.search(r"(\d+) min on this machine", md.read_text()).group(1))
+        rows, forward_commit, minutes = existing_sweep(md)
         ran = [t for t in (args.only or sorted(rows)) if rows.get(t, {}).get("status") == "ran"]
         print(f"zoo: training {len(ran)} architectures, {args.jobs} workers", flush=True)
         started = time.time()
@@ -264,9 +270,7 @@ def main() -> int:
     if args.merge:  # the sweep's other rows stay as measured; each rerun row records its commit
         if not args.only:
             parser.error("--merge reruns the architectures --only names")
-        rows = {r["model_type"]: r for r in json.loads(md.with_suffix(".json").read_text())}
-        sweep_commit = re.search(r"commit (\w+)\)", md.read_text()).group(1)
-        minutes = float(re.search(r"(\d+) min on this machine", md.read_text()).group(1))
+        rows, sweep_commit, minutes = existing_sweep(md)
         print(f"zoo: rerunning {len(args.only)} architectures, {args.jobs} workers", flush=True)
         started = time.time()
         for t, r in sweep(args.only, args.jobs, args.batch, args.timeout).items():
