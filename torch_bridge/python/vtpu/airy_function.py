@@ -17,9 +17,8 @@ import numpy as np
 import torch
 
 from . import cephes_tables as tables
-from .composed_fallback import float64_on_cpu
 from .python_kernels import register
-from .special_functions import polevl
+from .special_functions import f32_composition, polevl
 
 _C1, _C2 = 0.355028053887817239260, 0.258819403792806798405
 _SQRT_ONE_OVER_PI = 5.64189583547756286948e-01
@@ -76,11 +75,4 @@ def _airy_ai(x):
     return torch.where(x.isinf(), torch.full_like(x, float("nan")), result)
 
 
-def airy_ai(x):
-    if x.dtype == torch.float64:
-        return float64_on_cpu("special_airy_ai", x)
-    floating = x if x.is_floating_point() else x.to(torch.get_default_dtype())
-    return _airy_ai(floating.float()).to(floating.dtype)
-
-
-register("special_airy_ai", airy_ai, "PrivateUse1")
+register("special_airy_ai", f32_composition("special_airy_ai")(_airy_ai), "PrivateUse1")

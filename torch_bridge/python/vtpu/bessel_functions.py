@@ -12,9 +12,8 @@ from __future__ import annotations
 import torch
 
 from . import cephes_tables as tables
-from .composed_fallback import float64_on_cpu
 from .python_kernels import register
-from .special_functions import polevl
+from .special_functions import f32_composition, polevl
 
 _TWO_OVER_PI = 0.636619772367581343075535053490057448
 _SQRT_TWO_OVER_PI = 0.797884560802865355879892119868763737
@@ -75,14 +74,5 @@ def _y1(x):
     return torch.where(x <= 5.0, near, _asymptotic(x, z, _THREE_QUARTERS_PI, _Y1, True))
 
 
-def _kernel(name, fn):
-    def kernel(x):
-        if x.dtype == torch.float64:
-            return float64_on_cpu(f"special_{name}", x)
-        floating = x if x.is_floating_point() else x.to(torch.get_default_dtype())
-        return fn(floating.float()).to(floating.dtype)
-    return kernel
-
-
 for _name, _fn in (("bessel_j0", _j0), ("bessel_j1", _j1), ("bessel_y0", _y0), ("bessel_y1", _y1)):
-    register(f"special_{_name}", _kernel(_name, _fn), "PrivateUse1")
+    register(f"special_{_name}", f32_composition(f"special_{_name}")(_fn), "PrivateUse1")

@@ -11,6 +11,7 @@ too. The orthogonal polynomials are in vtpu/orthogonal_polynomials.py.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -39,6 +40,21 @@ def polevl(x, coefficients):
 
 def _floating(x):
     return x if x.is_floating_point() else x.to(torch.get_default_dtype())
+
+
+def f32_composition(op: str):
+    """For compositions that compute in f32: integers promote to the default dtype; float64 (given,
+    or integers promoted to a float64 default dtype) runs aten `op` on the CPU, named, rather than
+    return f32 precision in a float64 tensor; bf16 and f16 compute in f32 and return their dtype."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def kernel(x):
+            x = _floating(x)
+            if x.dtype == torch.float64:
+                return float64_on_cpu(op, x)
+            return fn(x.float()).to(x.dtype)
+        return kernel
+    return wrap
 
 
 def _exp_scaled_i0(x):
@@ -221,14 +237,11 @@ def _erfcx_y100(y100):
     return torch.where(y100 >= 100, 1.0, result)
 
 
+@f32_composition("special_erfcx")
 def erfcx(x):
     """exp(x^2) erfc(x) as Math.h's calc_erfcx: the interval polynomials of 400 / (4 + |x|), a
     continued fraction above 50 (one term above 5e7), 2 exp(x^2) minus the polynomial below 0
     (without it below -6.1, infinity below -26.7)."""
-    x = _floating(x)
-    if x.dtype == torch.float64:  # given, or integers promoted to a float64 default dtype
-        return float64_on_cpu("special_erfcx", x)
-    result, x = x.dtype, x.float()
     base = _erfcx_y100(400 / (4 + x.abs()))
     square = x * x
     one_over_sqrt_pi = 0.56418958354775628694807945156
@@ -236,19 +249,16 @@ def erfcx(x):
     positive = torch.where(x > 5e7, one_over_sqrt_pi / x, torch.where(x > 50, fraction, base))
     twice = 2 * square.exp()
     negative = torch.where(x < -26.7, math.inf, torch.where(x < -6.1, twice, twice - base))
-    return torch.where(x.isnan(), x, torch.where(x >= 0, positive, negative)).to(result)
+    return torch.where(x.isnan(), x, torch.where(x >= 0, positive, negative))
 
 
+@f32_composition("special_log_ndtr")
 def log_ndtr(x):
     """log of the standard normal CDF as Math.h's calc_log_ndtr: through erfcx below -1, where
     erfc's tail would underflow, log1p(-erfc(t) / 2) above."""
-    x = _floating(x)
-    if x.dtype == torch.float64:  # given, or integers promoted to a float64 default dtype
-        return float64_on_cpu("special_log_ndtr", x)
-    result, x = x.dtype, x.float()
     t = x * (1 / math.sqrt(2))
     lower = (erfcx(-t) / 2).log() - t * t
-    return torch.where(x < -1, lower, torch.log1p(-torch.erfc(t) / 2)).to(result)
+    return torch.where(x < -1, lower, torch.log1p(-torch.erfc(t) / 2))
 
 
 def heaviside(x, values):
