@@ -23,8 +23,9 @@ IDENTITY = {"sum": 0.0, "mean": 0.0, "prod": 1.0, "max": float("-inf"), "min": f
 
 
 class _Segments:
-    """Per outer index and segment: its start and length along the axis (host lists), and the
-    gather that lays data out as [outer, segments, longest, inner]."""
+    """Per outer index and segment: its start and length along the axis (on the host), and on the
+    device the gather that lays data out as [outer, segments, longest, inner] and each element's
+    segment, made once per call."""
 
     def __init__(self, data, lengths, offsets, axis: int, unsafe: bool = True):
         bounds = (offsets if offsets is not None else lengths).contiguous().cpu().long()
@@ -47,25 +48,28 @@ class _Segments:
         self.longest = max(int(self.lengths.max()) if self.lengths.numel() else 0, 1)
         j = torch.arange(self.longest)
         inside = j[None, None] < self.lengths[..., None]
-        self.index = torch.where(inside, self.starts[..., None] + j, torch.full_like(inside, self.size, dtype=torch.long))
+        index = torch.where(inside, self.starts[..., None] + j, torch.full_like(inside, self.size, dtype=torch.long))
+        # each element's segment (count where none holds it); both uploaded once, expanded on the device
+        segment_of = torch.full((self.outer, self.size + 1), self.count, dtype=torch.long)
+        ids = torch.arange(self.count)[None, :, None].expand(self.outer, -1, self.longest)
+        segment_of.scatter_(1, index.reshape(self.outer, -1), ids.reshape(self.outer, -1))
+        self.index = index.reshape(self.outer, -1, 1).to(data.device)
+        self.segment_of = segment_of[:, :self.size, None].to(data.device)
+        self.covered = self.segment_of < self.count  # [outer, size, 1]: elements some segment holds
         self.out_shape = list(data.shape[:axis]) + [self.count] + list(data.shape[axis + 1:])
 
     def laid_out(self, data, fill: float):
         """data as [outer, segments, longest, inner], slots past a segment's end = fill."""
         flat = data.reshape(self.outer, self.size, self.inner)
         padded = torch.cat([flat, flat.new_full((self.outer, 1, self.inner), fill)], 1)
-        index = self.index.reshape(self.outer, -1, 1).expand(-1, -1, self.inner).to(data.device)
+        index = self.index.expand(-1, -1, self.inner)
         return torch.gather(padded, 1, index).reshape(self.outer, self.count, self.longest, self.inner)
 
     def per_element(self, values):
         """[outer, segments, inner] values spread to data's elements: [outer, size, inner], 0 outside
         every segment."""
-        segment_of = torch.full((self.outer, self.size + 1), self.count, dtype=torch.long)
-        ids = torch.arange(self.count)[None, :, None].expand(self.outer, -1, self.longest)
-        segment_of.scatter_(1, self.index.reshape(self.outer, -1), ids.reshape(self.outer, -1))
-        segment_of = segment_of[:, :self.size, None].expand(-1, -1, self.inner).to(values.device)
         padded = torch.cat([values, values.new_zeros((self.outer, 1, self.inner))], 1)
-        return torch.gather(padded, 1, segment_of)
+        return torch.gather(padded, 1, self.segment_of.expand(-1, -1, self.inner))
 
     def lengths_on(self, device, dtype):
         return self.lengths.to(device, dtype)[..., None]
@@ -105,7 +109,7 @@ def segment_reduce_backward(grad, output, data, reduce, *, lengths=None, offsets
     shape = (seg.outer, seg.count, seg.inner)
     grad, output = grad.reshape(shape), output.reshape(shape)
     flat = data.reshape(seg.outer, seg.size, seg.inner)
-    covered = seg.per_element(torch.ones_like(grad)) > 0
+    covered = seg.covered
     if reduce == "sum":
         result = seg.per_element(grad)
     elif reduce == "mean":
@@ -120,7 +124,7 @@ def segment_reduce_backward(grad, output, data, reduce, *, lengths=None, offsets
         before = torch.cumprod(torch.cat([torch.ones_like(laid[:, :, :1]), laid[:, :, :-1]], 2), 2)
         after = torch.cumprod(torch.cat([torch.ones_like(laid[:, :, :1]), laid.flip(2)[:, :, :-1]], 2), 2).flip(2)
         others = before * after * (1.0 if initial is None else float(initial))
-        index = seg.index.reshape(seg.outer, -1, 1).expand(-1, -1, seg.inner).to(data.device)
+        index = seg.index.expand(-1, -1, seg.inner)
         exclusive = torch.zeros(seg.outer, seg.size + 1, seg.inner, dtype=data.dtype, device=data.device)
         exclusive = exclusive.scatter(1, index, others.reshape(seg.outer, -1, seg.inner))[:, :seg.size]
         direct = seg.per_element(grad * output) / flat

@@ -84,13 +84,14 @@ def _windows(in_size: int, out_size: int, align_corners: bool, scale, mode: str)
 
 def _resize_dim(x: torch.Tensor, dim: int, out_size: int, align_corners: bool, scale, mode: str) -> torch.Tensor:
     index, weight = _windows(x.shape[dim], out_size, align_corners, scale, mode)
+    index, weight = index.t().contiguous().to(x.device), weight.t().contiguous().to(x.device, x.dtype)  # one upload each
     pad = [0, 0] * (x.dim() - 1 - dim) + [0, 1]  # one 0 appended along `dim`
     padded = aten.constant_pad_nd(x, pad, 0.0)
     trailing = [1] * (x.dim() - 1 - dim)
     result = None
-    for k in range(index.shape[1]):  # the CPU's order: output = x0 * w0, then += xk * wk
-        term = aten.index_select(padded, dim, index[:, k].to(x.device))
-        term = term * weight[:, k].to(x.device, x.dtype).reshape(out_size, *trailing)
+    for k in range(index.shape[0]):  # the CPU's order: output = x0 * w0, then += xk * wk
+        term = aten.index_select(padded, dim, index[k])
+        term = term * weight[k].reshape(out_size, *trailing)
         result = term if result is None else result + term
     return result
 
