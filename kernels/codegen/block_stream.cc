@@ -104,6 +104,16 @@ BlockStream::BlockStream(AsmWriter& w, const sim::ChipConfig& chip, int64_t rows
   if (vmem_layout.end() > chip.kernel_vmem_bytes()) throw KernelError(fmt::format("needs {} bytes of VMEM, {} has {}", vmem_layout.end(), chip.name, chip.kernel_vmem_bytes()));
 }
 
+std::vector<int> BlockStream::take_buffer_bases(int set) {
+  std::vector<int> bases(operands_.size(), -1);
+  for (size_t i = 0; i < operands_.size(); ++i) {
+    if (operands_[i].layout == Layout::Scalar) continue;
+    bases[i] = w_.sregs().take();
+    w_.load_immediate(bases[i], vmem(i, set));
+  }
+  return bases;
+}
+
 int BlockStream::streamed_inputs() const {
   int n = 0;
   for (size_t i = 0; i < operands_.size(); ++i) n += !operands_[i].output && !buffers_[i].resident;

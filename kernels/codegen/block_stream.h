@@ -59,6 +59,9 @@ class BlockStream {
   void emit(RegisterPool& vregs, const std::function<void(int set, const BlockExtent&)>& compute);
 
   uint64_t vmem(size_t operand, int set) const { return buffers_.at(operand).vmem[set]; }
+  // Each operand's buffer of `set` in a fresh scalar register (-1 for Scalar operands, which live
+  // in vregs); the caller releases them.
+  std::vector<int> take_buffer_bases(int set);
   int64_t row_stride(size_t operand) const { return buffers_.at(operand).row_stride; }
   int element_bytes(size_t operand) const { return dtype_bytes(operands_.at(operand).dtype); }
   const StreamOperand& operand(size_t i) const { return operands_.at(i); }

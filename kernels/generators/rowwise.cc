@@ -280,12 +280,7 @@ void RowwiseBuilder::block(int set, const BlockExtent& e) {
   w_.line("saddi s{}, s{}, 7", groups, e.rows);
   w_.line("sshri s{}, s{}, 3", groups, groups);
   for (int r : {e.row0, e.col0, e.rows, e.cols}) s.release(r);
-  rowbase_.assign(stream_->operand_count(), -1);
-  for (size_t i = 0; i < stream_->operand_count(); ++i) {
-    if (stream_->operand(i).layout == Layout::Scalar) continue;
-    rowbase_[i] = s.take();
-    w_.load_immediate(rowbase_[i], stream_->vmem(i, set));
-  }
+  rowbase_ = stream_->take_buffer_bases(set);
   scratch_base_ = s.take();
   w_.load_immediate(scratch_base_, stream_->extra(set));
   scratch_sreg_ = s.take();

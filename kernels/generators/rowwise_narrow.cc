@@ -194,12 +194,7 @@ class NarrowRowBuilder {
     address_ = s.take();
     w_.line("smov s{}, s{}", left_, e.rows);
     for (int r : {e.row0, e.col0, e.rows, e.cols}) s.release(r);
-    rowbase_.assign(stream_->operand_count(), -1);
-    for (size_t i = 0; i < stream_->operand_count(); ++i) {
-      if (stream_->operand(i).layout == Layout::Scalar) continue;
-      rowbase_[i] = s.take();
-      w_.load_immediate(rowbase_[i], stream_->vmem(i, set));
-    }
+    rowbase_ = stream_->take_buffer_bases(set);
     const std::string loop = w_.new_label("narrow_group");
     w_.place(loop);
     group();
