@@ -11,47 +11,52 @@ Infinities give NaN, as Math.h's.
 """
 from __future__ import annotations
 
+import functools
 import math
 
-import numpy as np
 import torch
 
 from . import cephes_tables as tables
+from .float_bits import round_to_f32 as r32
 from .python_kernels import register
 from .special_functions import f32_composition, polevl
 
 _C1, _C2 = 0.355028053887817239260, 0.258819403792806798405
 _SQRT_ONE_OVER_PI = 5.64189583547756286948e-01
-_EPSILON = float(np.finfo(np.float32).eps)
+_EPSILON = torch.finfo(torch.float32).eps
 
 
-def _series_step(m, n, f, g, z, k):
-    """One pass of Math.h's power-series loop body (k: the counter before it), on numpy f32
-    scalars or tensors alike: the next m, n, f and g."""
-    m = m * z / (k + 1)
-    n = n * z / (k + 2)
-    m = m / (k + 2)
-    n = n / (k + 3)
-    return m, n, f + m, g + n
+def _series_step(m, n, f, g, z, k, rounded=lambda v: v):
+    """One pass of Math.h's power-series loop body (k: the counter before it): the next m, n, f
+    and g, on tensors, or on the host's f32 values with `rounded` = r32 after each operation."""
+    m = rounded(rounded(m * z) / (k + 1))
+    n = rounded(rounded(n * z) / (k + 2))
+    m = rounded(m / (k + 2))
+    n = rounded(n / (k + 3))
+    return m, n, rounded(f + m), rounded(g + n)
 
 
-def _series_terms(x: np.float32) -> int:
-    """Iterations of Math.h's power-series loop at x, in f32."""
-    m, n, f, g, z, k = np.float32(1), x, np.float32(1), x, x * x * x, np.float32(1)
-    count, t = 0, np.float32(1)
+def _series_terms(x: float) -> int:
+    """Iterations of Math.h's power-series loop at the f32 value x, in f32."""
+    m, n, f, g, z, k = 1.0, x, 1.0, x, r32(r32(x * x) * x), 1.0
+    count, t = 0, 1.0
     while t > _EPSILON:
-        m, n, f, g = _series_step(m, n, f, g, z, k)
-        k, t, count = k + 3, abs(m / f), count + 1
+        m, n, f, g = _series_step(m, n, f, g, z, k, r32)
+        k, t, count = k + 3, abs(r32(m / f)), count + 1
     return count
 
 
-_TERMS = max(_series_terms(x) for x in np.linspace(-2.09, 2.09, 4001, dtype=np.float32)) + 2
+@functools.cache
+def _terms() -> int:
+    """The most terms any x in (-2.09, 2.09) takes, found once, at the first call (not at import)."""
+    grid = torch.linspace(-2.09, 2.09, 4001, dtype=torch.float32).tolist()
+    return max(_series_terms(x) for x in grid) + 2
 
 
 def _power_series(x):
     m, n, f, g, z = torch.ones_like(x), x, torch.ones_like(x), x, x * x * x
     active = torch.ones_like(x, dtype=torch.bool)
-    for i in range(_TERMS):  # each element's terms only while Math.h's loop runs for it
+    for i in range(_terms()):  # each element's terms only while Math.h's loop runs for it
         stepped = _series_step(m, n, f, g, z, 1.0 + 3 * i)
         m, n, f, g = (torch.where(active, new, old) for new, old in zip(stepped, (m, n, f, g)))
         active = active & ((stepped[0] / stepped[2]).abs() > _EPSILON)
@@ -62,7 +67,7 @@ def _airy_ai(x):
     minus = -2.0 * x * torch.sqrt(-x) / 3.0  # zeta for x < 0
     z = 1.0 / minus
     zz = z * z
-    oscillating_t = minus + 0.25 * float(np.float32(math.pi))
+    oscillating_t = minus + 0.25 * r32(math.pi)
     oscillating = _SQRT_ONE_OVER_PI / torch.sqrt(torch.sqrt(-x)) * (
         torch.sin(oscillating_t) * (1.0 + zz * polevl(zz, tables.AIRY_AI_FORWARD_AFN) / polevl(zz, tables.AIRY_AI_FORWARD_AFD))
         - torch.cos(oscillating_t) * (z * polevl(zz, tables.AIRY_AI_FORWARD_AGN) / polevl(zz, tables.AIRY_AI_FORWARD_AGD)))

@@ -12,6 +12,8 @@ exactly and its mantissa rounds back exactly); float64 falls back, named.
 """
 from __future__ import annotations
 
+import struct
+
 import torch
 
 from .composed_fallback import float64_on_cpu
@@ -19,6 +21,13 @@ from .python_kernels import register
 
 _INTEGER_OF = {torch.float32: torch.int32, torch.bfloat16: torch.int16, torch.float16: torch.int16}
 _SIGN_BIT = {torch.float32: -(2**31), torch.bfloat16: -(2**15), torch.float16: -(2**15)}
+
+
+def round_to_f32(value: float) -> float:
+    """`value` rounded to the nearest f32 (ties to even), as a Python float. Host code reproduces
+    the CPU's f32 arithmetic with it one operation at a time: +, -, * and / of f32 values computed
+    in double and rounded once to f32 give f32's own result."""
+    return struct.unpack("f", struct.pack("f", value))[0]
 
 
 def nextafter(x, other):

@@ -11,11 +11,12 @@ the last NaN, as the CPU's. The backward adds each output's gradient at its inde
 """
 from __future__ import annotations
 
+import math
 from itertools import product
 
-import numpy as np
 import torch
 
+from .float_bits import round_to_f32
 from .python_kernels import register
 
 aten = torch.ops.aten
@@ -26,7 +27,7 @@ def _starts(samples, in_size: int, out_size: int, pool: int):
     last = torch.full((*samples.shape, 1), in_size - pool, dtype=torch.int64, device=samples.device)
     if out_size == 1:
         return last
-    alpha = float(np.float32(in_size - pool) / np.float32(out_size - 1))
+    alpha = round_to_f32((in_size - pool) / (out_size - 1))  # an f32 division, as the CPU's
     i = torch.arange(out_size - 1, device=samples.device, dtype=torch.float32)
     u = samples.float()[..., None]
     starts = ((i + u) * alpha).to(torch.int64) - (u * alpha).to(torch.int64)
@@ -42,7 +43,7 @@ def fractional_max_pool(x, kernel_size, output_size, random_samples):
     # The samples' order: W, H in 2-D; T, H, W in 3-D.
     order = [1, 0] if dims == 2 else [0, 1, 2]
     starts = [_starts(random_samples[..., order[d]], spatial[d], output_size[d], kernel_size[d]) for d in range(dims)]
-    strides = [int(np.prod(spatial[d + 1:])) for d in range(dims)]
+    strides = [math.prod(spatial[d + 1:]) for d in range(dims)]
     flat_input = x.reshape(n, c, -1)
     best = best_index = None
     for offsets in product(*[range(k) for k in kernel_size]):  # the last dim innermost, as the CPU's loops
@@ -69,7 +70,7 @@ def fractional_max_pool(x, kernel_size, output_size, random_samples):
 
 def fractional_max_pool_backward(grad_output, x, kernel_size, output_size, indices):
     planes = x.shape[:-len(kernel_size)]
-    grad = torch.zeros(*planes, int(np.prod(x.shape[-len(kernel_size):])), dtype=grad_output.dtype, device=x.device)
+    grad = torch.zeros(*planes, math.prod(x.shape[-len(kernel_size):]), dtype=grad_output.dtype, device=x.device)
     grad = grad.scatter_add(-1, indices.reshape(*planes, -1), grad_output.reshape(*planes, -1))
     return grad.reshape(x.shape)
 

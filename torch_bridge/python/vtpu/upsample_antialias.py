@@ -16,40 +16,41 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 from torch._prims_common import suggest_memory_format
 
 from .composed_fallback import run_on_cpu
+from .float_bits import round_to_f32 as r32
 from .python_kernels import register
 from .upsample_linear import _ratio
 
 aten = torch.ops.aten
-f32 = np.float32
 
 
-def _triangle(x: np.float32) -> np.float32:
+# Host arithmetic in f32, as the CPU's: each value below is an f32 value held in a Python float,
+# every operation rounded back to f32 (r32).
+def _triangle(x: float) -> float:
     x = abs(x)
-    return f32(1.0) - x if x < 1.0 else f32(0.0)
+    return r32(1.0 - x) if x < 1.0 else 0.0
 
 
-def _fma(a: np.float32, b: np.float32, c: np.float32) -> np.float32:
+def _fma(a: float, b: float, c: float) -> float:
     """a * b + c rounded once to f32 (the f32 product is exact in double)."""
-    return f32(float(a) * float(b) + float(c))
+    return r32(a * b + c)
 
 
-def _keys_cubic(x: np.float32) -> np.float32:
+def _keys_cubic(x: float) -> float:
     """HelperInterpCubic::aa_filter<float> with a = -0.5 (cubic_convolution1 and 2, in f32) as
     the CPU's build computes it: its compiler contracts each multiply-add into a fused one, which
     decides whether a weight next to the filter's zeros is exactly 0 (an infinity times it NaN)
-    or a few ulps."""
-    a = f32(-0.5)
+    or a few ulps. The constants a + 2, a + 3, 5a, 8a and 4a are exact in f32."""
+    a = -0.5
     x = abs(x)
     if x < 1.0:
-        return _fma(_fma(a + f32(2), x, -(a + f32(3))) * x, x, f32(1))
+        return _fma(r32(_fma(a + 2, x, -(a + 3)) * x), x, 1.0)
     if x < 2.0:
-        return _fma(_fma(_fma(a, x, -(f32(5) * a)), x, f32(8) * a), x, -(f32(4) * a))
-    return f32(0.0)
+        return _fma(_fma(_fma(a, x, -(5 * a)), x, 8 * a), x, -(4 * a))
+    return 0.0
 
 
 _FILTERS = {"bilinear": (_triangle, 2), "bicubic": (_keys_cubic, 4)}
@@ -60,26 +61,25 @@ def _windows(in_size: int, out_size: int, align_corners: bool, scale, mode: str)
     ([out, positions] each; positions past a window read index in_size, the appended 0, with
     weight 0), as _compute_index_ranges_weights<float> makes them."""
     filter_fn, interp_size = _FILTERS[mode]
-    s = f32(_ratio(in_size, out_size, align_corners, scale).item())
-    support = f32(interp_size * 0.5 * float(s)) if s >= 1.0 else f32(interp_size * 0.5)
+    s = _ratio(in_size, out_size, align_corners, scale).item()  # an f32 value
+    support = r32(interp_size * 0.5 * s) if s >= 1.0 else interp_size * 0.5
     positions = int(math.ceil(support)) * 2 + 1
-    invscale = f32(1.0 / float(s)) if s >= 1.0 else f32(1.0)
-    index = np.full((out_size, positions), in_size, dtype=np.int64)
-    weight = np.zeros((out_size, positions), dtype=np.float32)
-    with np.errstate(all="ignore"):
-        for i in range(out_size):
-            center = f32(float(s) * (i + 0.5))
-            xmin = max(int(float(center - support) + 0.5), 0)
-            xsize = min(max(min(int(float(center + support) + 0.5), in_size) - xmin, 0), positions)
-            w = [filter_fn(f32((float(f32(j + xmin) - center) + 0.5) * float(invscale))) for j in range(xsize)]
-            total = f32(0.0)
-            for v in w:
-                total = f32(total + v)
-            if total != 0.0:
-                w = [f32(v / total) for v in w]
-            index[i, :xsize] = np.arange(xmin, xmin + xsize)
-            weight[i, :xsize] = w
-    return torch.from_numpy(index), torch.from_numpy(weight)
+    invscale = r32(1.0 / s) if s >= 1.0 else 1.0
+    index = [[in_size] * positions for _ in range(out_size)]
+    weight = [[0.0] * positions for _ in range(out_size)]
+    for i in range(out_size):
+        center = r32(s * (i + 0.5))
+        xmin = max(int(r32(center - support) + 0.5), 0)
+        xsize = min(max(min(int(r32(center + support) + 0.5), in_size) - xmin, 0), positions)
+        w = [filter_fn(r32((r32(j + xmin - center) + 0.5) * invscale)) for j in range(xsize)]
+        total = 0.0
+        for v in w:
+            total = r32(total + v)
+        if total != 0.0:
+            w = [r32(v / total) for v in w]
+        index[i][:xsize] = range(xmin, xmin + xsize)
+        weight[i][:xsize] = w
+    return torch.tensor(index, dtype=torch.int64), torch.tensor(weight, dtype=torch.float32)
 
 
 def _resize_dim(x: torch.Tensor, dim: int, out_size: int, align_corners: bool, scale, mode: str) -> torch.Tensor:
