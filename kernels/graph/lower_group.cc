@@ -57,7 +57,7 @@ class ExprBuilder {
     } else if (n.expr_op == ExprOp::ToF32) {  // Graph::cast
       const int x = value(n.inputs[0]);
       if (n.type.dtype == DType::Bool) out = e_.cast(x, ValueType::Mask);
-      else if (dtype_is_integer(n.type.dtype)) out = e_.cast(x, ValueType::I32);
+      else if (dtype_is_integer(n.type.dtype)) out = to_integer(x);
       else out = e_.cast(x, ValueType::F32);
     } else if (n.scalar_operand) {
       const bool int_scalar = dtype_is_integer(g_.node(n.inputs[0]).type.dtype) && n.scalar == double(int64_t(n.scalar));
@@ -74,6 +74,16 @@ class ExprBuilder {
   }
 
  private:
+  // A float to an integer as torch's CPU converts it on x86 (cvttss2si, then the low bytes for the
+  // narrower types): NaN, the infinities and everything outside int32 give INT32_MIN (0 as int16,
+  // int8 or uint8). The chip's vcvt.f2i saturates and maps NaN to 0, as XLA's convert does.
+  int to_integer(int x) {
+    if (e_.node(x).type != ValueType::F32) return e_.cast(x, ValueType::I32);
+    const int fits = e_.binary(ExprOp::And, e_.binary(ExprOp::Ge, x, e_.constant(-2147483648.0)),
+                               e_.binary(ExprOp::Lt, x, e_.constant(2147483648.0)));
+    return e_.where(fits, e_.cast(x, ValueType::I32), e_.constant(INT32_MIN, ValueType::I32));
+  }
+
   const Graph& g_;
   Expr& e_;
   int next_operand_;

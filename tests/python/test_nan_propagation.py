@@ -238,3 +238,14 @@ def test_grid_sample_weighs_outside_corners_and_nan_coordinates_as_the_cpus_kern
     for align_corners in (False, True):
         f = lambda a, g: F.grid_sample(a, g, mode=mode, padding_mode=padding_mode, align_corners=align_corners)  # noqa: E731
         _matches_the_cpu_mostly_finite(f, x, grid, tol=1e-4)
+
+
+@pytest.mark.parametrize("source", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("target", [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64])
+def test_casts_to_integers_give_nan_and_out_of_range_values_the_cpus_results(source, target):
+    # The CPU converts through int32 (x86's cvttss2si): NaN, the infinities and values beyond int32
+    # become INT32_MIN, and its low bytes (0) for the narrower types; the chip's conversion saturates.
+    x = torch.tensor([float("nan"), float("inf"), -float("inf"), 3e9, -3e9, 1e20, 300.7, -300.7, 2.5, -0.5])
+    x = x.to(source).repeat(20)
+    torch.testing.assert_close(x.to("tpu").to(target).cpu(), x.to(target), rtol=0, atol=0)
+
