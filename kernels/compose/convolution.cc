@@ -1,7 +1,8 @@
 // See convolution.h. Three ways through: one matmul of the windows' columns, batched over the groups; a
 // depthwise convolution as a broadcast multiply and a column reduction over the kernel taps; and
 // the input gradient as the same gathers over the output gradient, dilated by the stride, padded
-// and read through the flipped kernel (negative steps in the gather), so that no scatter is needed.
+// and read through the flipped kernel (negative steps in the gather), so that no scatter is needed;
+// a transposed convolution as one matmul of each input position's window and col2im's sum.
 #include "kernels/compose/convolution.h"
 
 #include <fmt/format.h>
@@ -76,6 +77,10 @@ int depthwise(Graph& g, int buf, const Windows& w, int taps, Pair out) {
   return g.reshape(sum, {n, c, out[0], out[1]});
 }
 
+// Output channels per group from which a transposed convolution runs channels last: its col2im
+// copies rows of that many values (fewer, and the rows of its [T, C, H, W] planes are longer).
+constexpr int64_t kLeastChannelsLast = 8;
+
 bool is_depthwise(int64_t in_channels, int64_t out_channels, int64_t groups) {
   return groups > 1 && in_channels == groups && out_channels == groups;
 }
@@ -139,7 +144,7 @@ int conv2d(Graph& g, int x, int w, int bias, const Conv2dParams& p) {
   return to_nchw(g, y, n, out);
 }
 
-int conv2d_input_grad(Graph& g, int grad_y, int w, std::array<int64_t, 2> input_hw, const Conv2dParams& p, int bias) {
+int conv2d_input_grad(Graph& g, int grad_y, int w, std::array<int64_t, 2> input_hw, const Conv2dParams& p) {
   const auto gs = g.node(grad_y).type.shape, ws = g.node(w).type.shape;
   if (gs.size() != 4 || ws.size() != 4 || gs[1] != ws[0]) {
     throw KernelError(fmt::format("conv2d input gradient: {} does not match weight {}", to_string(g.node(grad_y).type), to_string(g.node(w).type)));
@@ -153,8 +158,7 @@ int conv2d_input_grad(Graph& g, int grad_y, int w, std::array<int64_t, 2> input_
   const Pair flipped{-p.dilation[0], -p.dilation[1]};
   if (is_depthwise(c, o, groups)) {
     const Windows win = windows_of(buf, 0, c, kernel, flipped, origin, input_hw, {1, 1});
-    const int dx = depthwise(g, ge, win, taps_by_channel(g, w), input_hw);
-    return bias < 0 ? dx : add_channel_bias(g, dx, bias);
+    return depthwise(g, ge, win, taps_by_channel(g, w), input_hw);
   }
   const int64_t og = o / groups, t = kernel[0] * kernel[1];
   // Each group's w as [C/G, O/G * T] (element (c, o, t) = w[gi * O/G + o, c, t]), batched over
@@ -163,10 +167,61 @@ int conv2d_input_grad(Graph& g, int grad_y, int w, std::array<int64_t, 2> input_
                            groups == 1 ? std::vector<int64_t>{cg, og * t} : std::vector<int64_t>{groups, cg, og * t});
   const Windows win = windows_of(buf, 0, og, kernel, flipped, origin, input_hw, {1, 1});
   int dx = matmul_with_long_k(g, wt, columns(g, ge, win, false, groups, og * buf[2] * buf[3]), false, p.passes,
-                              "conv2d_input_grad", p.chip, false, bias >= 0);
+                              "conv2d_input_grad", p.chip);
   if (groups > 1) dx = g.reshape(dx, {c, g.node(dx).type.shape.back()});
-  if (bias >= 0) dx = biased(g, dx, bias, g.node(grad_y).type.dtype);
   return to_nchw(g, dx, n, input_hw);
+}
+
+int conv_transpose2d(Graph& g, int x, int w, std::array<int64_t, 2> output_hw, const Conv2dParams& p, int bias) {
+  const auto xs = g.node(x).type.shape, ws = g.node(w).type.shape;
+  const int64_t n = xs[0], c = xs[1], groups = p.groups;
+  if (xs.size() != 4 || ws.size() != 4 || ws[0] != c || c % groups) {
+    throw KernelError(fmt::format("conv_transpose2d: {} does not match weight {} in {} groups", to_string(g.node(x).type),
+                                  to_string(g.node(w).type), groups));
+  }
+  const int64_t cg = c / groups, og = ws[1], o = og * groups, t = ws[2] * ws[3], np = n * xs[2] * xs[3];
+  const Pair kernel{ws[2], ws[3]};
+  if (is_depthwise(c, o, groups)) {  // each tap times its channel on the vector unit, as conv2d's depthwise
+    const int prod = g.binary(ExprOp::Mul, g.reshape(x, {1, n, c, xs[2] * xs[3]}),
+                              per_channel_column(g, taps_by_channel(g, w), t, n, c), "depthwise_conv_transpose2d");
+    const int sums = col2im(g, g.reshape(prod, {t, n * c, xs[2], xs[3]}), kernel, output_hw, p.stride, p.padding, p.dilation);
+    const int y = g.reshape(sums, {n, c, output_hw[0], output_hw[1]});
+    return bias < 0 ? y : add_channel_bias(g, y, bias);
+  }
+  const DType dtype = g.node(x).type.dtype;
+  if (og < kLeastChannelsLast) {
+    // Few output channels per group: col2im over [T, O * N, H, W] planes, from each group's w as
+    // [T * O/G, C/G] by its channels of x.
+    const int wt = g.strided_copy(w, {groups, t, og, cg}, {cg * og * t, 1, t, og * t}, 0, "conv_weight_t");
+    const int xf = channels_first(g, x);  // [C, N*P]
+    int y = groups == 1
+        ? matmul_with_long_k(g, g.reshape(wt, {t * og, c}), xf, false, p.passes, "conv_transpose2d", p.chip, false, true)
+        : matmul_with_long_k(g, g.reshape(wt, {groups, t * og, cg}), g.reshape(xf, {groups, cg, np}), false, p.passes,
+                             "conv_transpose2d", p.chip, false, true);
+    if (groups > 1) y = g.strided_copy(y, {t, groups, og, np}, {og * np, t * og * np, np, 1}, 0, "conv_transpose_taps");
+    const int sums = col2im(g, g.reshape(y, {t, o * n, xs[2], xs[3]}), kernel, output_hw, p.stride, p.padding, p.dilation);
+    int out = g.reshape(sums, {o, n * output_hw[0] * output_hw[1]});
+    out = bias >= 0 ? biased(g, out, bias, dtype) : dtype == DType::F32 ? out : g.cast(out, dtype, "conv_transpose2d");
+    return to_nchw(g, out, n, output_hw);
+  }
+  // Channels last, so that col2im's window copies move rows of O/G channels: each group's x as
+  // [N*H*W, C/G] by its w as [C/G, T * O/G] gives every input position's window of contributions
+  // (tap-major, in f32), [G * N, H, W, T * O/G].
+  const int64_t hw = xs[2] * xs[3];
+  const int xg = g.strided_copy(x, {groups, n, hw, cg}, {cg * hw, c * hw, 1, hw}, 0, "conv_transpose_input");
+  const int wg = g.strided_copy(w, {groups, cg, t, og}, {cg * og * t, og * t, 1, t}, 0, "conv_weight_t");
+  const int values = groups == 1
+      ? matmul_with_long_k(g, g.reshape(xg, {np, cg}), g.reshape(wg, {cg, t * og}), false, p.passes, "conv_transpose2d", p.chip,
+                           false, true)
+      : matmul_with_long_k(g, g.reshape(xg, {groups, np, cg}), g.reshape(wg, {groups, cg, t * og}), false, p.passes,
+                           "conv_transpose2d", p.chip, false, true);
+  const int sums = col2im_channels_last(g, g.reshape(values, {groups * n, xs[2], xs[3], t * og}), kernel, output_hw, p.stride,
+                                        p.padding, p.dilation);  // [G * N, OH, OW, O/G]
+  const int64_t ohw = output_hw[0] * output_hw[1];
+  int out = g.strided_copy(sums, {n, groups, og, ohw}, {ohw * og, n * ohw * og, 1, og}, 0, "conv_output");
+  out = g.reshape(out, {n, o, output_hw[0], output_hw[1]});
+  if (bias >= 0) out = add_channel_bias(g, out, g.node(bias).type.dtype == DType::F32 ? bias : g.cast(bias, DType::F32, "conv_bias"));
+  return dtype == DType::F32 ? out : g.cast(out, dtype, "conv_transpose2d");  // the f32 sums plus bias, rounded once
 }
 
 int conv2d_weight_grad(Graph& g, int grad_y, int x, std::array<int64_t, 2> kernel_hw, int64_t out_channels, const Conv2dParams& p) {

@@ -35,11 +35,16 @@ int conv2d(Graph& g, int x, int w, int bias, const Conv2dParams& p);
 int add_channel_bias(Graph& g, int y, int bias);
 
 // The gradient of conv2d with respect to x, given grad_y [N, O, OH, OW]: [N, C, H, W] with
-// (H, W) = input_hw. Also conv_transpose2d's forward (x as grad_y, output size as input_hw), whose
-// `bias` [C] (optional) is added to the matmul's f32 result as conv2d adds its own, before a bf16
-// result is rounded.
-int conv2d_input_grad(Graph& g, int grad_y, int w, std::array<int64_t, 2> input_hw, const Conv2dParams& p,
-                      int bias = -1);
+// (H, W) = input_hw.
+int conv2d_input_grad(Graph& g, int grad_y, int w, std::array<int64_t, 2> input_hw, const Conv2dParams& p);
+
+// conv_transpose2d(x, w) + bias: x [N, C, H, W], w [C, O / groups, kh, kw], bias [O] or -1 ->
+// [N, O, output_hw], as the CPU computes it: one matmul gives every input position's window of
+// contributions (no product with the zeros a stride would insert), and col2im sums the windows'
+// overlaps, in f32, rounded once. conv2d_input_grad's formulation (a convolution over x dilated by
+// the stride) multiplies each weight by those zeros: stride^2 times the products, and NaN from an
+// infinite weight where the CPU's sum is infinite.
+int conv_transpose2d(Graph& g, int x, int w, std::array<int64_t, 2> output_hw, const Conv2dParams& p, int bias = -1);
 
 // The gradient of conv2d with respect to w ([O, C / groups, kh, kw]), given grad_y and x.
 int conv2d_weight_grad(Graph& g, int grad_y, int x, std::array<int64_t, 2> kernel_hw, int64_t out_channels,

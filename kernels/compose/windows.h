@@ -48,6 +48,14 @@ int pad_hw(Graph& g, int x, Pair before, Pair after, double value = 0);
 // the stride and padded, then read through the flipped kernel, tap t from its own plane.
 int col2im(Graph& g, int values, Pair kernel, Pair input_hw, Pair stride, Pair padding, Pair dilation);
 
+// col2im over f32 values laid out channels last, [B, OH, OW, T * L] (tap-major within a window
+// position, L lanes: a transposed convolution's matmul gives [N * OH * OW, T * C_out]) ->
+// [B, H, W, L]. No dilation: the output splits into stride x stride phases (positions equal
+// modulo the stride), each the sum of the taps that reach it, each tap read once as a shifted
+// window (rows of L values), and the phases are interleaved (rows of L again), where interleaving
+// rows of one value (col2im's layout) would copy element by element.
+int col2im_channels_last(Graph& g, int values, Pair kernel, Pair output_hw, Pair stride, Pair padding, Pair dilation);
+
 // grad [.., OH, OW] with stride - 1 zeros after each element along both spatial (last two)
 // dims, and padded so that a flipped window read from any input position stays inside:
 // returns the buffer and the origin (offset of input position 0) the reads start from.

@@ -1,5 +1,6 @@
 // Convolutions built from graph nodes (kernels/compose/convolution.h), run on the simulator against
-// direct double-precision loops: forward with bias, input gradient and weight gradient, over
+// direct double-precision loops: forward with bias, input gradient (and the transposed
+// convolution of the output gradient by the same weight, which equals it) and weight gradient, over
 // strides, paddings, dilations, groups, depthwise and conv1d-shaped inputs.
 #include <doctest/doctest.h>
 
@@ -49,7 +50,7 @@ Data data_for(const ConvCase& k) {
           testing::random_floats(k.o, 13, -1, 1), testing::random_floats(k.n * k.o * k.oh() * k.ow(), 14, -1, 1)};
 }
 
-enum class Which { Forward, InputGrad, WeightGrad };
+enum class Which { Forward, InputGrad, Transposed, WeightGrad };
 
 std::vector<double> reference(const ConvCase& k, const Data& d, Which which) {
   const int64_t oh = k.oh(), ow = k.ow();
@@ -58,13 +59,13 @@ std::vector<double> reference(const ConvCase& k, const Data& d, Which which) {
     out.resize(k.n * k.o * oh * ow);
     for (size_t i = 0; i < out.size(); ++i) out[i] = d.b[(i / (oh * ow)) % k.o];
   } else {
-    out.assign(which == Which::InputGrad ? d.x.size() : d.w.size(), 0.0);
+    out.assign(which == Which::WeightGrad ? d.w.size() : d.x.size(), 0.0);
   }
   for_each_term(k, [&](int64_t n, int64_t o, int64_t y, int64_t x, int64_t c, int64_t cl, int64_t i, int64_t j, int64_t iy, int64_t ix) {
     const size_t yi = ((n * k.o + o) * oh + y) * ow + x, xi = ((n * k.c + c) * k.h + iy) * k.w + ix,
                  wi = ((o * k.cg() + cl) * k.kh + i) * k.kw + j;
     if (which == Which::Forward) out[yi] += double(d.w[wi]) * d.x[xi];
-    if (which == Which::InputGrad) out[xi] += double(d.w[wi]) * d.gy[yi];
+    if (which == Which::InputGrad || which == Which::Transposed) out[xi] += double(d.w[wi]) * d.gy[yi];
     if (which == Which::WeightGrad) out[wi] += double(d.x[xi]) * d.gy[yi];
   });
   return out;
@@ -79,6 +80,7 @@ std::vector<float> run(const ConvCase& k, const Data& d, Which which, FusionStra
   int out;
   if (which == Which::Forward) out = kernels::conv2d(g, x, w, b, k.p);
   else if (which == Which::InputGrad) out = kernels::conv2d_input_grad(g, gy, w, {k.h, k.w}, k.p);
+  else if (which == Which::Transposed) out = kernels::conv_transpose2d(g, gy, w, {k.h, k.w}, k.p);
   else out = kernels::conv2d_weight_grad(g, gy, x, {k.kh, k.kw}, k.o, k.p);
   // Outputs are buffers: a reshape's result is its source's (as the bridge marks them).
   while (g.node(out).kind == kernels::NodeKind::Reshape) out = g.node(out).inputs[0];
@@ -105,7 +107,7 @@ kernels::Conv2dParams params(std::array<int64_t, 2> stride, std::array<int64_t, 
 // errors are f32 rounding of the accumulation, well inside 1e-4 relative plus 1e-4 absolute.
 void check_all(const ConvCase& k) {
   const Data d = data_for(k);
-  for (Which which : {Which::Forward, Which::InputGrad, Which::WeightGrad}) {
+  for (Which which : {Which::Forward, Which::InputGrad, Which::Transposed, Which::WeightGrad}) {
     CAPTURE(int(which));
     VTPU_CHECK_CLOSE(run(k, d, which), reference(k, d, which), 1e-4, 1e-4);
   }
@@ -124,6 +126,9 @@ TEST_SUITE("kernels") {
   TEST_CASE("conv2d: strides, asymmetric padding and dilation") {
     check_all({1, 4, 17, 13, 6, 3, 2, params({2, 2}, {1, 0}, {1, 2})});
     check_all({2, 2, 11, 12, 3, 2, 3, params({3, 1}, {2, 1}, {2, 1})});
+    // 16 channels: the transposed convolution runs channels last (col2im_channels_last)
+    check_all({2, 16, 9, 11, 5, 3, 4, params({2, 3}, {1, 2}, {1, 2})});
+    check_all({1, 32, 7, 8, 4, 3, 3, params({2, 2}, {0, 1}, {2, 1}, 2)});
   }
 
   TEST_CASE("conv2d: patch embedding (stride = kernel: columns by position)") {

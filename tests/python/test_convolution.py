@@ -17,6 +17,11 @@ CASES = {
     "groups17_regnet": (lambda: torch.nn.Conv2d(34, 51, 3, stride=2, padding=1, groups=17), (2, 34, 9, 9)),
     "groups32_resnext": (lambda: torch.nn.Conv2d(64, 64, 3, padding=1, groups=32, bias=False), (1, 64, 6, 6)),
     "conv_transpose_grouped": (lambda: torch.nn.ConvTranspose2d(36, 18, 3, stride=2, padding=1, groups=18), (1, 36, 5, 5)),
+    "conv_transpose_depthwise": (lambda: torch.nn.ConvTranspose2d(6, 6, 3, stride=2, padding=1, groups=6), (2, 6, 5, 4)),
+    # 8 or more output channels per group: channels last (kernels/compose/windows.h, col2im_channels_last)
+    "conv_transpose_channels_last": (lambda: torch.nn.ConvTranspose2d(6, 16, 3, stride=2, padding=1, output_padding=1), (2, 6, 5, 7)),
+    "conv_transpose_channels_last_grouped": (
+        lambda: torch.nn.ConvTranspose2d(8, 32, (4, 3), stride=(2, 3), padding=(1, 0), groups=2, dilation=(1, 2)), (2, 8, 4, 5)),
     "depthwise_7x7": (lambda: torch.nn.Conv2d(24, 24, 7, padding=3, groups=24), (2, 24, 9, 9)),
     "patch_embedding": (lambda: torch.nn.Conv2d(3, 16, 8, stride=8), (2, 3, 32, 32)),
     "padding_same": (lambda: torch.nn.Conv2d(3, 4, 4, padding="same"), (1, 3, 10, 10)),
@@ -63,15 +68,16 @@ def test_bf16_convolution(no_fallback):
     torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=1e-2)
 
 
+@pytest.mark.parametrize("channels", [6, 16])
 @pytest.mark.parametrize("conv", [F.conv2d, F.conv_transpose2d], ids=["conv2d", "conv_transpose2d"])
-def test_bf16_with_a_bias_rounds_once(conv, no_fallback):
+def test_bf16_with_a_bias_rounds_once(conv, channels, no_fallback):
     """The bias joins the f32 sums before the bf16 result is rounded, once: exactly the f32
     convolution of the same values, rounded. Before, the sums were rounded, the bias added, and
     the result rounded again: outputs off by a bf16 ulp where the two roundings differ."""
     g = torch.Generator().manual_seed(0)
     x = (torch.randn(2, 4, 9, 9, generator=g) * 3).bfloat16()
-    w = (torch.randn(6, 4, 3, 3, generator=g) * 3).bfloat16()
-    b = (torch.randn(6, generator=g) * 8).bfloat16()  # 6 output channels either way
+    w = (torch.randn(channels, 4, 3, 3, generator=g) * 3).bfloat16()
+    b = (torch.randn(channels, generator=g) * 8).bfloat16()  # output channels either way
     w = w if conv is F.conv2d else w.transpose(0, 1).contiguous()
     got = conv(x.to("tpu"), w.to("tpu"), b.to("tpu"), stride=2).cpu()
     assert got.dtype == torch.bfloat16

@@ -249,3 +249,17 @@ def test_casts_to_integers_give_nan_and_out_of_range_values_the_cpus_results(sou
     x = x.to(source).repeat(20)
     torch.testing.assert_close(x.to("tpu").to(target).cpu(), x.to(target), rtol=0, atol=0)
 
+
+@pytest.mark.parametrize("groups", [1, 2, 4])
+def test_transposed_convolution_adds_infinite_weights_only_where_they_reach(groups):
+    # The CPU sums each input position's window (col2im): an infinite weight reaches the outputs
+    # its taps touch, as inf. The chip computed a convolution over x dilated by the stride, where
+    # the same weight also met the inserted zeros: inf * 0 = NaN, and NaN where the CPU has inf.
+    g = torch.Generator().manual_seed(0)
+    x, w, b = torch.randn(2, 4, 5, 6, generator=g), torch.randn(4, 8 // groups, 3, 3, generator=g), torch.randn(8, generator=g)
+    w[1, 0, 1, 2], w[2, 1, 0, 0], x[0, 3, 2, 2] = float("inf"), -float("inf"), float("nan")
+    for kw in ({"stride": 2, "padding": 1, "output_padding": 1}, {"stride": (3, 2), "dilation": 2}):
+        want = F.conv_transpose2d(x, w, b, groups=groups, **kw)
+        got = F.conv_transpose2d(x.to("tpu"), w.to("tpu"), b.to("tpu"), groups=groups, **kw).cpu()
+        assert want.isinf().any() and want.isnan().any()
+        torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4, equal_nan=True)

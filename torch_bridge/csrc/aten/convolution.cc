@@ -118,8 +118,7 @@ at::Tensor tpu_convolution_overrideable(const at::Tensor& input, const at::Tenso
   return record("convolution_overrideable", inputs, input.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
     const int x = c.lift(g, v[0]), w = c.lift(g, v[1]), b = has_bias ? v[2] : -1;
     if (!c.transposed) return c.unlift(g, kernels::conv2d(g, x, w, b, c.params));
-    const Pair out = transposed_output(g, x, w, c);
-    return c.unlift(g, kernels::conv2d_input_grad(g, padded_for(g, x, w, out, c), w, out, c.params, b));
+    return c.unlift(g, kernels::conv_transpose2d(g, x, w, transposed_output(g, x, w, c), c.params, b));
   }, cpu);
 }
 
