@@ -85,6 +85,7 @@ from . import triangle_indices as _triangle_indices  # noqa: E402,F401  (before 
 from . import float_bits as _float_bits  # noqa: E402,F401  (nextafter, frexp; before decompositions too)
 from . import unique as _unique  # noqa: E402,F401
 from . import fft as _fft  # noqa: E402,F401  (_fft_c2c, _fft_r2c, _fft_c2r as DFT matmuls)
+from . import histogram as _histogram  # noqa: E402,F401  (histogram as the CPU bins it)
 from . import upsample_linear as _upsample_linear  # noqa: E402,F401
 from . import upsample_antialias as _upsample_antialias  # noqa: E402,F401
 from . import ctc_loss as _ctc_loss  # noqa: E402,F401
