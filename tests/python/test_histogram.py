@@ -1,7 +1,8 @@
-"""torch.histogram on the chip (torch_bridge/python/vtpu/histogram.py) against torch's CPU kernel:
-bin counts and ranges, explicit edges, weights, density, elements on the edges (the last bin keeps
-its right edge), NaN and out-of-range elements skipped, an empty range widened, and the CPU's
-errors. It ran on the CPU fallback before."""
+"""torch.histogram and torch.histogramdd on the chip (torch_bridge/python/vtpu/histogram.py)
+against torch's CPU kernel: bin counts and ranges, explicit edges, weights, density, elements on
+the edges (the last bin keeps its right edge), NaN and out-of-range elements skipped, an empty
+range widened, the CPU's errors, and histogramdd over 3 dims with counts, ranges and explicit
+edges. Both ran on the CPU fallback before."""
 import pytest
 import torch
 
@@ -68,3 +69,20 @@ def test_errors_are_the_cpus():
         torch.histogram(torch.tensor([1.0, float("inf")], device="tpu"), 3)
     with pytest.raises(RuntimeError, match=r"should have the same dtype"):
         torch.histogram(x, 3, weight=torch.ones(10, dtype=torch.float64, device="tpu"))
+
+
+@pytest.mark.parametrize("density", [False, True])
+def test_histogramdd_matches_the_cpu(density):
+    g = torch.Generator().manual_seed(1)
+    points, w = torch.randn(4, 50, 3, generator=g), torch.rand(4, 50, generator=g)
+    edges = [torch.tensor([-1.0, 0.0, 0.5, 2.0]), torch.linspace(-2, 2, 6), torch.tensor([-3.0, 3.0])]
+    for bins, kwargs in (([3, 4, 5], {}), ([2, 2, 7], {"range": [-1.0, 1.0, -0.5, 0.5, 0.0, 2.0]}), (edges, {})):
+        for weight in (None, w):
+            want = torch.histogramdd(points, bins, weight=weight, density=density, **kwargs)
+            got = torch.histogramdd(points.to("tpu"), [b.to("tpu") if isinstance(b, torch.Tensor) else b for b in bins],
+                                    weight=None if weight is None else weight.to("tpu"), density=density, **kwargs)
+            torch.testing.assert_close(got.hist.cpu(), want.hist, rtol=1e-5, atol=1e-6)
+            for e_got, e_want in zip(got.bin_edges, want.bin_edges):
+                torch.testing.assert_close(e_got.cpu(), e_want, rtol=0, atol=0)
+    with pytest.raises(RuntimeError, match=r"weight tensor is provided it should have the same shape"):
+        torch.histogramdd(points.to("tpu"), [2, 2, 2], weight=w.reshape(-1).to("tpu"))
