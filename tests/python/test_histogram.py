@@ -86,3 +86,5 @@ def test_histogramdd_matches_the_cpu(density):
                 torch.testing.assert_close(e_got.cpu(), e_want, rtol=0, atol=0)
     with pytest.raises(RuntimeError, match=r"weight tensor is provided it should have the same shape"):
         torch.histogramdd(points.to("tpu"), [2, 2, 2], weight=w.reshape(-1).to("tpu"))
+    with pytest.raises(RuntimeError, match=r"The size of bins must be equal to the innermost dimension"):
+        torch.histogramdd(points.to("tpu"), [2, 2])

@@ -51,3 +51,11 @@ def test_gradient():
 def test_empty_matrices_fall_back_named(no_fallback):
     with pytest.raises(NotImplementedError, match="linalg_lstsq cannot run on the chip: empty matrices"):
         torch.linalg.lstsq(torch.zeros(0, 3, device="tpu"), torch.zeros(0, 2, device="tpu"))
+
+
+def test_too_few_dimensions_are_the_cpus_errors(no_fallback):
+    # Read as matrices, a vector failed to unpack its shape (ValueError) before torch's check.
+    with pytest.raises(RuntimeError, match="input must have at least 2 dimensions"):
+        torch.linalg.lstsq(torch.randn(3, device="tpu"), torch.randn(3, device="tpu"))
+    with pytest.raises(RuntimeError, match="other must have at least 1 dimension"):
+        torch.linalg.lstsq(torch.randn(3, 3, device="tpu"), torch.tensor(1.0, device="tpu"))

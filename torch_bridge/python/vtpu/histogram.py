@@ -120,9 +120,13 @@ def histogram_bins_tensor(self, bins, *, weight=None, density: bool = False):
     return _counts(points, [bins.contiguous()], weight, density), bins.clone()
 
 
+def _check_bin_count(points, bins) -> None:
+    torch._check(len(bins) == points.size(1),
+                 lambda: "histogramdd: The size of bins must be equal to the innermost dimension of the input.")
+
+
 def _check_bin_tensors(points, bins) -> None:
-    torch._check(len(bins) == points.size(1), lambda: f"torch.histogramdd: expected {points.size(1)} sequences of bin edges "
-                 f"for each of the {points.size(1)} dimensions of the input, but got {len(bins)}")
+    _check_bin_count(points, bins)
     for d, b in enumerate(bins):
         torch._check(b.dtype == points.dtype, lambda: "torch.histogramdd: input tensor and bins tensors should have the same "
                      f"dtype, but got input with dtype {points.dtype} and bins for dimension {d} with dtype {b.dtype}")
@@ -143,8 +147,7 @@ def histogramdd_bin_edges(self, bins, *, range=None, weight=None, density: bool 
     if (cpu := _on_cpu_unless_float32("_histogramdd_bin_edges", self, bins, range=range, weight=weight, density=density)) is not None:
         return cpu
     points = _points(self)
-    torch._check(len(bins) == points.size(1), lambda: f"torch.histogramdd: expected {points.size(1)} sequences of bin edges "
-                 f"for each of the {points.size(1)} dimensions of the input, but got {len(bins)}")
+    _check_bin_count(points, bins)
     return _edges_from_counts(points, list(bins), range)
 
 

@@ -42,6 +42,8 @@ def _svd_solution(a, b, rcond):
 
 def linalg_lstsq(a, b, rcond=None, *, driver=None):
     driver = driver or "gelsy"
+    torch._check(a.dim() >= 2, lambda: "torch.linalg.lstsq: input must have at least 2 dimensions.")
+    torch._check(b.dim() >= 1, lambda: "torch.linalg.lstsq: other must have at least 1 dimension.")
     m, n = a.shape[-2:]
     if a.numel() == 0 or b.numel() == 0:
         return run_on_cpu("linalg_lstsq", "empty matrices", a, b, rcond, driver=driver)
