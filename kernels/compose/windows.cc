@@ -111,9 +111,9 @@ struct PhaseSplit {
 };
 
 // Where col2im finds tap t's value of window (row, col) of batch b, lane l, in its padded buffer:
-// offset + b * batch + row * row_step + col * col_step + t * tap + l.
+// b * batch + row * row_step + col * col_step + t * tap + l.
 struct ValuesLayout {
-  int64_t batches = 1, lanes = 1, batch = 0, row_step = 0, col_step = 0, tap = 0, offset = 0;
+  int64_t batches = 1, lanes = 1, batch = 0, row_step = 0, col_step = 0, tap = 0;
 };
 
 // Each phase of the output: its taps' shifted windows summed in tap order (the CPU's col2im adds
@@ -131,7 +131,7 @@ int sum_phases(Graph& g, int buf, const ValuesLayout& v, const PhaseSplit& h, co
       for (int64_t i = 0; i < kernel[0] && m > 0 && n > 0; ++i) {
         for (int64_t j = 0; j < kernel[1]; ++j) {
           if (h.phase[i] != rh || w.phase[j] != rw) continue;
-          const int64_t at = v.offset + (i * kernel[1] + j) * v.tap + (h.shift[i] + h.pad_before) * v.row_step +
+          const int64_t at = (i * kernel[1] + j) * v.tap + (h.shift[i] + h.pad_before) * v.row_step +
                              (w.shift[j] + w.pad_before) * v.col_step;
           const int window = g.strided_copy(buf, dims(v.batches, m, n), window_strides, at, "col2im");
           sum = sum < 0 ? window : g.binary(ExprOp::Add, sum, window, "col2im");
@@ -172,7 +172,7 @@ int col2im_channels_last(Graph& g, int values, Pair kernel, Pair output_hw, Pair
   int buf = g.pad(values, 1, h.pad_before, h.pad_after, 0, "col2im");
   buf = g.pad(buf, 2, w.pad_before, w.pad_after, 0, "col2im");
   const auto b = g.node(buf).type.shape;
-  const ValuesLayout layout{s[0], s[3] / taps, b[1] * b[2] * b[3], b[2] * b[3], b[3], s[3] / taps, 0};
+  const ValuesLayout layout{s[0], s[3] / taps, b[1] * b[2] * b[3], b[2] * b[3], b[3], s[3] / taps};
   return sum_phases(g, buf, layout, h, w, kernel, output_hw);
 }
 
