@@ -16,9 +16,15 @@ from .meta_check import raise_if_torch_rejects
 
 
 def run_on_cpu(op, why: str, *args, **kwargs):
-    """aten `op` (a name, or an OpOverload) on the CPU with tensors (also inside lists) moved there."""
+    """aten `op` (a name, "name.overload", or an OpOverload) on the CPU with tensors (also inside
+    lists) moved there."""
     name = op if isinstance(op, str) else op._schema.name.split("::")[-1]
-    function = getattr(torch.ops.aten, op) if isinstance(op, str) else op
+    if isinstance(op, str):
+        packet, _, overload = op.partition(".")
+        function = getattr(torch.ops.aten, packet)
+        function = getattr(function, overload) if overload else function
+    else:
+        function = op
     if not _C.cpu_fallback_allowed():
         raise_if_torch_rejects(function, *args, **kwargs)  # bad input: torch's own error
         raise NotImplementedError(f"vtpu: aten::{name} cannot run on the chip: {why}. Set VTPU_CPU_FALLBACK=1 (or "
