@@ -11,6 +11,7 @@ in f32 as its linspace kernel does, so that an element on an edge lands in the C
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 
 import torch
@@ -95,15 +96,7 @@ def _counts(points, edges: list, weight, density: bool):
     return hist
 
 
-def _on_cpu_unless_float32(op: str, self, *args, **kwargs):
-    if self.dtype == torch.float32:
-        return None
-    return run_on_cpu(op, f"{self.dtype} (the chip's histogram serves float32)", self, *args, **kwargs)
-
-
 def histogram_bin_ct(self, bins: int = 100, *, range=None, weight=None, density: bool = False):
-    if (cpu := _on_cpu_unless_float32("histogram.bin_ct", self, bins, range=range, weight=weight, density=density)) is not None:
-        return cpu
     points = self.reshape(-1, 1)
     _check_weight(points, None if weight is None else weight.reshape(-1))
     (edges,) = _edges_from_counts(points, [bins], range)
@@ -111,9 +104,6 @@ def histogram_bin_ct(self, bins: int = 100, *, range=None, weight=None, density:
 
 
 def histogram_bins_tensor(self, bins, *, weight=None, density: bool = False):
-    if self.dtype != torch.float32 or bins.dtype != torch.float32:
-        return run_on_cpu("histogram.bins_tensor", f"{self.dtype} (the chip's histogram serves float32)", self, bins,
-                          weight=weight, density=density)
     points = self.reshape(-1, 1)
     _check_bin_tensors(points, [bins])
     _check_weight(points, None if weight is None else weight.reshape(-1))
@@ -144,35 +134,37 @@ def _points(self):
 
 
 def histogramdd_bin_edges(self, bins, *, range=None, weight=None, density: bool = False):
-    if (cpu := _on_cpu_unless_float32("_histogramdd_bin_edges", self, bins, range=range, weight=weight, density=density)) is not None:
-        return cpu
     points = _points(self)
     _check_bin_count(points, bins)
     return _edges_from_counts(points, list(bins), range)
 
 
 def histogramdd_from_bin_cts(self, bins, *, range=None, weight=None, density: bool = False):
-    if (cpu := _on_cpu_unless_float32("_histogramdd_from_bin_cts", self, bins, range=range, weight=weight,
-                                      density=density)) is not None:
-        return cpu
     points = _points(self)
-    edges = histogramdd_bin_edges(self, bins, range=range)
+    _check_bin_count(points, bins)
+    edges = _edges_from_counts(points, list(bins), range)
     _check_weight(self, weight)
     return _counts(points, edges, weight, density)
 
 
 def histogramdd_from_bin_tensors(self, bins, *, weight=None, density: bool = False):
-    if self.dtype != torch.float32:
-        return run_on_cpu("_histogramdd_from_bin_tensors", f"{self.dtype} (the chip's histogram serves float32)", self, bins,
-                          weight=weight, density=density)
     points = _points(self)
     _check_bin_tensors(points, list(bins))
     _check_weight(self, weight)
     return _counts(points, [b.contiguous() for b in bins], weight, density)
 
 
-register("histogram.bin_ct", histogram_bin_ct, "PrivateUse1")
-register("histogram.bins_tensor", histogram_bins_tensor, "PrivateUse1")
-register("_histogramdd_bin_edges", histogramdd_bin_edges, "PrivateUse1")
-register("_histogramdd_from_bin_cts", histogramdd_from_bin_cts, "PrivateUse1")
-register("_histogramdd_from_bin_tensors", histogramdd_from_bin_tensors, "PrivateUse1")
+def _float32_on_chip(op: str, fn):
+    """fn as aten `op`'s kernel for float32 input; other dtypes run `op` on the CPU, named."""
+    @functools.wraps(fn)
+    def kernel(self, *args, **kwargs):
+        if self.dtype != torch.float32:
+            return run_on_cpu(op, f"{self.dtype} (the chip's histogram serves float32)", self, *args, **kwargs)
+        return fn(self, *args, **kwargs)
+    return kernel
+
+
+for _op, _fn in (("histogram.bin_ct", histogram_bin_ct), ("histogram.bins_tensor", histogram_bins_tensor),
+                 ("_histogramdd_bin_edges", histogramdd_bin_edges), ("_histogramdd_from_bin_cts", histogramdd_from_bin_cts),
+                 ("_histogramdd_from_bin_tensors", histogramdd_from_bin_tensors)):
+    register(_op, _float32_on_chip(_op, _fn), "PrivateUse1")
