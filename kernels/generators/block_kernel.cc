@@ -25,9 +25,10 @@ void validate(const BlockKernelSpec& spec) {
       fail(fmt::format("blocks of {} (kernels take float32, bfloat16 or int32)", dtype_name(r.dtype)));
     }
     // A one-row block is a row vector (read by every sublane); a one-column scratch block a
-    // row statistic (block_kernel_body.h).
+    // row statistic, or of one row a number (block_kernel_body.h).
     const bool row_vector = r.block_rows == 1 && r.block_cols % 128 == 0;
-    const bool column_vector = r.kind == BlockRef::Kind::Scratch && r.block_cols == 1 && r.block_rows % 8 == 0;
+    const bool column_vector =
+        r.kind == BlockRef::Kind::Scratch && r.block_cols == 1 && (r.block_rows % 8 == 0 || r.block_rows == 1);
     if (!row_vector && !column_vector && (r.block_rows % 8 || r.block_cols % 128)) {
       fail(fmt::format("block shape ({}, {}): blocks are whole 8 x 128 tiles (or one row of them)", r.block_rows,
                        r.block_cols));

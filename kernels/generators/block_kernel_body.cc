@@ -1,6 +1,6 @@
 // A block kernel's VMEM layout and its body, lowered statement by statement: elementwise
-// assignments through TileCodegen tile by tile, row reductions through the cross-lane unit,
-// copies and waits (dots: block_kernel_dot.cc). Each statement runs under its `pl.when`
+// assignments through TileCodegen tile by tile, copies and waits (dots: block_kernel_dot.cc;
+// reductions: block_kernel_reductions.cc). Each statement runs under its `pl.when`
 // conditions.
 #include "kernels/generators/block_kernel_body.h"
 
@@ -167,43 +167,6 @@ void emit_assign(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l
   for (int reg : {g, c, limit, scratch}) s.release(reg);
 }
 
-// target (one column wide) = sum or max over each row of the operand.
-void emit_row_reduction(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l, const BlockStatement& st) {
-  const BlockRef& x = spec.refs[st.operands.at(0)];
-  const BlockRef& target = spec.refs[st.target];
-  if (!dtype_is_float(x.dtype) || target.dtype != DType::F32) fail_block_kernel(spec, "row reductions read and make float blocks");
-  if (x.block_rows % kSublanes) fail_block_kernel(spec, "row reductions read blocks of whole 8-row tiles");
-  auto& s = w.sregs();
-  const int src = s.take(), dst = s.take(), cursor = s.take(), g = s.take(), c = s.take(), limit = s.take();
-  load_block_base(w, l, spec, st.operands[0], src);
-  load_block_base(w, l, spec, st.target, dst);
-  const bool sum = st.kind == BlockStatement::Kind::RowSum;
-  const std::string group_loop = w.new_label("reduce_rows"), chunk_loop = w.new_label("reduce_cols"),
-                    reduced = w.new_label("reduced");
-  w.line("sli s{}, 0", g);
-  w.place(group_loop);
-  w.line("{} v0, m0, s{}, 0, {}", load_mnemonic(x.dtype), src, row_stride_bytes(x));
-  w.line("saddi s{}, s{}, {}", cursor, src, kLanes * dtype_bytes(x.dtype));
-  w.line("sli s{}, 1", c);
-  w.load_immediate(limit, stored_cols(x) / kLanes);
-  w.line("bge s{}, s{}, {}", c, limit, reduced);
-  w.place(chunk_loop);
-  w.line("{} v1, m0, s{}, 0, {}", load_mnemonic(x.dtype), cursor, row_stride_bytes(x));
-  w.line("{} v0, v0, v1", sum ? "vadd" : "vmax");
-  w.line("saddi s{}, s{}, {}", cursor, cursor, kLanes * dtype_bytes(x.dtype));
-  w.line("saddi s{}, s{}, 1", c, c);
-  w.line("blt s{}, s{}, {}", c, limit, chunk_loop);
-  w.place(reduced);
-  w.line("{} v2, v0", sum ? "vredsum.lane" : "vredmax.lane");
-  w.line("vst v2, m0, s{}, 0, {}", dst, row_stride_bytes(target));
-  w.line("saddi s{}, s{}, {}", src, src, kSublanes * row_stride_bytes(x));
-  w.line("saddi s{}, s{}, {}", dst, dst, kSublanes * row_stride_bytes(target));
-  w.line("saddi s{}, s{}, 1", g, g);
-  w.load_immediate(limit, x.block_rows / kSublanes);
-  w.line("blt s{}, s{}, {}", g, limit, group_loop);
-  for (int reg : {src, dst, cursor, g, c, limit}) s.release(reg);
-}
-
 }  // namespace
 
 void fail_block_kernel(const BlockKernelSpec& spec, const std::string& what) {
@@ -329,7 +292,9 @@ void emit_block_body(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayou
       case BlockStatement::Kind::Assign: emit_assign(w, spec, l, st, program_ids); break;
       case BlockStatement::Kind::Dot: emit_dot(w, spec, l, st, chip); break;
       case BlockStatement::Kind::RowSum:
-      case BlockStatement::Kind::RowMax: emit_row_reduction(w, spec, l, st); break;
+      case BlockStatement::Kind::RowMax:
+      case BlockStatement::Kind::ColumnSum:
+      case BlockStatement::Kind::ColumnMax: emit_block_reduction(w, spec, l, st); break;
       case BlockStatement::Kind::Copy: emit_copy(w, spec, l, st, program_ids); break;
       case BlockStatement::Kind::Wait: w.line("sem.wait sem{}, 1", l.body_sem + st.semaphore); break;
     }

@@ -58,6 +58,9 @@ void load_block_base(AsmWriter& w, const BlockLayout& l, const BlockKernelSpec& 
 void emit_dot(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l, const BlockStatement& st,
               const sim::ChipConfig& chip);
 
+// A RowSum, RowMax, ColumnSum or ColumnMax statement (block_kernel_reductions.cc).
+void emit_block_reduction(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l, const BlockStatement& st);
+
 // The body, lowered statement by statement (block_kernel_body.cc).
 void emit_block_body(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l, const sim::ChipConfig& chip,
                      const std::vector<int>& program_ids);

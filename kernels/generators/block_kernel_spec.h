@@ -66,10 +66,10 @@ struct BlockStatement {
   // block at the same tile (a ref whose block is one column wide is read as a column vector,
   // broadcast across the lanes). Dot: target (+)= operands[0] @ operands[1] on the MXUs, f32
   // accumulation. RowSum / RowMax: target (one column wide) = the reduction of operands[0]'s
-  // rows. Copy: an async DMA from window `from` to window `to` (one in HBM, one in VMEM) of
+  // rows; ColumnSum / ColumnMax: target (one row high) = the reduction of its columns. Copy: an async DMA from window `from` to window `to` (one in HBM, one in VMEM) of
   // rows x cols elements, signalling the body's semaphore `semaphore`; Wait: waits for one copy
   // signalling it (Pallas's make_async_copy(...).start() and .wait()).
-  enum class Kind : uint8_t { Assign, Dot, RowSum, RowMax, Copy, Wait };
+  enum class Kind : uint8_t { Assign, Dot, RowSum, RowMax, ColumnSum, ColumnMax, Copy, Wait };
   Kind kind = Kind::Assign;
   int target = -1;
   std::vector<int> operands;

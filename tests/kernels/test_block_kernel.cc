@@ -3,6 +3,7 @@
 // HBM traffic against the pipeline's closed form, and the errors it raises.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "kernels/codegen/kernel_error.h"
@@ -100,4 +101,49 @@ TEST_CASE("block kernel: what the chip cannot hold or run is refused naming the 
   auto narrow = blocked_matmul(256, 512, 256, 128, 128, 128);
   CHECK_THROWS_WITH_AS(kernels::make_block_kernel_source(narrow, sim::load_chip("v6e")),
                        doctest::Contains("must be whole MXU widths (256) on v6e"), kernels::KernelError);
+}
+
+TEST_CASE("block kernel: column sums and row maxima of a block match the host") {
+  const int64_t rows = 64, cols = 256;
+  const auto fixed = [](BlockRef::Kind kind, int64_t r, int64_t c) {
+    return BlockRef{kind, DType::F32, r, c, r, c, {}, false};
+  };
+  kernels::BlockKernelSpec spec;
+  spec.name = "reductions";
+  spec.grid = {1};
+  spec.refs = {fixed(BlockRef::Kind::Input, rows, cols), fixed(BlockRef::Kind::Output, 1, cols),
+               fixed(BlockRef::Kind::Output, rows, 128), fixed(BlockRef::Kind::Scratch, 1, cols),
+               fixed(BlockRef::Kind::Scratch, rows, 1)};
+  const auto reduce = [](BlockStatement::Kind kind, int target) {
+    BlockStatement st;
+    st.kind = kind;
+    st.target = target;
+    st.operands = {0};
+    return st;
+  };
+  const auto copy = [](int target, int from) {  // a row statistic or row vector broadcast into an output
+    BlockStatement st;
+    st.target = target;
+    st.operands = {from};
+    st.expr.add_output(st.expr.input(0, kernels::ValueType::F32));
+    return st;
+  };
+  spec.body = {reduce(BlockStatement::Kind::ColumnSum, 3), reduce(BlockStatement::Kind::RowMax, 4), copy(1, 3), copy(2, 4)};
+  std::vector<float> x(rows * cols);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 7919 % 201) - 100);  // small integers: exact sums
+  auto out = testing::run_program(kernels::make_block_kernel_source(spec, sim::load_chip("v5e")),
+                                  {testing::Arg::buf(testing::HostBuffer::of(x)),
+                                   testing::Arg::buf(testing::HostBuffer::of(std::vector<float>(cols))),
+                                   testing::Arg::buf(testing::HostBuffer::of(std::vector<float>(rows * 128)))});
+  const std::vector<float> sums = out.buffers[1].as<float>(), maxima = out.buffers[2].as<float>();
+  for (int64_t j = 0; j < cols; ++j) {
+    float expected = 0;
+    for (int64_t i = 0; i < rows; ++i) expected += x[i * cols + j];
+    REQUIRE(sums[j] == expected);
+  }
+  for (int64_t i = 0; i < rows; ++i) {
+    float expected = x[i * cols];
+    for (int64_t j = 1; j < cols; ++j) expected = std::max(expected, x[i * cols + j]);
+    for (int64_t l = 0; l < 128; ++l) REQUIRE(maxima[i * 128 + l] == expected);
+  }
 }

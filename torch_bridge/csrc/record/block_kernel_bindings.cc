@@ -108,6 +108,8 @@ BlockStatement statement_of(const py::dict& d) {
                                                                      {"dot", BlockStatement::Kind::Dot},
                                                                      {"row_sum", BlockStatement::Kind::RowSum},
                                                                      {"row_max", BlockStatement::Kind::RowMax},
+                                                                     {"column_sum", BlockStatement::Kind::ColumnSum},
+                                                                     {"column_max", BlockStatement::Kind::ColumnMax},
                                                                      {"copy", BlockStatement::Kind::Copy},
                                                                      {"wait", BlockStatement::Kind::Wait}};
   BlockStatement st;

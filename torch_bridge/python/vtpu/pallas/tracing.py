@@ -1,7 +1,7 @@
 """Tracing a kernel body once into statements over VMEM blocks (what kernels/generators/
 block_kernel lowers). The body runs on `Ref`s; reading `ref[...]` gives a `Block`, a small
-expression tree; storing it (`ref[...] = value`) becomes an elementwise statement. A dot or a row
-reduction is a statement of its own whose result lands in a VMEM temporary the tracer adds, so
+expression tree; storing it (`ref[...] = value`) becomes an elementwise statement. A dot or a reduction
+(over rows or columns) is a statement of its own whose result lands in a VMEM temporary the tracer adds, so
 every statement reads whole blocks from refs. Values compute in f32 (int32 for integer blocks)
 registers; a store rounds to its ref's dtype, as Mosaic does on chips without a bf16 VPU.
 """
@@ -147,13 +147,13 @@ class Block:
     to = astype
 
     def sum(self, axis: int = -1, keepdims: bool = True) -> "Block":
-        return row_reduction("row_sum", self, axis, keepdims)
+        return reduction("sum", self, axis, keepdims)
 
     def max(self, axis: int = -1, keepdims: bool = True) -> "Block":
-        return row_reduction("row_max", self, axis, keepdims)
+        return reduction("max", self, axis, keepdims)
 
     def mean(self, axis: int = -1, keepdims: bool = True) -> "Block":
-        return self.sum(axis, keepdims) / self.shape[1]
+        return self.sum(axis, keepdims) / self.shape[axis]
 
 
 def _float_of(a: Block, b) -> torch.dtype:
@@ -293,13 +293,19 @@ def dot(a, b, preferred_element_type: torch.dtype = torch.float32) -> Block:
     return result if preferred_element_type == torch.float32 else result.astype(preferred_element_type)
 
 
-def row_reduction(kind: str, value: Block, axis: int, keepdims: bool) -> Block:
+def reduction(op: str, value: Block, axis: int, keepdims: bool) -> Block:
+    """Sum or max over axis 1 (each row: a (rows, 1) row statistic) or axis 0 (each column: a
+    (1, cols) row vector), in f32."""
     t = tracer()
-    if axis not in (-1, 1) or not keepdims:
-        raise t.fail("reductions run over the last axis with keepdims=True (a (rows, 1) row statistic)")
-    source = materialize(value.astype(torch.float32) if not value.dtype.is_floating_point else value)
-    out = t.temporary((value.shape[0], 1), torch.float32)
-    t.emit({"kind": kind, "target": out.index, "operands": [source.index]})
+    if axis not in (-2, -1, 0, 1) or not keepdims:
+        raise t.fail("reductions run over axis 0 or 1 (-1) with keepdims=True: blocks stay 2-D")
+    axis %= 2
+    value = value if value.dtype.is_floating_point else value.astype(torch.float32)
+    if value.shape[axis] == 1:  # nothing to reduce (a row statistic's lanes are copies of one value)
+        return value.astype(torch.float32)
+    source = materialize(value)
+    out = t.temporary((value.shape[0], 1) if axis == 1 else (1, value.shape[1]), torch.float32)
+    t.emit({"kind": f"{'row' if axis == 1 else 'column'}_{op}", "target": out.index, "operands": [source.index]})
     return Block(("load", out.index), out.shape, torch.float32)
 
 
