@@ -2,7 +2,7 @@
 an f32 VMEM accumulator, the K axis last in the grid; examples/pallas_matmul.py) timed on the
 simulated v5e, beside the tutorial's published v5e times (../shared/REFERENCES.md). Prints a
 markdown table: simulated and published milliseconds, the error, and the simulated time per grid
-step. docs/kernels.md carries its output. Inputs are zeros: the simulated time does not depend on
+step. docs/tutorial.md (section 2) carries its output. Inputs are zeros: the simulated time does not depend on
 the values, and the run is functional (about a minute of host time for 8192^3).
 
     python3 bench/pallas_matmul.py            # all rows

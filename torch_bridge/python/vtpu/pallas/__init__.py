@@ -12,7 +12,7 @@ block picked by a BlockSpec's index map, with the double-buffered HBM <-> VMEM p
                        out_specs=pl.BlockSpec((256, 512), lambda i: (i, 0)))
     z = f(x, y)      # x, y: float32 tpu tensors of shape (1024, 512)
 
-See docs/kernels.md. The body is traced once per input shapes into statements and lowered by the
+See docs/tutorial.md. The body is traced once per input shapes into statements and lowered by the
 chip's code generators (never interpreted per element); `f.source(inputs)` shows the assembly.
 """
 from .call import BlockSpec, ShapeDtype, VMEM, assembly_call, pallas_call

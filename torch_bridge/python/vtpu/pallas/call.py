@@ -16,6 +16,7 @@ import torch
 
 from .. import _C
 from ..assembly import run_assembly
+from .array_blocks import as_flat, block_of, cut_to, flat_row_index, flat_shape, last_two, pad_to, whole_blocks
 from .copies import ANY, Semaphore, SemaphoreType
 from .grid import RangeCheck, trace_index_map
 from .scalar_prefetch import PrefetchScalarGridSpec, ScalarTable, check_tables
@@ -28,9 +29,10 @@ _names = itertools.count()
 @dataclass(frozen=True)
 class BlockSpec:
     """Which block of an array a grid step sees: `block_shape`, and `index_map(*program_ids)`
-    giving the block's index along each dim (element offset = index * block size).
+    giving the block's index along each dim (element offset = index * block size). Arrays of
+    more than 2 dims give None (squeezed) for all but the last two (array_blocks.py).
     `memory_space=pl.ANY` leaves the array in HBM for the body's own copies (copies.py)."""
-    block_shape: tuple[int, int] | None = None
+    block_shape: tuple[int | None, ...] | None = None
     index_map: Callable[..., tuple] | None = None
     memory_space: str | None = None
 
@@ -68,47 +70,43 @@ class Kernel:
     sources: dict = field(default_factory=dict)
 
     def _ref(self, t: Tracer, kind: str, shape, dtype, spec: BlockSpec | None, what: str, tables: tuple = ()):
-        if len(shape) != 2:
-            raise KernelTraceError(f"kernel '{self.name}': {what} has shape {tuple(shape)}; kernels take 2-D arrays")
+        if len(shape) < 2:
+            raise KernelTraceError(f"kernel '{self.name}': {what} has shape {tuple(shape)}; kernels take arrays of 2 "
+                                   "dims or more")
         if spec is not None and spec.memory_space == ANY:
+            if len(shape) != 2:
+                raise KernelTraceError(f"kernel '{self.name}': {what} of shape {tuple(shape)} is left in HBM "
+                                       "(memory_space=pl.ANY): copy windows take 2-D arrays")
             return t.add_ref(kind, dtype, shape, shape, in_hbm=True)
         if spec is None or spec.block_shape is None:  # the whole array as one block
+            if len(shape) != 2:
+                raise KernelTraceError(f"kernel '{self.name}': {what} of shape {tuple(shape)} needs a BlockSpec: the "
+                                       "body sees 2-D blocks, the leading dims' block sizes None (squeezed)")
             spec = BlockSpec(tuple(shape), lambda *ids: (0, 0))
-        block = tuple(spec.block_shape)
-        if any(b <= 0 or s % b for s, b in zip(shape, block)):
+        block = block_of(spec.block_shape, shape, f"kernel '{self.name}': {what}")
+        if any(b <= 0 or s % b for s, b in zip(shape[-2:], block)):
             raise KernelTraceError(f"kernel '{self.name}': {what} of shape {tuple(shape)} is not a whole number of "
                                    f"{block} blocks")
-        index = trace_index_map(spec.index_map, self.grid, f"kernel '{self.name}': {what}", tables)
-        blocks = (shape[0] // block[0], shape[1] // block[1])
+        index = trace_index_map(spec.index_map, self.grid, f"kernel '{self.name}': {what}", tables, len(shape))
+        blocks = (*shape[:-2], shape[-2] // block[0], shape[-1] // block[1])
 
         def message(point, starts) -> str:
             return (f"kernel '{self.name}': {what}'s index map sends grid index {point} to block {starts}, outside the "
-                    f"{blocks[0]} x {blocks[1]} blocks of its array (index map at {_where(spec.index_map)})")
+                    f"{' x '.join(map(str, blocks))} blocks of its array (index map at {_where(spec.index_map)})")
 
-        t.check(RangeCheck(index, (1, 1), blocks, message))
-        return t.add_ref(kind, dtype, shape, block, [a.spec() for a in index])
-
-    def _whole_blocks(self, shape, spec: BlockSpec | None) -> tuple[int, ...]:
-        """An array's shape rounded up to whole blocks of its spec: Pallas runs a grid over arrays
-        that are not whole blocks, the last block partial; here such arrays are padded (inputs
-        with zeros, where Pallas leaves the padding unspecified) and outputs cut back."""
-        if len(shape) != 2 or spec is None or spec.block_shape is None or spec.memory_space == ANY:
-            return tuple(shape)
-        return tuple(-(-s // b) * b if b > 0 else s for s, b in zip(shape, spec.block_shape))
+        t.check(RangeCheck(index, (1,) * len(shape), blocks, message))
+        return t.add_ref(kind, dtype, flat_shape(shape), block, [flat_row_index(index, blocks).spec(), index[-1].spec()])
 
     def _padded_outputs(self) -> tuple[ShapeDtype, ...]:
-        return tuple(ShapeDtype(self._whole_blocks(o.shape, s), o.dtype) for o, s in zip(self.out_shape, self.out_specs))
+        return tuple(ShapeDtype(whole_blocks(o.shape, last_two(s)),
+                                o.dtype) for o, s in zip(self.out_shape, self.out_specs))
 
     def _padded_inputs(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         """Scalar-prefetch tables as they are, then each input padded to whole blocks."""
         tables, arrays = list(inputs[:self.num_tables]), inputs[self.num_tables:]
         specs = list(self.in_specs or ()) + [None] * max(0, len(arrays) - len(self.in_specs or ()))
-        padded = []
-        for x, spec in zip(arrays, specs):
-            whole = self._whole_blocks(x.shape, spec)
-            padded.append(x if whole == tuple(x.shape) else
-                          torch.nn.functional.pad(x, (0, whole[1] - x.shape[1], 0, whole[0] - x.shape[0])))
-        return tables + padded
+        return tables + [pad_to(x, whole_blocks(x.shape, last_two(s)))
+                         for x, s in zip(arrays, specs)]
 
     def trace(self, inputs: Sequence[torch.Tensor]) -> tuple[dict, list]:
         """The spec the generator takes, and the range checks left for each call."""
@@ -157,10 +155,10 @@ class Kernel:
                 raise ValueError(f"kernel '{self.name}': input {i} is on {x.device}; kernels read tpu tensors")
         inputs = self._padded_inputs(inputs)
         outputs = self._run_whole_blocks(inputs)
-        return [y if tuple(y.shape) == tuple(o.shape) else y[:o.shape[0], :o.shape[1]].contiguous()
-                for y, o in zip(outputs, self.out_shape)]
+        return [cut_to(y.reshape(p.shape), o.shape) for y, p, o in zip(outputs, self._padded_outputs(), self.out_shape)]
 
     def _run_whole_blocks(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        """The outputs flattened to 2-D, as the chip writes them (array_blocks.py)."""
         source, lines, checks = self._generated(inputs)
         if checks:  # block indices that read scalar-prefetch tables: checked with this call's values
             values = [t.cpu().tolist() for t in inputs[:self.num_tables]]
@@ -170,10 +168,10 @@ class Kernel:
             # One more node of the pending graph: pending work stays pending, and the kernel runs
             # in order at the next flush (its errors surface there, without the body's line).
             out = self._padded_outputs()[0]
-            return [_C.record_user_kernel(source, [x.contiguous() for x in inputs], list(out.shape), out.dtype)]
-        outputs = _empty_outputs(self._padded_outputs(), inputs)
+            return [_C.record_user_kernel(source, [as_flat(x) for x in inputs], list(flat_shape(out.shape)), out.dtype)]
+        outputs = _empty_outputs([ShapeDtype(flat_shape(o.shape), o.dtype) for o in self._padded_outputs()], inputs)
         try:
-            run_assembly(source, *[x.contiguous() for x in inputs], *outputs)
+            run_assembly(source, *[as_flat(x) for x in inputs], *outputs)
         except RuntimeError as error:
             found = re.search(r"instruction (\d+)", str(error))
             line = lines[int(found.group(1))] if found and int(found.group(1)) < len(lines) else ""

@@ -73,13 +73,13 @@ class Affine:
     __hash__ = None  # type: ignore[assignment]
 
 
-def trace_index_map(index_map, grid: tuple[int, ...], what: str, tables: tuple = ()) -> list[Affine]:
+def trace_index_map(index_map, grid: tuple[int, ...], what: str, tables: tuple = (), rank: int = 2) -> list[Affine]:
     """The block index per dim that `index_map(*program_ids, *scalar_prefetch_refs)` gives."""
     dims = len(grid)
     ids = [Affine(tuple(int(g == d) for g in range(dims))) for d in range(dims)]
     result = index_map(*ids, *tables)
-    if not isinstance(result, tuple) or len(result) != 2:
-        raise KernelTraceError(f"{what}'s index map returned {result!r}: blocks of 2-D arrays need 2 indices")
+    if not isinstance(result, tuple) or len(result) != rank:
+        raise KernelTraceError(f"{what}'s index map returned {result!r}: blocks of {rank}-D arrays need {rank} indices")
     return [Affine.of(r, dims) for r in result]
 
 
