@@ -348,10 +348,13 @@ def test_reading_a_buffer_before_its_copy_is_waited_for_is_a_race():
     assert "races the DMA" in str(info.value)
     assert f"kernel 'racy', in the body's statement at {__file__}:" in str(info.value)
     assert "at grid index (0,)" in str(info.value)
-    # Deferred (defer_and_fuse): the same race, reported when the graph holding the kernel runs.
+    # Deferred (defer_and_fuse): the same race, reported when the graph holding the kernel runs,
+    # naming the same line and grid index.
     with pytest.raises(RuntimeError) as info:
-        manual_call(racy)(torch.zeros(64, 256, device="tpu")).cpu()
-    assert "racy" in str(info.value) and "races the DMA" in str(info.value) and "(after mark 0)" in str(info.value)
+        manual_call(racy)(torch.zeros(64, 256, device="tpu").sin()).cpu()
+    assert "a kernel failed on the chip" in str(info.value) and "races the DMA" in str(info.value)
+    assert f"kernel 'racy', in the body's statement at {__file__}:" in str(info.value)
+    assert "at grid index (0,)" in str(info.value)
 
 
 def test_waiting_for_a_copy_never_started_is_a_deadlock():

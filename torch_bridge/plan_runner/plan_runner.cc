@@ -72,7 +72,7 @@ PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, con
         } catch (const sim::SimError& e) {
           if (e.kind() == sim::SimErrorKind::OutOfMemory) throw;  // keeps its sizes
           // Which kernel of the flush failed: its label (the fused ops, or a user kernel's name).
-          throw sim::SimError(e.kind(), fmt::format("kernel {}: {}", launch.label, e.what()), e.trap_code());
+          throw LaunchFailure(e, fmt::format("kernel {}: {}", launch.label, e.what()), launch.program);
         }
       }
       if (input_done) {

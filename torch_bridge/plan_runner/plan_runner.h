@@ -7,12 +7,14 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "kernels/graph/plan.h"
 #include "sim/device.h"
+#include "sim/sim_error.h"
 
 namespace vtpu::bridge {
 
@@ -60,6 +62,18 @@ struct PlanRun {
 
   // Adds one launch of kernel `label` that gave `r`.
   void add(const std::string& label, const sim::LaunchResult& r, double host_seconds = 0);
+};
+
+// A launch of the plan failed on the chip: the error, prefixed with the launch's label, and the
+// program that failed (a user kernel's front end maps its instruction back to the body's line).
+class LaunchFailure : public sim::SimError {
+ public:
+  LaunchFailure(const sim::SimError& error, const std::string& message, std::shared_ptr<const isa::Program> program)
+      : sim::SimError(error.kind(), message, error.trap_code()), program_(std::move(program)) {}
+  const isa::Program* program() const { return program_.get(); }
+
+ private:
+  std::shared_ptr<const isa::Program> program_;
 };
 
 // Runs the plan in its constructor; intermediates are freed as they die.

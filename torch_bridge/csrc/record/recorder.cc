@@ -12,6 +12,7 @@
 #include "sim/sim_error.h"
 #include "torch_bridge/csrc/runtime/profiler.h"
 #include "torch_bridge/csrc/runtime/runtime.h"
+#include "torch_bridge/csrc/record/user_kernel_node.h"
 #include "torch_bridge/plan_runner/plan_runner.h"
 
 namespace vtpu::bridge {
@@ -259,7 +260,10 @@ void Recorder::flush() {
     TORCH_CHECK(!(e.kind() == sim::SimErrorKind::Trap && e.trap_code() == kernels::trap_number(kernels::TrapCode::Int64OutOfRange)),
                 "vtpu: an int64 value is outside the range the chip computes int64 ops in (int64 math runs on "
                 "int32 words: |value| < 2^30 for add/sub, < 2^31 otherwise; pending results are lost): ", e.what());
-    TORCH_CHECK(false, "vtpu: a kernel failed on the chip (pending results are lost): ", e.what());
+    const auto* launch = dynamic_cast<const LaunchFailure*>(&e);
+    const std::string note = launch ? user_kernel_failure_note(launch->program(), e.what()) : std::string();
+    TORCH_CHECK(false, "vtpu: a kernel failed on the chip (pending results are lost): ", e.what(), note.empty() ? "" : "\n",
+                note);
   }
   count_launches(start, run);
   auto& s = rt.stats();

@@ -138,15 +138,16 @@ class Kernel:
         """The kernel's vtpu assembly for these inputs' shapes and dtypes (traced once each)."""
         return self._generated(self._padded_inputs(inputs))[0]
 
-    def _generated(self, inputs: Sequence[torch.Tensor]) -> tuple[str, list[str], list]:
-        """(assembly, the body's line of each instruction, checks of table-dependent indices),
-        generated once per shapes and dtypes."""
+    def _generated(self, inputs: Sequence[torch.Tensor]) -> tuple[str, list]:
+        """(assembly, checks of table-dependent indices), generated once per shapes and dtypes; the
+        body's line of each instruction is noted beside the source, for its errors' messages."""
         key = tuple((tuple(x.shape), x.dtype) for x in inputs)
         if key not in self.sources:
             spec, checks = self.trace(inputs)
             device = inputs[0].device.index or 0 if inputs else 0
             source = _C.block_kernel_source(spec, self.chip, device)
-            self.sources[key] = (source, _instruction_lines(source, spec["body"]), checks)
+            _C.note_user_kernel(source, self.name, _instruction_lines(source, spec["body"]), list(self.grid))
+            self.sources[key] = (source, checks)
         return self.sources[key]
 
     def run(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
@@ -159,36 +160,22 @@ class Kernel:
 
     def _run_whole_blocks(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         """The outputs flattened to 2-D, as the chip writes them (array_blocks.py)."""
-        source, lines, checks = self._generated(inputs)
+        source, checks = self._generated(inputs)
         if checks:  # block indices that read scalar-prefetch tables: checked with this call's values
             values = [t.cpu().tolist() for t in inputs[:self.num_tables]]
             for check in checks:
                 check.run(self.grid, values)
         if len(self.out_shape) == 1 and inputs and _C.get_mode() == "defer_and_fuse":
             # One more node of the pending graph: pending work stays pending, and the kernel runs
-            # in order at the next flush (its errors surface there, without the body's line).
+            # in order at the next flush (its errors surface there, naming the body's line).
             out = self._padded_outputs()[0]
             return [_C.record_user_kernel(source, [as_flat(x) for x in inputs], list(flat_shape(out.shape)), out.dtype)]
         outputs = _empty_outputs([ShapeDtype(flat_shape(o.shape), o.dtype) for o in self._padded_outputs()], inputs)
         try:
             run_assembly(source, *[as_flat(x) for x in inputs], *outputs)
         except RuntimeError as error:
-            found = re.search(r"instruction (\d+)", str(error))
-            line = lines[int(found.group(1))] if found and int(found.group(1)) < len(lines) else ""
-            where = f"the body's statement at {line}" if line else "the pipeline around the body"
-            step = re.search(r"after mark (\d+)", str(error))
-            if step:  # the grid loop marks each step with its number (row-major, the last dim fastest)
-                where += f", at grid index {_unravel(int(step.group(1)), self.grid)}"
-            raise RuntimeError(f"{error}\n(vtpu.pallas: kernel '{self.name}', in {where})") from None
+            raise RuntimeError(f"{error}\n{_C.user_kernel_failure_note(source, str(error))}") from None
         return outputs
-
-
-def _unravel(step: int, grid: tuple[int, ...]) -> tuple[int, ...]:
-    index = []
-    for size in reversed(grid):
-        index.append(step % size)
-        step //= size
-    return tuple(reversed(index))
 
 
 def _instruction_lines(source: str, body: list[dict]) -> list[str]:
