@@ -1,5 +1,5 @@
 // A block kernel's VMEM layout and its body, lowered statement by statement: elementwise
-// assignments through TileCodegen tile by tile, copies and waits (dots: block_kernel_dot.cc;
+// assignments through TileCodegen tile by tile, slices, copies and waits (dots: block_kernel_dot.cc;
 // reductions: block_kernel_reductions.cc). Each statement runs under its `pl.when`
 // conditions.
 #include "kernels/generators/block_kernel_body.h"
@@ -79,6 +79,45 @@ void emit_copy(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l, 
   w.load_immediate(hbm_stride, hbm.cols * elt);
   w.dma(to_vmem, kBodyQueue, l.body_sem + st.semaphore, {vmem_address, hbm_address, rows, bytes, vmem_stride, hbm_stride});
   for (int reg : {hbm_address, vmem_address, rows, bytes, vmem_stride, hbm_stride}) s.release(reg);
+}
+
+// A window of one VMEM ref into a window of another, tile by tile: a row group of 8 rows and 128
+// lanes per load and store (a one-row window: its row in every sublane, stored onto its row).
+void emit_slice(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l, const BlockStatement& st,
+                const std::vector<int>& ids) {
+  const BlockRef& from = spec.refs.at(st.from.ref);
+  const BlockRef& to = spec.refs.at(st.to.ref);
+  if (from.in_hbm || to.in_hbm) fail_block_kernel(spec, "a slice is a window of a VMEM block (copy windows of HBM arrays)");
+  if (from.dtype != to.dtype) fail_block_kernel(spec, "a slice's two ends hold the same dtype");
+  if (st.cols % kLanes || (st.rows % kSublanes && st.rows != 1) || from.block_cols == 1 || to.block_cols == 1) {
+    fail_block_kernel(spec, fmt::format("a slice of {} x {}: slices span whole 128-lane columns and 8-row groups (or one row)",
+                                        st.rows, st.cols));
+  }
+  auto& s = w.sregs();
+  const int src = s.take(), dst = s.take(), g = s.take(), c = s.take(), limit = s.take();
+  const int64_t from_stride = st.rows == 1 ? 0 : row_stride_bytes(from), to_stride = st.rows == 1 ? 0 : row_stride_bytes(to);
+  const int64_t chunk_from = kLanes * dtype_bytes(from.dtype), chunk_to = kLanes * dtype_bytes(to.dtype);
+  window_address(w, spec, l, st.from, ids, src);
+  window_address(w, spec, l, st.to, ids, dst);
+  const std::string group_loop = w.new_label("slice_rows"), chunk_loop = w.new_label("slice_cols");
+  w.line("sli s{}, 0", g);
+  w.place(group_loop);
+  w.line("sli s{}, 0", c);
+  w.place(chunk_loop);
+  w.line("{} v0, m0, s{}, 0, {}", load_mnemonic(from.dtype), src, from_stride);
+  w.line("{} v0, m0, s{}, 0, {}", store_mnemonic(to.dtype), dst, to_stride);
+  w.line("saddi s{}, s{}, {}", src, src, chunk_from);
+  w.line("saddi s{}, s{}, {}", dst, dst, chunk_to);
+  w.line("saddi s{}, s{}, 1", c, c);
+  w.load_immediate(limit, st.cols / kLanes);
+  w.line("blt s{}, s{}, {}", c, limit, chunk_loop);
+  // The next row group: 8 rows down, back to the window's first column.
+  w.line("saddi s{}, s{}, {}", src, src, kSublanes * from_stride - st.cols / kLanes * chunk_from);
+  w.line("saddi s{}, s{}, {}", dst, dst, kSublanes * to_stride - st.cols / kLanes * chunk_to);
+  w.line("saddi s{}, s{}, 1", g, g);
+  w.load_immediate(limit, st.rows == 1 ? 1 : st.rows / kSublanes);
+  w.line("blt s{}, s{}, {}", g, limit, group_loop);
+  for (int reg : {src, dst, g, c, limit}) s.release(reg);
 }
 
 // v`vreg` = each element's index along `dim` of the block, in the tile of row group s`group` and
@@ -297,6 +336,7 @@ void emit_block_body(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayou
       case BlockStatement::Kind::ColumnMax: emit_block_reduction(w, spec, l, st); break;
       case BlockStatement::Kind::Copy: emit_copy(w, spec, l, st, program_ids); break;
       case BlockStatement::Kind::Wait: w.line("sem.wait sem{}, 1", l.body_sem + st.semaphore); break;
+      case BlockStatement::Kind::Slice: emit_slice(w, spec, l, st, program_ids); break;
     }
     w.place(skip);
     w.comment("end of statement");

@@ -68,8 +68,10 @@ struct BlockStatement {
   // accumulation. RowSum / RowMax: target (one column wide) = the reduction of operands[0]'s
   // rows; ColumnSum / ColumnMax: target (one row high) = the reduction of its columns. Copy: an async DMA from window `from` to window `to` (one in HBM, one in VMEM) of
   // rows x cols elements, signalling the body's semaphore `semaphore`; Wait: waits for one copy
-  // signalling it (Pallas's make_async_copy(...).start() and .wait()).
-  enum class Kind : uint8_t { Assign, Dot, RowSum, RowMax, ColumnSum, ColumnMax, Copy, Wait };
+  // signalling it (Pallas's make_async_copy(...).start() and .wait()). Slice: window `to` =
+  // window `from`, both in VMEM, rows x cols elements by vector loads and stores (a sliced load
+  // into a temporary, a value stored into a slice); rows a multiple of 8, or 1.
+  enum class Kind : uint8_t { Assign, Dot, RowSum, RowMax, ColumnSum, ColumnMax, Copy, Wait, Slice };
   Kind kind = Kind::Assign;
   int target = -1;
   std::vector<int> operands;
@@ -77,8 +79,8 @@ struct BlockStatement {
   std::vector<GridAffine> scalars;     // Assign: expr's Input operands past `operands`, one int32 per step
   std::vector<int> iotas;              // Assign: Input operands past those: each element's index along a dim
   bool accumulate = false;             // Dot only
-  BlockWindow from, to;                // Copy only
-  int64_t rows = 0, cols = 0;          // Copy only
+  BlockWindow from, to;                // Copy and Slice
+  int64_t rows = 0, cols = 0;          // Copy and Slice
   int semaphore = -1;                  // Copy and Wait
   std::vector<BlockCondition> when;    // all must hold for the statement to run
 };

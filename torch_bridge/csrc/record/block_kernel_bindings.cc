@@ -111,7 +111,8 @@ BlockStatement statement_of(const py::dict& d) {
                                                                      {"column_sum", BlockStatement::Kind::ColumnSum},
                                                                      {"column_max", BlockStatement::Kind::ColumnMax},
                                                                      {"copy", BlockStatement::Kind::Copy},
-                                                                     {"wait", BlockStatement::Kind::Wait}};
+                                                                     {"wait", BlockStatement::Kind::Wait},
+                                                                     {"slice", BlockStatement::Kind::Slice}};
   BlockStatement st;
   st.kind = kKinds.at(d["kind"].cast<std::string>());
   st.target = d.contains("target") ? d["target"].cast<int>() : -1;
@@ -121,7 +122,7 @@ BlockStatement statement_of(const py::dict& d) {
     const py::tuple t = c.cast<py::tuple>();
     st.when.push_back({affine_of(t[0]), t[1].cast<bool>()});
   }
-  if (st.kind == BlockStatement::Kind::Copy) {
+  if (st.kind == BlockStatement::Kind::Copy || st.kind == BlockStatement::Kind::Slice) {
     st.from = window_of(d["from"].cast<py::dict>());
     st.to = window_of(d["to"].cast<py::dict>());
     st.rows = d["rows"].cast<int64_t>();

@@ -54,18 +54,19 @@ class At:
     def __getitem__(self, key) -> Window:
         key = key if isinstance(key, tuple) else (key, slice(None))
         if len(key) != 2:
-            raise tracer().fail("a window of a 2-D ref takes two indices (pl.ds or :)")
+            raise tracer().fail("a window of a 2-D ref takes two indices (pl.ds, a fixed slice or :)")
         dims = len(tracer().grid)
         parts = [_dim(k, extent, dims) for k, extent in zip(key, self.ref.extent())]
         return Window(self.ref, parts[0][0], parts[1][0], parts[0][1], parts[1][1])
 
 
 def _dim(key, extent: int, dims: int) -> tuple[Affine, int]:
-    if isinstance(key, slice) and key == slice(None):
-        return Affine.of(0, dims), extent
+    if isinstance(key, slice) and key.step in (None, 1) and all(isinstance(k, (int, type(None))) for k in (key.start, key.stop)):
+        start, stop, _ = key.indices(extent)  # a fixed slice, as Python reads it (clipped to the extent)
+        return Affine.of(start, dims), max(stop - start, 0)
     if isinstance(key, ds):
         return Affine.of(key.start, dims), key.size
-    raise tracer().fail("window indices are pl.ds(start, size) or ':'")
+    raise tracer().fail("window indices are pl.ds(start, size), fixed slices (8:16) or ':'")
 
 
 def _window(x) -> Window:
@@ -76,14 +77,15 @@ def _window(x) -> Window:
     raise tracer().fail(f"a copy's ends are refs or ref.at[...] windows, not {type(x).__name__}")
 
 
-def _check_inside(window: Window, what: str) -> None:
+def check_inside(window: Window, what: str) -> None:
+    """`window` inside its ref at every grid step, else an error naming `what` ("the slice")."""
     t = tracer()
     extent = window.ref.extent()
     where = user_line()  # a check that reads a table runs at each call: name the body's line, not the caller's
 
     def message(point, starts) -> str:
         (r0, c0) = starts
-        return t.describe(f"the copy's {what} at grid index {point} is rows [{r0}, {r0 + window.rows}), columns "
+        return t.describe(f"{what} at grid index {point} is rows [{r0}, {r0 + window.rows}), columns "
                           f"[{c0}, {c0 + window.cols}) of a {extent[0]} x {extent[1]} ref", where)
 
     t.check(RangeCheck([window.row0, window.col0], (window.rows, window.cols), extent, message))
@@ -103,8 +105,8 @@ class AsyncCopy:
                          f"{self.dst.rows} x {self.dst.cols} window")
         if self.src.ref.in_hbm == self.dst.ref.in_hbm:
             raise t.fail("a copy moves data between an HBM ref (memory_space=pl.ANY) and a VMEM ref")
-        _check_inside(self.src, "source")
-        _check_inside(self.dst, "destination")
+        check_inside(self.src, "the copy's source")
+        check_inside(self.dst, "the copy's destination")
         self.sem = sem
 
     def start(self) -> "AsyncCopy":

@@ -187,7 +187,8 @@ def as_block(value, like: torch.dtype = torch.float32) -> Block:
 
 class Ref:
     """A kernel parameter: the current grid step's block of an input or output, or a scratch
-    buffer. `ref[...]` reads the whole block, `ref[...] = value` writes it."""
+    buffer. `ref[...]` reads the whole block, `ref[...] = value` writes it; `ref[pl.ds(r0, 8), :]`
+    reads or writes a window of it (slices.py)."""
 
     def __init__(self, t: Tracer, index: int, shape: tuple[int, int], dtype: torch.dtype, in_hbm: bool = False):
         self.tracer, self.index, self.shape, self.dtype, self.in_hbm = t, index, shape, dtype, in_hbm
@@ -202,20 +203,25 @@ class Ref:
         from .copies import At
         return At(self)
 
-    def _check_key(self, key) -> None:
+    def _whole(self, key) -> bool:
+        """Whether `key` reads or writes the whole block (else a slice of it: slices.py)."""
         if self.in_hbm:
             raise self.tracer.fail("this ref is in HBM (memory_space=pl.ANY): copy a window to VMEM with "
                                    "pl.make_async_copy and read that")
-        if key is not Ellipsis and key != slice(None) and key != (slice(None), slice(None)):
-            raise self.tracer.fail("blocks are read and written whole: use ref[...]")
+        return key is Ellipsis or key == slice(None) or key == (slice(None), slice(None))
 
     def __getitem__(self, key) -> Block:
-        self._check_key(key)
-        return Block(("load", self.index), self.shape, self.dtype)
+        if self._whole(key):
+            return Block(("load", self.index), self.shape, self.dtype)
+        from .slices import sliced_load  # slices build on this module
+        return sliced_load(self, key)
 
     def __setitem__(self, key, value) -> None:
-        self._check_key(key)
-        store(self, as_block(value, self.dtype))
+        if self._whole(key):
+            store(self, as_block(value, self.dtype))
+            return
+        from .slices import sliced_store
+        sliced_store(self, key, value)
 
 
 # An expression's operands, numbered in this order: the refs it loads, then the per-step scalars
