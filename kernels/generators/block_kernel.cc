@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "kernels/codegen/kernel_error.h"
 #include "kernels/codegen/operand.h"
 #include "kernels/generators/block_kernel_body.h"
@@ -21,6 +23,11 @@ void validate(const BlockKernelSpec& spec) {
     if (g < 1) fail("every grid dim must be at least 1");
   }
   for (const BlockRef& r : spec.refs) {
+    if (spec.packed_outputs && r.kind == BlockRef::Kind::Output) {
+      const auto first = std::find_if(spec.refs.begin(), spec.refs.end(),
+                                      [](const BlockRef& o) { return o.kind == BlockRef::Kind::Output; });
+      if (r.dtype != first->dtype) fail("packed outputs hold one dtype");
+    }
     if (r.dtype != DType::F32 && r.dtype != DType::BF16 && r.dtype != DType::I32) {
       fail(fmt::format("blocks of {} (kernels take float32, bfloat16 or int32)", dtype_name(r.dtype)));
     }
@@ -54,7 +61,7 @@ void move_block(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l,
   auto& s = w.sregs();
   const int elt = dtype_bytes(r.dtype);
   const int hbm = s.take(), rows = s.take(), bytes = s.take(), stride = s.take(), scratch = s.take();
-  w.line("sarg s{}, {}", hbm, l.argument[i]);
+  load_array_base(w, l, i, hbm);
   w.add_scaled(hbm, row, r.block_rows * r.cols * elt, scratch);
   w.add_scaled(hbm, col, r.block_cols * elt, scratch);
   w.load_immediate(rows, r.block_rows);

@@ -45,7 +45,7 @@ void window_address(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout
   auto& s = w.sregs();
   const int index = s.take(), scratch = s.take();
   if (r.in_hbm) {
-    w.line("sarg s{}, {}", dst, l.argument[window.ref]);
+    load_array_base(w, l, window.ref, dst);
   } else {
     load_block_base(w, l, spec, window.ref, dst);
   }
@@ -87,15 +87,18 @@ void emit_slice(AsmWriter& w, const BlockKernelSpec& spec, const BlockLayout& l,
                 const std::vector<int>& ids) {
   const BlockRef& from = spec.refs.at(st.from.ref);
   const BlockRef& to = spec.refs.at(st.to.ref);
-  if (from.in_hbm || to.in_hbm) fail_block_kernel(spec, "a slice is a window of a VMEM block (copy windows of HBM arrays)");
+  if (from.in_hbm || to.in_hbm) {
+    fail_block_kernel(spec, "a slice is a window of a VMEM block (copy windows of HBM arrays)");
+  }
   if (from.dtype != to.dtype) fail_block_kernel(spec, "a slice's two ends hold the same dtype");
   if (st.cols % kLanes || (st.rows % kSublanes && st.rows != 1) || from.block_cols == 1 || to.block_cols == 1) {
-    fail_block_kernel(spec, fmt::format("a slice of {} x {}: slices span whole 128-lane columns and 8-row groups (or one row)",
-                                        st.rows, st.cols));
+    fail_block_kernel(spec, fmt::format("a slice of {} x {}: slices span whole 128-lane columns and 8-row groups "
+                                        "(or one row)", st.rows, st.cols));
   }
   auto& s = w.sregs();
   const int src = s.take(), dst = s.take(), g = s.take(), c = s.take(), limit = s.take();
-  const int64_t from_stride = st.rows == 1 ? 0 : row_stride_bytes(from), to_stride = st.rows == 1 ? 0 : row_stride_bytes(to);
+  const int64_t from_stride = st.rows == 1 ? 0 : row_stride_bytes(from);
+  const int64_t to_stride = st.rows == 1 ? 0 : row_stride_bytes(to);
   const int64_t chunk_from = kLanes * dtype_bytes(from.dtype), chunk_to = kLanes * dtype_bytes(to.dtype);
   window_address(w, spec, l, st.from, ids, src);
   window_address(w, spec, l, st.to, ids, dst);
@@ -218,6 +221,9 @@ BlockLayout lay_out_block_kernel(AsmWriter& w, const BlockKernelSpec& spec, cons
   l.slot0.assign(n, 0);
   l.slot1.assign(n, 0);
   l.argument.assign(n, -1);
+  l.argument_offset.assign(n, 0);
+  int packed_argument = -1;
+  int64_t packed_bytes = 0;
   l.sem.assign(n, -1);
   l.queue.assign(n, -1);
   int64_t at = 0;
@@ -233,7 +239,17 @@ BlockLayout lay_out_block_kernel(AsmWriter& w, const BlockKernelSpec& spec, cons
   }
   for (size_t i = 0; i < n; ++i) {
     const BlockRef& r = spec.refs[i];
-    if (is_argument(r)) l.argument[i] = w.argument(ref_name(spec, static_cast<int>(i)), isa::ArgumentKind::Buffer);
+    if (is_argument(r)) {
+      const bool packed = spec.packed_outputs && r.kind == BlockRef::Kind::Output;
+      if (packed && packed_argument >= 0) {
+        l.argument[i] = packed_argument;
+        l.argument_offset[i] = packed_bytes;
+      } else {
+        l.argument[i] = w.argument(packed ? "outputs" : ref_name(spec, static_cast<int>(i)), isa::ArgumentKind::Buffer);
+        if (packed) packed_argument = l.argument[i];
+      }
+      if (packed) packed_bytes += r.rows * r.cols * dtype_bytes(r.dtype);
+    }
     if (r.in_hbm) continue;
     l.slot0[i] = take(block_bytes(r));
     l.slot1[i] = is_streamed(r) ? take(block_bytes(r)) : l.slot0[i];
@@ -308,6 +324,16 @@ void emit_table_copies(AsmWriter& w, const BlockKernelSpec& spec, const BlockLay
   }
   w.line("sem.wait sem{}, {}", sem, spec.tables.size());
   for (int reg : {vmem, hbm, rows, bytes}) s.release(reg);
+}
+
+void load_array_base(AsmWriter& w, const BlockLayout& l, int i, int dst) {
+  w.line("sarg s{}, {}", dst, l.argument[i]);
+  if (l.argument_offset[i]) {
+    const int scratch = w.sregs().take();
+    w.load_immediate(scratch, l.argument_offset[i]);
+    w.line("sadd s{}, s{}, s{}", dst, dst, scratch);
+    w.sregs().release(scratch);
+  }
 }
 
 void load_block_base(AsmWriter& w, const BlockLayout& l, const BlockKernelSpec& spec, int i, int dst) {

@@ -29,6 +29,7 @@ struct BlockLayout {
   int64_t staging = 0;                // bf16 copies of f32 dot weights
   int64_t bytes = 0;                  // all of it
   std::vector<int> argument;          // per input or output (in HBM too): its kernel argument
+  std::vector<int64_t> argument_offset;  // bytes into that argument (packed outputs after the first)
   std::vector<int> base_slot;         // per streamed ref: scratch argument holding its current buffer
   std::vector<int> next_slot;         // per input: the buffer the next step reads
   std::vector<int> index_slot;        // per streamed ref: two scratch arguments, its block index
@@ -48,6 +49,9 @@ void emit_table_copies(AsmWriter& w, const BlockKernelSpec& spec, const BlockLay
 // Lays out VMEM and declares the kernel's arguments on `w`; throws KernelError naming the kernel
 // when the buffers do not fit the chip's VMEM.
 BlockLayout lay_out_block_kernel(AsmWriter& w, const BlockKernelSpec& spec, const sim::ChipConfig& chip);
+
+// s`dst` = the HBM address of input or output `i`'s array.
+void load_array_base(AsmWriter& w, const BlockLayout& l, int i, int dst);
 
 // s`dst` = the VMEM address of ref `i`'s current block.
 void load_block_base(AsmWriter& w, const BlockLayout& l, const BlockKernelSpec& spec, int i, int dst);

@@ -32,9 +32,13 @@ void emit_block_reduction(AsmWriter& w, const BlockKernelSpec& spec, const Block
   const BlockRef& target = spec.refs[st.target];
   const Reduction r = reduction_of(st.kind);
   const char* what = r.rows ? "row" : "column";
-  if (!dtype_is_float(x.dtype) || target.dtype != DType::F32) fail_block_kernel(spec, fmt::format("{} reductions read and make float blocks", what));
+  if (!dtype_is_float(x.dtype) || target.dtype != DType::F32) {
+    fail_block_kernel(spec, fmt::format("{} reductions read and make float blocks", what));
+  }
   // A block one row high is held once, not in 8 sublanes: the front end reduces it without a statement.
-  if (x.block_rows % kSublanes) fail_block_kernel(spec, fmt::format("{} reductions read blocks of whole 8-row tiles", what));
+  if (x.block_rows % kSublanes) {
+    fail_block_kernel(spec, fmt::format("{} reductions read blocks of whole 8-row tiles", what));
+  }
   auto& s = w.sregs();
   const int src = s.take(), dst = s.take(), cursor = s.take(), outer = s.take(), inner = s.take(), limit = s.take();
   load_block_base(w, l, spec, st.operands[0], src);

@@ -66,11 +66,12 @@ struct BlockStatement {
   // block at the same tile (a ref whose block is one column wide is read as a column vector,
   // broadcast across the lanes). Dot: target (+)= operands[0] @ operands[1] on the MXUs, f32
   // accumulation. RowSum / RowMax: target (one column wide) = the reduction of operands[0]'s
-  // rows; ColumnSum / ColumnMax: target (one row high) = the reduction of its columns. Copy: an async DMA from window `from` to window `to` (one in HBM, one in VMEM) of
-  // rows x cols elements, signalling the body's semaphore `semaphore`; Wait: waits for one copy
-  // signalling it (Pallas's make_async_copy(...).start() and .wait()). Slice: window `to` =
-  // window `from`, both in VMEM, rows x cols elements by vector loads and stores (a sliced load
-  // into a temporary, a value stored into a slice); rows a multiple of 8, or 1.
+  // rows; ColumnSum / ColumnMax: target (one row high) = the reduction of its columns. Copy: an
+  // async DMA from window `from` to window `to` (one in HBM, one in VMEM) of rows x cols
+  // elements, signalling the body's semaphore `semaphore`; Wait: waits for one copy signalling it
+  // (Pallas's make_async_copy(...).start() and .wait()). Slice: window `to` = window `from`,
+  // both in VMEM, rows x cols elements by vector loads and stores (a sliced load into a
+  // temporary, a value stored into a slice); rows a multiple of 8, or 1.
   enum class Kind : uint8_t { Assign, Dot, RowSum, RowMax, ColumnSum, ColumnMax, Copy, Wait, Slice };
   Kind kind = Kind::Assign;
   int target = -1;
@@ -92,6 +93,8 @@ struct BlockKernelSpec {
   std::vector<BlockStatement> body;
   int semaphores = 0;  // the body's own (scratch SemaphoreType.DMA), for Copy and Wait
   std::vector<int64_t> tables;  // scalar prefetch: each table's length (int32), the first kernel arguments
+  // The outputs one after another in one buffer argument (one dtype): a graph node has one value.
+  bool packed_outputs = false;
 };
 
 }  // namespace vtpu::kernels

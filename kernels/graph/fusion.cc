@@ -138,7 +138,10 @@ class GreedyPlanner {
       const Node& user = g_.node(c);
       if (!live_[c] || std::find(user.inputs.begin(), user.inputs.end(), id) == user.inputs.end()) continue;
       if (user.kind == NodeKind::Elementwise) return user.type.shape == n.type.shape;
-      if (user.kind == NodeKind::Reshape) return user.type.shape.back() == n.type.shape.back() && read_in_place(c);
+      // (a part of the view, from an offset, reads the view's data: the view is copied)
+      if (user.kind == NodeKind::Reshape) {
+        return !g_.is_part(c) && user.type.shape.back() == n.type.shape.back() && read_in_place(c);
+      }
       return user.kind == NodeKind::Row && user.inputs[0] == id;
     }
     return false;

@@ -35,6 +35,19 @@ int Graph::reshape(int x, std::vector<int64_t> shape, std::string label) {
   return add(std::move(n));
 }
 
+int Graph::part(int x, int64_t offset, std::vector<int64_t> shape, std::string label) {
+  Node n;
+  n.kind = NodeKind::Reshape;
+  n.inputs = {x};
+  n.type = {std::move(shape), node(x).type.dtype};
+  n.offset = offset;
+  n.label = std::move(label);
+  if (offset < 0 || offset + n.type.numel() > node(x).type.numel()) {
+    throw KernelError(fmt::format("{}: {} elements from {} of {}", n.label, n.type.numel(), offset, to_string(node(x).type)));
+  }
+  return add(std::move(n));
+}
+
 int Graph::permute(int x, const std::vector<int64_t>& order, std::string label) {
   const auto& shape = node(x).type.shape;
   if (order.size() != shape.size()) throw KernelError(fmt::format("{}: {} dims ordered for a {}-d value", label, order.size(), shape.size()));

@@ -18,9 +18,17 @@ Plan make_plan(const Graph& graph, FusionStrategy strategy, const sim::ChipConfi
   }
   for (int id = 0; id < static_cast<int>(graph.nodes().size()); ++id) {
     if (graph.node(id).kind != NodeKind::Reshape) continue;
+    // A part anywhere along the chain makes this a part of the root.
     int root = graph.node(id).inputs[0];
-    while (graph.node(root).kind == NodeKind::Reshape) root = graph.node(root).inputs[0];
+    int64_t offset = graph.node(id).offset;  // elements, one dtype along the chain
+    bool part = graph.is_part(id);
+    while (graph.node(root).kind == NodeKind::Reshape) {
+      offset += graph.node(root).offset;
+      part = part || graph.is_part(root);
+      root = graph.node(root).inputs[0];
+    }
     plan.alias[id] = root;
+    if (part) plan.alias_offset[id] = uint64_t(offset) * dtype_bytes(graph.node(id).type.dtype);
   }
   for (const auto& grp : plan_fusion(graph, strategy)) {
     plan.launches.push_back(lower_group(graph, grp, chip, cache));
@@ -34,7 +42,8 @@ Plan make_plan(const Graph& graph, FusionStrategy strategy, const sim::ChipConfi
       const TensorType& t = graph.node(arg).type;
       plan.value_bytes[arg] = uint64_t(t.numel()) * dtype_bytes(t.dtype);
       const int v = plan.alias.count(arg) ? plan.alias.at(arg) : arg;  // a reshape keeps its source alive
-      plan.value_bytes[v] = plan.value_bytes[arg];
+      const TensorType& root = graph.node(v).type;  // (a part's source is larger than the part)
+      plan.value_bytes[v] = uint64_t(root.numel()) * dtype_bytes(root.dtype);
       if (graph.node(v).kind == NodeKind::Input) {
         input_last_step[v] = step;
         continue;
@@ -71,6 +80,7 @@ std::string graph_signature(const Graph& graph) {
     if (n.kind == NodeKind::Attention || n.kind == NodeKind::AttentionBackward) {
       s += fmt::format(":a{}/{}/{}", n.causal, n.with_lse, n.scalar);
     }
+    if (n.kind == NodeKind::Reshape && n.offset) s += fmt::format(":o{}", n.offset);
     if (n.kind == NodeKind::StridedCopy) {
       s += fmt::format(":o{}", n.offset);
       for (int64_t st : n.strides) s += fmt::format("/{}", st);

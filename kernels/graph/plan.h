@@ -22,6 +22,7 @@ struct Plan {
   std::map<int, uint64_t> value_bytes;     // bytes of every value a launch touches
   std::vector<int> inputs, outputs;
   std::map<int, int> alias;                // reshape value -> the value whose buffer it reads
+  std::map<int, uint64_t> alias_offset;    // a part of it (Graph::part) -> the byte it starts at
   FusionStrategy strategy = FusionStrategy::Greedy;
 };
 

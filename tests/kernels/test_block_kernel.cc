@@ -128,7 +128,8 @@ TEST_CASE("block kernel: column sums and row maxima of a block match the host") 
     st.expr.add_output(st.expr.input(0, kernels::ValueType::F32));
     return st;
   };
-  spec.body = {reduce(BlockStatement::Kind::ColumnSum, 3), reduce(BlockStatement::Kind::RowMax, 4), copy(1, 3), copy(2, 4)};
+  spec.body = {reduce(BlockStatement::Kind::ColumnSum, 3), reduce(BlockStatement::Kind::RowMax, 4), copy(1, 3),
+               copy(2, 4)};
   std::vector<float> x(rows * cols);
   for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 7919 % 201) - 100);  // small integers: exact sums
   auto out = testing::run_program(kernels::make_block_kernel_source(spec, sim::load_chip("v5e")),

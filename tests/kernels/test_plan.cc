@@ -339,3 +339,34 @@ TEST_SUITE("kernels") {
     }
   }
 }
+
+TEST_SUITE("kernels") {
+  TEST_CASE("parts of a result are read where they lie, under both strategies") {
+    // y = exp(x) written once; its second and third row groups read as parts (offsets into y's
+    // buffer, no copy kernel), a part of a part included.
+    for (const FusionStrategy strategy : {FusionStrategy::None, FusionStrategy::Greedy}) {
+      kernels::Graph g;
+      const int x = g.input({{4, 256}, DType::F32}, "x");
+      const int y = g.unary(ExprOp::Exp, x);
+      const int second = g.part(y, 256, {256});
+      const int tail = g.part(g.part(y, 512, {2, 256}), 256, {1, 256});  // row 3
+      g.mark_output(g.binary(ExprOp::Sub, g.binary(ExprOp::Mul, second, g.binary_scalar(ExprOp::Add, y, 1)), tail));
+      kernels::ProgramCache cache;
+      const auto plan = kernels::make_plan(g, strategy, sim::load_chip("v5e"), cache);
+      for (const auto& launch : plan.launches) CHECK(launch.label.find("contiguous") == std::string::npos);
+      const auto xd = testing::random_floats(1024, 7);
+      std::vector<double> want(1024);
+      for (int r = 0; r < 4; ++r) {
+        for (int c = 0; c < 256; ++c) {
+          want[r * 256 + c] = std::exp(double(xd[256 + c])) * (std::exp(double(xd[r * 256 + c])) + 1) -
+                              std::exp(double(xd[768 + c]));
+        }
+      }
+      CAPTURE(kernels::fusion_strategy_name(strategy));
+      VTPU_CHECK_CLOSE(testing::run_graph(g, plan, {{x, xd}}), want, 1e-5, 1e-5);
+    }
+    kernels::Graph g;
+    const int y = g.input({{4, 256}, DType::F32}, "y");
+    CHECK_THROWS_WITH_AS(g.part(y, 900, {256}), doctest::Contains("256 elements from 900 of"), kernels::KernelError);
+  }
+}

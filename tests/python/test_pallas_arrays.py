@@ -85,3 +85,29 @@ def test_a_higher_rank_array_needs_a_block_spec():
     f = pl.pallas_call(copy, out_shape=pl.ShapeDtype((8, 128)), in_specs=[None])
     with pytest.raises(ValueError, match=r"kernel 'copy': input 0 of shape \(2, 8, 128\) needs a BlockSpec"):
         f(torch.zeros(2, 8, 128, device="tpu"))
+
+
+def test_several_outputs_of_one_dtype_are_one_node_of_the_pending_graph():
+    # In defer_and_fuse the kernel writes both outputs into one value of the pending graph,
+    # nothing flushes until .cpu(), and the ops after it fuse as for any op.
+    import vtpu
+
+    def stats_kernel(x_ref, s_ref, m_ref):
+        x = x_ref[...]
+        s_ref[...] = x + pl.sum(x) * 0 + 1
+        m_ref[...] = pl.max(x, axis=0)
+
+    spec = pl.BlockSpec((None, 8, 256), lambda b: (b, 0, 0))
+    f = pl.pallas_call(stats_kernel, out_shape=[pl.ShapeDtype((2, 8, 256)), pl.ShapeDtype((2, 1, 256))], grid=(2,),
+                       in_specs=[spec], out_specs=[spec, pl.BlockSpec((None, 1, 256), lambda b: (b, 0, 0))])
+    x = torch.randn(2, 8, 256)
+    vtpu.synchronize()
+    vtpu.reset_stats()
+    s, m = f(torch.sigmoid(x.to("tpu")))
+    y = s * 2 - m
+    assert vtpu.stats()["kernels_launched"] == 0
+    expected = torch.sigmoid(x)
+    torch.testing.assert_close(y.cpu(), (expected + 1) * 2 - expected.amax(1, keepdim=True))
+    assert vtpu.stats()["per_kernel"]["stats_kernel"]["launches"] == 1
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+    assert m.shape == (2, 1, 256) and s.shape == (2, 8, 256)

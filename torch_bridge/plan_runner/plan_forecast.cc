@@ -14,7 +14,7 @@ HbmForecast forecast_hbm(const kernels::Plan& plan, const sim::Device& device, c
   std::set<int> has_buffer;
   for (const auto& [v, addr] : bound) has_buffer.insert(v);
   for (int v : plan.outputs) {
-    if (bound.count(v)) has_buffer.insert(root_of(v));
+    if (bound.count(v) && !plan.alias_offset.count(v)) has_buffer.insert(root_of(v));  // (as the runner binds them)
   }
   const std::set<int> outputs(plan.outputs.begin(), plan.outputs.end());
   uint64_t hbm = now.allocated_bytes;

@@ -28,7 +28,10 @@ PlanExecution::PlanExecution(sim::Device& device, const kernels::Plan& plan, con
   // A bound output that reshapes another value: the kernel writing that value writes the output.
   for (int v : plan.outputs) {
     const auto a = plan.alias.find(v);
-    if (a != plan.alias.end() && inputs_.count(v) && !inputs_.count(a->second)) inputs_[a->second] = inputs_.at(v);
+    // (not a part of the value: the output's buffer holds only the part)
+    if (a != plan.alias.end() && inputs_.count(v) && !inputs_.count(a->second) && !plan.alias_offset.count(v)) {
+      inputs_[a->second] = inputs_.at(v);
+    }
   }
   // Intermediates get memory (held VMEM, else HBM) at the first launch of their planned lifetime
   // and give it back after its last, so the device's peak follows the plan's liveness (the memory
@@ -138,7 +141,10 @@ PlanExecution::~PlanExecution() {
 }
 
 sim::HbmAddress PlanExecution::address(int value) {
-  if (auto a = plan_.alias.find(value); a != plan_.alias.end()) return address(a->second);
+  if (auto a = plan_.alias.find(value); a != plan_.alias.end()) {
+    const auto offset = plan_.alias_offset.find(value);
+    return address(a->second) + (offset == plan_.alias_offset.end() ? 0 : offset->second);
+  }
   if (auto it = inputs_.find(value); it != inputs_.end()) return it->second;
   if (allocate_output_ && std::find(plan_.outputs.begin(), plan_.outputs.end(), value) != plan_.outputs.end()) {
     return inputs_[value] = allocate_output_(value);

@@ -147,6 +147,7 @@ std::string block_kernel_source(const py::dict& spec, const std::string& chip_na
   for (const auto& st : spec["body"].cast<py::list>()) s.body.push_back(statement_of(st.cast<py::dict>()));
   s.semaphores = spec.contains("semaphores") ? spec["semaphores"].cast<int>() : 0;
   if (spec.contains("tables")) s.tables = spec["tables"].cast<std::vector<int64_t>>();
+  s.packed_outputs = spec.contains("packed_outputs") && spec["packed_outputs"].cast<bool>();
   try {
     if (!chip_name.empty()) return kernels::make_block_kernel_source(s, sim::load_chip(chip_name));
     return kernels::make_block_kernel_source(s, Runtime::get().device(device).chip());

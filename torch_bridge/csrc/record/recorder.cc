@@ -12,7 +12,7 @@
 #include "sim/sim_error.h"
 #include "torch_bridge/csrc/runtime/profiler.h"
 #include "torch_bridge/csrc/runtime/runtime.h"
-#include "torch_bridge/csrc/record/user_kernel_node.h"
+#include "torch_bridge/csrc/record/user_kernel_sources.h"
 #include "torch_bridge/plan_runner/plan_runner.h"
 
 namespace vtpu::bridge {
@@ -119,7 +119,12 @@ int Recorder::value_of(const at::Tensor& t) {
     if (offset == 0 && pending.dtype == type.dtype && pending.numel() == type.numel()) {
       return graph_.reshape(b.pending_value, type.shape);
     }
-    throw NeedsFlush{};  // a part of pending data: land it first
+    // A dense part of it (a chunk along its first dim, an attention's output beside its
+    // logsumexp, one output of a kernel's packed value): an alias read where it lies, no sync point.
+    if (pending.dtype == type.dtype && dense.storage_offset() + type.numel() <= pending.numel()) {
+      return graph_.part(b.pending_value, dense.storage_offset(), type.shape);
+    }
+    throw NeedsFlush{};  // a part of pending data in another dtype: land it first
   }
   return bind_input(rt.materialize(vaddr) + offset, type, dense.storage(), "tensor");
 }
@@ -152,9 +157,12 @@ std::vector<int> Recorder::values_of(const std::vector<at::Tensor>& ts) {
 void Recorder::define_output(const at::Tensor& out, int value, const char* op) {
   std::lock_guard lock(Runtime::get().mutex());
   // A reshape writes nothing: its source lands in the buffer (same elements, same order). A
-  // source that is a graph input, or already lands in another buffer, is copied.
-  while (graph_.node(value).kind == kernels::NodeKind::Reshape) value = graph_.node(value).inputs[0];
-  if (graph_.node(value).kind == kernels::NodeKind::Input || outputs_.count(value)) {
+  // source that is a graph input, a part of another value, or already lands in another buffer,
+  // is copied.
+  while (graph_.node(value).kind == kernels::NodeKind::Reshape && !graph_.is_part(value)) {
+    value = graph_.node(value).inputs[0];
+  }
+  if (graph_.node(value).kind == kernels::NodeKind::Input || graph_.is_part(value) || outputs_.count(value)) {
     value = graph_.cast(value, graph_.node(value).type.dtype, "copy");
   }
   auto& rt = Runtime::get();
@@ -262,8 +270,8 @@ void Recorder::flush() {
                 "int32 words: |value| < 2^30 for add/sub, < 2^31 otherwise; pending results are lost): ", e.what());
     const auto* launch = dynamic_cast<const LaunchFailure*>(&e);
     const std::string note = launch ? user_kernel_failure_note(launch->program(), e.what()) : std::string();
-    TORCH_CHECK(false, "vtpu: a kernel failed on the chip (pending results are lost): ", e.what(), note.empty() ? "" : "\n",
-                note);
+    TORCH_CHECK(false, "vtpu: a kernel failed on the chip (pending results are lost): ", e.what(),
+                note.empty() ? "" : "\n", note);
   }
   count_launches(start, run);
   auto& s = rt.stats();

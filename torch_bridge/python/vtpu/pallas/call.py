@@ -1,13 +1,15 @@
 """pallas_call: a kernel body, a grid and block specs made into a function on tpu tensors. The
 body is traced once per input shapes and dtypes (tracing.py) and lowered by the chip's generator
-(vtpu._C.block_kernel_source); in defer_and_fuse a single-output kernel is recorded as a node of
-the pending graph (vtpu._C.record_user_kernel), otherwise it runs at once through run_assembly.
+(vtpu._C.block_kernel_source); in defer_and_fuse a kernel whose outputs share a dtype is recorded
+as a node of the pending graph (vtpu._C.record_user_kernel), otherwise it runs at once through
+run_assembly.
 The function is a torch custom op (`vtpu_kernels::<name>`) with a fake implementation, so
 torch.compile(backend="tpu") sees one node, and autograd calls the `backward` given.
 """
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -138,12 +140,14 @@ class Kernel:
         """The kernel's vtpu assembly for these inputs' shapes and dtypes (traced once each)."""
         return self._generated(self._padded_inputs(inputs))[0]
 
-    def _generated(self, inputs: Sequence[torch.Tensor]) -> tuple[str, list]:
-        """(assembly, checks of table-dependent indices), generated once per shapes and dtypes; the
-        body's line of each instruction is noted beside the source, for its errors' messages."""
-        key = tuple((tuple(x.shape), x.dtype) for x in inputs)
+    def _generated(self, inputs: Sequence[torch.Tensor], packed: bool = False) -> tuple[str, list]:
+        """(assembly, checks of table-dependent indices), generated once per shapes and dtypes (and
+        with the outputs `packed` into one buffer, or not); the body's line of each instruction is
+        noted beside the source, for its errors' messages."""
+        key = (tuple((tuple(x.shape), x.dtype) for x in inputs), packed)
         if key not in self.sources:
             spec, checks = self.trace(inputs)
+            spec["packed_outputs"] = packed
             device = inputs[0].device.index or 0 if inputs else 0
             source = _C.block_kernel_source(spec, self.chip, device)
             _C.note_user_kernel(source, self.name, _instruction_lines(source, spec["body"]), list(self.grid))
@@ -165,17 +169,26 @@ class Kernel:
             values = [t.cpu().tolist() for t in inputs[:self.num_tables]]
             for check in checks:
                 check.run(self.grid, values)
-        if len(self.out_shape) == 1 and inputs and _C.get_mode() == "defer_and_fuse":
-            # One more node of the pending graph: pending work stays pending, and the kernel runs
-            # in order at the next flush (its errors surface there, naming the body's line).
-            out = self._padded_outputs()[0]
-            return [_C.record_user_kernel(source, [as_flat(x) for x in inputs], list(flat_shape(out.shape)), out.dtype)]
-        outputs = _empty_outputs([ShapeDtype(flat_shape(o.shape), o.dtype) for o in self._padded_outputs()], inputs)
+        flat_outputs = [ShapeDtype(flat_shape(o.shape), o.dtype) for o in self._padded_outputs()]
+        if inputs and _C.get_mode() == "defer_and_fuse" and len({o.dtype for o in flat_outputs}) == 1:
+            return self._record(inputs, flat_outputs)
+        outputs = _empty_outputs(flat_outputs, inputs)
         try:
             run_assembly(source, *[as_flat(x) for x in inputs], *outputs)
         except RuntimeError as error:
             raise RuntimeError(f"{error}\n{_C.user_kernel_failure_note(source, str(error))}") from None
         return outputs
+
+
+    def _record(self, inputs: Sequence[torch.Tensor], outputs: list[ShapeDtype]) -> list[torch.Tensor]:
+        """The kernel as one more node of the pending graph: pending work stays pending, and the
+        kernel runs in order at the next flush (its errors surface there, naming the body's line).
+        A node has one value: several outputs (of one dtype) are written one after another into it."""
+        source, _ = self._generated(inputs, packed=len(outputs) > 1)
+        sizes = [math.prod(o.shape) for o in outputs]
+        value = _C.record_user_kernel(source, [as_flat(x) for x in inputs], [sum(sizes)], outputs[0].dtype)
+        starts = itertools.accumulate(sizes, initial=0)
+        return [value[start:start + size].view(o.shape) for start, size, o in zip(starts, sizes, outputs)]
 
 
 def _instruction_lines(source: str, body: list[dict]) -> list[str]:
