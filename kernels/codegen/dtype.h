@@ -38,6 +38,11 @@ inline std::string_view dtype_name(DType t) {
 // rejects it (the bridge narrows it or falls back), rather than reinterpreting bits.
 inline bool dtype_on_chip(DType t) { return t != DType::I64; }
 inline bool dtype_is_float(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
+// Held in HBM as their own bytes, so a value of one may be read as another (a bit view); the
+// narrow integers and bool are widened on the chip, int64 split into words.
+inline bool dtype_is_plain_bytes(DType t) {
+  return t == DType::F32 || t == DType::I32 || t == DType::BF16 || t == DType::F16;
+}
 inline bool dtype_is_integer(DType t) { return !dtype_is_float(t); }  // bool counts: it promotes like one
 
 }  // namespace vtpu::kernels

@@ -7,8 +7,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include "kernels/codegen/kernel_error.h"
 #include "kernels/codegen/operand.h"
 #include "kernels/generators/block_kernel_body.h"
@@ -23,11 +21,6 @@ void validate(const BlockKernelSpec& spec) {
     if (g < 1) fail("every grid dim must be at least 1");
   }
   for (const BlockRef& r : spec.refs) {
-    if (spec.packed_outputs && r.kind == BlockRef::Kind::Output) {
-      const auto first = std::find_if(spec.refs.begin(), spec.refs.end(),
-                                      [](const BlockRef& o) { return o.kind == BlockRef::Kind::Output; });
-      if (r.dtype != first->dtype) fail("packed outputs hold one dtype");
-    }
     if (r.dtype != DType::F32 && r.dtype != DType::BF16 && r.dtype != DType::I32) {
       fail(fmt::format("blocks of {} (kernels take float32, bfloat16 or int32)", dtype_name(r.dtype)));
     }

@@ -93,7 +93,7 @@ struct BlockKernelSpec {
   std::vector<BlockStatement> body;
   int semaphores = 0;  // the body's own (scratch SemaphoreType.DMA), for Copy and Wait
   std::vector<int64_t> tables;  // scalar prefetch: each table's length (int32), the first kernel arguments
-  // The outputs one after another in one buffer argument (one dtype): a graph node has one value.
+  // The outputs one after another in one buffer argument: a graph node has one value.
   bool packed_outputs = false;
 };
 

@@ -32,7 +32,7 @@ enum class NodeKind : uint8_t {
   MatMul,       // [..., M, K] @ [K, N] or [..., K, N] (or B^T given as [N, K], A^T as [..., K, M])
   Row,          // row_op over the last axis
   Reshape,      // the same elements in the same order under another shape (or a dense part of them,
-                // from `offset`): no kernel, an alias
+                // from byte `offset`, maybe read as another dtype): no kernel, an alias
   StridedCopy,  // a dense copy of a strided view of inputs[0] (a whole buffer, flat)
   Concat,       // torch.cat of the inputs along `cat_dim`
   Gather,       // rows of inputs[0] ([rows, ...]) picked by the indices inputs[1] (index_select, dim 0)
@@ -62,7 +62,7 @@ struct Node {
   int passes = 1;
   // StridedCopy: the view's strides (elements) and offset into the source buffer
   std::vector<int64_t> strides;
-  int64_t offset = 0;  // (also a Reshape's: the element of its input it starts at)
+  int64_t offset = 0;  // (a Reshape's: the byte of its input it starts at)
   int64_t cat_dim = 0;
   // Gather, ScatterAdd: the indices are int64 given as [n, 2] int32 words (low, high)
   bool index_pairs = false;
@@ -117,13 +117,17 @@ class Graph {
   // x's elements under another shape (a view of a result): the planner makes x's producer write
   // it to HBM and readers of the reshape read that buffer.
   int reshape(int x, std::vector<int64_t> shape, std::string label = "view");
-  // x's elements [offset, offset + numel(shape)) under `shape`, an alias like reshape: a part of a
-  // result (a chunk along its first dim, one output of a kernel's packed value) read where it lies.
-  int part(int x, int64_t offset, std::vector<int64_t> shape, std::string label = "view");
-  // Whether v is such a part (a Reshape from an offset, or of fewer elements than its input).
+  // x's bytes from `byte_offset` read as a value of `type`, an alias like reshape: a part of a
+  // result (a chunk along its first dim, one output of a kernel's packed value) read where it
+  // lies. `type`'s dtype is x's, or both are held as their plain bytes (dtype_is_plain_bytes: a
+  // bit view).
+  int part(int x, int64_t byte_offset, TensorType type, std::string label = "view");
+  // Whether v is such a part (a Reshape from an offset, of fewer bytes, or of another dtype).
   bool is_part(int v) const {
     const Node& n = node(v);
-    return n.kind == NodeKind::Reshape && (n.offset != 0 || n.type.numel() != node(n.inputs[0]).type.numel());
+    if (n.kind != NodeKind::Reshape) return false;
+    const TensorType& in = node(n.inputs.at(0)).type;
+    return n.offset != 0 || n.type.dtype != in.dtype || n.type.numel() != in.numel();
   }
   // Dense copy of the view (sizes, strides, offset) of `source`'s elements in row-major order.
   int strided_copy(int source, std::vector<int64_t> sizes, std::vector<int64_t> strides, int64_t offset,

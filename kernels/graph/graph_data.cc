@@ -35,16 +35,19 @@ int Graph::reshape(int x, std::vector<int64_t> shape, std::string label) {
   return add(std::move(n));
 }
 
-int Graph::part(int x, int64_t offset, std::vector<int64_t> shape, std::string label) {
+int Graph::part(int x, int64_t byte_offset, TensorType type, std::string label) {
+  const TensorType& in = node(x).type;
+  const int64_t bytes = type.numel() * dtype_bytes(type.dtype);
+  if (byte_offset < 0 || byte_offset % dtype_bytes(type.dtype) || byte_offset + bytes > in.numel() * dtype_bytes(in.dtype) ||
+      (type.dtype != in.dtype && !(dtype_is_plain_bytes(type.dtype) && dtype_is_plain_bytes(in.dtype)))) {
+    throw KernelError(fmt::format("{}: {} from byte {} of {}", label, to_string(type), byte_offset, to_string(in)));
+  }
   Node n;
   n.kind = NodeKind::Reshape;
   n.inputs = {x};
-  n.type = {std::move(shape), node(x).type.dtype};
-  n.offset = offset;
+  n.type = std::move(type);
+  n.offset = byte_offset;
   n.label = std::move(label);
-  if (offset < 0 || offset + n.type.numel() > node(x).type.numel()) {
-    throw KernelError(fmt::format("{}: {} elements from {} of {}", n.label, n.type.numel(), offset, to_string(node(x).type)));
-  }
   return add(std::move(n));
 }
 

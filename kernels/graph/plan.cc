@@ -20,7 +20,7 @@ Plan make_plan(const Graph& graph, FusionStrategy strategy, const sim::ChipConfi
     if (graph.node(id).kind != NodeKind::Reshape) continue;
     // A part anywhere along the chain makes this a part of the root.
     int root = graph.node(id).inputs[0];
-    int64_t offset = graph.node(id).offset;  // elements, one dtype along the chain
+    int64_t offset = graph.node(id).offset;  // bytes
     bool part = graph.is_part(id);
     while (graph.node(root).kind == NodeKind::Reshape) {
       offset += graph.node(root).offset;
@@ -28,7 +28,7 @@ Plan make_plan(const Graph& graph, FusionStrategy strategy, const sim::ChipConfi
       root = graph.node(root).inputs[0];
     }
     plan.alias[id] = root;
-    if (part) plan.alias_offset[id] = uint64_t(offset) * dtype_bytes(graph.node(id).type.dtype);
+    if (part) plan.alias_offset[id] = uint64_t(offset);
   }
   for (const auto& grp : plan_fusion(graph, strategy)) {
     plan.launches.push_back(lower_group(graph, grp, chip, cache));

@@ -348,8 +348,8 @@ TEST_SUITE("kernels") {
       kernels::Graph g;
       const int x = g.input({{4, 256}, DType::F32}, "x");
       const int y = g.unary(ExprOp::Exp, x);
-      const int second = g.part(y, 256, {256});
-      const int tail = g.part(g.part(y, 512, {2, 256}), 256, {1, 256});  // row 3
+      const int second = g.part(y, 256 * 4, {{256}, DType::F32});
+      const int tail = g.part(g.part(y, 512 * 4, {{2, 256}, DType::F32}), 256 * 4, {{1, 256}, DType::F32});  // row 3
       g.mark_output(g.binary(ExprOp::Sub, g.binary(ExprOp::Mul, second, g.binary_scalar(ExprOp::Add, y, 1)), tail));
       kernels::ProgramCache cache;
       const auto plan = kernels::make_plan(g, strategy, sim::load_chip("v5e"), cache);
@@ -367,6 +367,8 @@ TEST_SUITE("kernels") {
     }
     kernels::Graph g;
     const int y = g.input({{4, 256}, DType::F32}, "y");
-    CHECK_THROWS_WITH_AS(g.part(y, 900, {256}), doctest::Contains("256 elements from 900 of"), kernels::KernelError);
+    CHECK_THROWS_WITH_AS(g.part(y, 900 * 4, {{256}, DType::F32}), doctest::Contains("from byte 3600 of"),
+                         kernels::KernelError);
+    CHECK_THROWS_WITH_AS(g.part(y, 0, {{256}, DType::I64}), doctest::Contains("from byte 0 of"), kernels::KernelError);
   }
 }

@@ -111,3 +111,24 @@ def test_several_outputs_of_one_dtype_are_one_node_of_the_pending_graph():
     assert vtpu.stats()["per_kernel"]["stats_kernel"]["launches"] == 1
     assert vtpu.stats()["cpu_fallback_ops"] == 0
     assert m.shape == (2, 1, 256) and s.shape == (2, 8, 256)
+
+
+def test_outputs_of_several_dtypes_are_one_node_too():
+    import vtpu
+
+    def split(x_ref, h_ref, n_ref):
+        h_ref[...] = x_ref[...] * 0.5
+        n_ref[...] = (x_ref[...] * 10).astype(torch.int32)
+
+    spec = pl.BlockSpec((8, 256), lambda i: (i, 0))
+    f = pl.pallas_call(split, out_shape=[pl.ShapeDtype((16, 256), torch.bfloat16), pl.ShapeDtype((16, 256), torch.int32)],
+                       grid=(2,), in_specs=[spec], out_specs=[spec, spec])
+    x = torch.randn(16, 256)
+    xt = x.to("tpu")
+    vtpu.synchronize()
+    vtpu.reset_stats()
+    h, n = f(xt)
+    y = h.float() + n
+    assert vtpu.stats()["kernels_launched"] == 0 and h.dtype == torch.bfloat16 and n.dtype == torch.int32
+    torch.testing.assert_close(y.cpu(), (x * 0.5).to(torch.bfloat16).float() + (x * 10).to(torch.int32), rtol=0, atol=0)
+    assert vtpu.stats()["per_kernel"]["split"]["launches"] == 1

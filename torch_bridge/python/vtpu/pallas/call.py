@@ -1,8 +1,7 @@
 """pallas_call: a kernel body, a grid and block specs made into a function on tpu tensors. The
 body is traced once per input shapes and dtypes (tracing.py) and lowered by the chip's generator
-(vtpu._C.block_kernel_source); in defer_and_fuse a kernel whose outputs share a dtype is recorded
-as a node of the pending graph (vtpu._C.record_user_kernel), otherwise it runs at once through
-run_assembly.
+(vtpu._C.block_kernel_source); in defer_and_fuse the kernel is recorded as a node of the pending
+graph (vtpu._C.record_user_kernel), otherwise it runs at once through run_assembly.
 The function is a torch custom op (`vtpu_kernels::<name>`) with a fake implementation, so
 torch.compile(backend="tpu") sees one node, and autograd calls the `backward` given.
 """
@@ -170,7 +169,7 @@ class Kernel:
             for check in checks:
                 check.run(self.grid, values)
         flat_outputs = [ShapeDtype(flat_shape(o.shape), o.dtype) for o in self._padded_outputs()]
-        if inputs and _C.get_mode() == "defer_and_fuse" and len({o.dtype for o in flat_outputs}) == 1:
+        if inputs and _C.get_mode() == "defer_and_fuse":
             return self._record(inputs, flat_outputs)
         outputs = _empty_outputs(flat_outputs, inputs)
         try:
@@ -183,12 +182,14 @@ class Kernel:
     def _record(self, inputs: Sequence[torch.Tensor], outputs: list[ShapeDtype]) -> list[torch.Tensor]:
         """The kernel as one more node of the pending graph: pending work stays pending, and the
         kernel runs in order at the next flush (its errors surface there, naming the body's line).
-        A node has one value: several outputs (of one dtype) are written one after another into it."""
+        A node has one value: several outputs are written one after another into it, and each is
+        a part of it (int32 words viewed as its dtype, when the outputs' dtypes differ)."""
         source, _ = self._generated(inputs, packed=len(outputs) > 1)
-        sizes = [math.prod(o.shape) for o in outputs]
-        value = _C.record_user_kernel(source, [as_flat(x) for x in inputs], [sum(sizes)], outputs[0].dtype)
+        word = outputs[0].dtype if len({o.dtype for o in outputs}) == 1 else torch.int32
+        sizes = [math.prod(o.shape) * o.dtype.itemsize // word.itemsize for o in outputs]  # (whole 128-lane rows)
+        value = _C.record_user_kernel(source, [as_flat(x) for x in inputs], [sum(sizes)], word)
         starts = itertools.accumulate(sizes, initial=0)
-        return [value[start:start + size].view(o.shape) for start, size, o in zip(starts, sizes, outputs)]
+        return [value[start:start + size].view(o.dtype).view(o.shape) for start, size, o in zip(starts, sizes, outputs)]
 
 
 def _instruction_lines(source: str, body: list[dict]) -> list[str]:
