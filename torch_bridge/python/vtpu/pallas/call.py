@@ -99,15 +99,13 @@ class Kernel:
         return t.add_ref(kind, dtype, flat_shape(shape), block, [flat_row_index(index, blocks).spec(), index[-1].spec()])
 
     def _padded_outputs(self) -> tuple[ShapeDtype, ...]:
-        return tuple(ShapeDtype(whole_blocks(o.shape, last_two(s)),
-                                o.dtype) for o, s in zip(self.out_shape, self.out_specs))
+        return tuple(ShapeDtype(whole_blocks(o.shape, last_two(s)), o.dtype) for o, s in zip(self.out_shape, self.out_specs))
 
     def _padded_inputs(self, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         """Scalar-prefetch tables as they are, then each input padded to whole blocks."""
         tables, arrays = list(inputs[:self.num_tables]), inputs[self.num_tables:]
         specs = list(self.in_specs or ()) + [None] * max(0, len(arrays) - len(self.in_specs or ()))
-        return tables + [pad_to(x, whole_blocks(x.shape, last_two(s)))
-                         for x, s in zip(arrays, specs)]
+        return tables + [pad_to(x, whole_blocks(x.shape, last_two(s))) for x, s in zip(arrays, specs)]
 
     def trace(self, inputs: Sequence[torch.Tensor]) -> tuple[dict, list]:
         """The spec the generator takes, and the range checks left for each call."""
@@ -177,7 +175,6 @@ class Kernel:
         except RuntimeError as error:
             raise RuntimeError(f"{error}\n{_C.user_kernel_failure_note(source, str(error))}") from None
         return outputs
-
 
     def _record(self, inputs: Sequence[torch.Tensor], outputs: list[ShapeDtype]) -> list[torch.Tensor]:
         """The kernel as one more node of the pending graph: pending work stays pending, and the
