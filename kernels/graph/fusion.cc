@@ -128,7 +128,8 @@ class GreedyPlanner {
   // A row-strided view read once, by an elementwise node of its own shape or as a row op's input,
   // is read in place by that kernel's DMAs (a streaming kernel's blocks are rows anyway) rather
   // than copied by a kernel of its own and read back: half the HBM traffic, one launch fewer.
-  // Reshapes that keep the rows' length (a row op's [rows, cols] view of it) stay views.
+  // Reshapes that keep the rows' length (a row op's [rows, cols] view of it) stay views; a part
+  // of it (Graph::part) reads a copy of it.
   bool read_in_place(int id) const {
     const Node& n = g_.node(id);
     // (one element streams as a Scalar operand, loaded from its buffer's start: not in place)
@@ -138,10 +139,7 @@ class GreedyPlanner {
       const Node& user = g_.node(c);
       if (!live_[c] || std::find(user.inputs.begin(), user.inputs.end(), id) == user.inputs.end()) continue;
       if (user.kind == NodeKind::Elementwise) return user.type.shape == n.type.shape;
-      // (a part of the view, from an offset, reads the view's data: the view is copied)
-      if (user.kind == NodeKind::Reshape) {
-        return !g_.is_part(c) && user.type.shape.back() == n.type.shape.back() && read_in_place(c);
-      }
+      if (user.kind == NodeKind::Reshape) return !g_.is_part(c) && user.type.shape.back() == n.type.shape.back() && read_in_place(c);
       return user.kind == NodeKind::Row && user.inputs[0] == id;
     }
     return false;
