@@ -53,6 +53,11 @@ class Affine:
     def __neg__(self):
         return self * -1
 
+    @property
+    def constant(self) -> int | None:
+        """The value at every grid step when it reads no program id or table; else None."""
+        return None if any(self.coef) or self.lookups else self.offset
+
     def at(self, point: tuple[int, ...], tables: list[list[int]] | None = None) -> int:
         value = self.offset + sum(c * p for c, p in zip(self.coef, point))
         for table, scale, inner in self.lookups:

@@ -9,24 +9,20 @@ window is checked inside its block at every grid step before the kernel runs.
 from __future__ import annotations
 
 from .copies import Window, check_inside
-from .tracing import Block, Ref, as_block, store, tracer
+from .tracing import Block, Ref, as_block, materialize, store, tracer
 
 
 def _window(ref: Ref, key) -> Window:
     t = tracer()
     window = ref.at[key]
-    if window.cols % 128 or window.col0.coef != (0,) * len(window.col0.coef) or window.col0.lookups or \
-            window.col0.offset % 128:
-        raise t.fail(f"a slice of {window.cols} columns from column {_text(window.col0)}: slices start at a fixed "
-                     "multiple of 128 lanes and span whole 128-lane columns")
+    col0 = window.col0.constant
+    if window.cols % 128 or col0 is None or col0 % 128:
+        raise t.fail(f"a slice of {window.cols} columns from column {'a program id' if col0 is None else col0}: slices "
+                     "start at a fixed multiple of 128 lanes and span whole 128-lane columns")
     if window.rows % 8 and window.rows != 1:
         raise t.fail(f"a slice of {window.rows} rows: slices span whole 8-row groups, or one row")
     check_inside(window, "the slice")
     return window
-
-
-def _text(affine) -> str:
-    return str(affine.offset) if not any(affine.coef) and not affine.lookups else "a program id"
 
 
 def _slice(source: Window, target: Window) -> None:
@@ -46,7 +42,7 @@ def sliced_store(ref: Ref, key, value) -> None:
     value = as_block(value, ref.dtype)
     t = tracer()
     if value.node[0] == "load" and value.shape == (window.rows, window.cols) and value.dtype == ref.dtype:
-        source = Ref(t, value.node[1], value.shape, value.dtype)  # a block as it is: copied straight from its ref
+        source = materialize(value)  # a block as it is: copied straight from its ref
     else:
         source = t.temporary((window.rows, window.cols), ref.dtype)
         store(source, value)

@@ -1,9 +1,10 @@
 """Tracing a kernel body once into statements over VMEM blocks (what kernels/generators/
 block_kernel lowers). The body runs on `Ref`s; reading `ref[...]` gives a `Block`, a small
-expression tree; storing it (`ref[...] = value`) becomes an elementwise statement. A dot or a reduction
-(over rows or columns) is a statement of its own whose result lands in a VMEM temporary the tracer adds, so
-every statement reads whole blocks from refs. Values compute in f32 (int32 for integer blocks)
-registers; a store rounds to its ref's dtype, as Mosaic does on chips without a bf16 VPU.
+expression tree; storing it (`ref[...] = value`) becomes an elementwise statement. A dot or a
+reduction (over rows or columns) is a statement of its own whose result lands in a VMEM temporary
+the tracer adds, so every statement reads whole blocks from refs (slices.py copies windows).
+Values compute in f32 (int32 for integer blocks) registers; a store rounds to its ref's dtype, as
+Mosaic does on chips without a bf16 VPU.
 """
 from __future__ import annotations
 
