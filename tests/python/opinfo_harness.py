@@ -21,6 +21,7 @@ import dataclasses
 import warnings
 
 import torch
+from torch.testing._internal.opinfo.core import SampleInput
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
 import vtpu
@@ -213,10 +214,47 @@ def _compare_f32_reference(op, sample, got, tol, dtype) -> str:
     return _compare(got, reference, tol)
 
 
+# The note a float32 result carries when it matched float64 and the CPU's float32 did not.
+CLOSER_TO_FLOAT64 = "matches float64, which the CPU's float32 result misses"
+
+
+def _in_float64(op, sample, backward: bool):
+    """The sample's result (or gradients) computed on the CPU in float64, rounded to float32: the
+    correctly rounded answer both devices' float32 kernels approximate."""
+    def widen(x):
+        if isinstance(x, torch.Tensor) and x.dtype in (torch.float32, torch.complex64):
+            return x.detach().to(torch.float64 if x.dtype == torch.float32 else torch.complex128).requires_grad_(
+                x.requires_grad)
+        return x
+
+    def narrow(x):
+        if isinstance(x, torch.Tensor) and x.dtype in (torch.float64, torch.complex128):
+            return x.to(torch.float32 if x.dtype == torch.float64 else torch.complex64)
+        return x
+
+    wide = tree_map(widen, (sample.input, sample.args, sample.kwargs))
+    wide = SampleInput(wide[0], args=wide[1], kwargs=wide[2], output_process_fn_grad=sample.output_process_fn_grad)
+    return tree_map(narrow, _gradients(op, wide, "cpu") if backward else op(wide.input, *wide.args, **wide.kwargs))
+
+
+def _judged_by_float64(op, sample, got, want, tol, backward: bool) -> bool:
+    """Whether the chip's float32 result is within tolerance of float64's where the CPU's is not
+    (rounding amplified by the CPU's order of operations: matrix_exp's squarings, logcumsumexp's
+    gradient at large inputs). Both are judged by one yardstick, so this never passes a result
+    further from the true answer than the CPU's own."""
+    try:
+        reference = _in_float64(op, sample, backward)
+    except Exception:
+        return False
+    return not _compare(got, reference, tol) and bool(_compare(want, reference, tol))
+
+
 def _weights_like(outputs):
-    """A fixed weight per output element (so the backward pass sees every element differently)."""
+    """A fixed weight per output element (so the backward pass sees every element differently);
+    the same numbers for a float64 output as for its float32 twin (_in_float64)."""
     gen = torch.Generator().manual_seed(1234)
-    return [torch.randn(o.shape, generator=gen, dtype=o.dtype) for o in outputs]
+    drawn = {torch.float64: torch.float32, torch.complex128: torch.complex64}
+    return [torch.randn(o.shape, generator=gen, dtype=drawn.get(o.dtype, o.dtype)).to(o.dtype) for o in outputs]
 
 
 def _differentiable(value) -> list:
@@ -254,6 +292,7 @@ def run_sample(op, sample, dtype=torch.float32, backward=False, stays=None) -> t
     except Exception:
         return "skip", ""
     moved = _placed(sample, "tpu", stays)
+    notes = []
 
     def on_chip() -> str:
         got = _gradients(op, sample, "tpu", stays) if backward else op(moved[0], *moved[1], **moved[2])
@@ -270,9 +309,16 @@ def run_sample(op, sample, dtype=torch.float32, backward=False, stays=None) -> t
         problem = _compare(got, want, tolerance(op, dtype))
         if problem and dtype in LOW_PRECISION and not backward:
             problem = _compare_f32_reference(op, sample, got, tolerance(op, dtype), dtype) and problem
+        if problem and dtype == torch.float32 and _judged_by_float64(op, sample, got, want, tolerance(op, dtype),
+                                                                     backward):
+            notes.append(CLOSER_TO_FLOAT64)
+            return ""
         return problem
 
-    return classify(on_chip)
+    status, problem = classify(on_chip)
+    if notes and status in ("native", "fallback"):
+        problem = "; ".join(filter(None, (problem, notes[-1])))
+    return status, problem
 
 
 def classify(on_chip) -> tuple[str, str]:
@@ -324,8 +370,6 @@ CPU_CRASHES_ON_SPECIALS = {"linalg.eigvals"}
 
 def run_op(op, dtype=torch.float32, max_samples=3, backward=False, specials=False) -> OpResult:
     """`specials`: every floating input carries NaN and infinities (with_special_values)."""
-    from torch.testing._internal.opinfo.core import SampleInput
-
     result = OpResult(op_name(op), {})
     if specials and op.name in CPU_CRASHES_ON_SPECIALS:
         return result  # skipped

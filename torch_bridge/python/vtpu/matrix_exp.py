@@ -4,8 +4,10 @@ degree-18 Taylor polynomial (five matrix products: A^2, A^3, A^6 and two more, t
 torch uses), then s squarings. s is per matrix; the largest is read back (a sync point, as torch's
 CUDA kernel has one) and every matrix takes that many squaring steps, each keeping the square
 only where its own s asks for it. For small norms torch picks a lower degree: the results agree
-to f32 rounding. Registered at PrivateUse1, so matrix_exp's backward (the exponential of a 2n x
-2n block matrix) runs here too.
+to f32 rounding. bfloat16 and float16 matrices are exponentiated in f32 and rounded once: the
+squarings amplify every rounding of an intermediate, and in those dtypes that costs whole digits
+(the CPU's own bfloat16 and float16 kernels give NaN at OpInfo's norms). Registered at
+PrivateUse1, so matrix_exp's backward (the exponential of a 2n x 2n block matrix) runs here too.
 """
 from __future__ import annotations
 
@@ -36,6 +38,8 @@ def _degree_18(a):
 
 
 def linalg_matrix_exp(a):
+    if a.dtype in (torch.bfloat16, torch.float16):
+        return linalg_matrix_exp(a.float()).to(a.dtype)
     n = a.shape[-1]
     if n == 0 or a.numel() == 0:
         return a.clone()
