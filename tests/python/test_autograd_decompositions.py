@@ -1,7 +1,8 @@
 """Gradients of ops decomposed above autograd on the chip (vtpu/autograd_decompositions.py): every
 F.interpolate mode in 1-D, 2-D and 3-D, with and without align_corners; grid_sample's modes on
-images and volumes (the grid's gradient too, zero for nearest as torch gives it); take. Outputs and gradients against the
-CPU with the fallback off; weight norm's gradients."""
+images and volumes (the grid's gradient too, zero for nearest as torch gives it); take; renorm (whose
+own backward takes its norms in float64). Outputs and gradients against the CPU with the fallback
+off; weight norm's gradients; sgn's zero gradient."""
 import copy
 
 import pytest
@@ -70,3 +71,17 @@ def test_weight_norm_trains_on_the_chip(dim):
     on_chip(x.to("tpu")).square().mean().backward()
     for p, q in zip(conv.parameters(), on_chip.parameters()):
         torch.testing.assert_close(q.grad.cpu(), p.grad, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("p, maxnorm", [(2.0, 1.0), (1.0, 0.5), (float("inf"), 2.0)])
+def test_renorm_and_its_gradient_match_the_cpu(p, maxnorm):
+    # torch's renorm_backward takes norms in float64 (the CPU's accumulation type, which torch gives
+    # a device it does not know); the decomposition above autograd keeps them in f32
+    x = torch.randn(4, 3, 5, generator=torch.Generator().manual_seed(4)) * 2
+    assert_matches_cpu(lambda t: torch.renorm(t, p, 1, maxnorm), x, atol=1e-5, rtol=1e-4)
+
+
+def test_sgn_of_a_real_tensor_has_a_zero_gradient_on_the_chip():
+    # the backward formula returns _efficientzerotensor, a zero-filled tensor on the chip
+    x = torch.randn(3, 4, generator=torch.Generator().manual_seed(5))
+    assert_matches_cpu(lambda t: torch.sgn(t) * t, x)

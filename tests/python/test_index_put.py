@@ -2,8 +2,8 @@
 fallback off: boolean masks with one value (float and int64 tensors), accumulation at integer
 indices (repeated and negative ones, broadcast values, the backward of x[idx]), in both modes;
 masks with several values or past the first dim (as their true coordinates), masked_scatter and
-put_; an empty index writes nothing (values that cannot broadcast to its empty result still raise
-torch's error); an index outside the rows raises IndexError; what stays on the CPU says why."""
+put_; an empty index, or one naming empty rows, writes nothing (values that cannot broadcast to
+its result still raise torch's error); an index outside the rows raises IndexError; what stays on the CPU says why."""
 import warnings
 
 import pytest
@@ -136,6 +136,21 @@ def test_an_empty_index_writes_nothing(accumulate):
     for device in ("cpu", "tpu"):
         with pytest.raises(RuntimeError, match=message):
             x.to(device).index_put_((torch.empty(0, dtype=torch.long, device=device),), torch.ones(3, device=device), accumulate)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_an_index_naming_empty_rows_writes_nothing():
+    # unfold's backward over an empty batch scatters into a (positions, 0) block
+    got, want = put(torch.zeros(3, 0), (torch.tensor([0, 2]),), torch.zeros(2, 0), accumulate=True)
+    assert got.shape == want.shape == (3, 0)
+    for device in ("cpu", "tpu"):
+        with pytest.raises(RuntimeError, match=r"cannot be broadcast to indexing result of shape \[2, 0\]"):
+            torch.zeros(3, 0, device=device).index_put_((torch.tensor([0, 2], device=device),),
+                                                         torch.zeros(3, 0, device=device))
+    x = torch.randn(0, 1, 5, 5).requires_grad_()
+    y = x.detach().to("tpu").requires_grad_()
+    torch.nn.functional.unfold(y, 2, padding=1).sum().backward()
+    assert y.grad.shape == x.shape
     assert vtpu.stats()["cpu_fallback_ops"] == 0
 
 

@@ -224,9 +224,10 @@ at::Tensor& tpu_index_put_impl_(at::Tensor& self, const c10::List<std::optional<
     return tpu_index_put_impl_(self, c10::List<std::optional<at::Tensor>>(*expanded), values, accumulate, unsafe);
   }
   if (put_several(self, list, values, accumulate, unsafe)) return self;
-  if (self.dim() > 0 && list.size() == 1 && list[0] && list[0]->defined() && list[0]->numel() == 0 &&
-      list[0]->scalar_type() != at::kBool) {
-    const std::vector<int64_t> shape = indexed_shape(self, *list[0]);  // no element named: nothing is written
+  if (self.dim() > 0 && list.size() == 1 && list[0] && list[0]->defined() && list[0]->scalar_type() != at::kBool &&
+      (list[0]->numel() == 0 || (self.numel() == 0 && self.size(0) > 0))) {
+    // No row named, or every row empty (an empty batch's col2im): nothing is written
+    const std::vector<int64_t> shape = indexed_shape(self, *list[0]);
     TORCH_CHECK(at::is_expandable_to(values.sizes(), shape), "shape mismatch: value tensor of shape ", values.sizes(),
                 " cannot be broadcast to indexing result of shape ", c10::IntArrayRef(shape));
     return self;

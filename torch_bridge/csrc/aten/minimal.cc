@@ -32,6 +32,15 @@ at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarT
   return at::detail::empty_generic(size, at::GetAllocator(at::kPrivateUse1), keys, c10::dtype_or_default(dtype), memory_format);
 }
 
+// The zeros backward formulas return for an input they do not reach (sgn's of a real input): a
+// zero-filled tensor. torch's CPU and CUDA kernels make a storage-free ZeroTensor, an optimisation
+// with the same values; the chip's filled zeros are one fusable fill.
+at::Tensor efficient_zero_tensor(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                                 std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                                 std::optional<bool> pin_memory) {
+  return at::zeros(size, at::TensorOptions().dtype(dtype).layout(layout).device(device).pinned_memory(pin_memory));
+}
+
 at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
                          std::optional<c10::Layout> layout, std::optional<c10::Device> device, std::optional<bool> pin_memory) {
   TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided, "vtpu: only strided tensors");
@@ -188,6 +197,7 @@ at::Tensor& set_source_storage_offset(at::Tensor& self, at::Storage storage, int
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", empty_memory_format);
   m.impl("empty_strided", empty_strided);
+  m.impl("_efficientzerotensor", efficient_zero_tensor);
   m.impl("as_strided", as_strided);
   m.impl("view", view);
   m.impl("_reshape_alias", reshape_alias);

@@ -22,6 +22,8 @@ _OPS = [
     # upsampling: grid_sample.py, as the CPU computes it)
     aten.take.default,  # (a gather from the flattened input: its backward an index_put on the first dim)
     aten._weight_norm_interface.default,  # (v * (g / ||v||): nn.utils.weight_norm, wav2vec2's positional conv)
+    aten.renorm.default,  # (its own backward takes norms in the CPU's accumulation type, float64, which
+    # torch picks for a device it does not know; the decomposition's norms stay in f32, as on an accelerator)
 ]
 
 
