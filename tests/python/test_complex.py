@@ -1,4 +1,5 @@
-"""complex64 on the chip as (re, im) f32 pairs: elementwise rules, conjugate and negative views,
+"""complex64 on the chip as (re, im) f32 pairs: elementwise rules (the inverse trigonometric and
+hyperbolic functions, log1p, pow and logaddexp against complex128 too), conjugate and negative views,
 copies and conversions, sums, matmuls, cat and where, predicates, triangles, scatters, index_put
 and masked selection, view_as_real / view_as_complex / polar, and
 a rotary embedding (llama's) forward and backward, each against the CPU with no CPU op in both
@@ -41,7 +42,10 @@ UNARY = {"neg": torch.neg, "exp": torch.exp, "log": torch.log, "abs": torch.abs,
          "silu": torch.nn.functional.silu, "square": torch.square, "cube": lambda z: z ** 3,
          "power_half": lambda z: z ** 0.5, "power_minus_two": lambda z: z ** -2, "sinh": torch.sinh, "cosh": torch.cosh,
          "tan": torch.tan, "tan_wide": lambda z: torch.tan(z * 12), "expm1": torch.expm1,
-         "expm1_small": lambda z: torch.expm1(z * 1e-4), "exp2": torch.exp2, "log2": torch.log2, "log10": torch.log10}
+         "expm1_small": lambda z: torch.expm1(z * 1e-4), "exp2": torch.exp2, "log2": torch.log2, "log10": torch.log10,
+         "prod": lambda z: z.prod(1), "prod_all": torch.prod, "prod_of_one": lambda z: z[:, :1].prod(1, keepdim=True),
+         "cumprod": lambda z: z.cumprod(0), "take": lambda z: torch.take(z, torch.tensor([[0, 23], [5, 5]], device=z.device)),
+         "nan_to_num": lambda z: torch.nan_to_num(z / z.real.clamp(min=0), posinf=7.0)}
 
 
 @native
@@ -189,11 +193,11 @@ def test_complex_gradients():
 
 def test_ops_without_a_complex_rule_name_themselves_or_fall_back(no_fallback):
     z = cplx(8)
-    with pytest.raises(NotImplementedError, match=r"aten::asinh cannot run on the chip: ComplexFloat tensors"):
-        torch.asinh(z.to("tpu"))
+    with pytest.raises(NotImplementedError, match=r"aten::logcumsumexp cannot run on the chip: complex64 inputs"):
+        torch.logcumsumexp(z.to("tpu"), 0)
     vtpu.set_cpu_fallback(True)
     try:
-        on_chip(torch.asinh, z)
+        on_chip(lambda t: torch.logcumsumexp(t, 0), z)
         on_chip(torch.linalg.eigvals, torch.randn(4, 4))  # a complex result made on the CPU comes back
     finally:
         vtpu.set_cpu_fallback(False)
@@ -227,3 +231,48 @@ def test_complex128_is_held_and_its_ops_name_the_dtype(no_fallback):
             torch.testing.assert_close(got.cpu(), fn(m))
     finally:
         vtpu.set_cpu_fallback(False)
+
+
+# The inverse functions (Kahan's formulas, complex_functions.cc) and log1p, over the plane and at
+# the points where the textbook formulas cancel: near 0, near the branch points +-1 and +-i, and
+# far out along the axes. Against the CPU and within f32 rounding of complex128.
+INVERSE = ["asin", "acos", "atan", "asinh", "acosh", "atanh", "log1p"]
+
+
+@native
+@pytest.mark.parametrize("name", INVERSE)
+def test_inverse_functions_match_the_cpu_and_complex128(name):
+    f = getattr(torch, name)
+    hard = torch.tensor([1e-4 + 1e-4j, -1e-4j, 2, -2, 1e3, -1e3 + 1j, 0.5 + 1e3j, 0.999, 1.001j, 3e4 - 3e4j, -0.5 - 0.5j])
+    z = torch.cat([cplx(64) * 3, hard.to(torch.complex64)])
+    on_chip(f, z)
+    got, exact = f(z.to("tpu")).cpu().to(torch.complex128), f(z.to(torch.complex128))
+    assert ((got - exact).abs() <= 4e-7 * exact.abs() + 1e-7).all(), (got - exact).abs().max()
+
+
+@native
+def test_pow_of_complex_numbers():
+    z, w = cplx(4, 6), cplx(4, 6, seed=1)
+    on_chip(torch.pow, z, w)
+    on_chip(lambda a: a ** 2.5, z)
+    on_chip(lambda a: 2 ** a, z)
+    on_chip(lambda a: torch.pow(a.real, a), z)  # a negative real base: its complex logarithm
+    # a zero base, as the CPU's cpow gives it: 0 for an exponent with a positive real part,
+    # (inf, NaN) for a negative one, NaN for a zero one
+    on_chip(torch.pow, torch.zeros(5, dtype=torch.complex64), torch.tensor([2 + 1j, 1, -1 + 1j, 0, 1j]))
+
+
+@native
+def test_logaddexp_of_complex_numbers():
+    z, w = cplx(4, 6), cplx(4, 6, seed=1)
+    on_chip(torch.logaddexp, z, w)
+    # equal real parts: the CPU takes y as the smaller, which picks the imaginary part's branch
+    on_chip(torch.logaddexp, torch.tensor([1 + 0j, 1 + 4j]), torch.tensor([1 + 4j, 1 + 0j]))
+    on_chip(torch.logaddexp, z, z.real)
+
+
+@native
+def test_three_dimensional_convolutions_of_complex_numbers():
+    x, w = cplx(1, 2, 4, 5, 5), cplx(3, 2, 2, 3, 3, seed=1)
+    on_chip(lambda a, b: torch.nn.functional.conv3d(a, b, padding=1), x, w)
+    on_chip(lambda a, b: torch.nn.functional.conv_transpose3d(a, b.transpose(0, 1), stride=2), x, w)

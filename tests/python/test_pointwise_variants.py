@@ -113,3 +113,14 @@ def test_a_number_to_a_tensors_power(base):
     close(out, torch.pow(base, x))
     with pytest.raises(NotImplementedError, match="pow.*integer powers"):
         torch.pow(3, n.to("tpu"))  # an int64 result: exact on the CPU only
+
+
+@pytest.mark.parametrize("condition", [False, True])
+def test_where_with_a_host_condition(condition):
+    # A 0-dim CPU condition (torch allows one beside device operands) selects on the chip. Before,
+    # the recorder skipped it and the kernel read its operands one place off: a wrong result.
+    a, b = torch.randn(4, 6), torch.randn(4, 6)
+    c = torch.tensor(condition)
+    assert torch.equal(torch.where(c, a.to("tpu"), b.to("tpu")).cpu(), torch.where(c, a, b))
+    assert torch.equal(torch.where(c, a.to("tpu"), 2.0).cpu(), torch.where(c, a, 2.0))
+    assert torch.equal(a.to("tpu").masked_fill(c, 5.0).cpu(), a.masked_fill(c, 5.0))

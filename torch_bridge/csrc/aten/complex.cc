@@ -203,7 +203,7 @@ std::optional<at::Tensor> elementary(std::string_view op, const at::Tensor& self
   }
   if (op == "exp2") return at::exp(at::mul(self, wrapped(std::log(2.0))));
   if (op == "log2" || op == "log10") return at::div(at::log(self), wrapped(std::log(op == "log2" ? 2.0 : 10.0)));
-  return std::nullopt;
+  return inverse_function(op, self);
 }
 
 at::Tensor binary(const char* op, ExprOp e, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha,
@@ -222,6 +222,7 @@ at::Tensor binary(const char* op, ExprOp e, const at::Tensor& self, const at::Te
     if (p == -1) return at::reciprocal(self);
     if (p == -2) return at::reciprocal(at::mul(self, self));
   }
+  if (e == ExprOp::Pow) return complex::pow(self, other);
   if (!comparison && !arithmetic) return run_on_cpu(op, {self, other}, cpu, "complex64 inputs (no complex rule for this op on the chip)");
   const Planes x = planes(self);
   Planes y = planes(other);

@@ -28,6 +28,12 @@ at::Tensor binary(const char* op, kernels::ExprOp e, const at::Tensor& self, con
 // The composed elementary functions (composed_math.cc's table) on complex64, by name: sinh, cosh,
 // tan, expm1, exp2, log2 and log10 with torch's CPU formulas; nullopt for the others.
 std::optional<at::Tensor> elementary(std::string_view op, const at::Tensor& z);
+// complex_functions.cc: asin, acos, atan, asinh, acosh, atanh (Kahan's formulas) and log1p by
+// name (nullopt for others); pow, logaddexp and the product along one dim, as torch's CPU computes them.
+std::optional<at::Tensor> inverse_function(std::string_view op, const at::Tensor& z);
+at::Tensor pow(const at::Tensor& base, const at::Tensor& exponent);
+at::Tensor logaddexp(const at::Tensor& x, const at::Tensor& y);
+at::Tensor product(const at::Tensor& z, int64_t dim, bool keepdim);
 // A real-linear op (a sum, a mean) applied to each plane; a real-bilinear one (a matmul) as
 // (re re - im im, re im + im re), terms with a real operand's zero plane skipped.
 at::Tensor linear(const at::Tensor& z, const std::function<at::Tensor(const at::Tensor&)>& f);

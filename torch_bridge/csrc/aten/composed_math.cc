@@ -300,6 +300,7 @@ at::Tensor composed_unary(const char* op, int (*formula)(const Vpu&, int), bool 
 at::Tensor composed_binary(const char* op, int (*formula)(const Vpu&, int, int), const at::Tensor& self,
                            const at::Tensor& other, const CpuFn& cpu) {
   auto dtype = at::result_type(self, other);
+  if (dtype == at::kComplexFloat && op == std::string_view("logaddexp")) return complex::logaddexp(self, other);
   if (at::isIntegralType(dtype, /*includeBool=*/true)) dtype = at::kFloat;
   const auto [a, b] = with_scalar_uploaded(self, other, dtype);
   return record_elementwise(op, {a, b}, dtype, [&](Graph& g, const std::vector<int>& v) {

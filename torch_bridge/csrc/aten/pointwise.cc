@@ -213,6 +213,10 @@ at::Tensor tpu_clamp(const at::Tensor& self, const std::optional<at::Scalar>& lo
 
 at::Tensor tpu_where(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other) {
   const auto cpu = [](const std::vector<at::Tensor>& c) { return at::where(c[0], c[1], c[2]); };
+  if (is_cpu_scalar(condition)) {  // a host 0-dim condition: one element on the chip, as the other operands are
+    const auto dev = self.device().is_privateuseone() ? self.device() : other.device();
+    return tpu_where(condition.to(dev), self, other);
+  }
   if (complex::involved(self, other)) return complex::where(condition, self, other, cpu);
   const auto dtype = at::result_type(self, other);
   if (is_cpu_scalar(other) || is_cpu_scalar(self)) {  // scalars become device tensors of one element

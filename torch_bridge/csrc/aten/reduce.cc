@@ -96,6 +96,10 @@ at::Tensor reduce(const char* op, RowOp r, const at::Tensor& self, at::OptionalI
   if (self.scalar_type() == at::kComplexFloat && (r == RowOp::Sum || r == RowOp::Mean)) {  // each plane on its own
     return complex::linear(self, [&](const at::Tensor& p) { return reduce(op, r, p, dims_opt, keepdim, cpu); });
   }
+  if (self.scalar_type() == at::kComplexFloat && r == RowOp::Prod) {  // one dim (prod's overloads), or all flattened
+    return dims_opt ? complex::product(self, at::maybe_wrap_dim(dims_opt->front(), self.dim()), keepdim)
+                    : complex::product(self.reshape({-1}), 0, false);
+  }
   if (self.scalar_type() == at::kComplexFloat && r == RowOp::Var) {  // E|z - mean|^2: the planes' variances, summed
     const at::Tensor pairs = complex::as_pairs(self);
     const auto plane = [&](int part) { return reduce(op, r, pairs.select(-1, part), dims_opt, keepdim, cpu, correction); };

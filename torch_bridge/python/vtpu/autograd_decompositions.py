@@ -54,7 +54,7 @@ def _register(op) -> None:
     if op in samplers:
         register(op, _grid_sampler(samplers[op]), "AutogradPrivateUse1")  # (grid_sample.py: below autograd)
         return
-    register(op, decomposition_table[op], "AutogradPrivateUse1")
+    register(op, decomposition_table[op], "AutogradPrivateUse1", complex_aware=True)  # torch's: any dtype
 
 
 for _op in _OPS:

@@ -104,6 +104,7 @@ def conv_transpose3d(x, weight, bias=None, stride=(1,), padding=(0,), output_pad
     return out.contiguous()
 
 
-register("conv3d", _accumulating_in_f32(conv3d), "AutogradPrivateUse1")
-register("conv3d.padding", _accumulating_in_f32(conv3d), "AutogradPrivateUse1")
-register("conv_transpose3d.input", _accumulating_in_f32(conv_transpose3d), "AutogradPrivateUse1")
+# Complex-aware: the 2-D convolutions, slices, pads and sums they are made of take complex64 too.
+register("conv3d", _accumulating_in_f32(conv3d), "AutogradPrivateUse1", complex_aware=True)
+register("conv3d.padding", _accumulating_in_f32(conv3d), "AutogradPrivateUse1", complex_aware=True)
+register("conv_transpose3d.input", _accumulating_in_f32(conv_transpose3d), "AutogradPrivateUse1", complex_aware=True)

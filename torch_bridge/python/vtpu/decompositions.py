@@ -43,6 +43,25 @@ _NEVER = {
 }
 
 
+# Ops torch's CPU kernel applies to a complex tensor's real and imaginary parts on their own,
+# whose decompositions are written for real tensors only: a complex input runs them per part.
+_PER_PART = {"aten::nan_to_num"}
+
+
+def _per_part(decomposition):
+    def run(a, *args, out=None, **kwargs):
+        if not (isinstance(a, torch.Tensor) and a.is_complex()):
+            return decomposition(a, *args, **kwargs) if out is None else decomposition(a, *args, out=out, **kwargs)
+        if out is None:
+            return torch.complex(decomposition(a.real, *args, **kwargs), decomposition(a.imag, *args, **kwargs))
+        if out.shape != a.shape:
+            out.resize_(a.shape)
+        decomposition(a.real, *args, out=out.real, **kwargs)  # each part written through its view of out
+        decomposition(a.imag, *args, out=out.imag, **kwargs)
+        return out
+    return run
+
+
 def counts() -> dict:
     return {"decomposed": dict(_decomposed), "decomposition_declined": dict(_declined)}
 
@@ -163,6 +182,8 @@ def register() -> list[str]:
             name = op.name()
             if name.split(".")[0] in _NEVER or _served(name):
                 continue
+            if name.split(".")[0] in _PER_PART:
+                decomposition = _per_part(decomposition)
             register_kernel(op, _kernel(op, decomposition), "PrivateUse1", complex_aware=True)  # torch's: any dtype
             registered.append(name)
     return sorted(registered)

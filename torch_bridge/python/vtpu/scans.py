@@ -90,5 +90,7 @@ def logcumsumexp(x, dim):
 
 register("cummax", cummax, "PrivateUse1")
 register("cummin", cummin, "PrivateUse1")
+# Real only: a complex logcumsumexp's imaginary parts are fixed up to 2 pi, and the CPU's sequential
+# combining picks each one's branch by its order, which the doubling scan's order does not follow.
 register("logcumsumexp", logcumsumexp, "AutogradPrivateUse1")
 register("_logcumsumexp", logcumsumexp, "PrivateUse1")  # where autograd is off (inference_mode)
