@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes torch_bridge/python/vtpu/cephes_tables.py: the Cephes coefficient tables of the special
-functions vtpu composes on the chip (vtpu/special_functions.py) and erfcx's table of interval
-polynomials, taken from the ATen header the installed torch ships (ATen/native/Math.h), so the
+functions vtpu composes on the chip (vtpu/special_functions.py), erfcx's table of interval
+polynomials and the incomplete gamma functions' Lanczos and asymptotic tables (vtpu/incomplete_gamma.py), taken from the ATen header the installed torch ships (ATen/native/Math.h), so the
 chip evaluates the CPU's own series.
 Usage: python3 scripts/gen_cephes_tables.py
 """
@@ -41,6 +41,24 @@ def erfcx_intervals(source: str) -> list:
     return rows
 
 
+def igamma_asymptotic_table(source: str) -> list:
+    """_igam_helper_asymptotic_series's d[25][25]: the coefficients of DLMF 8.12's uniform
+    expansion (SciPy's igam, BSD) that the incomplete gamma functions sum for large a near x."""
+    start = re.search(r"\b_igam_helper_asymptotic_series\s*\(", source).start()
+    table = re.search(r"d\[25\]\[25\]\s*=\s*\{(.*?)\}\};", source[start:], re.S).group(1)
+    values = [float(v) for v in re.findall(r"[-+]?\d+\.?\d*(?:[eE][-+]?\d+)?", table)]
+    assert len(values) == 625, len(values)
+    return [values[i:i + 25] for i in range(0, 625, 25)]
+
+
+def lanczos_tables(source: str) -> dict:
+    """lanczos_sum_expg_scaled's numerator and denominator (Boost's Lanczos approximation)."""
+    start = re.search(r"\blanczos_sum_expg_scaled\s*\(", source).start()
+    body = source[start:source.index("return ratevl", start)]
+    return {name: [float(v) for v in re.findall(r"[-+]?\d+\.\d*(?:[eE][-+]?\d+)?", values)]
+            for name, values in re.findall(r"static constexpr scalar_t (\w+)\[13\]\s*=\s*\{(.*?)\};", body, re.S)}
+
+
 def main() -> None:
     header = pathlib.Path(os.path.dirname(torch.__file__)) / "include/ATen/native/Math.h"
     source = header.read_text()
@@ -57,6 +75,11 @@ def main() -> None:
             lines.append(f"{key} = [")
             lines += ["    " + " ".join(f"{v!r}," for v in values[i:i + 3]) for i in range(0, len(values), 3)]
             lines.append("]")
+    for name, values in lanczos_tables(source).items():
+        lines.append(f"{name.upper()} = {values!r}")
+    lines.append("IGAMMA_ASYMPTOTIC_D = [")
+    lines += [f"    {row!r}," for row in igamma_asymptotic_table(source)]
+    lines.append("]")
     lines.append("ERFCX_Y100 = [")
     lines += [f"    {row!r}," for row in erfcx_intervals(source)]
     lines.append("]")

@@ -69,6 +69,7 @@ if torch._C._get_privateuse1_backend_name() != "tpu":
                                                           for_storage=True)
 
 from . import special_functions as _special_functions  # noqa: E402,F401  (before decompositions: it serves these)
+from . import incomplete_gamma as _incomplete_gamma  # noqa: E402,F401
 from . import bessel_functions as _bessel_functions  # noqa: E402,F401
 from . import airy_function as _airy_function  # noqa: E402,F401
 from . import orthogonal_polynomials as _orthogonal_polynomials  # noqa: E402,F401

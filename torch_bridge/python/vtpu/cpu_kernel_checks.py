@@ -6,6 +6,7 @@ them. Each is written as torch's CPU kernel states it, with its message; one row
   memory with an input at all, even all of one, and an out= tensor whose elements overlap.
 - aminmax's structured kernel takes its outputs' dtype exactly: no cast into out.
 - index_add requires source's shape to equal self's apart from `dim`.
+- igamma and igammac take floating operands only.
 """
 from __future__ import annotations
 
@@ -39,6 +40,20 @@ def _same_dtype(out: torch.Tensor, dtype: torch.dtype) -> None:
                            f"{_CPP_NAMES.get(out.dtype, out.dtype)} instead")
 
 
+# torch's ScalarType names, as its dtype dispatch names a dtype a kernel has no code for.
+_SCALAR_TYPE_NAMES = {torch.int64: "Long", torch.int32: "Int", torch.int16: "Short", torch.int8: "Char",
+                      torch.uint8: "Byte", torch.bool: "Bool"}
+
+
+def _floating_only(kernel: str):
+    """A CPU kernel dispatched over floating types only: integer (and bool) operands are refused."""
+    def check(a: dict) -> None:
+        dtype = torch.result_type(a["self"], a["other"])
+        if not dtype.is_floating_point:
+            raise NotImplementedError(f'"{kernel}" not implemented for \'{_SCALAR_TYPE_NAMES.get(dtype, dtype)}\'')
+    return check
+
+
 def _index_add_shapes(a: dict) -> None:
     self, source = a["self"], a["source"]
     dim = a["dim"] % max(self.dim(), 1)
@@ -60,6 +75,8 @@ _RULES = {
     "aten::index_add": _index_add_shapes,
     "aten::index_add_": _index_add_shapes,
     "aten::index_add.out": _index_add_shapes,
+    "aten::igamma": _floating_only("igamma_cpu"),
+    "aten::igammac": _floating_only("igammac_cpu"),
 }
 
 
