@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Runs every OpInfo op's first samples on "tpu" and on the CPU in six passes (float32 forward,
-float32 backward, bfloat16, float16 and complex64 forward, float32 with NaN/inf) and writes docs/opinfo.md: per op and pass native / fallback /
+"""Runs every OpInfo op's first samples on "tpu" and on the CPU in seven passes (float32 forward,
+float32 backward, bfloat16, float16, complex64 and int64 forward, float32 with NaN/inf) and writes docs/opinfo.md: per op and pass native / fallback /
 mismatch / unsupported / error / crash, with totals.
 
 Ops run in worker processes; a worker that dies (a crash in the bridge) has its current op
@@ -17,7 +17,8 @@ from sweep_workers import run_restartable
 
 # pass name -> (dtype name, backward)
 PASSES = {"float32": ("float32", False), "float32 backward": ("float32", True), "bfloat16": ("bfloat16", False),
-          "float16": ("float16", False), "complex64": ("complex64", False), "float32 NaN/inf": ("float32", False)}
+          "float16": ("float16", False), "complex64": ("complex64", False), "float32 NaN/inf": ("float32", False),
+          "int64": ("int64", False)}
 # Passes whose floating inputs carry NaN, +inf and -inf (opinfo_harness.with_special_values).
 SPECIALS = {"float32 NaN/inf"}
 
@@ -70,12 +71,14 @@ def main(out: pathlib.Path) -> None:
     passes = {name: sweep(name) for name in PASSES}
     lines = ["# OpInfo differential report", "",
              "`scripts/opinfo_report.py`: every OpInfo entry runs its first 3 samples on `tpu` (v5e, defer_and_fuse) "
-             "and on the CPU in six passes: **float32** forward (entries that support float32 on the CPU), "
+             "and on the CPU in seven passes: **float32** forward (entries that support float32 on the CPU), "
              "**float32 backward** (entries that support autograd: the gradients of a fixed weighted sum of the "
              "outputs with respect to every floating input), **bfloat16** and **float16** forward (the chip holds "
              "float16 as a storage format and computes in f32, as XLA does on TPUs), **complex64** forward (entries "
              "that support complex64 on the CPU; the chip holds a complex value as an (re, im) pair of f32 and "
-             "computes on the two planes), and **float32 NaN/inf**: the "
+             "computes on the two planes), **int64** forward (entries that support int64 on the CPU: the bookkeeping "
+             "integers of indices, masks and counts, and the integer-only ops the float passes never reach), "
+             "and **float32 NaN/inf**: the "
              "float32 forward samples with NaN, +inf and -inf written into the first, middle and last elements of "
              "every floating input of 3 or more elements (linalg.eigvals skipped: the CPU's own kernel kills the "
              "process on NaN). Samples are made on the CPU and moved to `tpu` as OpInfo would make them there: "

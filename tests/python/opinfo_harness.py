@@ -109,9 +109,9 @@ def tolerance(op, dtype) -> tuple[float, float]:
     return atol, rtol
 
 
-# Ops whose index results may differ from the CPU's where values tie (bfloat16 samples tie often):
+# Ops whose index results may differ from the CPU's where values tie (bfloat16 and integer samples tie often):
 # their values are compared, and their indices must select values equal to the CPU's.
-TIES = ("sort", "argsort", "topk", "msort")
+TIES = ("sort", "argsort", "topk", "msort", "kthvalue")
 
 
 def _compare(got, want, tol=(1e-4, 1e-4)) -> str:
@@ -181,12 +181,16 @@ def _compare_shapes(got, want) -> str:
 
 def _compare_ties(op, sample, got, want, tol) -> str:
     """Sorting ops where values tie: values as usual, indices through the values they select."""
-    dim = sample.kwargs.get("dim", sample.args[1] if op.name == "topk" and len(sample.args) > 1 else
+    dim = sample.kwargs.get("dim", sample.args[1] if op.name in ("topk", "kthvalue") and len(sample.args) > 1 else
                             sample.args[0] if op.name in ("sort", "argsort") and sample.args and
                             isinstance(sample.args[0], int) else -1)
     x = sample.input
     if x.dim() == 0:
         return _compare(got, want, tol)
+    if op.name == "kthvalue" and not sample.kwargs.get("keepdim", len(sample.args) > 2 and sample.args[2]):
+        dim = dim % x.dim()  # its indices lost the dim: gathered with it put back
+        got, want = (got[0], got[1].unsqueeze(dim)), (want[0], want[1].unsqueeze(dim))
+        return _compare((got[0], x.gather(dim, got[1].cpu()).squeeze(dim)), (want[0], x.gather(dim, want[1]).squeeze(dim)), tol)
     if op.name == "argsort":
         return _compare(x.gather(dim, got.cpu()), x.gather(dim, want), tol)
     if op.name == "msort":

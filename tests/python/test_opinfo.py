@@ -109,3 +109,17 @@ def test_float64_judges_only_where_the_cpu_misses_it():
     assert _judged_by_float64(op, sample, exact, off, tol, backward=False)
     assert not _judged_by_float64(op, sample, off, off, tol, backward=False)
     assert not _judged_by_float64(op, sample, off, exact, tol, backward=False)
+
+
+# int64 (the report's "int64" pass): the integers of indices, masks and counts, entirely on the chip
+# and equal to the CPU; kthvalue's indices through the values they select where values tie.
+INT64 = ["add", "mul", "sub", "abs", "argmax", "argmin", "kthvalue", "sort", "cumsum", "bitwise_and", "where", "cat",
+         "gather", "index_select", "remainder", "floor_divide", "amax", "sum", "nonzero", "unique", "tril", "triu", "clamp",
+         "searchsorted", "bincount", "repeat_interleave", "nn.functional.one_hot"]
+
+
+@pytest.mark.parametrize("name", INT64)
+def test_opinfo_int64_native(name):
+    op = [op for op in op_db if op.name == name and not op.variant_test_name][0]
+    result = run_op(op, dtype=torch.int64)
+    assert result.status == "native", (result.counts, result.first_problem)

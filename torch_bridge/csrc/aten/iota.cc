@@ -69,6 +69,10 @@ at::Tensor triangle(const char* op, const at::Tensor& self, int64_t diagonal, bo
   const CpuFn cpu = [diagonal, lower](const std::vector<at::Tensor>& c) { return lower ? at::tril(c[0], diagonal) : at::triu(c[0], diagonal); };
   TORCH_CHECK(self.dim() >= 2, op, ": input tensor must have at least 2 dimensions");
   const int64_t rows = self.size(-2), cols = self.size(-1);
+  if (self.scalar_type() == at::kLong) {  // int64's word pairs: the mask's triangle, then where on the words
+    const at::Tensor keep = triangle(op, at::ones({rows, cols}, self.options().dtype(at::kBool)), diagonal, lower);
+    return at::where(keep, self, at::zeros({}, self.options()));
+  }
   return record(op, {self}, self.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
     const int row = g.iota({{rows, 1}, DType::I32}, op), col = g.iota({{cols}, DType::I32}, op);
     const int offset = g.binary(ExprOp::Sub, col, row);  // [rows, cols]
@@ -113,7 +117,7 @@ at::Tensor arg_extreme(const char* op, const at::Tensor& self, std::optional<int
   const CpuFn cpu = [dim, keepdim, max](const std::vector<at::Tensor>& c) {
     return max ? at::argmax(c[0], dim, keepdim) : at::argmin(c[0], dim, keepdim);
   };
-  if (self.dim() == 0 && at::isFloatingType(self.scalar_type())) {  // one element: a 0-d 0, as a 1-element row
+  if (self.dim() == 0 && self.numel() == 1 && !self.is_complex()) {  // one element: a 0-d 0, as a 1-element row
     if (dim) (void)at::maybe_wrap_dim(*dim, int64_t{0});  // torch's IndexError for a dim a 0-d tensor lacks
     return arg_extreme(op, self.reshape({1}), 0, false, max).reshape({});
   }
@@ -148,16 +152,18 @@ at::Tensor arg_extreme(const char* op, const at::Tensor& self, std::optional<int
   return keepdim ? indices.unsqueeze(d) : indices;
 }
 at::Tensor tpu_argmax(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  TORCH_CHECK(self.scalar_type() != at::kBool, "argmax(): does not support bool input");  // the CPU kernel's check
   return arg_extreme("argmax", self, dim, keepdim, true);
 }
 at::Tensor tpu_argmin(const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  TORCH_CHECK(self.scalar_type() != at::kBool, "argmin(): does not support bool input");
   return arg_extreme("argmin", self, dim, keepdim, false);
 }
 
 // max / min over a dim: the values (amax/amin) and the first position holding them. Inputs
 // argmax cannot take run on the CPU once, for both results.
 std::tuple<at::Tensor, at::Tensor> extreme_dim(const char* op, const at::Tensor& self, int64_t dim, bool keepdim, bool max) {
-  if (self.dim() == 0 && at::isFloatingType(self.scalar_type())) {  // one element: itself and 0, 0-d
+  if (self.dim() == 0 && !self.is_complex()) {  // one element: itself and 0, 0-d
     (void)at::maybe_wrap_dim(dim, int64_t{0});
     auto [values, indices] = extreme_dim(op, self.reshape({1}), 0, false, max);
     return {values.reshape({}), indices.reshape({})};

@@ -60,10 +60,15 @@ at::Tensor tpu_mm(const at::Tensor& a, const at::Tensor& b) {
 at::Tensor tpu_bmm(const at::Tensor& a, const at::Tensor& b) {
   return matmul_op("bmm", a, b, [](const std::vector<at::Tensor>& c) { return at::bmm(c[0], c[1]); });
 }
-// beta * self + alpha * product, with torch's rule that beta = 0 ignores self (NaN included).
-at::Tensor scaled_sum(const at::Tensor& self, at::Tensor product, const at::Scalar& beta, const at::Scalar& alpha) {
+// beta * self + alpha * product, with torch's rule that beta = 0 ignores self (NaN included). An
+// integer product takes alpha and beta as its own type, truncated, as torch's integer kernels do
+// (a float 0.6 would otherwise promote the result to float).
+at::Tensor scaled_sum(const at::Tensor& self, at::Tensor product, const at::Scalar& beta_given, const at::Scalar& alpha_given) {
+  const bool integral = at::isIntegralType(product.scalar_type(), /*includeBool=*/true);
+  const at::Scalar alpha = integral ? at::Scalar(alpha_given.to<int64_t>()) : alpha_given;
+  const at::Scalar beta = integral ? at::Scalar(beta_given.to<int64_t>()) : beta_given;
   if (!alpha.equal(1)) product = pointwise::mul(product, pointwise::wrapped_scalar(alpha));
-  if (beta.equal(0)) return product.expand(at::infer_size(product.sizes(), self.sizes())).contiguous();
+  if (beta_given.equal(0)) return product.expand(at::infer_size(product.sizes(), self.sizes())).contiguous();
   return pointwise::add(product, self, beta);
 }
 

@@ -25,6 +25,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // A predicate of each element; integer tensors hold no NaN or infinity, so theirs is all false.
 at::Tensor predicate(const char* op, const at::Tensor& self, const std::function<int(Graph&, int)>& test, const CpuFn& cpu) {
   const bool floating = at::isFloatingType(self.scalar_type());
+  if (!floating) return at::zeros_like(self, self.options().dtype(at::kBool));  // int64's words need not be read either
   return record_elementwise(op, {self}, at::kBool, [&](Graph& g, const std::vector<int>& v) {
     return floating ? test(g, v[0]) : g.full({g.node(v[0]).type.shape, DType::Bool}, 0, op);
   }, cpu);

@@ -22,6 +22,9 @@ from .python_kernels import register
 @batched
 def avg_pool3d(x, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True,
                divisor_override=None):
+    if not x.is_floating_point():  # torch divides integer sums with C's integer division, once
+        return run_on_cpu("avg_pool3d", "integer inputs (the two passes would truncate twice)", x, kernel_size,
+                          stride, padding, ceil_mode, count_include_pad, divisor_override)
     kernel = as_three(kernel_size)
     stride = as_three(stride) if len(stride) else kernel
     padding = as_three(padding)

@@ -1,0 +1,65 @@
+"""Integer tensors through ops written for floats, which the OpInfo report's int64 pass found:
+argmax/argmin/max of a 0-dim integer (a 0-dim result, not [1]), argmax of bool refused as the
+CPU refuses it, addmv/addbmm of integers taking alpha and beta as integers (not promoting to
+float), tril/triu of int64 at any magnitude, isnan of integers (all false, on the chip), and
+integer avg_pool3d (C's integer division once) on the CPU, named. Each against the CPU."""
+import pytest
+import torch
+
+import vtpu
+
+
+@pytest.fixture(autouse=True, params=["strict_eager", "defer_and_fuse"])
+def mode(request, no_fallback):
+    vtpu.set_mode(request.param)
+    yield
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int8, torch.float32])
+def test_extremes_of_a_zero_dim_tensor_stay_zero_dim(dtype):
+    x = torch.tensor(-4, dtype=dtype)
+    for keepdim in (False, True):
+        for fn in (torch.argmax, torch.argmin):
+            got, want = fn(x.to("tpu"), dim=0, keepdim=keepdim), fn(x, dim=0, keepdim=keepdim)
+            assert got.shape == want.shape == () and torch.equal(got.cpu(), want)
+        got, want = torch.max(x.to("tpu"), dim=0, keepdim=keepdim), torch.max(x, dim=0, keepdim=keepdim)
+        assert got.values.shape == () and torch.equal(got.values.cpu(), want.values) and torch.equal(got.indices.cpu(), want.indices)
+
+
+def test_argmax_of_bool_is_refused_as_on_the_cpu():
+    for fn in (torch.argmax, torch.argmin):
+        with pytest.raises(RuntimeError, match=rf"{fn.__name__}\(\): does not support bool input"):
+            fn(torch.tensor([True, False], device="tpu"))
+
+
+@pytest.mark.parametrize("beta, alpha", [(0.2, 0.6), (1.7, 2.9), (-1.5, -2.5), (2, 3)])
+def test_integer_addmv_and_addbmm_take_alpha_and_beta_as_integers(beta, alpha, cpu_fallback):
+    # (the int64 product itself is an mm on the CPU fallback: int64 matmuls have no chip kernel)
+    g = torch.Generator().manual_seed(0)
+    m, v, s = (torch.randint(-9, 9, shape, generator=g) for shape in ((5, 10), (10,), (5,)))
+    got = torch.addmv(s.to("tpu"), m.to("tpu"), v.to("tpu"), beta=beta, alpha=alpha).cpu()
+    assert got.dtype == torch.int64 and torch.equal(got, torch.addmv(s, m, v, beta=beta, alpha=alpha))
+    b1, b2, s2 = (torch.randint(-9, 9, shape, generator=g) for shape in ((3, 4, 5), (3, 5, 2), (4, 2)))
+    got = torch.addbmm(s2.to("tpu"), b1.to("tpu"), b2.to("tpu"), beta=beta, alpha=alpha).cpu()
+    assert got.dtype == torch.int64 and torch.equal(got, torch.addbmm(s2, b1, b2, beta=beta, alpha=alpha))
+
+
+def test_triangles_and_isnan_of_int64_on_the_chip():
+    x = torch.arange(-10**12, 10**12, 10**11).reshape(4, 5)  # words past int32: every bit must survive
+    for diagonal in (-1, 0, 2):
+        assert torch.equal(torch.tril(x.to("tpu"), diagonal).cpu(), torch.tril(x, diagonal))
+        assert torch.equal(torch.triu(x.to("tpu"), diagonal).cpu(), torch.triu(x, diagonal))
+    assert torch.equal(torch.isnan(x.to("tpu")).cpu(), torch.zeros(4, 5, dtype=torch.bool))
+    assert torch.equal(torch.clamp(x.to("tpu"), -5, 5).cpu(), torch.clamp(x, -5, 5))
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_integer_avg_pool3d_runs_on_the_cpu_named():
+    x = torch.randint(-9, 9, (1, 2, 4, 4, 4), generator=torch.Generator().manual_seed(1))
+    with pytest.raises(NotImplementedError, match=r"aten::avg_pool3d cannot run on the chip: integer inputs"):
+        torch.nn.functional.avg_pool3d(x.to("tpu"), 2)
+    vtpu.set_cpu_fallback(True)
+    try:
+        assert torch.equal(torch.nn.functional.avg_pool3d(x.to("tpu"), 2).cpu(), torch.nn.functional.avg_pool3d(x, 2))
+    finally:
+        vtpu.set_cpu_fallback(False)
