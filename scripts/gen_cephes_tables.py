@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes torch_bridge/python/vtpu/cephes_tables.py: the Cephes coefficient tables of the special
 functions vtpu composes on the chip (vtpu/special_functions.py), erfcx's table of interval
-polynomials and the incomplete gamma functions' Lanczos and asymptotic tables (vtpu/incomplete_gamma.py), taken from the ATen header the installed torch ships (ATen/native/Math.h), so the
-chip evaluates the CPU's own series.
+polynomials and the incomplete gamma functions' Lanczos and asymptotic tables
+(vtpu/incomplete_gamma.py), taken from the ATen header the installed torch ships
+(ATen/native/Math.h), so the chip evaluates the CPU's own series.
 Usage: python3 scripts/gen_cephes_tables.py
 """
 import os
@@ -76,7 +77,9 @@ def main() -> None:
             lines += ["    " + " ".join(f"{v!r}," for v in values[i:i + 3]) for i in range(0, len(values), 3)]
             lines.append("]")
     for name, values in lanczos_tables(source).items():
-        lines.append(f"{name.upper()} = {values!r}")
+        lines.append(f"{name.upper()} = [")
+        lines += ["    " + " ".join(f"{v!r}," for v in values[i:i + 3]) for i in range(0, len(values), 3)]
+        lines.append("]")
     lines.append("IGAMMA_ASYMPTOTIC_D = [")
     lines += [f"    {row!r}," for row in igamma_asymptotic_table(source)]
     lines.append("]")

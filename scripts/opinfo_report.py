@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs every OpInfo op's first samples on "tpu" and on the CPU in seven passes (float32 forward,
-float32 backward, bfloat16, float16, complex64 and int64 forward, float32 with NaN/inf) and writes docs/opinfo.md: per op and pass native / fallback /
-mismatch / unsupported / error / crash, with totals.
+float32 backward, bfloat16, float16, complex64 and int64 forward, float32 with NaN/inf) and writes
+docs/opinfo.md: per op and pass native / fallback / mismatch / unsupported / error / crash, with
+totals.
 
 Ops run in worker processes; a worker that dies (a crash in the bridge) has its current op
 recorded as `crash` and a new worker continues after it, so one bug cannot hide the rest.
@@ -108,7 +109,8 @@ def main(out: pathlib.Path) -> None:
         f"**{100 * totals[name].get('native', 0) / max(counted[name], 1):.1f}%**" for name in passes) + " |")
     lines += ["", "Sweep time on this machine: " + ", ".join(f"{name} {seconds:.0f} s" for name, (_, seconds) in
                                                             passes.items()) + ".", "",
-              "| op | " + " | ".join(passes) + " | first problem of each pass that is not native; float32 results judged against float64 |",
+              "| op | " + " | ".join(passes) +
+              " | first problem of each pass that is not native; float32 results judged against float64 |",
               "| --- |" + " --- |" * (len(passes) + 1)]
     for op in sorted(set().union(*(results for results, _ in passes.values()))):
         cells, problems = [], []

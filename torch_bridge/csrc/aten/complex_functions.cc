@@ -86,7 +86,8 @@ at::Tensor pow(const at::Tensor& base, const at::Tensor& exponent) {
   const at::Tensor result = at::exp(at::mul(exponent, at::log(b)));
   const at::Tensor zero = at::logical_and(at::eq(re(b), 0), at::eq(im(b), 0));
   const at::Tensor e = re(exponent), nan = at::full({}, std::numeric_limits<float>::quiet_NaN(), e.options());
-  const at::Tensor at_zero_re = at::where(at::gt(e, 0), at::zeros_like(e), at::where(at::lt(e, 0), at::full_like(e, INFINITY), nan));
+  const at::Tensor inf_or_nan = at::where(at::lt(e, 0), at::full_like(e, INFINITY), nan);
+  const at::Tensor at_zero_re = at::where(at::gt(e, 0), at::zeros_like(e), inf_or_nan);
   const at::Tensor at_zero_im = at::where(at::gt(e, 0), at::zeros_like(e), nan);
   return joined(at::where(zero, at_zero_re, re(result)), at::where(zero, at_zero_im, im(result)));
 }
