@@ -64,3 +64,15 @@ def test_integer_avg_pool3d_runs_on_the_cpu_named():
         assert torch.equal(torch.nn.functional.avg_pool3d(x.to("tpu"), 2).cpu(), torch.nn.functional.avg_pool3d(x, 2))
     finally:
         vtpu.set_cpu_fallback(False)
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "sqrt", "tanh", "sigmoid", "sin", "erf", "lgamma", "asinh", "log1p", "rsqrt"])
+def test_float_functions_of_int64_promote_on_the_chip(name):
+    # torch promotes integer inputs to float32 first; int64 (word pairs) now converts on the chip
+    # instead of falling back. Magnitudes stay where f32's sin keeps its range reduction exact.
+    x = torch.tensor([0, 1, -3, 7, 2**20 + 1, -(2**22)])
+    fn = getattr(torch, name)
+    got, want = fn(x.to("tpu")).cpu(), fn(x)
+    assert got.dtype == want.dtype == torch.float32
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6, equal_nan=True)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0

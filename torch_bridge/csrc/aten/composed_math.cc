@@ -291,6 +291,9 @@ at::Tensor composed_unary(const char* op, int (*formula)(const Vpu&, int), bool 
     return int64_exact_unary(op, Int64Unary::Sign, self, cpu);  // f32 would do, but not for int64's words
   }
   const auto dtype = integral && !keeps_integers ? at::kFloat : self.scalar_type();
+  if (self.scalar_type() == at::kLong && dtype == at::kFloat) {  // int64's word pairs: promoted first, as torch promotes them
+    return composed_unary(op, formula, keeps_integers, self.to(at::kFloat), cpu);
+  }
   return record_elementwise(op, {self}, dtype, [&](Graph& g, const std::vector<int>& v) {
     const int x = g.node(v[0]).type.dtype == DType::F32 ? v[0] : g.cast(v[0], DType::F32, op);
     return formula(Vpu{g, op}, x);

@@ -29,6 +29,8 @@ at::Tensor unary(const char* op, ExprOp e, const at::Tensor& self, const CpuFn& 
   const auto dtype = at::isIntegralType(self.scalar_type(), true) && e != ExprOp::Neg && e != ExprOp::Abs && e != ExprOp::Relu
                          ? at::kFloat
                          : self.scalar_type();
+  // int64 (word pairs, no elementwise kernels) promotes to f32 first, as torch's CPU promotes it
+  if (self.scalar_type() == at::kLong && dtype == at::kFloat) return unary(op, e, self.to(at::kFloat), cpu);
   return record_elementwise(op, {self}, dtype, [&](Graph& g, const std::vector<int>& v) { return g.unary(e, v[0]); }, cpu);
 }
 
