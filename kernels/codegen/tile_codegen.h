@@ -50,6 +50,7 @@ class TileCodegen {
   int gelu_erf(int x);
   int erf(int x);
   int sin_cos(int x, bool cosine);
+  void reduce_large(int x, int q, int r);  // sin_cos's range reduction for |x| >= 2^23
   int pow(int base, int exponent);
 
   AsmWriter& w_;

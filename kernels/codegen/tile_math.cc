@@ -47,10 +47,66 @@ int TileCodegen::erf(int x) {
   return acc;
 }
 
+// 2/pi's fraction bits in 24-bit chunks (fdlibm's ipio2): chunk j is worth chunk * 2^-24(j+1).
+constexpr uint32_t kTwoOverPiChunks[] = {0xA2F983, 0x6E4E44, 0x1529FC, 0x2757D1, 0xF534DD, 0xC0DB62, 0x95993C};
+
+void TileCodegen::reduce_large(int x, int q, int r) {
+  // Payne-Hanek in f32: x * 2/pi = sum over chunks of x * c_j, each product split exactly into
+  // p_j + e_j (e_j = fma(x, c_j, -p_j)). x is scaled by 2^-64 and the chunks by 2^64, so no chunk
+  // a finite x needs is subnormal. A term of magnitude 2^26 or more is a multiple of 8: it moves
+  // neither the quadrant nor the fraction, and is dropped. The others split exactly into an int32
+  // part (summed with wrapping: only the sum mod 4 matters) and a fraction, summed in f32 and
+  // renormalised after each chunk so it stays within 1.5 of 0. Writes q (int32 quadrant) and r.
+  const int xs = vregs_.take(), p = vregs_.take(), e = vregs_.take(), t = vregs_.take(), qi = vregs_.take();
+  const int fp = vregs_.take(), c = vregs_.take(), limit = vregs_.take(), zero = vregs_.take();
+  const int keep = masks_.take();
+  fill(c, 0x1p-64f);
+  w_.line("vmul v{}, v{}, v{}", xs, x, c);
+  fill(zero, 0.f);  // 0.0f's bits are int32 0
+  w_.line("vmov v{}, v{}", q, zero);
+  w_.line("vmov v{}, v{}", fp, zero);
+  fill(limit, 0x1p26f);
+  const auto add_term = [&](int v) {
+    w_.line("vabs v{}, v{}", t, v);
+    w_.line("vcmp.lt m{}, v{}, v{}", keep, t, limit);
+    w_.line("vcvt.f2i v{}, v{}", qi, v);  // exact below 2^26
+    w_.line("vcvt.i2f v{}, v{}", t, qi);
+    w_.line("vsub v{}, v{}, v{}", t, v, t);
+    w_.line("vsel v{}, m{}, v{}, v{}", t, keep, t, zero);
+    w_.line("vsel v{}, m{}, v{}, v{}", qi, keep, qi, zero);
+    w_.line("viadd v{}, v{}, v{}", q, q, qi);
+    w_.line("vadd v{}, v{}, v{}", fp, fp, t);
+  };
+  for (size_t j = 0; j < std::size(kTwoOverPiChunks); ++j) {
+    fill(c, std::ldexp(static_cast<float>(kTwoOverPiChunks[j]), 64 - 24 * static_cast<int>(j + 1)));
+    w_.line("vmul v{}, v{}, v{}", p, xs, c);
+    w_.line("vneg v{}, v{}", t, p);
+    w_.line("vfma v{}, v{}, v{}, v{}", e, xs, c, t);
+    add_term(p);
+    add_term(e);
+    fill(c, 0x1.8p23f);  // the fraction's nearest integer (exact while |fp| < 2^22) moves to q
+    w_.line("vadd v{}, v{}, v{}", t, fp, c);
+    w_.line("vsub v{}, v{}, v{}", t, t, c);
+    w_.line("vsub v{}, v{}, v{}", fp, fp, t);
+    w_.line("vcvt.f2i v{}, v{}", qi, t);
+    w_.line("viadd v{}, v{}, v{}", q, q, qi);
+  }
+  // r = fraction * pi/2 with pi/2 in two parts; x - x makes it NaN for an infinite or NaN x
+  fill(c, static_cast<float>(M_PI_2 - static_cast<float>(M_PI_2)));
+  w_.line("vmul v{}, v{}, v{}", r, fp, c);
+  fill(c, static_cast<float>(M_PI_2));
+  w_.line("vfma v{}, v{}, v{}, v{}", r, fp, c, r);
+  w_.line("vsub v{}, v{}, v{}", t, x, x);
+  w_.line("vadd v{}, v{}, v{}", r, r, t);
+  masks_.release(keep);
+  for (int v : {xs, p, e, t, qi, fp, c, limit, zero}) vregs_.release(v);
+}
+
 int TileCodegen::sin_cos(int x, bool cosine) {
   // Cephes sinf/cosf: q = round(x * 2/pi) picks the quadrant, r = x - q * pi/2 by Cody-Waite in
-  // three fused steps (exact for |x| < ~8192; the error grows past that like in Cephes), then a
-  // degree-7 odd or degree-8 even polynomial on |r| <= pi/4. cos(x) = sin(x + pi/2): quadrant + 1.
+  // three fused steps, then a degree-7 odd or degree-8 even polynomial on |r| <= pi/4.
+  // cos(x) = sin(x + pi/2): quadrant + 1. Past |x| = 2^23, where x * 2/pi rounded to f32 starts to
+  // miss the quadrant's integer, q and r come from reduce_large's exact reduction instead.
   const int q = vregs_.take(), qf = vregs_.take(), r = vregs_.take(), c = vregs_.take(), half = vregs_.take();
   const int m = masks_.take();
   fill(c, static_cast<float>(M_2_PI));
@@ -67,6 +123,18 @@ int TileCodegen::sin_cos(int x, bool cosine) {
   for (float part : {-1.5703125f, -4.837512969970703125e-4f, -7.54978995489188216e-8f}) {
     fill(c, part);
     w_.line("vfma v{}, v{}, v{}, v{}", r, qf, c, r);
+  }
+  {
+    const int large_q = vregs_.take(), large_r = vregs_.take(), large = masks_.take();
+    reduce_large(x, large_q, large_r);
+    w_.line("vabs v{}, v{}", qf, x);
+    fill(c, 0x1p23f);
+    w_.line("vcmp.lt m{}, v{}, v{}", large, qf, c);  // small |x| (NaN too: not below)
+    w_.line("vsel v{}, m{}, v{}, v{}", q, large, q, large_q);
+    w_.line("vsel v{}, m{}, v{}, v{}", r, large, r, large_r);
+    masks_.release(large);
+    vregs_.release(large_q);
+    vregs_.release(large_r);
   }
   if (cosine) {
     fill(c, std::bit_cast<float>(1));

@@ -85,3 +85,18 @@ def test_bf16_inputs_round_like_the_cpu():
         got = getattr(torch, name)(x.to("tpu"))
         assert got.dtype == torch.bfloat16
         torch.testing.assert_close(got.cpu(), getattr(torch, name)(x), atol=0, rtol=8e-3)
+
+
+@pytest.mark.parametrize("fn", [torch.sin, torch.cos, torch.tan], ids=lambda f: f.__name__)
+def test_trigonometry_at_any_magnitude(fn):
+    # past |x| = 2^23 the quadrant comes from an exact (Payne-Hanek) reduction: sin(1e9) was 13.29,
+    # and past 2^31 -inf or NaN, before it
+    g = torch.Generator().manual_seed(3)
+    x = (torch.rand(4000, generator=g) + 0.5) * torch.pow(2.0, torch.randint(0, 128, (4000,), generator=g).float())
+    x = torch.cat([x, -x, torch.tensor([8388608.0, 1e9, 3.4e38, float("inf"), float("nan")])])
+    got, exact = fn(x.to("tpu")).cpu().double(), fn(x.double())
+    assert torch.equal(got.isnan(), exact.isnan())
+    # an error of 1e-7 or so in the reduced argument, times the function's slope (tan's: 1 + tan^2)
+    bound = 3e-7 * (1 + exact.square()) if fn is torch.tan else torch.full_like(exact, 3e-7)
+    finite = ~exact.isnan()
+    assert ((got - exact).abs()[finite] <= bound[finite]).all(), ((got - exact).abs() / bound).nan_to_num(0).max()

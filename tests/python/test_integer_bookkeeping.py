@@ -69,8 +69,8 @@ def test_integer_avg_pool3d_runs_on_the_cpu_named():
 @pytest.mark.parametrize("name", ["exp", "log", "sqrt", "tanh", "sigmoid", "sin", "erf", "lgamma", "asinh", "log1p", "rsqrt"])
 def test_float_functions_of_int64_promote_on_the_chip(name):
     # torch promotes integer inputs to float32 first; int64 (word pairs) now converts on the chip
-    # instead of falling back. Magnitudes stay where f32's sin keeps its range reduction exact.
-    x = torch.tensor([0, 1, -3, 7, 2**20 + 1, -(2**22)])
+    # instead of falling back (2^40 + 1 rounds to f32 as the CPU rounds it; sin reduces it exactly).
+    x = torch.tensor([0, 1, -3, 7, 2**20 + 1, -(2**22), 2**40 + 1])
     fn = getattr(torch, name)
     got, want = fn(x.to("tpu")).cpu(), fn(x)
     assert got.dtype == want.dtype == torch.float32
