@@ -1,7 +1,7 @@
 // The composite functions TileCodegen spells out in the chip's instructions, each with the error
-// bound its approximation guarantees: erf (Abramowitz & Stegun 7.1.26), sin and cos (Cephes: range
-// reduction and polynomials), gelu's exact form through erf, and pow for any base and exponent
-// (tile_codegen.h).
+// bound its approximation guarantees: erf (Abramowitz & Stegun 7.1.26), sin and cos (Cephes'
+// reduction and polynomials, Payne-Hanek's reduction past 2^23), gelu's exact form through erf,
+// and pow for any base and exponent (tile_codegen.h).
 #include <fmt/format.h>
 
 #include <bit>

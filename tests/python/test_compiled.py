@@ -165,9 +165,10 @@ def test_graph_break_runs_the_rest_eagerly():
 
 def test_op_without_lowering_names_the_aten_op():
     vtpu.set_cpu_fallback(False)
-    compiled = fresh_compile(lambda x: torch.igamma(x, x))  # no lowering; torch's decomposition is a prim
-    with pytest.raises(NotImplementedError, match="igamma"):
-        compiled(torch.rand(8, device="tpu") + 0.5)
+    # LDL^T: neither lowered nor composed on the chip, and torch has no decomposition of it
+    compiled = fresh_compile(lambda x: torch.linalg.ldl_factor(x @ x.mT + torch.eye(4, device=x.device))[0])
+    with pytest.raises(NotImplementedError, match="linalg_ldl_factor"):
+        compiled(torch.rand(4, 4, device="tpu"))
 
 
 def test_default_backend_on_tpu_tensors_compiles_for_the_chip():
