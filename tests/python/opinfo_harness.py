@@ -189,8 +189,10 @@ def _compare_ties(op, sample, got, want, tol) -> str:
         return _compare(got, want, tol)
     if op.name == "kthvalue" and not sample.kwargs.get("keepdim", len(sample.args) > 2 and sample.args[2]):
         dim = dim % x.dim()  # its indices lost the dim: gathered with it put back
-        got, want = (got[0], got[1].unsqueeze(dim)), (want[0], want[1].unsqueeze(dim))
-        return _compare((got[0], x.gather(dim, got[1].cpu()).squeeze(dim)), (want[0], x.gather(dim, want[1]).squeeze(dim)), tol)
+
+        def pick(indices):
+            return x.gather(dim, indices.cpu().unsqueeze(dim)).squeeze(dim)
+        return _compare((got[0], pick(got[1])), (want[0], pick(want[1])), tol)
     if op.name == "argsort":
         return _compare(x.gather(dim, got.cpu()), x.gather(dim, want), tol)
     if op.name == "msort":
