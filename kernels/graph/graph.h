@@ -122,6 +122,8 @@ class Graph {
   // lies. `type`'s dtype is x's, or both are held as their plain bytes (dtype_is_plain_bytes: a
   // bit view).
   int part(int x, int64_t byte_offset, TensorType type, std::string label = "view");
+  // Whether x has such a part: aligned, within x's bytes, and of x's dtype or a bit view.
+  bool has_part(int x, int64_t byte_offset, const TensorType& type) const;
   // Whether v is such a part (a Reshape from an offset, of fewer bytes, or of another dtype).
   bool is_part(int v) const {
     const Node& n = node(v);

@@ -35,12 +35,17 @@ int Graph::reshape(int x, std::vector<int64_t> shape, std::string label) {
   return add(std::move(n));
 }
 
-int Graph::part(int x, int64_t byte_offset, TensorType type, std::string label) {
+bool Graph::has_part(int x, int64_t byte_offset, const TensorType& type) const {
   const TensorType& in = node(x).type;
   const int64_t bytes = type.numel() * dtype_bytes(type.dtype);
-  if (byte_offset < 0 || byte_offset % dtype_bytes(type.dtype) || byte_offset + bytes > in.numel() * dtype_bytes(in.dtype) ||
-      (type.dtype != in.dtype && !(dtype_is_plain_bytes(type.dtype) && dtype_is_plain_bytes(in.dtype)))) {
-    throw KernelError(fmt::format("{}: {} from byte {} of {}", label, to_string(type), byte_offset, to_string(in)));
+  const bool inside = byte_offset >= 0 && byte_offset % dtype_bytes(type.dtype) == 0 &&
+                      byte_offset + bytes <= in.numel() * dtype_bytes(in.dtype);
+  return inside && (type.dtype == in.dtype || (dtype_is_plain_bytes(type.dtype) && dtype_is_plain_bytes(in.dtype)));
+}
+
+int Graph::part(int x, int64_t byte_offset, TensorType type, std::string label) {
+  if (!has_part(x, byte_offset, type)) {
+    throw KernelError(fmt::format("{}: {} from byte {} of {}", label, to_string(type), byte_offset, to_string(node(x).type)));
   }
   Node n;
   n.kind = NodeKind::Reshape;

@@ -122,12 +122,7 @@ int Recorder::value_of(const at::Tensor& t) {
     // A dense part of it (a chunk along its first dim, an attention's output beside its
     // logsumexp, one output of a kernel's packed value), or its bits read as another dtype held
     // as plain bytes: an alias read where it lies, no sync point.
-    const int64_t bytes = type.numel() * kernels::dtype_bytes(type.dtype);
-    const bool bit_view = kernels::dtype_is_plain_bytes(pending.dtype) && kernels::dtype_is_plain_bytes(type.dtype);
-    if ((pending.dtype == type.dtype || bit_view) &&
-        int64_t(offset) + bytes <= pending.numel() * kernels::dtype_bytes(pending.dtype)) {
-      return graph_.part(b.pending_value, int64_t(offset), type);
-    }
+    if (graph_.has_part(b.pending_value, int64_t(offset), type)) return graph_.part(b.pending_value, int64_t(offset), type);
     throw NeedsFlush{};  // a part of pending data held otherwise (int64 words, bytes): land it first
   }
   return bind_input(rt.materialize(vaddr) + offset, type, dense.storage(), "tensor");
