@@ -12,6 +12,16 @@
 #include <cmath>
 
 namespace vtpu::bridge::complex {
+
+// The complex64 tensor of two f32 planes (broadcast to one shape; a missing imaginary plane is 0).
+at::Tensor join(const at::Tensor& re, const at::Tensor& im) {
+  TORCH_INTERNAL_ASSERT(re.defined() && !re.is_cpu(), "vtpu: a complex result without a device plane");
+  const at::Tensor f = re.to(at::kFloat);
+  const at::Tensor i = im.defined() ? im.to(at::kFloat) : at::zeros_like(f);
+  const auto shape = at::infer_size(f.sizes(), i.sizes());
+  return at::view_as_complex(at::stack({f.expand(shape), i.expand(shape)}, -1));
+}
+
 namespace {
 
 using kernels::ExprOp;
@@ -52,15 +62,6 @@ at::Tensor zero_or_plane(const Planes& p) { return p.im.defined() ? p.im : at::z
 at::Tensor mul0(const at::Tensor& a, const at::Tensor& b) { return a.defined() && b.defined() ? at::mul(a, b) : at::Tensor(); }
 at::Tensor add0(const at::Tensor& a, const at::Tensor& b) { return !a.defined() ? b : !b.defined() ? a : at::add(a, b); }
 at::Tensor sub0(const at::Tensor& a, const at::Tensor& b) { return !b.defined() ? a : !a.defined() ? at::neg(b) : at::sub(a, b); }
-
-// The complex64 tensor of two f32 planes (broadcast to one shape; a missing imaginary plane is 0).
-at::Tensor join(const at::Tensor& re, const at::Tensor& im) {
-  TORCH_INTERNAL_ASSERT(re.defined() && !re.is_cpu(), "vtpu: a complex result without a device plane");
-  const at::Tensor f = re.to(at::kFloat);
-  const at::Tensor i = im.defined() ? im.to(at::kFloat) : at::zeros_like(f);
-  const auto shape = at::infer_size(f.sizes(), i.sizes());
-  return at::view_as_complex(at::stack({f.expand(shape), i.expand(shape)}, -1));
-}
 
 // x / y by Smith's scaling (torch's CPU kernel): the ratio of the divisor's smaller part to its
 // larger, so c^2 + d^2 never overflows; a zero divisor gives (a / |c|, b / |d|) as torch does.

@@ -46,6 +46,8 @@ at::Tensor bilinear(const at::Tensor& x, const at::Tensor& y,
 at::Tensor as_pairs(const at::Tensor& z);
 at::Tensor from_pairs(const at::Tensor& pairs);
 at::Tensor per_plane(const at::Tensor& z, const std::function<at::Tensor(const at::Tensor&, int part)>& f);
+// The complex64 tensor of two f32 planes, broadcast to one shape (an undefined `im` is zero).
+at::Tensor join(const at::Tensor& re, const at::Tensor& im);
 // Part `which` (0: re, 1: im) of `t` as an f32 tensor (math bits applied); a real t's own values
 // or zeros.
 at::Tensor part(const at::Tensor& t, int which);

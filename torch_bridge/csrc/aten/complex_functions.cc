@@ -16,33 +16,29 @@ namespace {
 
 at::Tensor re(const at::Tensor& z) { return part(z, 0); }
 at::Tensor im(const at::Tensor& z) { return part(z, 1); }
-at::Tensor joined(const at::Tensor& real, const at::Tensor& imag) {
-  const auto shape = at::infer_size(real.sizes(), imag.sizes());
-  return at::complex(real.expand(shape).contiguous(), imag.expand(shape).contiguous());
-}
 at::Tensor scaled(const at::Tensor& x, double s) { return at::mul(x, s); }
-at::Tensor times_i(const at::Tensor& z) { return joined(at::neg(im(z)), re(z)); }      // iz
-at::Tensor times_minus_i(const at::Tensor& z) { return joined(im(z), at::neg(re(z))); }  // -iz
+at::Tensor times_i(const at::Tensor& z) { return join(at::neg(im(z)), re(z)); }      // iz
+at::Tensor times_minus_i(const at::Tensor& z) { return join(im(z), at::neg(re(z))); }  // -iz
 
 // asin z = atan2(x, Re(A B)) + i asinh(Im(conj(A) B)), A = sqrt(1 - z), B = sqrt(1 + z).
 at::Tensor asin_of(const at::Tensor& z) {
   const at::Tensor a = at::sqrt(at::add(at::neg(z), 1)), b = at::sqrt(at::add(z, 1));
   const at::Tensor real = at::atan2(re(z), at::sub(at::mul(re(a), re(b)), at::mul(im(a), im(b))));
-  return joined(real, at::asinh(at::sub(at::mul(re(a), im(b)), at::mul(im(a), re(b)))));
+  return join(real, at::asinh(at::sub(at::mul(re(a), im(b)), at::mul(im(a), re(b)))));
 }
 
 // acos z = 2 atan2(Re A, Re B) + i asinh(Im(conj(B) A)), A and B as for asin.
 at::Tensor acos_of(const at::Tensor& z) {
   const at::Tensor a = at::sqrt(at::add(at::neg(z), 1)), b = at::sqrt(at::add(z, 1));
   const at::Tensor real = scaled(at::atan2(re(a), re(b)), 2.0);
-  return joined(real, at::asinh(at::sub(at::mul(re(b), im(a)), at::mul(im(b), re(a)))));
+  return join(real, at::asinh(at::sub(at::mul(re(b), im(a)), at::mul(im(b), re(a)))));
 }
 
 // acosh z = asinh(Re(conj(A) B)) + 2i atan2(Im A, Re B), A = sqrt(z - 1), B = sqrt(z + 1).
 at::Tensor acosh_of(const at::Tensor& z) {
   const at::Tensor a = at::sqrt(at::sub(z, 1)), b = at::sqrt(at::add(z, 1));
   const at::Tensor real = at::asinh(at::add(at::mul(re(a), re(b)), at::mul(im(a), im(b))));
-  return joined(real, scaled(at::atan2(im(a), re(b)), 2.0));
+  return join(real, scaled(at::atan2(im(a), re(b)), 2.0));
 }
 
 // atanh z = log1p(4x / ((1 - x)^2 + y^2)) / 4 + i atan2(2y, (1 - x)(1 + x) - y^2) / 2: accurate
@@ -53,7 +49,7 @@ at::Tensor atanh_of(const at::Tensor& z) {
   const at::Tensor den = at::add(at::mul(one_minus, one_minus), at::mul(y, y));
   const at::Tensor real = at::copysign(scaled(at::log1p(at::div(scaled(ax, 4.0), den)), 0.25), x);
   const at::Tensor imag = scaled(at::atan2(scaled(y, 2.0), at::sub(at::mul(one_minus, at::add(ax, 1)), at::mul(y, y))), 0.5);
-  return joined(real, imag);
+  return join(real, imag);
 }
 
 // log1p z as c10::complex computes it: (log1p(x (2 + x) + y^2) / 2, atan2(y, 1 + x)) inside
@@ -63,7 +59,7 @@ at::Tensor log1p_of(const at::Tensor& z) {
   const at::Tensor r = at::add(at::mul(x, at::add(x, 2)), at::mul(y, y));
   const at::Tensor near = at::where(at::eq(r, 0), x, scaled(at::log1p(r), 0.5));  // r == 0: underflow, x itself
   const at::Tensor far = at::log(at::hypot(at::add(x, 1), y));
-  return joined(at::where(at::lt(at::hypot(x, y), 0.5), near, far), at::atan2(y, at::add(x, 1)));
+  return join(at::where(at::lt(at::hypot(x, y), 0.5), near, far), at::atan2(y, at::add(x, 1)));
 }
 
 }  // namespace
@@ -89,7 +85,7 @@ at::Tensor pow(const at::Tensor& base, const at::Tensor& exponent) {
   const at::Tensor inf_or_nan = at::where(at::lt(e, 0), at::full_like(e, INFINITY), nan);
   const at::Tensor at_zero_re = at::where(at::gt(e, 0), at::zeros_like(e), inf_or_nan);
   const at::Tensor at_zero_im = at::where(at::gt(e, 0), at::zeros_like(e), nan);
-  return joined(at::where(zero, at_zero_re, re(result)), at::where(zero, at_zero_im, im(result)));
+  return join(at::where(zero, at_zero_re, re(result)), at::where(zero, at_zero_im, im(result)));
 }
 
 // log(exp x + exp y) as torch's CPU kernel: max + log1p(exp(min - max)), min and max by real
@@ -104,7 +100,7 @@ at::Tensor logaddexp(const at::Tensor& x, const at::Tensor& y) {
   const at::Tensor at_infinity = at::where(at::lt(re(lo), 0), lo, at::log(at::add(at::exp(lo), at::exp(hi))));
   out = at::where(infinite, at_infinity, out);
   const at::Tensor any_nan = at::logical_or(at::isnan(zx), at::isnan(zy));
-  return at::where(any_nan, joined(at::full({}, NAN, re(out).options()), at::full({}, NAN, re(out).options())), out);
+  return at::where(any_nan, join(at::full({}, NAN, re(out).options()), at::full({}, NAN, re(out).options())), out);
 }
 
 // The product along `dim` as a tree of complex multiplications: the dim padded with ones to a
