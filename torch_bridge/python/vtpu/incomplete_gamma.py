@@ -18,6 +18,7 @@ import torch
 from . import cephes_tables as tables
 from .composed_fallback import float64_on_cpu
 from .python_kernels import register
+from .special_functions import polevl
 
 MACHEP = 5.9604644775390625e-08  # Math.h's float epsilon for the stopping tests
 MAXLOG = 88.72283905206835
@@ -30,14 +31,7 @@ def _ratevl(x, num, den):
     """Math.h's ratevl: num(x) / den(x), as polynomials in 1/x where |x| > 1 (equal degrees)."""
     big = x.abs() > 1
     y = torch.where(big, 1 / x, x)
-
-    def horner(coefficients):
-        value = torch.full_like(x, coefficients[0])
-        for c in coefficients[1:]:
-            value = value * y + c
-        return value
-
-    return torch.where(big, horner(num[::-1]) / horner(den[::-1]), horner(num) / horner(den))
+    return torch.where(big, polevl(y, num[::-1]) / polevl(y, den[::-1]), polevl(y, num) / polevl(y, den))
 
 
 def _fac(a, x):
