@@ -41,8 +41,14 @@ def _same_dtype(out: torch.Tensor, dtype: torch.dtype) -> None:
 
 
 # torch's ScalarType names, as its dtype dispatch names a dtype a kernel has no code for.
-_SCALAR_TYPE_NAMES = {torch.int64: "Long", torch.int32: "Int", torch.int16: "Short", torch.int8: "Char",
+_SCALAR_TYPE_NAMES = {torch.float32: "Float", torch.float64: "Double", torch.bfloat16: "BFloat16", torch.float16: "Half",
+                      torch.int64: "Long", torch.int32: "Int", torch.int16: "Short", torch.int8: "Char",
                       torch.uint8: "Byte", torch.bool: "Bool"}
+
+
+def not_implemented_for(kernel: str, dtype: torch.dtype) -> NotImplementedError:
+    """The error torch's dtype dispatch raises when `kernel` has no code for `dtype`."""
+    return NotImplementedError(f'"{kernel}" not implemented for \'{_SCALAR_TYPE_NAMES.get(dtype, dtype)}\'')
 
 
 def _floating_only(kernel: str):
@@ -50,7 +56,7 @@ def _floating_only(kernel: str):
     def check(a: dict) -> None:
         dtype = torch.result_type(a["self"], a["other"])
         if not dtype.is_floating_point:
-            raise NotImplementedError(f'"{kernel}" not implemented for \'{_SCALAR_TYPE_NAMES.get(dtype, dtype)}\'')
+            raise not_implemented_for(kernel, dtype)
     return check
 
 

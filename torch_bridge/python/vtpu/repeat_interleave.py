@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import torch
 
+from .cpu_kernel_checks import not_implemented_for
 from .python_kernels import register
 
-_NAMES = {torch.float32: "Float", torch.float64: "Double", torch.bfloat16: "BFloat16", torch.float16: "Half",
-          torch.bool: "Bool", torch.int8: "Char", torch.uint8: "Byte", torch.int16: "Short"}
 
 
 def repeat_interleave(repeats, *, output_size=None):
@@ -19,7 +18,7 @@ def repeat_interleave(repeats, *, output_size=None):
     if repeats.dim() != 1:
         raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
     if repeats.dtype not in (torch.int32, torch.int64):
-        raise NotImplementedError(f'"repeat_interleave_cpu" not implemented for \'{_NAMES.get(repeats.dtype, repeats.dtype)}\'')
+        raise not_implemented_for("repeat_interleave_cpu", repeats.dtype)
     total, negative = (int(v) for v in torch.stack([repeats.sum(), (repeats < 0).sum()]).cpu())
     if negative:
         raise RuntimeError("repeats can not be negative")
