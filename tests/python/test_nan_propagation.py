@@ -147,6 +147,15 @@ def test_polygamma_at_infinities_and_negative_arguments_beside_them():
                                    rtol=1e-4, atol=1e-4)
 
 
+def test_zeta_of_an_infinite_order_returns_where_the_cpu_does():
+    # x = inf: terms with |q + i| < 1 are inf, the others 0; the CPU returns the sum at its first
+    # negligible term, where the Euler-Maclaurin terms after it would give inf * 0 = NaN.
+    x = torch.tensor([float("inf")] * 5 + [30.0, 2.5])
+    q = torch.tensor([-8.07, 3.13, 0.5, -0.5, float("inf"), 1.5, -3.0])
+    torch.testing.assert_close(torch.special.zeta(x.to("tpu"), q.to("tpu")).cpu(), torch.special.zeta(x, q), equal_nan=True,
+                               rtol=1e-5, atol=0)
+
+
 def test_cdist_p0_counts_a_nan_coordinate_as_nan():
     a = torch.tensor([[0.0, float("nan"), 1.0], [2.0, 0.5, float("inf")]])
     b = torch.tensor([[0.0, 1.0, 1.0], [2.0, 0.5, 3.0], [1.0, 1.0, 1.0]])

@@ -146,6 +146,9 @@ _ZETA_A = [12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606
            -7.1661652561756670113e18]
 
 
+_MACHEP = 1.11022302462515654042e-16  # Math.h's zeta: the relative size of a term that ends the sum
+
+
 def _power(base, exponent):
     """base ** exponent for an integral exponent and any base's sign (the chip's pow is exp(e log b))."""
     magnitude = (exponent * base.abs().log()).exp()
@@ -155,8 +158,9 @@ def _power(base, exponent):
 
 def zeta(x, q):
     """Hurwitz zeta(x, q) as Math.h's zeta: terms (q + i)^-x until at least 9 of them and past
-    q + i = 9 (a count read back from q's minimum when q < 0), then 12 Euler-Maclaurin terms; the
-    CPU's early exits are not taken (their remaining terms are below f32's precision)."""
+    q + i = 9 (a count read back from q's minimum when q < 0), then 12 Euler-Maclaurin terms. An
+    element keeps its sum where the CPU returns early (a term below MACHEP of the sum): the terms
+    after it are below f32's precision, or NaN where they are inf * 0 (x = inf: the sum is inf or 0)."""
     x, q = (v if isinstance(v, torch.Tensor) else torch.tensor(v) for v in (x, q))
     result = torch.result_type(x, q)
     result = result if result.is_floating_point else torch.get_default_dtype()
@@ -166,18 +170,30 @@ def zeta(x, q):
     lowest = float(torch.where(q.isfinite(), q, math.inf).min()) if q.numel() else 0.0
     steps = max(9, int(math.floor(9 - lowest)) + 2) if math.isfinite(lowest) else 9
     total, a, b = _power(q, -x), q, torch.zeros_like(q)
+    returned = torch.zeros_like(q, dtype=torch.bool)
+    early = torch.zeros_like(q)  # the sum where the CPU returned it
+
+    def exit_where(condition, total):
+        nonlocal returned, early
+        condition = condition & ~returned
+        early, returned = torch.where(condition, total, early), returned | condition
+
     for i in range(steps):
         active = (a <= 9) if i >= 9 else torch.ones_like(q, dtype=torch.bool)
         a = torch.where(active, a + 1, a)
         term = _power(a, -x)
         total, b = torch.where(active, total + term, total), torch.where(active, term, b)
+        exit_where(active & (-_MACHEP * total < term) & (term < _MACHEP * total), total)
     w = a
     total = total + b * w / (x - 1) - 0.5 * b
     factor, k = torch.ones_like(x), 0.0
     for coefficient in _ZETA_A:
         factor, b = factor * (x + k), b / w
-        total = total + factor * b / coefficient
+        term = factor * b / coefficient
+        total = total + term
+        exit_where((term / total).abs() < _MACHEP, total)
         factor, b, k = factor * (x + k + 1), b / w, k + 2
+    total = torch.where(returned, early, total)
     integral_q = q == q.floor()
     total = torch.where((q <= 0) & ~integral_q & (x != x.floor()), math.nan, total)
     total = torch.where((q <= 0) & integral_q, math.inf, total)
