@@ -22,15 +22,15 @@ isa::Program make_int64_narrow(const sim::ChipConfig& chip) {
   const int words_arg = w.argument("words", isa::ArgumentKind::Buffer);
   const int out_arg = w.argument("out", isa::ArgumentKind::Buffer);
   const int count_arg = w.argument("count", isa::ArgumentKind::Scalar);
-  const int bound_arg = w.argument("bound", isa::ArgumentKind::Scalar);
+  const int largest_arg = w.argument("largest", isa::ArgumentKind::Scalar);  // bound - 1: 2^31 - 1 at most, as int32 holds
   auto& s = w.sregs();
-  const int n = s.take(), bound = s.take(), neg_bound = s.take(), base = s.take(), cnt = s.take(), i = s.take(), cursor = s.take(),
+  const int n = s.take(), largest = s.take(), neg_largest = s.take(), base = s.take(), cnt = s.take(), i = s.take(), cursor = s.take(),
             low = s.take(), high = s.take(), vm = s.take(), hb = s.take(), one = s.take(), bytes = s.take(), t = s.take();
   const std::string chunk_loop = w.new_label("chunk"), check = w.new_label("check"), negative = w.new_label("negative"),
                     checked = w.new_label("checked"), done = w.new_label("done"), bad = w.new_label("bad_int64");
   w.line("sarg s{}, {}", n, count_arg);
-  w.line("sarg s{}, {}", bound, bound_arg);
-  w.line("ssub s{}, s0, s{}", neg_bound, bound);
+  w.line("sarg s{}, {}", largest, largest_arg);
+  w.line("ssub s{}, s0, s{}", neg_largest, largest);
   w.line("sli s{}, 0", base);
   w.line("sli s{}, 1", one);
   w.line("bge s0, s{}, {}", n, done);
@@ -55,8 +55,8 @@ isa::Program make_int64_narrow(const sim::ChipConfig& chip) {
   w.place(check);
   w.line("sld s{}, s{}, 0", low, cursor);
   w.line("sld s{}, s{}, 4", high, cursor);
-  w.line("bge s{}, s{}, {}", low, bound, bad);
-  w.line("bge s{}, s{}, {}", neg_bound, low, bad);
+  w.line("blt s{}, s{}, {}", largest, low, bad);
+  w.line("blt s{}, s{}, {}", low, neg_largest, bad);
   w.line("blt s{}, s0, {}", low, negative);
   w.line("bne s{}, s0, {}", high, bad);  // a non-negative value's high word is 0
   w.line("jmp {}", checked);
@@ -81,7 +81,7 @@ isa::Program make_int64_narrow(const sim::ChipConfig& chip) {
     w.place(bad);
     w.trap(TrapCode::Int64OutOfRange);
   });
-  for (int x : {n, bound, neg_bound, base, cnt, i, cursor, low, high, vm, hb, one, bytes, t}) s.release(x);
+  for (int x : {n, largest, neg_largest, base, cnt, i, cursor, low, high, vm, hb, one, bytes, t}) s.release(x);
   return w.assemble();
 }
 

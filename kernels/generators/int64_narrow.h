@@ -11,7 +11,8 @@
 
 namespace vtpu::kernels {
 
-// Kernel arguments: words ([n, 2] int32), out ([n] int32), then the count n and the bound (scalars).
+// Kernel arguments: words ([n, 2] int32), out ([n] int32), then the count n and the largest
+// magnitude allowed, the bound less one (scalars).
 isa::Program make_int64_narrow(const sim::ChipConfig& chip);
 
 }  // namespace vtpu::kernels

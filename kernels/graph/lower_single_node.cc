@@ -96,13 +96,13 @@ Launch lower_iota(const Graph& g, const KernelGroup& grp, const sim::ChipConfig&
   return l;
 }
 
-// One program: the count and the bound are launch scalars. A bound of 2^31 (comparisons) is
-// passed as 2^31 - 1, which refuses the two int32 extremes as well.
+// One program: the count and the largest magnitude allowed (the bound less one, which int32 holds
+// for every bound up to 2^31) are launch scalars.
 Launch lower_int64_narrow(const Graph& g, const KernelGroup& grp, const sim::ChipConfig& chip, ProgramCache& cache) {
   const Node& n = g.node(grp.nodes.front());
   Launch l;
   l.args = {n.inputs[0], grp.nodes.front()};
-  l.scalars = {int32_t(n.type.numel()), int32_t(std::min<int64_t>(n.narrow_bound, std::numeric_limits<int32_t>::max()))};
+  l.scalars = {int32_t(n.type.numel()), int32_t(n.narrow_bound - 1)};
   l.program = cache.get_or_build(fmt::format("int64_narrow|{}", chip.name), [&] { return make_int64_narrow(chip); }, &l.cache_hit);
   return l;
 }

@@ -64,6 +64,10 @@ TEST_SUITE("kernels") {
     CHECK(traps({5, int64_t{1} << 32}, int64_t{1} << 31));        // low word 0: the high word gives it away
     CHECK(traps({-(int64_t{1} << 33) + 7, 1}, int64_t{1} << 31));  // a negative beyond int32
     CHECK_FALSE(traps({-(int64_t{1} << 30) + 1, (int64_t{1} << 30) - 1}, int64_t{1} << 30));
+    // a bound of 2^31 admits every int32 but INT32_MIN (whose magnitude is 2^31)
+    CHECK_FALSE(traps({INT32_MAX, -INT32_MAX, 0, -1}, int64_t{1} << 31));
+    CHECK(traps({INT32_MIN, 0}, int64_t{1} << 31));
+    CHECK(traps({INT32_MAX, 0}, INT32_MAX));
     kernels::Graph g;
     CHECK_THROWS_WITH_AS(g.int64_narrow(g.input({{4}, DType::I32}), 8), doctest::Contains("i32[.., 2]"), kernels::KernelError);
   }

@@ -1,9 +1,10 @@
-// `//` and `%` of int64 tensors by an integer constant or by another int64 tensor on the chip
-// (kernels/compose/integer_division.h): the operands' int32 words narrowed within their known bounds,
-// floor-divided exactly, widened back. Mixture-of-experts routing computes token indices this way
-// (flat slot // top_k). Magnitudes must be known below 2^24; other integer and float divisions
-// run on the CPU (floats' floor division rounds as torch's does there), and an integer division
-// by zero raises ZeroDivisionError as on the CPU (for a tensor divisor, read before dividing).
+// `//`, `%` and fmod of integer tensors on the chip, exact for every int32
+// (kernels/compose/integer_division.h): int32, int8 and uint8 tensors computed in int32, and int64
+// tensors whose magnitude is known below 2^31 as their int32 words narrowed within those bounds,
+// divided, widened back. Mixture-of-experts routing computes token indices this way (flat slot //
+// top_k). Other integer divisions (int16, int64 of unknown or larger magnitude) run on the CPU, and
+// an integer division by zero raises ZeroDivisionError as on the CPU (for a tensor divisor, read
+// before dividing).
 // div's rounding modes are here too: trunc from the floor division's remainder, and trunc(a / b)
 // of floats.
 #include <ATen/ATen.h>
@@ -18,8 +19,6 @@
 
 namespace vtpu::bridge {
 namespace {
-
-constexpr int64_t kExact = int64_t{1} << 24;
 
 // Which result of the division an op wants: `//`, `%`, or div(rounding_mode="trunc").
 enum class Wanted { FloorQuotient, Remainder, TruncQuotient, TruncRemainder };
@@ -59,53 +58,87 @@ std::optional<int64_t> constant_divisor(const at::Tensor& other) {
   return other.item<int64_t>();
 }
 
-// The known magnitude of an int64 tpu tensor when it is below 2^24 (nullopt otherwise).
-std::optional<int64_t> small_int64(const at::Tensor& t) {
+bool fits_int32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
+
+// The known magnitude of an int64 tpu tensor when its values fit int32 (nullopt otherwise).
+std::optional<int64_t> int32_sized_int64(const at::Tensor& t) {
   if (t.scalar_type() != at::kLong || !t.device().is_privateuseone()) return std::nullopt;
   const auto bound = int64_bound_of(t);
-  return bound && *bound < kExact ? bound : std::nullopt;
+  return bound && *bound < kernels::kAnyInt32 ? bound : std::nullopt;
 }
 
-// self // other (or %) for two int64 tpu tensors of known magnitude below 2^24, broadcast. A zero
-// divisor must raise as on the CPU, so whether any divisor is zero is read first (a
-// synchronisation); the division itself is exact (kernels/compose/integer_division.h).
-at::Tensor divide_by_tensor(const char* op, const at::Tensor& self, const at::Tensor& other, Wanted wanted, int64_t bound,
-                            int64_t divisor_bound, const CpuFn& cpu) {
-  TORCH_CHECK(!at::eq(other, 0).any().item<bool>(), "ZeroDivisionError");
+// A divisor tensor must not hold zero, as on the CPU: read before dividing (a synchronisation).
+void check_no_zero_divisor(const at::Tensor& other) { TORCH_CHECK(!at::eq(other, 0).any().item<bool>(), "ZeroDivisionError"); }
+
+// The wanted result of int32 a and b (a tensor of divisors, or the constant `divisor`): exact for
+// every int32 (kernels/compose/integer_division.h); `bound` is at least every |a| and |b|.
+int divide_int32(kernels::Graph& g, int a, int b, std::optional<int64_t> divisor, int64_t bound, Wanted wanted, const char* op) {
+  if (divisor) {
+    const auto r = kernels::floor_divide(g, a, *divisor, op, bound);
+    const int b_negative = g.cast(g.full({{1}, kernels::DType::I32}, *divisor < 0 ? 1 : 0, op), kernels::DType::Bool, op);
+    return wanted_result(g, r, a, g.full({{1}, kernels::DType::I32}, double(*divisor), op), b_negative, wanted, op);
+  }
+  const auto r = kernels::floor_divide_by(g, a, b, op, bound);
+  return wanted_result(g, r, a, b, g.binary_scalar(kernels::ExprOp::Lt, b, 0, false, op), wanted, op);
+}
+
+// self // other (or %) when the result is int32, int8 or uint8 (both operands of those types or
+// bool, on the chip or Python numbers): computed in int32, whose range holds every quotient but
+// INT32_MIN // -1 (which wraps, as on the CPU).
+at::Tensor divide_chip_integers(const char* op, const at::Tensor& self, const at::Tensor& other, std::optional<int64_t> divisor,
+                                Wanted wanted, c10::ScalarType dtype, const CpuFn& cpu) {
+  if (!divisor) check_no_zero_divisor(other);
+  const auto shape = at::infer_size(self.sizes(), other.sizes());
+  const auto [a_in, b_in] = with_scalar_uploaded(self, other, dtype);
+  std::vector<at::Tensor> inputs{a_in};
+  if (!divisor) inputs.push_back(b_in);
+  return record(op, inputs, dtype, [&](kernels::Graph& g, const std::vector<int>& v) {
+    const auto i32 = [&](int x) { return g.node(x).type.dtype == kernels::DType::I32 ? x : g.cast(x, kernels::DType::I32, op); };
+    const int result = divide_int32(g, i32(v[0]), divisor ? -1 : i32(v[1]), divisor, kernels::kAnyInt32, wanted, op);
+    return g.cast(result, to_kernel_dtype(dtype), op);
+  }, cpu).view(shape);
+}
+
+// self // other (or %) for int64 tpu tensors of known magnitude below 2^31, by such a tensor
+// (broadcast) or an int32 constant: their int32 words narrowed within the bounds, divided exactly,
+// widened back.
+at::Tensor divide_int64(const char* op, const at::Tensor& self, const at::Tensor& other, std::optional<int64_t> divisor,
+                        int64_t bound, int64_t divisor_bound, Wanted wanted, const CpuFn& cpu) {
+  if (!divisor) check_no_zero_divisor(other);
   const auto shape = at::infer_size(self.sizes(), other.sizes());
   const auto a_shape = self.sizes().vec(), b_shape = other.sizes().vec();
-  const at::Tensor words = record(op, {index_words(self), index_words(other)}, at::kInt, [&](kernels::Graph& g, const std::vector<int>& v) {
+  std::vector<at::Tensor> inputs{index_words(self)};
+  if (!divisor) inputs.push_back(index_words(other));
+  const at::Tensor words = record(op, inputs, at::kInt, [&](kernels::Graph& g, const std::vector<int>& v) {
     const int a = g.reshape(g.int64_narrow(v[0], bound + 1, op), a_shape, op);
-    const int b = g.reshape(g.int64_narrow(v[1], divisor_bound + 1, op), b_shape, op);
-    const auto r = kernels::floor_divide_by(g, a, b, op);
-    return int64_words(g, wanted_result(g, r, a, b, g.binary_scalar(kernels::ExprOp::Lt, b, 0, false, op), wanted, op));
-  }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other.cpu()}); });
+    const int b = divisor ? -1 : g.reshape(g.int64_narrow(v[1], divisor_bound + 1, op), b_shape, op);
+    return int64_words(g, divide_int32(g, a, b, divisor, std::max(bound, divisor_bound), wanted, op));
+  }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other.is_cpu() ? other : other.cpu()}); });
   // |floor(a / b)| <= |a| for |b| >= 1; |a mod b| < |b|
-  return as_int64(words, wanted == Wanted::Remainder || wanted == Wanted::TruncRemainder ? divisor_bound : bound).view(shape);
+  const bool remainder = wanted == Wanted::Remainder || wanted == Wanted::TruncRemainder;
+  return as_int64(words, remainder ? divisor_bound : bound).view(shape);
 }
 
+bool is_chip_integer(c10::ScalarType t) { return t == at::kInt || t == at::kChar || t == at::kByte || t == at::kBool; }
+
 at::Tensor divide(const char* op, const at::Tensor& self, const at::Tensor& other, Wanted wanted, const CpuFn& cpu) {
-  if (const auto dtype = at::result_type(self, other); is_chip_float(dtype)) return float_divide(op, self, other, wanted, dtype, cpu);
+  const auto dtype = at::result_type(self, other);
+  if (is_chip_float(dtype)) return float_divide(op, self, other, wanted, dtype, cpu);
   const auto divisor = constant_divisor(other);
   TORCH_CHECK(!(divisor && *divisor == 0 && at::isIntegralType(self.scalar_type(), true)), "ZeroDivisionError");
-  const auto bound = small_int64(self);
-  if (!divisor) {
-    const auto divisor_bound = small_int64(other);
-    if (bound && divisor_bound) return divide_by_tensor(op, self, other, wanted, *bound, *divisor_bound, cpu);
+  const bool on_chip = self.device().is_privateuseone() || other.device().is_privateuseone();
+  if (on_chip && dtype != at::kBool && is_chip_integer(dtype) && (is_chip_integer(self.scalar_type()) || is_cpu_scalar(self)) &&
+      (divisor ? fits_int32(*divisor) : is_chip_integer(other.scalar_type()))) {
+    return divide_chip_integers(op, self, other, divisor, wanted, dtype, cpu);
   }
-  if (!divisor || !bound || std::abs(*divisor) >= kExact) {
-    return run_on_cpu(op, {self, other}, cpu,
-                      "operands other than int64 tensors of known magnitude below 2^24, divided by such a tensor or an integer constant");
+  const auto bound = int32_sized_int64(self);
+  if (bound && divisor && fits_int32(*divisor)) return divide_int64(op, self, other, divisor, *bound, std::abs(*divisor), wanted, cpu);
+  if (bound && !divisor) {
+    if (const auto divisor_bound = int32_sized_int64(other)) return divide_int64(op, self, other, divisor, *bound, *divisor_bound, wanted, cpu);
   }
-  const int64_t b = *divisor;
-  const at::Tensor words = record(op, {index_words(self)}, at::kInt, [&](kernels::Graph& g, const std::vector<int>& v) {
-    const int a = g.int64_narrow(v[0], *bound + 1, op);
-    const auto r = kernels::floor_divide(g, a, b, op);
-    const int b_negative = g.cast(g.full({{1}, kernels::DType::I32}, b < 0 ? 1 : 0, op), kernels::DType::Bool, op);
-    return int64_words(g, wanted_result(g, r, a, g.full({{1}, kernels::DType::I32}, double(b), op), b_negative, wanted, op));
-  }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other}); });  // int64 itself
-  const bool remainder = wanted == Wanted::Remainder || wanted == Wanted::TruncRemainder;
-  return as_int64(words, remainder ? std::abs(b) : *bound / std::abs(b) + 1).view(self.sizes());
+  return run_on_cpu(op, {self, other}, cpu,
+                    "operands other than int32, int8 or uint8 tensors, or int64 tensors of known magnitude below 2^31, divided by "
+                    "such a tensor or an integer constant");
 }
 
 at::Tensor tpu_floor_divide(const at::Tensor& self, const at::Tensor& other) {
@@ -119,6 +152,9 @@ at::Tensor tpu_remainder(const at::Tensor& self, const at::Tensor& other) {
 }
 at::Tensor tpu_remainder_scalar(const at::Tensor& self, const at::Scalar& other) {
   return tpu_remainder(self, at::scalar_tensor(other, at::TensorOptions().dtype(other.type())));
+}
+at::Tensor tpu_remainder_scalar_tensor(const at::Scalar& self, const at::Tensor& other) {
+  return tpu_remainder(pointwise::wrapped_scalar(self), other);  // Python's `number % tensor`
 }
 
 // div with a rounding mode. Integers: `//` or its trunc form as above. Floats: trunc(a / b) as torch
@@ -163,6 +199,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("remainder.Tensor", tpu_remainder);
   m.impl("remainder.Scalar", tpu_remainder_scalar);
   m.impl("remainder.Tensor_out", Variants<tpu_remainder>::out);
+  m.impl("remainder.Scalar_Tensor", tpu_remainder_scalar_tensor);
 }
 
 }  // namespace vtpu::bridge
