@@ -12,7 +12,9 @@ namespace {
 
 int64_t power_of_two_at_least(int64_t v) { return int64_t(std::bit_ceil(uint64_t(std::max<int64_t>(v, 1)))); }
 
-// Elements [k0, k0 + len) of the last dim (`along_last`) or of the dim before it, of a dense node.
+}  // namespace
+
+// See long_k_matmul.h.
 int k_slice(Graph& g, int x, bool along_last, int64_t k0, int64_t len, const std::string& label) {
   const auto shape = g.node(x).type.shape;
   const size_t rank = shape.size(), k_dim = along_last ? rank - 1 : rank - 2;
@@ -22,8 +24,6 @@ int k_slice(Graph& g, int x, bool along_last, int64_t k0, int64_t len, const std
   sizes[k_dim] = len;
   return g.strided_copy(x, sizes, strides, k0 * strides[k_dim], label + "_k_slice");
 }
-
-}  // namespace
 
 int64_t one_launch_k(const Graph& g, int a, int b, bool transpose_b, int passes, const sim::ChipConfig& chip,
                      bool transpose_a) {

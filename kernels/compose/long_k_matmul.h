@@ -16,6 +16,10 @@
 
 namespace vtpu::kernels {
 
+// Elements [k0, k0 + len) of the last dim (`along_last`) or of the dim before it, of a dense node:
+// a matmul operand's K slice.
+int k_slice(Graph& g, int x, bool along_last, int64_t k0, int64_t len, const std::string& label);
+
 // The longest K with which g's matmul a @ b (a [..., M, K], or [..., K, M] with transpose_a; b
 // [..., K, N], or [..., N, K] with transpose_b) fits one launch in the chip's largest blocks: K
 // itself when it does, 0 when not one MXU-deep slice does.

@@ -15,13 +15,6 @@ using kernels::DType;
 
 namespace {
 
-// run_graph moves f32 vectors: int32 data travels as their bit patterns.
-std::vector<float> as_floats(const std::vector<int32_t>& v) {
-  std::vector<float> f(v.size());
-  std::memcpy(f.data(), v.data(), v.size() * 4);
-  return f;
-}
-
 std::vector<int32_t> narrow(const std::vector<int64_t>& values, int64_t bound) {
   std::vector<int32_t> words(values.size() * 2);
   std::memcpy(words.data(), values.data(), values.size() * 8);  // little-endian: (low, high)
@@ -30,10 +23,8 @@ std::vector<int32_t> narrow(const std::vector<int64_t>& values, int64_t bound) {
   g.mark_output(g.int64_narrow(in, bound));
   kernels::ProgramCache cache;
   const auto plan = kernels::make_plan(g, kernels::FusionStrategy::Greedy, sim::load_chip("v5e"), cache);
-  const auto out = testing::run_graph(g, plan, {{in, as_floats(words)}});
-  std::vector<int32_t> result(out.size());
-  std::memcpy(result.data(), out.data(), out.size() * 4);
-  return result;
+  const auto out = testing::run_graph(g, plan, {{in, testing::int32_bits_as_floats(words)}});
+  return testing::floats_as_int32_bits(out);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // and the simulated seconds of a graph alone.
 #pragma once
 
+#include <cstdint>
+#include <cstring>
 #include <map>
 #include <vector>
 
@@ -11,6 +13,18 @@
 #include "torch_bridge/plan_runner/plan_runner.h"
 
 namespace vtpu::testing {
+
+// run_graph moves f32 vectors: int32 data travels as their bit patterns, both ways.
+inline std::vector<float> int32_bits_as_floats(const std::vector<int32_t>& v) {
+  std::vector<float> f(v.size());
+  std::memcpy(f.data(), v.data(), v.size() * 4);
+  return f;
+}
+inline std::vector<int32_t> floats_as_int32_bits(const std::vector<float>& f) {
+  std::vector<int32_t> v(f.size());
+  std::memcpy(v.data(), f.data(), f.size() * 4);
+  return v;
+}
 
 struct Bound {
   int value;

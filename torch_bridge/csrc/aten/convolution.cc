@@ -103,6 +103,33 @@ int padded_for(Graph& g, int x, int w, const Pair& out, const Conv& c) {
   return x;
 }
 
+// An int64 convolution (torch runs them on the CPU; images of class ids, counting kernels) as the
+// f32 convolution of its values where that is exact: known magnitudes of at most 256 (exact in
+// bf16, the MXU's operands) whose products summed over an output's window stay below 2^24 (exact
+// in f32, as every partial sum is too). The result converts back through int32, with its bound.
+// Others run on the CPU.
+at::Tensor integer_convolution(const Conv& c, const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                               const std::vector<at::Tensor>& inputs, const CpuFn& cpu) {
+  const auto a_bound = input.scalar_type() == at::kLong ? int64_bound_of(input) : std::nullopt;
+  const auto w_bound = weight.scalar_type() == at::kLong ? int64_bound_of(weight) : std::nullopt;
+  const int64_t terms = weight.numel() / std::max<int64_t>(c.out_channels(weight), 1);
+  const int64_t exact_operand = 256, exact_sum = int64_t{1} << 24;
+  if (!a_bound || !w_bound || std::max(*a_bound, *w_bound) > exact_operand ||
+      double(*a_bound) * double(*w_bound) * double(terms) >= double(exact_sum)) {
+    return run_on_cpu("convolution_overrideable", inputs, cpu,
+                      "integer convolutions other than int64 of known magnitude at most 256 whose window sums stay below 2^24");
+  }
+  at::Tensor out = at::convolution(input.to(at::kFloat), weight.to(at::kFloat), std::nullopt, c.stride, c.padding, c.dilation,
+                                   c.transposed, c.output_padding, c.groups)
+                       .to(at::kInt)
+                       .to(at::kLong);
+  set_int64_bound(out, *a_bound * *w_bound * terms);
+  if (!bias || !bias->defined()) return out;
+  std::vector<int64_t> along_channels(out.dim(), 1);
+  along_channels[1] = -1;
+  return out + bias->view(along_channels);
+}
+
 at::Tensor tpu_convolution_overrideable(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                                         at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
                                         bool transposed, at::IntArrayRef output_padding, int64_t groups) {
@@ -114,6 +141,9 @@ at::Tensor tpu_convolution_overrideable(const at::Tensor& input, const at::Tenso
     return at::convolution(t[0], t[1], has_bias ? std::optional(t[2]) : std::nullopt, c.stride, c.padding, c.dilation,
                            c.transposed, c.output_padding, c.groups);
   };
+  if (!at::isFloatingType(input.scalar_type()) && !at::isComplexType(input.scalar_type())) {
+    return integer_convolution(c, input, weight, bias, inputs, cpu);
+  }
   if (const std::string why = c.unsupported(input, weight); !why.empty()) return run_on_cpu("convolution_overrideable", inputs, cpu, why);
   return record("convolution_overrideable", inputs, input.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
     const int x = c.lift(g, v[0]), w = c.lift(g, v[1]), b = has_bias ? v[2] : -1;

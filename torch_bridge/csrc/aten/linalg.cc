@@ -5,6 +5,7 @@
 
 #include <torch/library.h>
 
+#include "kernels/compose/integer_matmul.h"
 #include "kernels/compose/long_k_matmul.h"
 #include "kernels/generators/matmul.h"
 #include "torch_bridge/csrc/aten/complex.h"
@@ -30,6 +31,42 @@ bool is_transposed_dense(const at::Tensor& b) {
   return b.stride(d - 2) == 1 && b.stride(d - 1) == b.size(d - 2) && b.transpose(-1, -2).is_contiguous();
 }
 
+// An integer a @ b on the MXU, exact (kernels/compose/integer_matmul.h): int32 operands at any
+// value (wrapping as torch's int32 matmul does), int8 ones into an int32 result (_int_mm), and
+// int64 ones of known magnitudes whose products summed over K stay below 2^31 (their int32 words
+// narrowed, the int32 result widened, its bound carried on). Other integer matmuls run on the CPU.
+at::Tensor integer_matmul_op(const char* op, const at::Tensor& a, const at::Tensor& b, c10::ScalarType dtype, const CpuFn& cpu) {
+  const int64_t k = a.size(-1);
+  int64_t bound = kernels::kAnyInt32, result_bound = 0;
+  const bool int8_products = dtype == at::kInt && a.scalar_type() == at::kChar && b.scalar_type() == at::kChar;
+  if (int8_products) bound = 128;
+  const bool int64_operands = dtype == at::kLong && a.scalar_type() == at::kLong && b.scalar_type() == at::kLong;
+  if (int64_operands) {
+    const auto a_bound = int64_bound_of(a), b_bound = int64_bound_of(b);
+    const double largest = a_bound && b_bound ? double(*a_bound) * double(*b_bound) * double(std::max<int64_t>(k, 1)) : INFINITY;
+    if (!(largest < double(kernels::kAnyInt32))) {
+      return run_on_cpu(op, {a, b}, cpu, "int64 operands whose products summed over K are not known below 2^31");
+    }
+    bound = std::max(*a_bound, *b_bound), result_bound = int64_t(largest);
+  } else if (!int8_products && !(dtype == at::kInt && a.scalar_type() == at::kInt && b.scalar_type() == at::kInt)) {
+    return run_on_cpu(op, {a, b}, cpu, "integer operands other than int32, int8 into int32, or int64 of small known magnitude");
+  }
+  const std::vector<int64_t> a_shape = a.sizes().vec(), b_shape = b.sizes().vec();
+  const auto operand = [&](const at::Tensor& t) { return int64_operands ? index_words(t) : t; };
+  const at::Tensor out = record(op, {operand(a), operand(b)}, at::kInt, [&](Graph& g, const std::vector<int>& v) {
+    const auto i32 = [&](int x, const std::vector<int64_t>& shape) {
+      if (int64_operands) return g.reshape(g.int64_narrow(x, bound + 1, op), shape, op);
+      return g.node(x).type.dtype == kernels::DType::I32 ? x : g.cast(x, kernels::DType::I32, op);
+    };
+    const int product = kernels::integer_matmul(g, i32(v[0], a_shape), i32(v[1], b_shape), bound, op);
+    return int64_operands ? int64_words(g, product) : product;
+  }, [cpu, a, b](const std::vector<at::Tensor>&) { return cpu({a.cpu(), b.cpu()}); });
+  if (!int64_operands) return out;
+  std::vector<int64_t> shape = a.sizes().vec();
+  shape.back() = b.size(-1);
+  return as_int64(out, result_bound).view(shape);
+}
+
 // a @ b recorded as one matmul node (K slices summed in f32 where K outgrows VMEM); `f32_result` keeps the f32 accumulator of bf16/f16
 // operands instead of rounding it to their dtype (for a caller that rounds once after more math).
 at::Tensor matmul_op(const char* op, const at::Tensor& a, const at::Tensor& b, const CpuFn& cpu, bool f32_result = false) {
@@ -37,6 +74,9 @@ at::Tensor matmul_op(const char* op, const at::Tensor& a, const at::Tensor& b, c
     TORCH_CHECK(a.scalar_type() == b.scalar_type(), "expected m1 and m2 to have the same dtype, but got: ", a.dtype(), " != ",
                 b.dtype());  // torch's check: a complex matmul does not promote a real operand
     return complex::bilinear(a, b, [&](const at::Tensor& x, const at::Tensor& y) { return matmul_op(op, x, y, cpu); });
+  }
+  if (const auto dtype = at::result_type(a, b); at::isIntegralType(dtype, /*includeBool=*/true)) {
+    return integer_matmul_op(op, a, b, dtype, cpu);
   }
   const bool a_transposed = is_transposed_dense(a), b_transposed = is_transposed_dense(b);
   const at::Tensor a_arg = a_transposed ? a.transpose(-1, -2) : a, b_arg = b_transposed ? b.transpose(-1, -2) : b;
@@ -59,6 +99,13 @@ at::Tensor tpu_mm(const at::Tensor& a, const at::Tensor& b) {
 }
 at::Tensor tpu_bmm(const at::Tensor& a, const at::Tensor& b) {
   return matmul_op("bmm", a, b, [](const std::vector<at::Tensor>& c) { return at::bmm(c[0], c[1]); });
+}
+// int8 @ int8 summed in int32 (the int8 matmul of dynamic quantization, torchao's int8 linear).
+at::Tensor tpu_int_mm(const at::Tensor& a, const at::Tensor& b) {
+  TORCH_CHECK(a.dim() == 2 && b.dim() == 2 && a.scalar_type() == at::kChar && b.scalar_type() == at::kChar,
+              "_int_mm: expected 2-D int8 operands, got ", a.sizes(), " ", a.scalar_type(), " and ", b.sizes(), " ", b.scalar_type());
+  TORCH_CHECK(a.size(1) == b.size(0), "_int_mm: a.size(1) (", a.size(1), ") must equal b.size(0) (", b.size(0), ")");
+  return integer_matmul_op("_int_mm", a, b, at::kInt, [](const std::vector<at::Tensor>& c) { return at::_int_mm(c[0], c[1]); });
 }
 // beta * self + alpha * product, with torch's rule that beta = 0 ignores self (NaN included). An
 // integer product takes alpha and beta as its own type, truncated, as torch's integer kernels do
@@ -119,6 +166,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mm", tpu_mm);
   m.impl("mm.out", Variants<tpu_mm>::out);
   m.impl("bmm", tpu_bmm);
+  m.impl("_int_mm", tpu_int_mm);
   m.impl("addmm", tpu_addmm);
   m.impl("addmv", tpu_addmv);
   m.impl("addmv_", Variants<tpu_addmv>::inplace);
