@@ -1,7 +1,8 @@
 """Integer tensors through ops written for floats, which the OpInfo report's int64 pass found:
 argmax/argmin/max of a 0-dim integer (a 0-dim result, not [1]), argmax of bool refused as the
 CPU refuses it, addmv/addbmm of integers taking alpha and beta as integers (not promoting to
-float), tril/triu of int64 at any magnitude, isnan of integers (all false, on the chip), and
+float), tril/triu of int64 at any magnitude, isnan of integers (all false, on the chip), logical
+ops, any/all, signbit and relu of int64 at any magnitude, fmax/fmin keeping integer dtypes, and
 integer avg_pool3d (C's integer division once) on the CPU, named. Each against the CPU."""
 import pytest
 import torch
@@ -75,4 +76,29 @@ def test_float_functions_of_int64_promote_on_the_chip(name):
     got, want = fn(x.to("tpu")).cpu(), fn(x)
     assert got.dtype == want.dtype == torch.float32
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6, equal_nan=True)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+@pytest.mark.parametrize("name", ["logical_and", "logical_or", "logical_xor", "fmax", "fmin", "atan2"])
+def test_binary_ops_of_integers_keep_torchs_dtype_and_values(name):
+    # int64 truth is != 0 at any magnitude (2^40's low word is 0); fmax and fmin of integers are
+    # maximum and minimum in the integers' dtype (they returned float32, rounding past 2^24)
+    a = torch.tensor([0, 2**40, -3, 7, 2**30 + 1, -(2**31) + 5, 16777217])
+    b = torch.tensor([5, 0, -3, 0, 2**30, -1, 16777219])
+    fn = getattr(torch, name)
+    for dtype in (torch.int64, torch.int32):
+        x, y = a.to(dtype), b.to(dtype)
+        got, want = fn(x.to("tpu"), y.to("tpu")).cpu(), fn(x, y)
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want, rtol=1e-6, atol=0)
+    assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+def test_unary_predicates_and_reductions_of_int64():
+    x = torch.tensor([[0, 2**40, -3], [7, -(2**40), 0]])
+    t = x.to("tpu")
+    for got, want in [(torch.logical_not(t), torch.logical_not(x)), (torch.signbit(t), torch.signbit(x)),
+                      (torch.relu(t), torch.relu(x)), (t.any(dim=1), x.any(dim=1)), (t.all(dim=0), x.all(dim=0)),
+                      (t.all(), x.all())]:
+        assert got.dtype == want.dtype and torch.equal(got.cpu(), want)
     assert vtpu.stats()["cpu_fallback_ops"] == 0

@@ -304,7 +304,16 @@ at::Tensor composed_binary(const char* op, int (*formula)(const Vpu&, int, int),
                            const at::Tensor& other, const CpuFn& cpu) {
   auto dtype = at::result_type(self, other);
   if (dtype == at::kComplexFloat && op == std::string_view("logaddexp")) return complex::logaddexp(self, other);
-  if (at::isIntegralType(dtype, /*includeBool=*/true)) dtype = at::kFloat;
+  if (at::isIntegralType(dtype, /*includeBool=*/true)) {
+    // integers hold no NaN: fmax and fmin are maximum and minimum, in the integers' dtype
+    if (op == std::string_view("fmax")) return at::maximum(self, other);
+    if (op == std::string_view("fmin")) return at::minimum(self, other);
+    if (self.scalar_type() == at::kLong || other.scalar_type() == at::kLong) {  // int64's words: promoted first, as torch promotes
+      const auto f32 = [](const at::Tensor& t) { return t.scalar_type() == at::kLong ? t.to(at::kFloat) : t; };
+      return composed_binary(op, formula, f32(self), f32(other), cpu);
+    }
+    dtype = at::kFloat;
+  }
   const auto [a, b] = with_scalar_uploaded(self, other, dtype);
   return record_elementwise(op, {a, b}, dtype, [&](Graph& g, const std::vector<int>& v) {
     const auto f32 = [&](int x) { return g.node(x).type.dtype == DType::F32 ? x : g.cast(x, DType::F32, op); };
@@ -331,6 +340,7 @@ VTPU_COMPOSED_BINARY(VTPU_DEFINE_COMPOSED_BINARY)
 // signbit: negative, or a negative zero (whose reciprocal is -inf). A NaN's sign bit is not
 // read: false, where torch reports the bit of -nan.
 at::Tensor tpu_signbit(const at::Tensor& self) {
+  if (at::isIntegralType(self.scalar_type(), /*includeBool=*/true)) return at::lt(self, 0);  // int64 on its words
   return record_elementwise("signbit", {self}, at::kBool, [&](Graph& g, const std::vector<int>& v) {
     const Vpu m{g, "signbit"};
     const int x = g.node(v[0]).type.dtype == DType::F32 ? v[0] : g.cast(v[0], DType::F32, "signbit");

@@ -31,10 +31,15 @@ at::Tensor predicate(const char* op, const at::Tensor& self, const std::function
   }, cpu);
 }
 
-// A predicate of either part of a complex64 element (NaN or infinite), from its (re, im) pairs,
-// and an operand's truth: what torch's complex rules give.
+// A predicate of either part of a complex64 element (NaN or infinite), from its (re, im) pairs.
 at::Tensor either_part(const at::Tensor& z, at::Tensor (*test)(const at::Tensor&)) { return test(complex::as_pairs(z)).any(-1); }
-at::Tensor truth_of(const at::Tensor& t) { return t.scalar_type() == at::kComplexFloat ? complex::truth(t) : t; }
+// The truth of an operand the graph cannot cast to bool itself, as a bool tensor: complex64 (what
+// torch's complex rules give) and int64 (!= 0 on its words, at any magnitude).
+bool needs_truth(const at::Tensor& t) { return t.scalar_type() == at::kComplexFloat || t.scalar_type() == at::kLong; }
+at::Tensor truth_of(const at::Tensor& t) {
+  if (t.scalar_type() == at::kComplexFloat) return complex::truth(t);
+  return t.scalar_type() == at::kLong ? at::ne(t, 0) : t;
+}
 
 at::Tensor tpu_isnan(const at::Tensor& self) {
   if (self.scalar_type() == at::kComplexFloat) return either_part(self, at::isnan);
@@ -58,7 +63,7 @@ at::Tensor tpu_isposinf(const at::Tensor& self) {
 int truth(Graph& g, int x) { return g.node(x).type.dtype == DType::Bool ? x : g.cast(x, DType::Bool); }
 
 at::Tensor tpu_logical_not(const at::Tensor& self) {
-  if (self.scalar_type() == at::kComplexFloat) return tpu_logical_not(complex::truth(self));
+  if (needs_truth(self)) return tpu_logical_not(truth_of(self));
   return record_elementwise(
       "logical_not", {self}, at::kBool, [](Graph& g, const std::vector<int>& v) { return g.unary(ExprOp::Not, truth(g, v[0])); },
       [](const std::vector<at::Tensor>& c) { return at::logical_not(c[0]); });
@@ -66,9 +71,7 @@ at::Tensor tpu_logical_not(const at::Tensor& self) {
 
 at::Tensor logical(const char* op, ExprOp e, const at::Tensor& self, const at::Tensor& other, const CpuFn& cpu) {
   if (!other.device().is_privateuseone()) return logical(op, e, self, other.to(self.device()), cpu);
-  if (self.scalar_type() == at::kComplexFloat || other.scalar_type() == at::kComplexFloat) {
-    return logical(op, e, truth_of(self), truth_of(other), cpu);
-  }
+  if (needs_truth(self) || needs_truth(other)) return logical(op, e, truth_of(self), truth_of(other), cpu);
   return record_elementwise(op, {self, other}, at::kBool, [&](Graph& g, const std::vector<int>& v) {
     return g.binary(e, truth(g, v[0]), truth(g, v[1]));
   }, cpu);
@@ -98,7 +101,7 @@ at::Tensor tpu_bitwise_not(const at::Tensor& self) {
 
 // all / any over `dims` (none: every dim): the min / max of the elements as 0.0 / 1.0.
 at::Tensor all_any(const char* op, const at::Tensor& self, at::OptionalIntArrayRef dims_opt, bool keepdim, bool all) {
-  if (self.scalar_type() == at::kComplexFloat) return all_any(op, complex::truth(self), dims_opt, keepdim, all);
+  if (needs_truth(self)) return all_any(op, truth_of(self), dims_opt, keepdim, all);
   const auto [dims, shape] = reduction_over(self, dims_opt, keepdim);
   const CpuFn cpu = [dims, keepdim, all, whole = !dims_opt || dims_opt->empty()](const std::vector<at::Tensor>& c) {
     if (whole && !keepdim) return all ? at::all(c[0]) : at::any(c[0]);

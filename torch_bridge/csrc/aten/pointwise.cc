@@ -26,6 +26,7 @@ at::Tensor unary(const char* op, ExprOp e, const at::Tensor& self, const CpuFn& 
   if (e == ExprOp::Neg || e == ExprOp::Abs) {
     if (auto words = int64_sign_op(op, e, self, cpu)) return *words;
   }
+  if (e == ExprOp::Relu && self.scalar_type() == at::kLong) return at::clamp_min(self, 0);  // on int64's words, any magnitude
   const auto dtype = at::isIntegralType(self.scalar_type(), true) && e != ExprOp::Neg && e != ExprOp::Abs && e != ExprOp::Relu
                          ? at::kFloat
                          : self.scalar_type();
