@@ -9,6 +9,7 @@
 #include <torch/library.h>
 
 #include "kernels/compose/bit_shifts.h"
+#include "kernels/compose/integer_wrap.h"
 #include "torch_bridge/csrc/aten/pointwise.h"
 #include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/cpu_scalar.h"
@@ -48,10 +49,7 @@ at::Tensor shift_chip_integers(const char* op, Direction d, const at::Tensor& se
   if (!amount) inputs.push_back(s_in);
   return record(op, inputs, dtype, [&](Graph& g, const std::vector<int>& v) {
     int r = shifted(g, d, as_i32(g, v[0], op), amount ? -1 : as_i32(g, v[1], op), amount, bits, dtype != at::kByte, op);
-    if (d == Direction::Left && bits == 8) {
-      r = g.byte_of(r, 0, op);
-      if (dtype == at::kChar) r = g.binary_scalar(ExprOp::Sub, g.binary_scalar(ExprOp::BitXor, r, 128, false, op), 128, false, op);
-    }
+    if (d == Direction::Left && bits == 8) r = kernels::wrap_to_byte(g, r, dtype == at::kChar, op);
     return g.cast(r, to_kernel_dtype(dtype), op);
   }, cpu).view(shape);
 }

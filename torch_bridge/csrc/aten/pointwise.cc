@@ -8,6 +8,7 @@
 #include "torch_bridge/csrc/aten/complex.h"
 #include "torch_bridge/csrc/aten/int64.h"
 #include "torch_bridge/csrc/aten/pointwise.h"
+#include "torch_bridge/csrc/aten/integer_power.h"
 #include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
 
@@ -46,6 +47,7 @@ at::Tensor binary(const char* op, ExprOp e, const at::Tensor& self, const at::Te
   if (kernels::is_bitwise(e) && !at::isIntegralType(result, /*includeBool=*/true)) {
     return run_on_cpu(op, {self, other}, cpu, "floating-point inputs");  // where torch says why it refuses them
   }
+  if (e == ExprOp::Pow && at::isIntegralType(result, /*includeBool=*/true)) return integer_pow(self, other, cpu);  // exact, not f32
   if (auto words = int64_binary(op, e, self, other, a, result, cpu)) return *words;
   // A comparison converts a Python number to the operands' common dtype first, as torch's CPU
   // does: bf16(x) == 0.1 compares with bf16(0.1), int8(x) == 254 with int8(254) = -2.
@@ -185,12 +187,11 @@ at::Tensor tpu_sub(const at::Tensor& self, const at::Tensor& other, const at::Sc
 at::Tensor tpu_pow_scalar(const at::Tensor& self, const at::Scalar& exponent) {
   return tpu_pow_tensor(self, wrapped_scalar(exponent));
 }
-// base ** tensor (ALiBi slopes, relative-position scales): integer results stay exact on the CPU
+// base ** tensor (ALiBi slopes, relative-position scales; integer results exact, integer_power.cc)
 at::Tensor tpu_scalar_pow(const at::Scalar& base, const at::Tensor& exponent) {
   const at::Tensor b = wrapped_scalar(base);
   if (at::isIntegralType(at::result_type(b, exponent), /*includeBool=*/true)) {
-    return run_on_cpu("pow", {exponent}, [base](const std::vector<at::Tensor>& c) { return at::pow(base, c[0]); },
-                      "integer powers (exact on the CPU, f32 on the chip)");
+    return integer_pow(b, exponent, [base](const std::vector<at::Tensor>& c) { return at::pow(base, c[1]); });
   }
   const auto dtype = at::result_type(b, exponent);  // an integer exponent converts first, as torch's does
   return tpu_pow_tensor(b, exponent.scalar_type() == dtype ? exponent : exponent.to(dtype));
