@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Runs every OpInfo op's first samples on "tpu" and on the CPU in seven passes (float32 forward,
-float32 backward, bfloat16, float16, complex64 and int64 forward, float32 with NaN/inf) and writes
+"""Runs every OpInfo op's first samples on "tpu" and on the CPU in eight passes (float32 forward,
+float32 backward, bfloat16, float16, complex64, int64 and int32 forward, float32 with NaN/inf) and writes
 docs/opinfo.md: per op and pass native / fallback / mismatch / unsupported / error / crash, with
 totals.
 
@@ -19,7 +19,7 @@ from sweep_workers import run_restartable
 # pass name -> (dtype name, backward)
 PASSES = {"float32": ("float32", False), "float32 backward": ("float32", True), "bfloat16": ("bfloat16", False),
           "float16": ("float16", False), "complex64": ("complex64", False), "float32 NaN/inf": ("float32", False),
-          "int64": ("int64", False)}
+          "int64": ("int64", False), "int32": ("int32", False)}
 # Passes whose floating inputs carry NaN, +inf and -inf (opinfo_harness.with_special_values).
 SPECIALS = {"float32 NaN/inf"}
 
@@ -72,13 +72,15 @@ def main(out: pathlib.Path) -> None:
     passes = {name: sweep(name) for name in PASSES}
     lines = ["# OpInfo differential report", "",
              "`scripts/opinfo_report.py`: every OpInfo entry runs its first 3 samples on `tpu` (v5e, defer_and_fuse) "
-             "and on the CPU in seven passes: **float32** forward (entries that support float32 on the CPU), "
+             "and on the CPU in eight passes: **float32** forward (entries that support float32 on the CPU), "
              "**float32 backward** (entries that support autograd: the gradients of a fixed weighted sum of the "
              "outputs with respect to every floating input), **bfloat16** and **float16** forward (the chip holds "
              "float16 as a storage format and computes in f32, as XLA does on TPUs), **complex64** forward (entries "
              "that support complex64 on the CPU; the chip holds a complex value as an (re, im) pair of f32 and "
              "computes on the two planes), **int64** forward (entries that support int64 on the CPU: the bookkeeping "
-             "integers of indices, masks and counts, and the integer-only ops the float passes never reach), "
+             "integers of indices, masks and counts, and the integer-only ops the float passes never reach), **int32** "
+             "forward (the same for int32, which the chip computes in directly: its wrapping arithmetic, integer "
+             "division, powers and shifts), "
              "and **float32 NaN/inf**: the "
              "float32 forward samples with NaN, +inf and -inf written into the first, middle and last elements of "
              "every floating input of 3 or more elements (linalg.eigvals skipped: the CPU's own kernel kills the "

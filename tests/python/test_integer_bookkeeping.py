@@ -102,3 +102,35 @@ def test_unary_predicates_and_reductions_of_int64():
                       (t.all(), x.all())]:
         assert got.dtype == want.dtype and torch.equal(got.cpu(), want)
     assert vtpu.stats()["cpu_fallback_ops"] == 0
+
+
+@pytest.mark.parametrize("name", ["floor_divide", "remainder", "fmod", "shift_right", "shift_left", "pow", "number_pow"])
+def test_empty_integer_tensors_by_constants(name):
+    # an empty operand sends the op to the CPU for its shape: the constant went missing (a crash)
+    fn = {"floor_divide": lambda t: t // 3, "remainder": lambda t: t % 3, "fmod": lambda t: torch.fmod(t, 3),
+          "shift_right": lambda t: t >> 1, "shift_left": lambda t: t << 1, "pow": lambda t: t**2, "number_pow": lambda t: 3**t}[name]
+    for dtype in (torch.int32, torch.uint8):
+        x = torch.empty(1, 0, 3, dtype=dtype)
+        got, want = fn(x.to("tpu")).cpu(), fn(x)
+        assert got.shape == want.shape and got.dtype == want.dtype
+
+
+def test_integer_sums_in_the_dtype_asked_for():
+    # tensordot sums int32 products with dtype=int32: the sum wraps in int32, as on the CPU (it
+    # came back int64)
+    x = torch.tensor([[1, 2, 2**31 - 1], [5, -7, -(2**31)]], dtype=torch.int32)
+    for dtype in (torch.int32, torch.int8, torch.uint8, torch.int64, None):
+        for dims in ((), (1,)):
+            got, want = torch.sum(x.to("tpu"), dims, dtype=dtype).cpu(), torch.sum(x, dims, dtype=dtype)
+            assert got.dtype == want.dtype and torch.equal(got, want), (dtype, dims)
+    a, b = torch.randint(-5, 5, (2, 2, 1), dtype=torch.int32), torch.randint(-5, 5, (2, 1, 2), dtype=torch.int32)
+    got = torch.tensordot(a.to("tpu"), b.to("tpu"), dims=([0, 1], [2, 0])).cpu()
+    assert got.dtype == torch.int32 and torch.equal(got, torch.tensordot(a, b, dims=([0, 1], [2, 0])))
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
+def test_dropout_backward_of_integers_is_float_as_on_the_cpu(dtype):
+    grad, mask = torch.tensor([3, -2, 5], dtype=dtype), torch.tensor([True, False, True])
+    got = torch.ops.aten.native_dropout_backward(grad.to("tpu"), mask.to("tpu"), 2.5).cpu()
+    want = torch.ops.aten.native_dropout_backward(grad, mask, 2.5)
+    assert got.dtype == want.dtype == torch.float32 and torch.equal(got, want)

@@ -123,3 +123,16 @@ def test_opinfo_int64_native(name):
     op = [op for op in op_db if op.name == name and not op.variant_test_name][0]
     result = run_op(op, dtype=torch.int64)
     assert result.status == "native", (result.counts, result.first_problem)
+
+
+# int32 (the report's "int32" pass), which the chip computes in directly: its wrapping arithmetic,
+# integer division, powers, shifts, matmuls and sums in the dtype asked for.
+INT32 = ["mul", "floor_divide", "remainder", "fmod", "pow", "bitwise_left_shift", "bitwise_right_shift", "mm", "matmul",
+         "tensordot", "fmax", "sum", "cumsum", "sort"]
+
+
+@pytest.mark.parametrize("name", INT32)
+def test_opinfo_int32_native(name):
+    op = [op for op in op_db if op.name == name and not op.variant_test_name][0]
+    result = run_op(op, dtype=torch.int32)
+    assert result.status == "native", (result.counts, result.first_problem)

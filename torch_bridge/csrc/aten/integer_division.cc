@@ -96,7 +96,7 @@ at::Tensor divide_chip_integers(const char* op, const at::Tensor& self, const at
     const auto i32 = [&](int x) { return g.node(x).type.dtype == kernels::DType::I32 ? x : g.cast(x, kernels::DType::I32, op); };
     const int result = divide_int32(g, i32(v[0]), divisor ? -1 : i32(v[1]), divisor, kernels::kAnyInt32, wanted, op);
     return g.cast(result, to_kernel_dtype(dtype), op);
-  }, cpu).view(shape);
+  }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other.cpu()}); }).view(shape);  // the CPU gets both operands, the constant too
 }
 
 // self // other (or %) for int64 tpu tensors of known magnitude below 2^31, by such a tensor

@@ -188,8 +188,10 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
   return {out, mask};
 }
 
+// grad * mask * scale: an integer grad times the Python float scale is float32, as on the CPU.
 at::Tensor native_dropout_backward(const at::Tensor& grad, const at::Tensor& mask, double scale) {
-  return record("native_dropout_backward", {grad, mask}, grad.scalar_type(), [&](Graph& g, const std::vector<int>& v) {
+  if (grad.scalar_type() == at::kLong) return bridge::native_dropout_backward(grad.to(at::kFloat), mask, scale);  // words: converted first
+  return record("native_dropout_backward", {grad, mask}, at::result_type(grad, scale), [&](Graph& g, const std::vector<int>& v) {
     return g.binary_scalar(ExprOp::Mul, g.binary(ExprOp::Mul, v[0], v[1]), scale);
   }, [scale](const std::vector<at::Tensor>& c) { return c[0] * c[1] * scale; });
 }

@@ -124,6 +124,12 @@ at::Tensor tpu_sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dims, boo
   const auto cpu = [d, keepdim, dtype](const std::vector<at::Tensor>& c) { return at::sum(c[0], d, keepdim, dtype); };
   // Integer sums are int64 anyway; other dtype arguments change the accumulation.
   const bool int64_anyway = dtype == at::kLong && at::isIntegralType(self.scalar_type(), true);
+  if (dtype && *dtype != at::kLong && *dtype != at::kBool && at::isIntegralType(*dtype, false) &&
+      at::isIntegralType(self.scalar_type(), true)) {
+    // torch sums in the integer dtype asked for (tensordot's sum of int32 products), wrapping: the
+    // exact int64 sum's low bits
+    return reduce("sum", RowOp::Sum, self, dims, keepdim, cpu).to(*dtype);
+  }
   if (dtype && *dtype != self.scalar_type() && !int64_anyway) {
     // a float dtype over a float input: the CPU converts first, then sums (in f32 either way here);
     // bools count exactly in f32 below 2^24 elements
