@@ -55,6 +55,8 @@ def test_int64_of_known_magnitude(no_fallback):
     amounts = torch.tensor([0, 3, 20, 1])
     assert torch.equal((small.to("tpu") << amounts.to("tpu")).cpu(), small << amounts)
     assert torch.equal((t >> amounts.repeat(2)[:6].to("tpu")).cpu(), x >> amounts.repeat(2)[:6])
+    precision = torch.arange(22)  # torch's bicubic decomposition: 1 << (precision + 1)
+    assert torch.equal((1 << (precision.to("tpu") + 1)).cpu(), 1 << (precision + 1))
     assert vtpu.stats()["cpu_fallback_ops"] == 0
 
 

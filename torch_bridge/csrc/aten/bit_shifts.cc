@@ -57,7 +57,10 @@ at::Tensor shift_chip_integers(const char* op, Direction d, const at::Tensor& se
 // int64 of known magnitude; nullopt where the result's bound is not known below 2^31.
 std::optional<at::Tensor> shift_int64(const char* op, Direction d, const at::Tensor& self, const at::Tensor& other,
                                       std::optional<int64_t> amount, const CpuFn& cpu) {
-  const auto a_bound = self.device().is_privateuseone() && self.scalar_type() == at::kLong ? int64_bound_of(self) : std::nullopt;
+  const auto base = constant_amount(self);  // a number shifted by a tensor (torch's bicubic: 1 << (precision + 1))
+  const auto a_bound = base                                                            ? std::optional(std::abs(*base))
+                       : self.device().is_privateuseone() && self.scalar_type() == at::kLong ? int64_bound_of(self)
+                                                                                            : std::nullopt;
   const bool words_amount = !amount && other.scalar_type() == at::kLong;
   const auto s_bound = amount ? std::optional(std::abs(*amount)) : words_amount ? int64_bound_of(other) : std::nullopt;
   if (!a_bound || *a_bound >= kInt32Range || (words_amount && (!s_bound || *s_bound >= kInt32Range))) return std::nullopt;
@@ -69,12 +72,14 @@ std::optional<at::Tensor> shift_int64(const char* op, Direction d, const at::Ten
   if (!amount && !other.device().is_privateuseone()) return std::nullopt;  // a CPU tensor of amounts
   const auto shape = at::infer_size(self.sizes(), other.sizes());
   const auto a_shape = self.sizes().vec(), s_shape = other.sizes().vec();
-  std::vector<at::Tensor> inputs{index_words(self)};
+  std::vector<at::Tensor> inputs;
+  if (!base) inputs.push_back(index_words(self));
   if (!amount) inputs.push_back(words_amount ? index_words(other) : other);
   const at::Tensor words = record(op, inputs, at::kInt, [&](Graph& g, const std::vector<int>& v) {
-    const int a = g.reshape(g.int64_narrow(v[0], *a_bound + 1, op), a_shape, op);
+    const int a = base ? g.full({{1}, DType::I32}, double(*base), op) : g.reshape(g.int64_narrow(v[0], *a_bound + 1, op), a_shape, op);
+    const int next = base ? 0 : 1;
     int s = -1;
-    if (!amount) s = words_amount ? g.reshape(g.int64_narrow(v[1], *s_bound + 1, op), s_shape, op) : as_i32(g, v[1], op);
+    if (!amount) s = words_amount ? g.reshape(g.int64_narrow(v[next], *s_bound + 1, op), s_shape, op) : as_i32(g, v[next], op);
     return int64_words(g, shifted(g, d, a, s, amount, 64, true, op));
   }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other.is_cpu() ? other : other.cpu()}); });
   return as_int64(words, bound).view(shape);
