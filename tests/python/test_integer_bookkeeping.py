@@ -134,3 +134,10 @@ def test_dropout_backward_of_integers_is_float_as_on_the_cpu(dtype):
     got = torch.ops.aten.native_dropout_backward(grad.to("tpu"), mask.to("tpu"), 2.5).cpu()
     want = torch.ops.aten.native_dropout_backward(grad, mask, 2.5)
     assert got.dtype == want.dtype == torch.float32 and torch.equal(got, want)
+
+
+def test_all_and_any_of_uint8_keep_its_dtype():
+    x = torch.tensor([[0, 3, 255], [1, 1, 1]], dtype=torch.uint8)
+    for fn in (lambda t: t.all(), lambda t: t.any(dim=1), lambda t: t.all(dim=0, keepdim=True)):
+        got, want = fn(x.to("tpu")).cpu(), fn(x)
+        assert got.dtype == want.dtype == torch.uint8 and torch.equal(got, want)

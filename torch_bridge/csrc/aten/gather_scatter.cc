@@ -21,6 +21,7 @@
 #include "kernels/compose/int64_words.h"
 #include "torch_bridge/csrc/aten/complex.h"
 #include "torch_bridge/csrc/aten/gather_scatter.h"
+#include "torch_bridge/csrc/aten/integer_accumulate.h"
 #include "torch_bridge/csrc/aten/variants.h"
 #include "torch_bridge/csrc/record/op_support.h"
 #include "torch_bridge/csrc/record/recorder.h"
@@ -167,6 +168,10 @@ at::Tensor tpu_scatter_add(const at::Tensor& self, int64_t dim_arg, const at::Te
     return complex::per_plane(self, [&](const at::Tensor& p, int k) { return tpu_scatter_add(p, dim, index, complex::part(src, k)); });
   }
   const CpuFn cpu = [dim, index](const std::vector<at::Tensor>& c) { return at::scatter_add(c[0], dim, index.cpu(), c[1]); };
+  if (at::isIntegralType(self.scalar_type(), /*includeBool=*/false) && src.scalar_type() == self.scalar_type()) {
+    const auto f32_scatter = [&](const at::Tensor& f) { return at::zeros(self.sizes(), f.options()).scatter_add(dim, index, f); };
+    if (auto sums = integer_accumulate(self, src, f32_scatter)) return *sums;
+  }
   if (const std::string why = scatter_unsupported(self, index, dim, src); !why.empty()) {
     return run_on_cpu("scatter_add", {self, src}, cpu, why);
   }

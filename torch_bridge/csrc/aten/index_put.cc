@@ -18,6 +18,7 @@
 
 #include "torch_bridge/csrc/aten/complex.h"
 #include "torch_bridge/csrc/aten/int64.h"
+#include "torch_bridge/csrc/aten/integer_accumulate.h"
 #include "torch_bridge/csrc/aten/linear_index.h"
 #include "torch_bridge/csrc/record/op_support.h"
 #include "torch_bridge/csrc/record/recorder.h"
@@ -128,7 +129,9 @@ std::string unsupported(const at::Tensor& self, const std::vector<std::optional<
     return {};
   }
   if (index.scalar_type() != at::kLong && index.scalar_type() != at::kInt) return "an index that is neither bool nor int32/int64";
-  if (accumulate && !is_chip_float(self.scalar_type())) return "accumulating into non-float tensors";
+  if (accumulate && !is_chip_float(self.scalar_type()) && !at::isIntegralType(self.scalar_type(), /*includeBool=*/false)) {
+    return "accumulating into bool tensors";
+  }
   if (!chip_dtype(self.scalar_type()) && self.scalar_type() != at::kLong) return "a dtype without kernels on the chip";
   if (index.numel() > (int64_t{1} << 24)) return "more than 2^24 index elements (their positions are exact in f32 below)";
   return {};
@@ -237,6 +240,12 @@ at::Tensor& tpu_index_put_impl_(at::Tensor& self, const c10::List<std::optional<
   const at::Tensor on_chip = index.device() == self.device() ? index : index.to(self.device());
   if (index.scalar_type() == at::kBool) {
     self.copy_(masked_put(self, on_chip, values, accumulate));
+  } else if (accumulate && !is_chip_float(self.scalar_type())) {  // integers: exact sums (integer_accumulate.h)
+    const at::Tensor src = values.to(self.device(), self.scalar_type()).expand(indexed_shape(self, index)).contiguous();
+    const auto f32_scatter = [&](const at::Tensor& f) { return accumulate_rows(at::zeros(self.sizes(), f.options()), on_chip, f); };
+    const auto sums = integer_accumulate(self, src, f32_scatter);
+    if (!sums) return fallback(self, list, values, accumulate, "integer sums not known to stay exact (int64 past 2^31, or over 65793 int32 values)");
+    self.copy_(*sums);
   } else if (accumulate) {
     self.copy_(accumulate_rows(self, on_chip, values));
   } else {

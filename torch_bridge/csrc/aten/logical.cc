@@ -99,8 +99,10 @@ at::Tensor tpu_bitwise_not(const at::Tensor& self) {
   return words ? as_int64(out) : out;
 }
 
-// all / any over `dims` (none: every dim): the min / max of the elements as 0.0 / 1.0.
+// all / any over `dims` (none: every dim): the min / max of the elements as 0.0 / 1.0. torch
+// keeps a uint8 input's dtype (its result is 0 or 1 in uint8).
 at::Tensor all_any(const char* op, const at::Tensor& self, at::OptionalIntArrayRef dims_opt, bool keepdim, bool all) {
+  if (self.scalar_type() == at::kByte) return all_any(op, self.ne(0), dims_opt, keepdim, all).to(at::kByte);
   if (needs_truth(self)) return all_any(op, truth_of(self), dims_opt, keepdim, all);
   const auto [dims, shape] = reduction_over(self, dims_opt, keepdim);
   const CpuFn cpu = [dims, keepdim, all, whole = !dims_opt || dims_opt->empty()](const std::vector<at::Tensor>& c) {
