@@ -2,10 +2,10 @@
 // rules for amounts outside the width: by a tensor of amounts and by each constant.
 #include <doctest/doctest.h>
 
+#include <optional>
 #include <vector>
 
 #include "kernels/compose/bit_shifts.h"
-#include "kernels/graph/plan.h"
 #include "support/run_graph.h"
 
 using namespace vtpu;
@@ -20,18 +20,10 @@ int32_t right(int32_t a, int64_t s) { return a >> (s < 0 || s >= 32 ? 31 : s); }
 
 // a (op) s over every pair, or by `constant`; `left_shift` picks the op.
 std::vector<int32_t> on_chip(bool left_shift, const std::vector<int32_t>& a, const std::vector<int32_t>& s, std::optional<int64_t> constant) {
-  const auto n = int64_t(a.size());
-  kernels::Graph g;
-  const int in_a = g.input({{n}, DType::I32}, "a"), in_s = g.input({{n}, DType::I32}, "s");
-  int r;
-  if (constant) r = left_shift ? kernels::shift_left_by(g, in_a, *constant, 32) : kernels::shift_right_by(g, in_a, *constant, 32, true);
-  else r = left_shift ? kernels::shift_left(g, in_a, in_s, 32) : kernels::shift_right(g, in_a, in_s, 32, true);
-  g.mark_output(r == in_a ? g.binary_scalar(kernels::ExprOp::Add, r, 0) : r);  // a >> 0 is `a` itself, not a computed output
-  kernels::ProgramCache cache;
-  const auto plan = kernels::make_plan(g, kernels::FusionStrategy::Greedy, sim::load_chip("v5e"), cache);
-  std::vector<testing::Bound> inputs = {{in_a, testing::int32_bits_as_floats(a)}};
-  if (!constant) inputs.push_back({in_s, testing::int32_bits_as_floats(s)});
-  return testing::floats_as_int32_bits(testing::run_graph(g, plan, inputs));
+  return testing::run_int32_graph(constant ? testing::Int32Inputs{a} : testing::Int32Inputs{a, s}, [&](kernels::Graph& g, const std::vector<int>& v) {
+    if (constant) return left_shift ? kernels::shift_left_by(g, v[0], *constant, 32) : kernels::shift_right_by(g, v[0], *constant, 32, true);
+    return left_shift ? kernels::shift_left(g, v[0], v[1], 32) : kernels::shift_right(g, v[0], v[1], 32, true);
+  });
 }
 
 }  // namespace

@@ -83,16 +83,10 @@ TEST_SUITE("kernels") {
   }
   // quotients then remainders, as int32
   std::vector<int32_t> divide_on_chip(const std::vector<int32_t>& a, const std::vector<int32_t>& b, std::optional<int64_t> constant) {
-    const auto n = int64_t(a.size());
-    kernels::Graph g;
-    const int in_a = g.input({{n}, DType::I32}, "a"), in_b = g.input({{n}, DType::I32}, "b");
-    const auto r = constant ? kernels::floor_divide(g, in_a, *constant) : kernels::floor_divide_by(g, in_a, in_b);
-    g.mark_output(g.concat({r.quotient, r.remainder}, 0));
-    kernels::ProgramCache cache;
-    const auto plan = kernels::make_plan(g, kernels::FusionStrategy::Greedy, sim::load_chip("v5e"), cache);
-    std::vector<testing::Bound> inputs = {{in_a, testing::int32_bits_as_floats(a)}};
-    if (!constant) inputs.push_back({in_b, testing::int32_bits_as_floats(b)});
-    return testing::floats_as_int32_bits(testing::run_graph(g, plan, inputs));
+    return testing::run_int32_graph(constant ? testing::Int32Inputs{a} : testing::Int32Inputs{a, b}, [&](kernels::Graph& g, const std::vector<int>& v) {
+      const auto r = constant ? kernels::floor_divide(g, v[0], *constant) : kernels::floor_divide_by(g, v[0], v[1]);
+      return g.concat({r.quotient, r.remainder}, 0);
+    });
   }
   }  // namespace
 

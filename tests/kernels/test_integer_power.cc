@@ -2,10 +2,10 @@
 // int32: bases across the range, exponents from -4 to 40, by a tensor and by constants.
 #include <doctest/doctest.h>
 
+#include <optional>
 #include <vector>
 
 #include "kernels/compose/integer_power.h"
-#include "kernels/graph/plan.h"
 #include "support/run_graph.h"
 
 using namespace vtpu;
@@ -23,16 +23,9 @@ int32_t powi(int32_t a, int32_t b) {  // c10's powi, wrapping
 }
 
 std::vector<int32_t> on_chip(const std::vector<int32_t>& a, const std::vector<int32_t>& b, std::optional<int64_t> constant) {
-  const auto n = int64_t(a.size());
-  kernels::Graph g;
-  const int in_a = g.input({{n}, DType::I32}, "a"), in_b = g.input({{n}, DType::I32}, "b");
-  const int r = constant ? kernels::integer_power_by(g, in_a, *constant) : kernels::integer_power(g, in_a, in_b);
-  g.mark_output(r == in_a ? g.binary_scalar(kernels::ExprOp::Add, r, 0) : r);  // a^1 is `a` itself, not a computed output
-  kernels::ProgramCache cache;
-  const auto plan = kernels::make_plan(g, kernels::FusionStrategy::Greedy, sim::load_chip("v5e"), cache);
-  std::vector<testing::Bound> inputs = {{in_a, testing::int32_bits_as_floats(a)}};
-  if (!constant) inputs.push_back({in_b, testing::int32_bits_as_floats(b)});
-  return testing::floats_as_int32_bits(testing::run_graph(g, plan, inputs));
+  return testing::run_int32_graph(constant ? testing::Int32Inputs{a} : testing::Int32Inputs{a, b}, [&](kernels::Graph& g, const std::vector<int>& v) {
+    return constant ? kernels::integer_power_by(g, v[0], *constant) : kernels::integer_power(g, v[0], v[1]);
+  });
 }
 
 }  // namespace

@@ -3,8 +3,10 @@
 // and the simulated seconds of a graph alone.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -47,6 +49,27 @@ inline std::vector<float> run_graph(const kernels::Graph& g, const kernels::Plan
   if (run) *run = exec.run();
   device.copy_to_host({reinterpret_cast<uint8_t*>(result.data()), result.size() * 4}, exec.address(out));
   return result;
+}
+
+// The int32 values of what `build` makes from int32 inputs [n] (one per vector in `inputs`), run
+// greedily planned on v5e. A result that is one of the inputs itself (a shift by 0, a power of 1)
+// is copied first: a graph output must be computed.
+using Int32Inputs = std::vector<std::vector<int32_t>>;
+inline std::vector<int32_t> run_int32_graph(const Int32Inputs& inputs,
+                                            const std::function<int(kernels::Graph&, const std::vector<int>&)>& build) {
+  kernels::Graph g;
+  std::vector<int> values;
+  std::vector<Bound> bound;
+  for (const auto& data : inputs) {
+    values.push_back(g.input({{int64_t(data.size())}, kernels::DType::I32}, "in"));
+    bound.push_back({values.back(), int32_bits_as_floats(data)});
+  }
+  int out = build(g, values);
+  if (std::find(values.begin(), values.end(), out) != values.end()) out = g.binary_scalar(kernels::ExprOp::Add, out, 0);
+  g.mark_output(out);
+  kernels::ProgramCache cache;
+  const auto plan = kernels::make_plan(g, kernels::FusionStrategy::Greedy, sim::load_chip("v5e"), cache);
+  return floats_as_int32_bits(run_graph(g, plan, bound));
 }
 
 // Simulated seconds of `g` planned greedily on `chip`, its inputs left as allocated (timing only).
