@@ -42,19 +42,19 @@ def test_decomposed_counts_reset_with_the_other_counters():
 
 
 def test_a_decomposition_that_comes_back_to_its_op_names_it_and_does_not_recurse():
-    # torch's decomposition of an integer shift is a prim that calls the aten op again
+    # torch's decomposition of gcd is a prim that calls the aten op again
     x = torch.arange(6, dtype=torch.int32, device="tpu")
-    shift = torch.tensor([1, 2, 0, 3, 1, 2], dtype=torch.int32, device="tpu")
-    with pytest.raises(NotImplementedError, match=r"aten::bitwise_left_shift.Tensor is not lowered to the chip yet "
+    other = torch.tensor([4, 2, 6, 3, 8, 10], dtype=torch.int32, device="tpu")
+    with pytest.raises(NotImplementedError, match=r"aten::gcd is not lowered to the chip yet "
                                                   r"\(torch's decomposition of it comes back to it\)"):
-        torch.bitwise_left_shift(x, shift)
+        torch.gcd(x, other)
     vtpu.set_cpu_fallback(True)
-    with pytest.warns(UserWarning, match="aten::bitwise_left_shift.Tensor runs on the CPU"):
-        got = torch.bitwise_left_shift(x, shift)
-    assert torch.equal(got.cpu(), torch.bitwise_left_shift(x.cpu(), shift.cpu()))
+    with pytest.warns(UserWarning, match="aten::gcd runs on the CPU"):
+        got = torch.gcd(x, other)
+    assert torch.equal(got.cpu(), torch.gcd(x.cpu(), other.cpu()))
     s = vtpu.stats()
-    assert s["cpu_fallbacks"]["aten::bitwise_left_shift.Tensor"] == 1
-    assert s["decomposition_declined"]["aten::bitwise_left_shift.Tensor"] == 2
+    assert s["cpu_fallbacks"]["aten::gcd"] == 1
+    assert s["decomposition_declined"]["aten::gcd"] == 2
 
 
 def test_int64_where_keeps_values_past_int32():
