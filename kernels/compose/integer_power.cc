@@ -31,8 +31,8 @@ int integer_power(Graph& g, int a, int b, int exponent_bits, const std::string& 
   int base = a, rest = b;
   for (int bit = 0; bit < exponent_bits; ++bit) {
     const int set = g.binary_scalar(ExprOp::BitAnd, rest, 1, false, label);
-    const int factor = g.binary_scalar(ExprOp::Add, g.binary(ExprOp::Mul, set, g.binary_scalar(ExprOp::Sub, base, 1, false, label), label), 1,
-                                       false, label);
+    const int base_less_one = g.binary_scalar(ExprOp::Sub, base, 1, false, label);
+    const int factor = g.binary_scalar(ExprOp::Add, g.binary(ExprOp::Mul, set, base_less_one, label), 1, false, label);
     result = g.binary(ExprOp::Mul, result, factor, label);
     if (bit + 1 < exponent_bits) {
       base = g.binary(ExprOp::Mul, base, base, label);

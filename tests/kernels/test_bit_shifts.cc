@@ -19,10 +19,12 @@ int32_t left(int32_t a, int64_t s) { return s < 0 || s >= 32 ? 0 : int32_t(uint3
 int32_t right(int32_t a, int64_t s) { return a >> (s < 0 || s >= 32 ? 31 : s); }
 
 // a (op) s over every pair, or by `constant`; `left_shift` picks the op.
-std::vector<int32_t> on_chip(bool left_shift, const std::vector<int32_t>& a, const std::vector<int32_t>& s, std::optional<int64_t> constant) {
-  return testing::run_int32_graph(constant ? testing::Int32Inputs{a} : testing::Int32Inputs{a, s}, [&](kernels::Graph& g, const std::vector<int>& v) {
-    if (constant) return left_shift ? kernels::shift_left_by(g, v[0], *constant, 32) : kernels::shift_right_by(g, v[0], *constant, 32, true);
-    return left_shift ? kernels::shift_left(g, v[0], v[1], 32) : kernels::shift_right(g, v[0], v[1], 32, true);
+std::vector<int32_t> on_chip(bool left_shift, const std::vector<int32_t>& a, const std::vector<int32_t>& s,
+                             std::optional<int64_t> constant) {
+  const auto inputs = constant ? testing::Int32Inputs{a} : testing::Int32Inputs{a, s};
+  return testing::run_int32_graph(inputs, [&](kernels::Graph& g, const std::vector<int>& v) {
+    if (!constant) return left_shift ? kernels::shift_left(g, v[0], v[1], 32) : kernels::shift_right(g, v[0], v[1], 32, true);
+    return left_shift ? kernels::shift_left_by(g, v[0], *constant, 32) : kernels::shift_right_by(g, v[0], *constant, 32, true);
   });
 }
 

@@ -82,8 +82,10 @@ TEST_SUITE("kernels") {
     return out;
   }
   // quotients then remainders, as int32
-  std::vector<int32_t> divide_on_chip(const std::vector<int32_t>& a, const std::vector<int32_t>& b, std::optional<int64_t> constant) {
-    return testing::run_int32_graph(constant ? testing::Int32Inputs{a} : testing::Int32Inputs{a, b}, [&](kernels::Graph& g, const std::vector<int>& v) {
+  std::vector<int32_t> divide_on_chip(const std::vector<int32_t>& a, const std::vector<int32_t>& b,
+                                      std::optional<int64_t> constant) {
+    const auto inputs = constant ? testing::Int32Inputs{a} : testing::Int32Inputs{a, b};
+    return testing::run_int32_graph(inputs, [&](kernels::Graph& g, const std::vector<int>& v) {
       const auto r = constant ? kernels::floor_divide(g, v[0], *constant) : kernels::floor_divide_by(g, v[0], v[1]);
       return g.concat({r.quotient, r.remainder}, 0);
     });

@@ -23,7 +23,8 @@ int32_t powi(int32_t a, int32_t b) {  // c10's powi, wrapping
 }
 
 std::vector<int32_t> on_chip(const std::vector<int32_t>& a, const std::vector<int32_t>& b, std::optional<int64_t> constant) {
-  return testing::run_int32_graph(constant ? testing::Int32Inputs{a} : testing::Int32Inputs{a, b}, [&](kernels::Graph& g, const std::vector<int>& v) {
+  const auto inputs = constant ? testing::Int32Inputs{a} : testing::Int32Inputs{a, b};
+  return testing::run_int32_graph(inputs, [&](kernels::Graph& g, const std::vector<int>& v) {
     return constant ? kernels::integer_power_by(g, v[0], *constant) : kernels::integer_power(g, v[0], v[1]);
   });
 }

@@ -51,7 +51,8 @@ at::Tensor shift_chip_integers(const char* op, Direction d, const at::Tensor& se
     int r = shifted(g, d, as_i32(g, v[0], op), amount ? -1 : as_i32(g, v[1], op), amount, bits, dtype != at::kByte, op);
     if (d == Direction::Left && bits == 8) r = kernels::wrap_to_byte(g, r, dtype == at::kChar, op);
     return g.cast(r, to_kernel_dtype(dtype), op);
-  }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other.cpu()}); }).view(shape);  // the CPU gets both operands, the constant too
+    // the CPU gets both operands, the constant too
+  }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other.cpu()}); }).view(shape);
 }
 
 // int64 of known magnitude; nullopt where the result's bound is not known below 2^31.

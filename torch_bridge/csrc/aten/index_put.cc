@@ -244,7 +244,8 @@ at::Tensor& tpu_index_put_impl_(at::Tensor& self, const c10::List<std::optional<
     const at::Tensor src = values.to(self.device(), self.scalar_type()).expand(indexed_shape(self, index)).contiguous();
     const auto f32_scatter = [&](const at::Tensor& f) { return accumulate_rows(at::zeros(self.sizes(), f.options()), on_chip, f); };
     const auto sums = integer_accumulate(self, src, f32_scatter);
-    if (!sums) return fallback(self, list, values, accumulate, "integer sums not known to stay exact (int64 past 2^31, or over 65793 int32 values)");
+    const char* why = "integer sums not known to stay exact (int64 past 2^31, or over 65793 int32 values)";
+    if (!sums) return fallback(self, list, values, accumulate, why);
     self.copy_(*sums);
   } else if (accumulate) {
     self.copy_(accumulate_rows(self, on_chip, values));

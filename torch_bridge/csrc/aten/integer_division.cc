@@ -96,7 +96,8 @@ at::Tensor divide_chip_integers(const char* op, const at::Tensor& self, const at
     const auto i32 = [&](int x) { return g.node(x).type.dtype == kernels::DType::I32 ? x : g.cast(x, kernels::DType::I32, op); };
     const int result = divide_int32(g, i32(v[0]), divisor ? -1 : i32(v[1]), divisor, kernels::kAnyInt32, wanted, op);
     return g.cast(result, to_kernel_dtype(dtype), op);
-  }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other.cpu()}); }).view(shape);  // the CPU gets both operands, the constant too
+    // the CPU gets both operands, the constant too
+  }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other.cpu()}); }).view(shape);
 }
 
 // self // other (or %) for int64 tpu tensors of known magnitude below 2^31, by such a tensor
@@ -114,9 +115,10 @@ at::Tensor divide_int64(const char* op, const at::Tensor& self, const at::Tensor
     const int b = divisor ? -1 : g.reshape(g.int64_narrow(v[1], divisor_bound + 1, op), b_shape, op);
     return int64_words(g, divide_int32(g, a, b, divisor, std::max(bound, divisor_bound), wanted, op));
   }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other.is_cpu() ? other : other.cpu()}); });
-  // |floor(a / b)| <= |a| for |b| >= 1; |a mod b| < |b|
+  // |floor(a / b)| <= |a| / |b| + 1 (by a constant b; |a| for any |b| >= 1); |a mod b| < |b|
   const bool remainder = wanted == Wanted::Remainder || wanted == Wanted::TruncRemainder;
-  return as_int64(words, remainder ? divisor_bound : bound).view(shape);
+  const int64_t quotient_bound = divisor ? bound / std::abs(*divisor) + 1 : bound;
+  return as_int64(words, remainder ? divisor_bound : quotient_bound).view(shape);
 }
 
 bool is_chip_integer(c10::ScalarType t) { return t == at::kInt || t == at::kChar || t == at::kByte || t == at::kBool; }

@@ -50,7 +50,8 @@ at::Tensor power_chip_integers(const at::Tensor& self, const at::Tensor& other, 
     int r = exponent ? kernels::integer_power_by(g, a, *exponent, "pow") : kernels::integer_power(g, a, as_i32(g, v[1]), bits, "pow");
     if (dtype != at::kInt) r = kernels::wrap_to_byte(g, r, dtype == at::kChar, "pow");
     return g.cast(r, to_kernel_dtype(dtype), "pow");
-  }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other.cpu()}); }).view(shape);  // the CPU gets both operands, the constant too
+    // the CPU gets both operands, the constant too
+  }, [cpu, self, other](const std::vector<at::Tensor>&) { return cpu({self.cpu(), other.cpu()}); }).view(shape);
 }
 
 // int64 operands of known magnitude (the exponent a constant or an int64 tensor) whose power stays
