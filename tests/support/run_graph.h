@@ -19,12 +19,12 @@ namespace vtpu::testing {
 // run_graph moves f32 vectors: int32 data travels as their bit patterns, both ways.
 inline std::vector<float> int32_bits_as_floats(const std::vector<int32_t>& v) {
   std::vector<float> f(v.size());
-  std::memcpy(f.data(), v.data(), v.size() * 4);
+  if (!v.empty()) std::memcpy(f.data(), v.data(), v.size() * 4);  // memcpy's pointers may not be null, even for 0 bytes
   return f;
 }
 inline std::vector<int32_t> floats_as_int32_bits(const std::vector<float>& f) {
   std::vector<int32_t> v(f.size());
-  std::memcpy(v.data(), f.data(), f.size() * 4);
+  if (!f.empty()) std::memcpy(v.data(), f.data(), f.size() * 4);
   return v;
 }
 
