@@ -9,6 +9,7 @@
 #include <torch/library.h>
 
 #include "kernels/compose/bit_shifts.h"
+#include "kernels/compose/integer_division.h"  // kAnyInt32
 #include "kernels/compose/integer_wrap.h"
 #include "torch_bridge/csrc/aten/pointwise.h"
 #include "torch_bridge/csrc/aten/variants.h"
@@ -25,7 +26,6 @@ using kernels::Graph;
 
 enum class Direction { Left, Right };
 
-constexpr int64_t kInt32Range = int64_t{1} << 31;
 
 std::optional<int64_t> constant_amount(const at::Tensor& other) {
   if (!is_cpu_scalar(other) || !at::isIntegralType(other.scalar_type(), /*includeBool=*/false)) return std::nullopt;
@@ -64,10 +64,10 @@ std::optional<at::Tensor> shift_int64(const char* op, Direction d, const at::Ten
                                                                                             : std::nullopt;
   const bool words_amount = !amount && other.scalar_type() == at::kLong;
   const auto s_bound = amount ? std::optional(std::abs(*amount)) : words_amount ? int64_bound_of(other) : std::nullopt;
-  if (!a_bound || *a_bound >= kInt32Range || (words_amount && (!s_bound || *s_bound >= kInt32Range))) return std::nullopt;
+  if (!a_bound || *a_bound >= kernels::kAnyInt32 || (words_amount && (!s_bound || *s_bound >= kernels::kAnyInt32))) return std::nullopt;
   int64_t bound = *a_bound;  // right shifts only shrink magnitudes
   if (d == Direction::Left) {
-    if (!s_bound || *s_bound > 30 || (*a_bound << *s_bound) >= kInt32Range) return std::nullopt;
+    if (!s_bound || *s_bound > 30 || (*a_bound << *s_bound) >= kernels::kAnyInt32) return std::nullopt;
     bound = *a_bound << *s_bound;
   }
   if (!amount && !other.device().is_privateuseone()) return std::nullopt;  // a CPU tensor of amounts

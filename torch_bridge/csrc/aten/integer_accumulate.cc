@@ -1,12 +1,13 @@
 // See integer_accumulate.h.
 #include "torch_bridge/csrc/aten/integer_accumulate.h"
 
+#include "kernels/compose/integer_division.h"  // kAnyInt32
 #include "torch_bridge/csrc/record/op_support.h"
 
 namespace vtpu::bridge {
 namespace {
 
-constexpr int64_t kF32Exact = int64_t{1} << 24, kInt32Range = int64_t{1} << 31;
+constexpr int64_t kF32Exact = int64_t{1} << 24;
 
 // The largest |value| of an integer tensor of this dtype, where it is known.
 std::optional<int64_t> magnitude(const at::Tensor& t) {
@@ -40,7 +41,7 @@ std::optional<at::Tensor> integer_accumulate(const at::Tensor& self, const at::T
   std::optional<int64_t> result_bound;
   if (dtype == at::kLong) {  // int64: on its int32 form, where every sum stays within int32
     const auto self_bound = magnitude(self);
-    if (!self_bound || !src_bound || double(*self_bound) + double(*src_bound) * double(n) >= double(kInt32Range)) return std::nullopt;
+    if (!self_bound || !src_bound || double(*self_bound) + double(*src_bound) * double(n) >= double(kernels::kAnyInt32)) return std::nullopt;
     result_bound = *self_bound + *src_bound * n;
   } else if (!is_chip_integer(dtype) || (!small && n > kF32Exact / 255)) {
     return std::nullopt;

@@ -8,6 +8,7 @@
 #include <bit>
 #include <cmath>
 
+#include "kernels/compose/integer_division.h"  // kAnyInt32
 #include "kernels/compose/integer_power.h"
 #include "kernels/compose/integer_wrap.h"
 #include "torch_bridge/csrc/record/cpu_scalar.h"
@@ -19,7 +20,6 @@ namespace {
 using kernels::DType;
 using kernels::Graph;
 
-constexpr int64_t kInt32Range = int64_t{1} << 31;
 
 std::optional<int64_t> constant_exponent(const at::Tensor& other) {
   if (!is_cpu_scalar(other) || !at::isIntegralType(other.scalar_type(), /*includeBool=*/true)) return std::nullopt;
@@ -61,9 +61,9 @@ std::optional<at::Tensor> power_int64(const at::Tensor& self, const at::Tensor& 
   const auto a_bound = int64_bound_of(self);
   const bool tensor_exponent = !exponent && other.device().is_privateuseone() && other.scalar_type() == at::kLong;
   const auto b_bound = exponent ? std::optional(*exponent) : tensor_exponent ? int64_bound_of(other) : std::nullopt;
-  if (!a_bound || !b_bound || *a_bound >= kInt32Range || *b_bound >= kInt32Range) return std::nullopt;
+  if (!a_bound || !b_bound || *a_bound >= kernels::kAnyInt32 || *b_bound >= kernels::kAnyInt32) return std::nullopt;
   const double largest = *a_bound <= 1 ? 1.0 : std::pow(double(*a_bound), double(*b_bound));
-  if (!(largest < double(kInt32Range))) return std::nullopt;
+  if (!(largest < double(kernels::kAnyInt32))) return std::nullopt;
   const auto shape = at::infer_size(self.sizes(), other.sizes());
   const auto a_shape = self.sizes().vec(), b_shape = other.sizes().vec();
   std::vector<at::Tensor> inputs{index_words(self)};
